@@ -1,0 +1,1 @@
+"""FlowForge: durable workflows for Python."""

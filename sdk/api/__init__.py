@@ -1,0 +1,1 @@
+"""FlowForge gRPC API."""

@@ -1,0 +1,93 @@
+import datetime
+
+from flowforge.api.v1 import common_pb2 as _common_pb2
+from google.protobuf import duration_pb2 as _duration_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Command(_message.Message):
+    __slots__ = ("schedule_activity_task", "start_timer", "cancel_timer", "request_cancel_activity_task", "complete_workflow_execution", "fail_workflow_execution", "cancel_workflow_execution")
+    SCHEDULE_ACTIVITY_TASK_FIELD_NUMBER: _ClassVar[int]
+    START_TIMER_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_TIMER_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_CANCEL_ACTIVITY_TASK_FIELD_NUMBER: _ClassVar[int]
+    COMPLETE_WORKFLOW_EXECUTION_FIELD_NUMBER: _ClassVar[int]
+    FAIL_WORKFLOW_EXECUTION_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_WORKFLOW_EXECUTION_FIELD_NUMBER: _ClassVar[int]
+    schedule_activity_task: ScheduleActivityTaskCommandAttributes
+    start_timer: StartTimerCommandAttributes
+    cancel_timer: CancelTimerCommandAttributes
+    request_cancel_activity_task: RequestCancelActivityTaskCommandAttributes
+    complete_workflow_execution: CompleteWorkflowExecutionCommandAttributes
+    fail_workflow_execution: FailWorkflowExecutionCommandAttributes
+    cancel_workflow_execution: CancelWorkflowExecutionCommandAttributes
+    def __init__(self, schedule_activity_task: _Optional[_Union[ScheduleActivityTaskCommandAttributes, _Mapping]] = ..., start_timer: _Optional[_Union[StartTimerCommandAttributes, _Mapping]] = ..., cancel_timer: _Optional[_Union[CancelTimerCommandAttributes, _Mapping]] = ..., request_cancel_activity_task: _Optional[_Union[RequestCancelActivityTaskCommandAttributes, _Mapping]] = ..., complete_workflow_execution: _Optional[_Union[CompleteWorkflowExecutionCommandAttributes, _Mapping]] = ..., fail_workflow_execution: _Optional[_Union[FailWorkflowExecutionCommandAttributes, _Mapping]] = ..., cancel_workflow_execution: _Optional[_Union[CancelWorkflowExecutionCommandAttributes, _Mapping]] = ...) -> None: ...
+
+class ScheduleActivityTaskCommandAttributes(_message.Message):
+    __slots__ = ("activity_id", "activity_type", "task_queue", "input", "schedule_to_close_timeout", "schedule_to_start_timeout", "start_to_close_timeout", "heartbeat_timeout", "retry_policy", "depends_on_activity_ids", "cancellation_type")
+    ACTIVITY_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTIVITY_TYPE_FIELD_NUMBER: _ClassVar[int]
+    TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_TO_CLOSE_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_TO_START_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    START_TO_CLOSE_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    RETRY_POLICY_FIELD_NUMBER: _ClassVar[int]
+    DEPENDS_ON_ACTIVITY_IDS_FIELD_NUMBER: _ClassVar[int]
+    CANCELLATION_TYPE_FIELD_NUMBER: _ClassVar[int]
+    activity_id: str
+    activity_type: str
+    task_queue: str
+    input: _common_pb2.Payloads
+    schedule_to_close_timeout: _duration_pb2.Duration
+    schedule_to_start_timeout: _duration_pb2.Duration
+    start_to_close_timeout: _duration_pb2.Duration
+    heartbeat_timeout: _duration_pb2.Duration
+    retry_policy: _common_pb2.RetryPolicy
+    depends_on_activity_ids: _containers.RepeatedScalarFieldContainer[str]
+    cancellation_type: _common_pb2.ActivityCancellationType
+    def __init__(self, activity_id: _Optional[str] = ..., activity_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., schedule_to_close_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., schedule_to_start_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., start_to_close_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., heartbeat_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., retry_policy: _Optional[_Union[_common_pb2.RetryPolicy, _Mapping]] = ..., depends_on_activity_ids: _Optional[_Iterable[str]] = ..., cancellation_type: _Optional[_Union[_common_pb2.ActivityCancellationType, str]] = ...) -> None: ...
+
+class StartTimerCommandAttributes(_message.Message):
+    __slots__ = ("timer_id", "start_to_fire_timeout")
+    TIMER_ID_FIELD_NUMBER: _ClassVar[int]
+    START_TO_FIRE_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    timer_id: str
+    start_to_fire_timeout: _duration_pb2.Duration
+    def __init__(self, timer_id: _Optional[str] = ..., start_to_fire_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class CancelTimerCommandAttributes(_message.Message):
+    __slots__ = ("timer_id",)
+    TIMER_ID_FIELD_NUMBER: _ClassVar[int]
+    timer_id: str
+    def __init__(self, timer_id: _Optional[str] = ...) -> None: ...
+
+class RequestCancelActivityTaskCommandAttributes(_message.Message):
+    __slots__ = ("activity_id",)
+    ACTIVITY_ID_FIELD_NUMBER: _ClassVar[int]
+    activity_id: str
+    def __init__(self, activity_id: _Optional[str] = ...) -> None: ...
+
+class CompleteWorkflowExecutionCommandAttributes(_message.Message):
+    __slots__ = ("result",)
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    result: _common_pb2.Payloads
+    def __init__(self, result: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ...) -> None: ...
+
+class FailWorkflowExecutionCommandAttributes(_message.Message):
+    __slots__ = ("failure",)
+    FAILURE_FIELD_NUMBER: _ClassVar[int]
+    failure: _common_pb2.Failure
+    def __init__(self, failure: _Optional[_Union[_common_pb2.Failure, _Mapping]] = ...) -> None: ...
+
+class CancelWorkflowExecutionCommandAttributes(_message.Message):
+    __slots__ = ("details",)
+    DETAILS_FIELD_NUMBER: _ClassVar[int]
+    details: _common_pb2.Payloads
+    def __init__(self, details: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ...) -> None: ...

@@ -1,0 +1,210 @@
+"""Errors raised by FlowForge, in Temporal's shape.
+
+Failure errors (subclasses of :class:`FailureError`) travel through history: an
+activity that raises :class:`ApplicationError` is recorded as a failure and the
+workflow sees it as an :class:`ActivityError` whose ``cause`` is the original
+error. A workflow fails only when its code raises a :class:`FailureError`; any
+other exception fails the *workflow task*, which is retried (Temporal's rule), so
+a bug can be fixed and redeployed without losing the execution.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Optional, Sequence
+
+import grpc
+
+__all__ = [
+    "ActivityError",
+    "ApplicationError",
+    "CancelledError",
+    "ChildWorkflowError",
+    "FailureError",
+    "FlowForgeError",
+    "NonDeterminismError",
+    "RPCError",
+    "RetryState",
+    "TerminatedError",
+    "TimeoutError",
+    "TimeoutType",
+    "WorkflowAlreadyStartedError",
+    "WorkflowFailureError",
+]
+
+
+class FlowForgeError(Exception):
+    """Base class of every error FlowForge raises."""
+
+    @property
+    def message(self) -> str:
+        """The error's message."""
+        return str(self.args[0]) if self.args else ""
+
+
+class FailureError(FlowForgeError):
+    """Base class of errors that are recorded in history as a failure."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+class ApplicationError(FailureError):
+    """An error raised on purpose by workflow or activity code.
+
+    Args:
+        message: What went wrong, for people.
+        *details: Extra values serialized with the failure.
+        type: A name for the kind of error; ``RetryPolicy.non_retryable_error_types``
+            matches on it. Defaults to the class name of the error.
+        non_retryable: When raised from an activity, the server does not retry it
+            whatever the retry policy says.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *details: Any,
+        type: Optional[str] = None,
+        non_retryable: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.details: Sequence[Any] = details
+        self.type = type or "ApplicationError"
+        self.non_retryable = non_retryable
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class TimeoutType(enum.Enum):
+    """Which timeout expired."""
+
+    START_TO_CLOSE = 1
+    SCHEDULE_TO_START = 2
+    SCHEDULE_TO_CLOSE = 3
+    HEARTBEAT = 4
+
+
+class TimeoutError(FailureError):  # noqa: A001 - Temporal's name, on purpose
+    """A timeout expired; ``type`` says which one."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        type: Optional[TimeoutType],
+        last_heartbeat_details: Sequence[Any] = (),
+    ) -> None:
+        super().__init__(message)
+        self.type = type
+        self.last_heartbeat_details = last_heartbeat_details
+
+
+class CancelledError(FailureError):
+    """The work was cancelled on request."""
+
+    def __init__(self, message: str = "cancelled", *details: Any) -> None:
+        super().__init__(message)
+        self.details: Sequence[Any] = details
+
+
+class TerminatedError(FailureError):
+    """The execution was terminated by an operator."""
+
+
+class RetryState(enum.Enum):
+    """Why the server stopped retrying an activity."""
+
+    UNSPECIFIED = 0
+    IN_PROGRESS = 1
+    NON_RETRYABLE_FAILURE = 2
+    MAXIMUM_ATTEMPTS_REACHED = 3
+    TIMEOUT = 4
+    CANCEL_REQUESTED = 5
+
+
+class ActivityError(FailureError):
+    """Raised in workflow code when an activity finally failed.
+
+    The underlying error (an :class:`ApplicationError`, :class:`TimeoutError` or
+    :class:`CancelledError`) is ``cause`` (also ``__cause__``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        activity_type: str,
+        activity_id: str,
+        scheduled_event_id: int,
+        retry_state: RetryState = RetryState.UNSPECIFIED,
+    ) -> None:
+        super().__init__(message)
+        self.activity_type = activity_type
+        self.activity_id = activity_id
+        self.scheduled_event_id = scheduled_event_id
+        self.retry_state = retry_state
+
+    @property
+    def cause(self) -> Optional[BaseException]:
+        """The error that failed the activity's last attempt."""
+        return self.__cause__
+
+
+class ChildWorkflowError(FailureError):
+    """Raised in workflow code when a child workflow failed."""
+
+    @property
+    def cause(self) -> Optional[BaseException]:
+        """The error that failed the child workflow."""
+        return self.__cause__
+
+
+class WorkflowFailureError(FlowForgeError):
+    """Raised by ``WorkflowHandle.result()`` when the execution did not complete.
+
+    ``cause`` is the workflow's failure: an :class:`ApplicationError`,
+    :class:`ActivityError`, :class:`CancelledError`, :class:`TerminatedError` or
+    :class:`TimeoutError`.
+    """
+
+    def __init__(self, message: str, cause: BaseException) -> None:
+        super().__init__(message)
+        self.__cause__ = cause
+
+    @property
+    def cause(self) -> BaseException:
+        """Why the execution did not complete."""
+        assert self.__cause__ is not None
+        return self.__cause__
+
+
+class NonDeterminismError(FlowForgeError):
+    """Workflow code did not do on replay what its history says it did.
+
+    The message names the first mismatching command and event. It fails the
+    workflow *task*, which is retried, never the execution.
+    """
+
+
+class RPCError(FlowForgeError):
+    """A call to the server failed.
+
+    Attributes:
+        status: The gRPC status code the server answered with.
+    """
+
+    def __init__(self, message: str, status: grpc.StatusCode) -> None:
+        super().__init__(message)
+        self.status = status
+
+    def __str__(self) -> str:
+        return f"{self.status.name}: {self.message}"
+
+
+class WorkflowAlreadyStartedError(RPCError):
+    """A start named a workflow id that already has a running execution."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, grpc.StatusCode.ALREADY_EXISTS)

@@ -1,0 +1,7 @@
+"""The FlowForge history server: frontend (gRPC), history engine, matching,
+timekeeper and stores. Start one with ``flowforge server start-dev``."""
+
+from flowforge.server.app import FlowForgeServer, ServerConfig
+from flowforge.server.history import EngineConfig
+
+__all__ = ["EngineConfig", "FlowForgeServer", "ServerConfig"]

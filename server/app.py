@@ -1,0 +1,111 @@
+"""The server process: a store, the history engine, matching, the timekeeper and
+the gRPC frontend, started and stopped together."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import signal
+from typing import Optional
+
+import grpc
+
+from flowforge.api.v1 import workflow_service_pb2_grpc
+from flowforge.server.frontend import WorkflowService
+from flowforge.server.history import EngineConfig, HistoryEngine
+from flowforge.server.matching import Matching
+from flowforge.server.stores.base import Store
+from flowforge.server.timers import Timekeeper
+
+__all__ = ["FlowForgeServer", "ServerConfig", "open_store"]
+
+log = logging.getLogger("flowforge.server")
+
+# Above the payload limit, so the server itself refuses an oversize payload with a
+# clear INVALID_ARGUMENT instead of gRPC's RESOURCE_EXHAUSTED.
+_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+@dataclasses.dataclass
+class ServerConfig:
+    """How to run a server."""
+
+    store: str = "flowforge.db"
+    """``postgresql://user@host:port/db``, ``sqlite:///path``, a file path, or ``:memory:``."""
+    host: str = "127.0.0.1"
+    port: int = 7233
+    """0 picks a free port (see :attr:`FlowForgeServer.port`)."""
+    engine: EngineConfig = dataclasses.field(default_factory=EngineConfig)
+    poll_recheck_interval_s: float = 1.0
+    shutdown_grace_s: float = 5.0
+
+
+def open_store(url: str) -> Store:
+    """The store a URL names."""
+    if url.startswith(("postgresql://", "postgres://")):
+        from flowforge.server.stores.postgres import PostgresStore
+
+        return PostgresStore(url)
+    from flowforge.server.stores.sqlite import SQLiteStore
+
+    if url == ":memory:":
+        return SQLiteStore(None)
+    return SQLiteStore(url.removeprefix("sqlite://"))
+
+
+class FlowForgeServer:
+    """One FlowForge server replica."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.store = open_store(config.store)
+        self.engine = HistoryEngine(self.store, config.engine)
+        self.timekeeper = Timekeeper(self.engine)
+        self._grpc: Optional[grpc.aio.Server] = None
+        self.port: Optional[int] = None
+
+    async def start(self) -> None:
+        await self.store.open()
+        await self.engine.start()
+        self.timekeeper.start()
+        server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
+                ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
+                ("grpc.so_reuseport", 0),
+            ]
+        )
+        workflow_service_pb2_grpc.add_WorkflowServiceServicer_to_server(
+            WorkflowService(self.engine, Matching(self.engine, self.config.poll_recheck_interval_s)), server
+        )
+        self.port = server.add_insecure_port(f"{self.config.host}:{self.config.port}")
+        if self.port == 0:
+            raise OSError(f"cannot listen on {self.config.host}:{self.config.port}")
+        await server.start()
+        self._grpc = server
+        log.info("FlowForge server listening on %s:%d", self.config.host, self.port)
+
+    async def stop(self) -> None:
+        if self._grpc is not None:
+            await self._grpc.stop(self.config.shutdown_grace_s)
+            self._grpc = None
+        await self.timekeeper.stop()
+        await self.store.close()
+
+    async def serve(self, ready_file: Optional[str] = None) -> None:
+        """Runs until SIGTERM/SIGINT. Writes the bound port to ``ready_file`` once serving."""
+        await self.start()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        if ready_file:
+            with open(ready_file + ".tmp", "w") as f:
+                f.write(str(self.port))
+            os.replace(ready_file + ".tmp", ready_file)
+        try:
+            await stop.wait()
+        finally:
+            await self.stop()

@@ -1,0 +1,49 @@
+"""Errors the engine raises; the frontend maps each to its gRPC status."""
+
+from __future__ import annotations
+
+import grpc
+
+__all__ = [
+    "AlreadyExists",
+    "FailedPrecondition",
+    "InvalidArgument",
+    "NotFound",
+    "ServiceError",
+    "Unavailable",
+    "Unimplemented",
+]
+
+
+class ServiceError(Exception):
+    """An error with a gRPC status and a message a person can act on."""
+
+    status: grpc.StatusCode = grpc.StatusCode.INTERNAL
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidArgument(ServiceError):
+    status = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class NotFound(ServiceError):
+    status = grpc.StatusCode.NOT_FOUND
+
+
+class AlreadyExists(ServiceError):
+    status = grpc.StatusCode.ALREADY_EXISTS
+
+
+class FailedPrecondition(ServiceError):
+    status = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class Unavailable(ServiceError):
+    status = grpc.StatusCode.UNAVAILABLE
+
+
+class Unimplemented(ServiceError):
+    status = grpc.StatusCode.UNIMPLEMENTED

@@ -1,0 +1,440 @@
+"""The frontend: the gRPC WorkflowService. It validates every request, calls the
+history engine or matching, and maps errors to gRPC status codes (rule 8: bad
+input gets a clear error and changes nothing; the server keeps serving)."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import logging
+import uuid
+from typing import Any, Awaitable, Callable, Optional, TypeVar
+
+import grpc
+from google.protobuf import duration_pb2, timestamp_pb2
+
+from flowforge.api.v1 import common_pb2, workflow_service_pb2 as pb, workflow_service_pb2_grpc as pb_grpc
+from flowforge.server._events import duration_s, failure_from_json
+from flowforge.server.errors import InvalidArgument, ServiceError, Unimplemented
+from flowforge.server.history import HistoryEngine, LeasedActivityTask
+from flowforge.server.matching import Matching
+from flowforge.server.stores.base import ExecutionRow, HistoryEventRow, NamespaceRow, TaskRow
+
+__all__ = ["WorkflowService"]
+
+log = logging.getLogger("flowforge.server.frontend")
+
+_MAX_NAME = 1000
+_MAX_POLL_TIMEOUT_S = 600.0
+_DEFAULT_POLL_TIMEOUT_S = 60.0
+# Leave time for the empty answer to reach a caller whose deadline is near.
+_DEADLINE_MARGIN_S = 1.0
+_Response = TypeVar("_Response")
+
+_STATUS_NAMES = {
+    "RUNNING": 1, "COMPLETED": 2, "FAILED": 3, "CANCELED": 4, "TERMINATED": 5, "CONTINUED_AS_NEW": 6, "TIMED_OUT": 7,
+}
+_STATUS_BY_NUMBER = {number: name for name, number in _STATUS_NAMES.items()}
+
+
+def _rpc(method: Callable[..., Awaitable[_Response]]) -> Callable[..., Awaitable[_Response]]:
+    """Maps engine errors to status codes; an unexpected error is logged (without
+    the request, which may hold payloads or tokens) and answered INTERNAL."""
+
+    @functools.wraps(method)
+    async def wrapper(self: "WorkflowService", request: Any, context: grpc.aio.ServicerContext) -> _Response:
+        try:
+            return await method(self, request, context)
+        except ServiceError as error:
+            await context.abort(error.status, error.message)
+        except grpc.aio.AbortError:
+            raise
+        except Exception:
+            log.exception("%s failed", method.__name__)
+            await context.abort(grpc.StatusCode.INTERNAL, f"internal error in {method.__name__}; see the server log")
+        raise AssertionError("unreachable")
+
+    return wrapper
+
+
+def _name(value: str, field: str, *, required: bool = True) -> str:
+    if not value:
+        if required:
+            raise InvalidArgument(f"{field} is required")
+        return value
+    if len(value) > _MAX_NAME:
+        raise InvalidArgument(f"{field} is {len(value)} characters long; the limit is {_MAX_NAME}")
+    if any(ord(ch) < 32 for ch in value):
+        raise InvalidArgument(f"{field} must not contain control characters")
+    return value
+
+
+def _seconds(duration: duration_pb2.Duration, field: str) -> float:
+    seconds = duration_s(duration)
+    if seconds < 0:
+        raise InvalidArgument(f"{field} must not be negative")
+    return seconds
+
+
+def _timestamp(us: Optional[int]) -> Optional[timestamp_pb2.Timestamp]:
+    if us is None:
+        return None
+    stamp = timestamp_pb2.Timestamp()
+    stamp.FromMicroseconds(us)
+    return stamp
+
+
+def _event_proto(event: HistoryEventRow) -> common_pb2.HistoryEvent:
+    return common_pb2.HistoryEvent(
+        event_id=event.event_id, event_type=event.event_type, event_time=_timestamp(event.event_us),
+        attributes_json=event.attributes,
+    )
+
+
+def _namespace_proto(row: NamespaceRow) -> pb.Namespace:
+    return pb.Namespace(
+        name=row.name, description=row.description, retention=duration_pb2.Duration(seconds=row.retention_s),
+        create_time=_timestamp(row.create_us),
+    )
+
+
+def _activity_task_proto(leased: LeasedActivityTask) -> pb.PollActivityTaskQueueResponse:
+    task = leased.task
+    options = json.loads(task.options)
+    response = pb.PollActivityTaskQueueResponse(
+        task_token=leased.token,
+        workflow_execution=common_pb2.WorkflowExecution(workflow_id=task.workflow_id, run_id=task.run_id),
+        workflow_type=task.workflow_type, activity_id=task.activity_id, activity_type=task.activity_type,
+        attempt=task.attempt, idempotency_key=f"{task.run_id}/{task.activity_id}",
+        scheduled_time=_timestamp(task.scheduled_us), started_time=_timestamp(task.started_us),
+        task_queue=task.task_queue,
+    )
+    if task.input:
+        response.input.ParseFromString(task.input)
+    if task.heartbeat_details:
+        response.heartbeat_details.ParseFromString(task.heartbeat_details)
+    for field in ("start_to_close_timeout", "heartbeat_timeout", "schedule_to_close_timeout"):
+        if options.get(field):
+            getattr(response, field).FromMicroseconds(int(options[field] * 1e6))
+    return response
+
+
+def _failure_of(raw: Optional[str]) -> Optional[common_pb2.Failure]:
+    return failure_from_json(json.loads(raw)) if raw else None
+
+
+def _dag(events: list[HistoryEventRow], tasks: list[TaskRow]) -> list[pb.DagNode]:
+    nodes: dict[int, pb.DagNode] = {}
+    outcome_state = {
+        "ActivityTaskCompleted": "COMPLETED", "ActivityTaskFailed": "FAILED",
+        "ActivityTaskTimedOut": "TIMED_OUT", "ActivityTaskCanceled": "CANCELED",
+    }
+    for event in events:
+        if event.event_type == "ActivityTaskScheduled":
+            a = json.loads(event.attributes)
+            nodes[event.event_id] = pb.DagNode(
+                activity_id=a["activity_id"], activity_type=a["activity_type"], scheduled_event_id=event.event_id,
+                depends_on_activity_ids=a.get("depends_on_activity_ids", []), state="SCHEDULED", attempt=1,
+            )
+        elif event.event_type == "ActivityTaskStarted":
+            a = json.loads(event.attributes)
+            if a["scheduled_event_id"] in nodes:
+                nodes[a["scheduled_event_id"]].attempt = a["attempt"]
+        elif event.event_type in outcome_state:
+            a = json.loads(event.attributes)
+            if a["scheduled_event_id"] in nodes:
+                nodes[a["scheduled_event_id"]].state = outcome_state[event.event_type]
+    for task in tasks:
+        node = nodes.get(task.scheduled_event_id) if task.kind == "ACTIVITY" else None
+        if node is not None:
+            node.attempt = task.attempt
+            node.state = "STARTED" if task.state == "LEASED" else ("RETRYING" if task.attempt > 1 else "SCHEDULED")
+    return list(nodes.values())
+
+
+def _execution_info(row: ExecutionRow) -> pb.WorkflowExecutionInfo:
+    return pb.WorkflowExecutionInfo(
+        execution=common_pb2.WorkflowExecution(workflow_id=row.workflow_id, run_id=row.run_id),
+        workflow_type=row.workflow_type, task_queue=row.task_queue, status=_STATUS_NAMES[row.status],
+        start_time=_timestamp(row.start_us), close_time=_timestamp(row.close_us),
+        history_length=row.next_event_id - 1,
+    )
+
+
+class WorkflowService(pb_grpc.WorkflowServiceServicer):
+    """gRPC ``flowforge.api.v1.WorkflowService`` over one history engine."""
+
+    def __init__(self, engine: HistoryEngine, matching: Matching) -> None:
+        self._engine = engine
+        self._matching = matching
+
+    # namespaces
+
+    @_rpc
+    async def RegisterNamespace(self, request: pb.RegisterNamespaceRequest, context: Any) -> pb.RegisterNamespaceResponse:
+        name = _name(request.name, "name")
+        retention = int(_seconds(request.retention, "retention")) or 30 * 24 * 3600
+        row = await self._engine.register_namespace(name, request.description, retention)
+        return pb.RegisterNamespaceResponse(namespace=_namespace_proto(row))
+
+    @_rpc
+    async def DescribeNamespace(self, request: pb.DescribeNamespaceRequest, context: Any) -> pb.DescribeNamespaceResponse:
+        row = await self._engine.describe_namespace(_name(request.name, "name"))
+        return pb.DescribeNamespaceResponse(namespace=_namespace_proto(row))
+
+    @_rpc
+    async def ListNamespaces(self, request: pb.ListNamespacesRequest, context: Any) -> pb.ListNamespacesResponse:
+        rows = await self._engine.list_namespaces()
+        return pb.ListNamespacesResponse(namespaces=[_namespace_proto(r) for r in rows])
+
+    # executions
+
+    @_rpc
+    async def StartWorkflowExecution(
+        self, request: pb.StartWorkflowExecutionRequest, context: Any
+    ) -> pb.StartWorkflowExecutionResponse:
+        request_id = _name(request.request_id, "request_id", required=False) or str(uuid.uuid4())
+        run_id, started = await self._engine.start_workflow(
+            namespace=_name(request.namespace, "namespace"),
+            workflow_id=_name(request.workflow_id, "workflow_id"),
+            workflow_type=_name(request.workflow_type, "workflow_type"),
+            task_queue=_name(request.task_queue, "task_queue"),
+            input=request.input, request_id=request_id, identity=_name(request.identity, "identity", required=False),
+            execution_timeout_s=_seconds(request.workflow_execution_timeout, "workflow_execution_timeout"),
+            run_timeout_s=_seconds(request.workflow_run_timeout, "workflow_run_timeout"),
+            task_timeout_s=_seconds(request.workflow_task_timeout, "workflow_task_timeout"),
+        )
+        return pb.StartWorkflowExecutionResponse(run_id=run_id, started=started)
+
+    def _execution(self, request: Any) -> tuple[str, str, str]:
+        namespace = _name(request.namespace, "namespace")
+        workflow_id = _name(request.execution.workflow_id, "execution.workflow_id", required=False)
+        run_id = _name(request.execution.run_id, "execution.run_id", required=False)
+        if not workflow_id and not run_id:
+            raise InvalidArgument("execution.workflow_id (or execution.run_id) is required")
+        return namespace, workflow_id, run_id
+
+    @_rpc
+    async def DescribeWorkflowExecution(
+        self, request: pb.DescribeWorkflowExecutionRequest, context: Any
+    ) -> pb.DescribeWorkflowExecutionResponse:
+        row, tasks, events = await self._engine.describe(*self._execution(request))
+        response = pb.DescribeWorkflowExecutionResponse(
+            execution=common_pb2.WorkflowExecution(workflow_id=row.workflow_id, run_id=row.run_id),
+            workflow_type=row.workflow_type, task_queue=row.task_queue, status=_STATUS_NAMES[row.status],
+            start_time=_timestamp(row.start_us), close_time=_timestamp(row.close_us),
+            history_length=row.next_event_id - 1, dag=_dag(events, tasks),
+        )
+        for task in tasks:
+            if task.kind == "ACTIVITY":
+                pending = response.pending_activities.add(
+                    activity_id=task.activity_id, activity_type=task.activity_type,
+                    state="STARTED" if task.state == "LEASED" else "SCHEDULED", attempt=task.attempt,
+                    last_worker_identity=task.identity,
+                )
+                if task.last_heartbeat_us:
+                    pending.last_heartbeat_time.FromMicroseconds(task.last_heartbeat_us)
+                if task.state == "PENDING":
+                    pending.next_attempt_schedule_time.FromMicroseconds(task.visible_us)
+                if task.last_failure:
+                    pending.last_failure.CopyFrom(failure_from_json(json.loads(task.last_failure)))
+        if row.status == "RUNNING" and row.wft_state != "NONE":
+            response.pending_workflow_task.state = row.wft_state
+            response.pending_workflow_task.attempt = row.wft_attempt
+        if row.status == "RUNNING" and row.last_wft_failure:
+            last = json.loads(row.last_wft_failure)
+            failure = failure_from_json(last.get("failure"))
+            if last.get("cause"):
+                failure.message = f"[{last['cause']}] {failure.message}"
+            response.pending_workflow_task.last_failure.CopyFrom(failure)
+        return response
+
+    @_rpc
+    async def GetWorkflowExecutionHistory(
+        self, request: pb.GetWorkflowExecutionHistoryRequest, context: Any
+    ) -> pb.GetWorkflowExecutionHistoryResponse:
+        namespace, workflow_id, run_id = self._execution(request)
+        if request.after_event_id < 0:
+            raise InvalidArgument("after_event_id must not be negative")
+        page_size = request.maximum_page_size or 1000
+        if not 0 < page_size <= 10_000:
+            raise InvalidArgument("maximum_page_size must be between 1 and 10000")
+        wait_s = _seconds(request.wait_timeout, "wait_timeout") or self._engine.config.default_history_wait_s
+        remaining = context.time_remaining()
+        if remaining is not None:
+            wait_s = max(0.0, min(wait_s, remaining - _DEADLINE_MARGIN_S))
+        resolved_run_id, events, has_more = await self._engine.get_history(
+            namespace, workflow_id, run_id, after_event_id=request.after_event_id, page_size=page_size,
+            wait=request.wait_new_event, close_event_only=request.close_event_only, wait_timeout_s=wait_s,
+        )
+        return pb.GetWorkflowExecutionHistoryResponse(
+            events=[_event_proto(e) for e in events], run_id=resolved_run_id, has_more=has_more
+        )
+
+    @_rpc
+    async def ListWorkflowExecutions(
+        self, request: pb.ListWorkflowExecutionsRequest, context: Any
+    ) -> pb.ListWorkflowExecutionsResponse:
+        namespace = _name(request.namespace, "namespace")
+        page_size = request.page_size or 100
+        if not 0 < page_size <= 1000:
+            raise InvalidArgument("page_size must be between 1 and 1000")
+        before = None
+        if request.next_page_token:
+            try:
+                start_us, run_id = json.loads(base64.urlsafe_b64decode(request.next_page_token))
+                before = (int(start_us), str(run_id))
+            except (ValueError, TypeError):
+                raise InvalidArgument("next_page_token is malformed; pass back the one the last page returned") from None
+        status = _STATUS_BY_NUMBER.get(request.status) if request.status else None
+        if request.status and status is None:
+            raise InvalidArgument(f"unknown status {request.status}")
+        rows = await self._engine.list_executions(
+            namespace, page_size=page_size, before=before, status=status,
+            workflow_type=_name(request.workflow_type, "workflow_type", required=False) or None,
+            workflow_id=_name(request.workflow_id, "workflow_id", required=False) or None,
+        )
+        token = b""
+        if len(rows) == page_size:
+            token = base64.urlsafe_b64encode(json.dumps([rows[-1].start_us, rows[-1].run_id]).encode())
+        return pb.ListWorkflowExecutionsResponse(executions=[_execution_info(r) for r in rows], next_page_token=token)
+
+    @_rpc
+    async def SignalWorkflowExecution(
+        self, request: pb.SignalWorkflowExecutionRequest, context: Any
+    ) -> pb.SignalWorkflowExecutionResponse:
+        raise Unimplemented(
+            "signals are not implemented yet (they come with the signals/queries issue); use cancel or terminate"
+        )
+
+    @_rpc
+    async def RequestCancelWorkflowExecution(
+        self, request: pb.RequestCancelWorkflowExecutionRequest, context: Any
+    ) -> pb.RequestCancelWorkflowExecutionResponse:
+        namespace, workflow_id, run_id = self._execution(request)
+        await self._engine.request_cancel(
+            namespace, workflow_id, run_id, request.reason, _name(request.identity, "identity", required=False)
+        )
+        return pb.RequestCancelWorkflowExecutionResponse()
+
+    @_rpc
+    async def TerminateWorkflowExecution(
+        self, request: pb.TerminateWorkflowExecutionRequest, context: Any
+    ) -> pb.TerminateWorkflowExecutionResponse:
+        namespace, workflow_id, run_id = self._execution(request)
+        await self._engine.terminate(
+            namespace, workflow_id, run_id, request.reason, _name(request.identity, "identity", required=False)
+        )
+        return pb.TerminateWorkflowExecutionResponse()
+
+    # workflow tasks
+
+    def _poll_timeout(self, request: Any, context: Any) -> float:
+        timeout = _seconds(request.poll_timeout, "poll_timeout") or _DEFAULT_POLL_TIMEOUT_S
+        if timeout > _MAX_POLL_TIMEOUT_S:
+            raise InvalidArgument(f"poll_timeout may be at most {_MAX_POLL_TIMEOUT_S:.0f}s")
+        remaining = context.time_remaining()
+        if remaining is not None:
+            timeout = max(0.0, min(timeout, remaining - _DEADLINE_MARGIN_S))
+        return timeout
+
+    async def _hand_over(self, token: bytes, context: Any) -> bool:
+        """False (and the lease released) if the poller hung up while we leased."""
+        if context.cancelled() or context.done():
+            await self._engine.release_lease(token)
+            return False
+        return True
+
+    @_rpc
+    async def PollWorkflowTaskQueue(
+        self, request: pb.PollWorkflowTaskQueueRequest, context: Any
+    ) -> pb.PollWorkflowTaskQueueResponse:
+        namespace = _name(request.namespace, "namespace")
+        task_queue = _name(request.task_queue, "task_queue")
+        identity = _name(request.identity, "identity", required=False)
+        timeout = self._poll_timeout(request, context)
+        await self._engine.ensure_namespace(namespace)
+        leased = await self._matching.poll_workflow_task(namespace, task_queue, identity, timeout)
+        if leased is None or not await self._hand_over(leased.token, context):
+            return pb.PollWorkflowTaskQueueResponse()
+        row = leased.execution
+        return pb.PollWorkflowTaskQueueResponse(
+            task_token=leased.token,
+            workflow_execution=common_pb2.WorkflowExecution(workflow_id=row.workflow_id, run_id=row.run_id),
+            workflow_type=row.workflow_type, history=[_event_proto(e) for e in leased.history],
+            attempt=row.wft_attempt, task_queue=row.task_queue,
+        )
+
+    @_rpc
+    async def RespondWorkflowTaskCompleted(
+        self, request: pb.RespondWorkflowTaskCompletedRequest, context: Any
+    ) -> pb.RespondWorkflowTaskCompletedResponse:
+        if request.eager_activity_slots < 0:
+            raise InvalidArgument("eager_activity_slots must not be negative")
+        leased = await self._engine.complete_workflow_task(
+            request.task_token, request.namespace, request.commands,
+            _name(request.identity, "identity", required=False), min(request.eager_activity_slots, 1000),
+        )
+        return pb.RespondWorkflowTaskCompletedResponse(activity_tasks=[_activity_task_proto(t) for t in leased])
+
+    @_rpc
+    async def RespondWorkflowTaskFailed(
+        self, request: pb.RespondWorkflowTaskFailedRequest, context: Any
+    ) -> pb.RespondWorkflowTaskFailedResponse:
+        cause = pb.WorkflowTaskFailedCause.Name(request.cause).removeprefix("WORKFLOW_TASK_FAILED_CAUSE_")
+        await self._engine.fail_workflow_task(
+            request.task_token, request.namespace, cause, request.failure,
+            _name(request.identity, "identity", required=False),
+        )
+        return pb.RespondWorkflowTaskFailedResponse()
+
+    # activity tasks
+
+    @_rpc
+    async def PollActivityTaskQueue(
+        self, request: pb.PollActivityTaskQueueRequest, context: Any
+    ) -> pb.PollActivityTaskQueueResponse:
+        namespace = _name(request.namespace, "namespace")
+        task_queue = _name(request.task_queue, "task_queue")
+        identity = _name(request.identity, "identity", required=False)
+        timeout = self._poll_timeout(request, context)
+        await self._engine.ensure_namespace(namespace)
+        leased = await self._matching.poll_activity_task(namespace, task_queue, identity, timeout)
+        if leased is None or not await self._hand_over(leased.token, context):
+            return pb.PollActivityTaskQueueResponse()
+        return _activity_task_proto(leased)
+
+    @_rpc
+    async def RecordActivityTaskHeartbeat(
+        self, request: pb.RecordActivityTaskHeartbeatRequest, context: Any
+    ) -> pb.RecordActivityTaskHeartbeatResponse:
+        cancel_requested = await self._engine.record_heartbeat(request.task_token, request.namespace, request.details)
+        return pb.RecordActivityTaskHeartbeatResponse(cancel_requested=cancel_requested)
+
+    @_rpc
+    async def RespondActivityTaskCompleted(
+        self, request: pb.RespondActivityTaskCompletedRequest, context: Any
+    ) -> pb.RespondActivityTaskCompletedResponse:
+        await self._engine.complete_activity_task(
+            request.task_token, request.namespace, request.result, _name(request.identity, "identity", required=False)
+        )
+        return pb.RespondActivityTaskCompletedResponse()
+
+    @_rpc
+    async def RespondActivityTaskFailed(
+        self, request: pb.RespondActivityTaskFailedRequest, context: Any
+    ) -> pb.RespondActivityTaskFailedResponse:
+        await self._engine.fail_activity_task(
+            request.task_token, request.namespace, request.failure, _name(request.identity, "identity", required=False)
+        )
+        return pb.RespondActivityTaskFailedResponse()
+
+    @_rpc
+    async def RespondActivityTaskCanceled(
+        self, request: pb.RespondActivityTaskCanceledRequest, context: Any
+    ) -> pb.RespondActivityTaskCanceledResponse:
+        await self._engine.cancel_activity_task(
+            request.task_token, request.namespace, request.details, _name(request.identity, "identity", required=False)
+        )
+        return pb.RespondActivityTaskCanceledResponse()

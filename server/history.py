@@ -1,0 +1,1132 @@
+"""The history engine: every state change of an execution, each in one transaction.
+
+Invariants kept here (numbers are DESIGN.md's rules):
+
+1. The execution row, its new events and the task/timer rows they imply are
+   written by one :meth:`_Mutation.save` inside one store transaction.
+2. Event ids come only from ``executions.next_event_id``, which every save checks
+   against the version it read (optimistic concurrency), so two writers can never
+   both append event N; history rows are only ever inserted.
+3. A report on a task must present the lease's fencing token
+   (:meth:`HistoryEngine._leased_task`); otherwise it is refused and changes nothing.
+4. An outcome deletes the task row in the same transaction that records the
+   outcome, so a second report of the same task finds no lease: never a second event.
+5. Workers only report; retries, timeouts and failures are decided here from the
+   policy recorded when the activity was scheduled.
+
+While a workflow task is started, new events are buffered on the execution row
+and appended when the task closes (docs/history-events.md), so the batch a worker
+saw is exactly what history says it saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import random
+import secrets
+import time
+import uuid
+from typing import Any, Awaitable, Callable, Optional, Sequence, TypeVar
+
+from google.protobuf import duration_pb2
+
+from flowforge.api.v1 import command_pb2, common_pb2
+from flowforge.server import _events
+from flowforge.server._events import duration_s, failure_json, payloads_json
+from flowforge.server.errors import (
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    Unavailable,
+)
+from flowforge.server.retries import StoredRetryPolicy, decide_retry
+from flowforge.server.stores.base import (
+    ConcurrencyConflict,
+    DuplicateRunningExecution,
+    ExecutionRow,
+    HistoryEventRow,
+    NamespaceRow,
+    Store,
+    StoreUnavailable,
+    TaskRow,
+    TimerRow,
+    Transaction,
+)
+from flowforge.server.tokens import TaskToken, TokenSigner
+
+__all__ = ["EngineConfig", "HistoryEngine", "LeasedActivityTask", "LeasedWorkflowTask", "now_us"]
+
+log = logging.getLogger("flowforge.server.history")
+
+_T = TypeVar("_T")
+
+WORKFLOW = "WORKFLOW"
+ACTIVITY = "ACTIVITY"
+_SECRET_KEY = "task_token_secret"
+# A started event's "started_event_id" placeholder, resolved when the events are
+# appended: buffered events get their ids only then.
+_PREVIOUS_EVENT = "$previous"
+_CLOSE_COMMANDS = ("complete_workflow_execution", "fail_workflow_execution", "cancel_workflow_execution")
+
+
+def now_us() -> int:
+    """Wall-clock time in integer microseconds since the epoch (server side only)."""
+    return time.time_ns() // 1000
+
+
+def _us(seconds: float) -> int:
+    return int(round(seconds * 1_000_000))
+
+
+def queue_channel(namespace: str, kind: str, task_queue: str) -> str:
+    return f"q:{namespace}:{kind}:{task_queue}"
+
+
+def run_channel(run_id: str) -> str:
+    return f"r:{run_id}"
+
+
+@dataclasses.dataclass
+class EngineConfig:
+    """Server limits and defaults."""
+
+    max_payload_bytes: int = 2 * 1024 * 1024
+    """Largest Payloads (sum of its values) a request may carry."""
+    default_workflow_task_timeout_s: float = 10.0
+    """How long a worker may hold a workflow task before it is given to another."""
+    max_workflow_task_retry_delay_s: float = 60.0
+    """Cap of the backoff between attempts of a failing workflow task."""
+    default_history_wait_s: float = 60.0
+
+
+@dataclasses.dataclass
+class LeasedWorkflowTask:
+    token: bytes
+    execution: ExecutionRow
+    task: TaskRow
+    history: list[HistoryEventRow]
+
+
+@dataclasses.dataclass
+class LeasedActivityTask:
+    token: bytes
+    task: TaskRow
+
+
+class _Mutation:
+    """The changes to one execution within one transaction."""
+
+    def __init__(self, tx: Transaction, row: ExecutionRow, now: int, *, new: bool = False) -> None:
+        self.tx = tx
+        self.row = row
+        self.now = now
+        self.new = new
+        self.expected_version = row.version
+        self.events: list[HistoryEventRow] = []
+        self.buffered: list[dict[str, Any]] = json.loads(row.buffered_events)
+        self.new_tasks: list[TaskRow] = []
+        self.new_timers: list[TimerRow] = []
+
+    @property
+    def running(self) -> bool:
+        return self.row.status == "RUNNING"
+
+    def append(self, event_type: str, attributes: dict[str, Any], event_us: Optional[int] = None) -> int:
+        event_id = self.row.next_event_id
+        self.row.next_event_id += 1
+        if attributes.get("started_event_id") == _PREVIOUS_EVENT:
+            attributes = {**attributes, "started_event_id": event_id - 1}
+        self.events.append(HistoryEventRow(event_id, event_type, event_us or self.now, _events.dumps(attributes)))
+        return event_id
+
+    def deliver(self, events: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """New events for the workflow code: buffered while a workflow task is
+        started, otherwise appended, and a workflow task is scheduled if none is."""
+        if self.row.wft_state == "STARTED":
+            self.buffered.extend({"type": t, "attributes": a, "us": self.now} for t, a in events)
+            return
+        for event_type, attributes in events:
+            self.append(event_type, attributes)
+        if self.row.wft_state == "NONE":
+            self.schedule_workflow_task(attempt=1)
+
+    def flush_buffered(self) -> bool:
+        """Appends the buffered events (after the workflow task closed); True if any."""
+        flushed = bool(self.buffered)
+        for event in self.buffered:
+            self.append(event["type"], event["attributes"], event["us"])
+        self.buffered = []
+        return flushed
+
+    def schedule_workflow_task(self, attempt: int, delay_s: float = 0.0) -> None:
+        """Creates the run's workflow task. Attempts after the first are transient:
+        their Scheduled/Started events are written only if the attempt completes."""
+        row = self.row
+        scheduled_event_id = 0
+        if attempt == 1:
+            scheduled_event_id = self.append(
+                "WorkflowTaskScheduled",
+                {"task_queue": row.task_queue, "attempt": 1, "start_to_close_timeout": row.wft_timeout_s},
+            )
+        visible = self.now + _us(delay_s)
+        row.wft_state = "SCHEDULED"
+        row.wft_attempt = attempt
+        row.wft_scheduled_us = visible
+        row.wft_started_us = None
+        row.wft_scheduled_event_id = scheduled_event_id
+        row.wft_started_event_id = 0
+        self.new_tasks.append(
+            TaskRow(
+                task_id=None, namespace=row.namespace, run_id=row.run_id, workflow_id=row.workflow_id,
+                workflow_type=row.workflow_type, kind=WORKFLOW, task_queue=row.task_queue, state="PENDING",
+                visible_us=visible, lease_expires_us=None, fencing_token=0, attempt=attempt,
+                scheduled_event_id=scheduled_event_id, activity_id=None, activity_type=None, input=None,
+                options="{}", scheduled_us=visible, started_us=None, pending_deadline_us=None,
+                schedule_to_close_deadline_us=None, last_heartbeat_us=None, heartbeat_details=None,
+                last_failure=None, retry_delays="[]", identity="", cancel_requested=0,
+            )
+        )
+
+    def transient_workflow_task_events(self, identity: str) -> list[HistoryEventRow]:
+        """The Scheduled/Started events of a retried workflow task (not yet written)."""
+        row = self.row
+        assert row.wft_scheduled_us is not None and row.wft_started_us is not None
+        scheduled_id = row.next_event_id
+        return [
+            HistoryEventRow(
+                scheduled_id, "WorkflowTaskScheduled", row.wft_scheduled_us,
+                _events.dumps({"task_queue": row.task_queue, "attempt": row.wft_attempt,
+                               "start_to_close_timeout": row.wft_timeout_s}),
+            ),
+            HistoryEventRow(
+                scheduled_id + 1, "WorkflowTaskStarted", row.wft_started_us,
+                _events.dumps({"scheduled_event_id": scheduled_id, "identity": identity}),
+            ),
+        ]
+
+    def close(self, status: str) -> None:
+        self.row.status = status
+        self.row.close_us = self.now
+        self.row.wft_state = "NONE"
+        self.row.deadline_us = None
+        self.row.deadline_kind = None
+        self.buffered = []
+        self.new_tasks = []
+        self.new_timers = []
+
+    async def save(self) -> None:
+        row = self.row
+        row.buffered_events = json.dumps(self.buffered, separators=(",", ":"))
+        if self.new:
+            await self.tx.insert_execution(row)
+        else:
+            await self.tx.update_execution(row, self.expected_version)
+        await self.tx.append_events(row.namespace, row.run_id, self.events)
+        if row.status != "RUNNING":
+            await self.tx.delete_run_tasks(row.run_id)
+            await self.tx.delete_run_timers(row.run_id)
+        for task in self.new_tasks:
+            await self.tx.insert_task(task)
+            if task.state == "PENDING":
+                self.tx.notify_after_commit(queue_channel(task.namespace, task.kind, task.task_queue))
+        for timer in self.new_timers:
+            await self.tx.insert_timer(timer)
+        if self.events:
+            self.tx.notify_after_commit(run_channel(row.run_id))
+
+
+class HistoryEngine:
+    """Executions, their history and their tasks, on top of a :class:`Store`."""
+
+    def __init__(self, store: Store, config: Optional[EngineConfig] = None) -> None:
+        self.store = store
+        self.config = config or EngineConfig()
+        self._signer: Optional[TokenSigner] = None
+        self._known_namespaces: set[str] = set()
+        self._rng = random.Random()
+        #: Called with a deadline (µs) that may be earlier than the reaper's next wake-up.
+        self.on_new_deadline: Callable[[int], None] = lambda _deadline: None
+
+    async def start(self) -> None:
+        """Loads (or creates, once) the secret that signs task tokens."""
+        async def load(tx: Transaction) -> str:
+            await tx.set_metadata_if_absent(_SECRET_KEY, secrets.token_hex(32))
+            value = await tx.get_metadata(_SECRET_KEY)
+            assert value is not None
+            return value
+
+        self._signer = TokenSigner(bytes.fromhex(await self._transaction(load)))
+
+    @property
+    def signer(self) -> TokenSigner:
+        assert self._signer is not None, "HistoryEngine.start() was not awaited"
+        return self._signer
+
+    # ------------------------------------------------------------------ plumbing
+
+    async def _transaction(self, body: Callable[[Transaction], Awaitable[_T]]) -> _T:
+        """Runs ``body`` in a transaction, again from the start on a concurrency conflict."""
+        for attempt in range(1, 21):
+            try:
+                async with self.store.transaction() as tx:
+                    return await body(tx)
+            except ConcurrencyConflict:
+                if attempt == 20:
+                    raise Unavailable("too much contention on one execution; retry the call") from None
+                await asyncio.sleep(self._rng.uniform(0, 0.002 * attempt))
+            except StoreUnavailable as error:
+                raise Unavailable(f"the store is unavailable ({error}); retry with backoff") from error
+        raise AssertionError("unreachable")
+
+    async def read(self, body: Callable[[Transaction], Awaitable[_T]]) -> _T:
+        """Runs ``body`` on a read-only snapshot; UNAVAILABLE if the store is down."""
+        try:
+            async with self.store.read() as tx:
+                return await body(tx)
+        except StoreUnavailable as error:
+            raise Unavailable(f"the store is unavailable ({error}); retry with backoff") from error
+
+    def check_payloads(self, payloads: common_pb2.Payloads, what: str) -> None:
+        size = sum(len(p.data) + sum(len(v) for v in p.metadata.values()) for p in payloads.payloads)
+        if size > self.config.max_payload_bytes:
+            raise InvalidArgument(
+                f"{what} is {size} bytes, over the server's payload limit of {self.config.max_payload_bytes}"
+                " bytes; pass a reference (e.g. a blob URL) instead of the data"
+            )
+
+    def check_failure(self, failure: common_pb2.Failure, what: str) -> None:
+        size = failure.ByteSize()
+        if size > self.config.max_payload_bytes:
+            raise InvalidArgument(
+                f"{what} is {size} bytes, over the server's payload limit of {self.config.max_payload_bytes} bytes"
+            )
+
+    # ---------------------------------------------------------------- namespaces
+
+    async def ensure_namespace(self, name: str) -> None:
+        """Raises NOT_FOUND unless the namespace exists (positive answers are cached)."""
+        if name in self._known_namespaces:
+            return
+        row = await self.read(lambda tx: tx.get_namespace(name))
+        if row is None:
+            raise NotFound(
+                f"namespace {name!r} does not exist; create it with `flowforge namespace create {name}`"
+                " or use 'default'"
+            )
+        self._known_namespaces.add(name)
+
+    async def register_namespace(self, name: str, description: str, retention_s: int) -> NamespaceRow:
+        row = NamespaceRow(name, description, retention_s, now_us())
+
+        async def body(tx: Transaction) -> NamespaceRow:
+            if await tx.get_namespace(name) is not None:
+                raise AlreadyExists(f"namespace {name!r} already exists")
+            await tx.insert_namespace(row)
+            return row
+
+        return await self._transaction(body)
+
+    async def describe_namespace(self, name: str) -> NamespaceRow:
+        row = await self.read(lambda tx: tx.get_namespace(name))
+        if row is None:
+            raise NotFound(f"namespace {name!r} does not exist")
+        return row
+
+    async def list_namespaces(self) -> list[NamespaceRow]:
+        return await self.read(lambda tx: tx.list_namespaces())
+
+    # ---------------------------------------------------------------- executions
+
+    async def start_workflow(
+        self,
+        *,
+        namespace: str,
+        workflow_id: str,
+        workflow_type: str,
+        task_queue: str,
+        input: common_pb2.Payloads,
+        request_id: str,
+        identity: str,
+        execution_timeout_s: float,
+        run_timeout_s: float,
+        task_timeout_s: float,
+    ) -> tuple[str, bool]:
+        """Starts a run; returns (run_id, started). A repeated request_id returns the
+        first run with started=False; a running workflow id gives ALREADY_EXISTS."""
+        self.check_payloads(input, "the workflow input")
+        await self.ensure_namespace(namespace)
+
+        async def body(tx: Transaction) -> tuple[str, bool]:
+            earlier = await tx.get_request_run_id(namespace, request_id)
+            if earlier is not None:
+                return earlier, False
+            now = now_us()
+            run_id = str(uuid.uuid4())
+            # The run closes at the earlier of its execution and run timeouts (0 = none).
+            deadline_s, deadline_kind = min(
+                ((t, kind) for t, kind in ((execution_timeout_s, "EXECUTION"), (run_timeout_s, "RUN")) if t > 0),
+                default=(0.0, None),
+            )
+            row = ExecutionRow(
+                namespace=namespace, run_id=run_id, workflow_id=workflow_id, workflow_type=workflow_type,
+                task_queue=task_queue, status="RUNNING", next_event_id=1, version=1, start_us=now,
+                close_us=None, wft_state="NONE", wft_attempt=1, wft_scheduled_us=None, wft_started_us=None,
+                wft_scheduled_event_id=0, wft_started_event_id=0,
+                wft_timeout_s=task_timeout_s or self.config.default_workflow_task_timeout_s,
+                last_wft_failure=None, buffered_events="[]",
+                deadline_us=now + _us(deadline_s) if deadline_kind else None,
+                deadline_kind=deadline_kind,
+                cancel_requested=0,
+            )
+            m = _Mutation(tx, row, now, new=True)
+            m.append(
+                "WorkflowExecutionStarted",
+                {
+                    "workflow_id": workflow_id, "workflow_type": workflow_type, "task_queue": task_queue,
+                    "input": payloads_json(input), "request_id": request_id, "identity": identity,
+                    "workflow_execution_timeout": execution_timeout_s, "workflow_run_timeout": run_timeout_s,
+                    "workflow_task_timeout": row.wft_timeout_s, "original_execution_run_id": run_id,
+                },
+            )
+            m.schedule_workflow_task(attempt=1)
+            try:
+                await m.save()
+            except DuplicateRunningExecution:
+                running = await tx.get_latest_execution(namespace, workflow_id)
+                raise AlreadyExists(
+                    f"workflow id {workflow_id!r} already has a running execution"
+                    f" (run_id {running.run_id if running else '?'}); wait for it to close or use another id"
+                ) from None
+            await tx.insert_request_id(namespace, request_id, run_id, now)
+            return run_id, True
+
+        run_id, started = await self._transaction(body)
+        if started:
+            self.on_new_deadline(now_us())
+        return run_id, started
+
+    async def resolve_execution(self, tx: Transaction, namespace: str, workflow_id: str, run_id: str) -> ExecutionRow:
+        row = (
+            await tx.get_execution(namespace, run_id) if run_id else await tx.get_latest_execution(namespace, workflow_id)
+        )
+        if row is None or (run_id and workflow_id and row.workflow_id != workflow_id):
+            what = f"run {run_id!r} of workflow {workflow_id!r}" if run_id else f"workflow {workflow_id!r}"
+            raise NotFound(f"{what} not found in namespace {namespace!r}")
+        return row
+
+    async def describe(self, namespace: str, workflow_id: str, run_id: str) -> tuple[ExecutionRow, list[TaskRow], list[HistoryEventRow]]:
+        await self.ensure_namespace(namespace)
+
+        async def body(tx: Transaction) -> tuple[ExecutionRow, list[TaskRow], list[HistoryEventRow]]:
+            row = await self.resolve_execution(tx, namespace, workflow_id, run_id)
+            return row, await tx.list_run_tasks(namespace, row.run_id), await tx.read_events(namespace, row.run_id)
+
+        return await self.read(body)
+
+    async def get_history(
+        self,
+        namespace: str,
+        workflow_id: str,
+        run_id: str,
+        *,
+        after_event_id: int,
+        page_size: int,
+        wait: bool,
+        close_event_only: bool,
+        wait_timeout_s: float,
+    ) -> tuple[str, list[HistoryEventRow], bool]:
+        """Returns (run_id, events, has_more); with ``wait``, blocks until there is
+        something past ``after_event_id`` (or the close event) or the wait ends."""
+        await self.ensure_namespace(namespace)
+        deadline = time.monotonic() + wait_timeout_s
+        row = await self.read(lambda tx: self.resolve_execution(tx, namespace, workflow_id, run_id))
+        while True:
+            wake = self.store.notifier.listen(run_channel(row.run_id))
+
+            async def body(tx: Transaction) -> tuple[ExecutionRow, list[HistoryEventRow]]:
+                current = await tx.get_execution(namespace, row.run_id)
+                assert current is not None
+                if close_event_only:
+                    if current.status == "RUNNING":
+                        return current, []
+                    return current, await tx.read_events(namespace, current.run_id, current.next_event_id - 2, 1)
+                return current, await tx.read_events(namespace, current.run_id, after_event_id, page_size + 1)
+
+            current, events = await self.read(body)
+            remaining = deadline - time.monotonic()
+            if events or not wait or current.status != "RUNNING" or remaining <= 0:
+                return current.run_id, events[:page_size], len(events) > page_size
+            # Re-check now and then: with several replicas a notification may be lost.
+            await self.store.wait_for_notification(wake, min(remaining, 5.0))
+
+    async def list_executions(
+        self, namespace: str, *, page_size: int, before: Optional[tuple[int, str]],
+        status: Optional[str], workflow_type: Optional[str], workflow_id: Optional[str],
+    ) -> list[ExecutionRow]:
+        await self.ensure_namespace(namespace)
+        return await self.read(
+            lambda tx: tx.list_executions(
+                namespace, limit=page_size, before=before, status=status,
+                workflow_type=workflow_type, workflow_id=workflow_id,
+            )
+        )
+
+    async def request_cancel(self, namespace: str, workflow_id: str, run_id: str, reason: str, identity: str) -> None:
+        """Delivers WorkflowExecutionCancelRequested to the workflow (once)."""
+        await self.ensure_namespace(namespace)
+
+        async def body(tx: Transaction) -> None:
+            row = await self.resolve_execution(tx, namespace, workflow_id, run_id)
+            if row.status != "RUNNING":
+                raise FailedPrecondition(f"workflow {row.workflow_id!r} run {row.run_id} is already {row.status}")
+            if row.cancel_requested:
+                return
+            m = _Mutation(tx, row, now_us())
+            row.cancel_requested = 1
+            m.deliver([("WorkflowExecutionCancelRequested", {"reason": reason, "identity": identity})])
+            await m.save()
+
+        await self._transaction(body)
+
+    async def terminate(self, namespace: str, workflow_id: str, run_id: str, reason: str, identity: str) -> None:
+        """Closes the run at once as TERMINATED; its tasks and timers are dropped."""
+        await self.ensure_namespace(namespace)
+
+        async def body(tx: Transaction) -> None:
+            row = await self.resolve_execution(tx, namespace, workflow_id, run_id)
+            if row.status != "RUNNING":
+                raise FailedPrecondition(f"workflow {row.workflow_id!r} run {row.run_id} is already {row.status}")
+            m = _Mutation(tx, row, now_us())
+            self._abandon_started_workflow_task(m, cause="FORCE_CLOSE_COMMAND", message="terminated")
+            m.append("WorkflowExecutionTerminated", {"reason": reason, "identity": identity})
+            m.close("TERMINATED")
+            await m.save()
+
+        await self._transaction(body)
+
+    def _abandon_started_workflow_task(self, m: _Mutation, *, cause: str, message: str) -> None:
+        """Keeps a started workflow task's events closed before the run closes."""
+        row = m.row
+        if row.wft_state == "STARTED" and row.wft_attempt == 1:
+            m.append(
+                "WorkflowTaskFailed",
+                {
+                    "scheduled_event_id": row.wft_scheduled_event_id, "started_event_id": row.wft_started_event_id,
+                    "cause": cause, "failure": {"message": message, "source": "server"}, "identity": "server",
+                },
+            )
+        m.flush_buffered()
+
+    # ------------------------------------------------------------ workflow tasks
+
+    def _sign(self, task: TaskRow) -> bytes:
+        assert task.task_id is not None
+        return self.signer.sign(TaskToken(task.namespace, task.task_id, task.fencing_token, task.kind, task.run_id))
+
+    async def try_lease_workflow_task(self, namespace: str, task_queue: str, identity: str) -> Optional[LeasedWorkflowTask]:
+        """Leases the oldest visible workflow task of the queue, or returns None."""
+
+        async def body(tx: Transaction) -> Optional[tuple[TaskRow, ExecutionRow, list[HistoryEventRow], int]]:
+            now = now_us()
+            task = await tx.lease_next_task(namespace, WORKFLOW, task_queue, now)
+            if task is None:
+                return None
+            row = await tx.get_execution(namespace, task.run_id)
+            if row is None or row.status != "RUNNING" or row.wft_state != "SCHEDULED":
+                # Cannot happen while rule 1 holds (a run's task rows change with its row);
+                # drop the orphan rather than hand it out again and again.
+                log.error("dropping orphaned workflow task %s of run %s", task.task_id, task.run_id)
+                await tx.delete_task(task.task_id or 0)
+                return None
+            m = _Mutation(tx, row, now)
+            task.state = "LEASED"
+            task.fencing_token += 1
+            task.started_us = now
+            task.lease_expires_us = now + _us(row.wft_timeout_s)
+            task.identity = identity
+            row.wft_state = "STARTED"
+            row.wft_started_us = now
+            transient: list[HistoryEventRow] = []
+            if row.wft_attempt == 1:
+                row.wft_started_event_id = m.append(
+                    "WorkflowTaskStarted", {"scheduled_event_id": row.wft_scheduled_event_id, "identity": identity}
+                )
+            else:
+                transient = m.transient_workflow_task_events(identity)
+                row.wft_scheduled_event_id, row.wft_started_event_id = (e.event_id for e in transient)
+            await tx.update_task(task)
+            await m.save()
+            return task, row, transient, row.next_event_id
+
+        leased = await self._transaction(body)
+        if leased is None:
+            return None
+        task, row, transient, next_event_id = leased
+        self.on_new_deadline(task.lease_expires_us or 0)
+        # Read after commit, outside the write lock. Nothing can be appended meanwhile
+        # but a terminate, hence the bound.
+        events = await self.read(lambda tx: tx.read_events(namespace, row.run_id))
+        history = [e for e in events if e.event_id < next_event_id] + transient
+        return LeasedWorkflowTask(self._sign(task), row, task, history)
+
+    async def _leased_task(self, tx: Transaction, token: TaskToken) -> TaskRow:
+        """The task ``token`` leases, locked; FAILED_PRECONDITION if the lease is gone."""
+        task = await tx.get_task(token.task_id, for_update=True)
+        if (
+            task is None
+            or task.state != "LEASED"
+            or task.fencing_token != token.fencing_token
+            or task.namespace != token.namespace
+            or task.run_id != token.run_id
+        ):
+            raise FailedPrecondition(
+                f"this {token.kind.lower()} task is no longer leased with this token (it was completed already,"
+                " or its lease expired and it was given to another attempt); the report changes nothing"
+            )
+        return task
+
+    async def _execution_of(self, tx: Transaction, task: TaskRow) -> ExecutionRow:
+        row = await tx.get_execution(task.namespace, task.run_id)
+        assert row is not None and row.status == "RUNNING", "task rows are deleted when their run closes"
+        return row
+
+    async def complete_workflow_task(
+        self, raw_token: bytes, namespace: str, commands: Sequence[command_pb2.Command], identity: str,
+        eager_activity_slots: int,
+    ) -> list[LeasedActivityTask]:
+        """Records the commands of a workflow task; returns eagerly leased activity tasks."""
+        token = self._token(raw_token, namespace, WORKFLOW)
+        self._validate_commands(commands)
+
+        async def body(tx: Transaction) -> list[TaskRow]:
+            task = await self._leased_task(tx, token)
+            row = await self._execution_of(tx, task)
+            now = now_us()
+            m = _Mutation(tx, row, now)
+            await tx.delete_task(task.task_id or 0)
+            closes = any(c.WhichOneof("attributes") in _CLOSE_COMMANDS for c in commands)
+            if closes and m.buffered:
+                # Temporal's "unhandled command": the workflow must first see what arrived.
+                self._fail_started_workflow_task(
+                    m, task, cause="UNHANDLED_COMMAND",
+                    failure={"message": "new events arrived while the workflow was closing; it runs again to see them",
+                             "source": "server"},
+                    identity=identity, retry_delay_s=0.0, count_attempt=False,
+                )
+                await m.save()
+                return []
+            if row.wft_attempt > 1:
+                for event in m.transient_workflow_task_events(task.identity):
+                    m.append(event.event_type, json.loads(event.attributes), event.event_us)
+            completed_id = m.append(
+                "WorkflowTaskCompleted",
+                {"scheduled_event_id": row.wft_scheduled_event_id, "started_event_id": row.wft_started_event_id,
+                 "identity": identity},
+            )
+            row.wft_state = "NONE"
+            row.wft_attempt = 1
+            row.last_wft_failure = None
+            outcomes: list[tuple[str, dict[str, Any]]] = []
+            for command in commands:
+                await self._apply_command(m, command, completed_id, outcomes)
+            if m.running:
+                flushed = m.flush_buffered()
+                for event_type, attributes in outcomes:
+                    m.append(event_type, attributes)
+                if flushed or outcomes:
+                    m.schedule_workflow_task(attempt=1)
+                eager = self._lease_eagerly(m, eager_activity_slots, identity)
+            else:
+                eager = []
+            await m.save()
+            return eager
+
+        leased = await self._transaction(body)
+        self.on_new_deadline(now_us())
+        return [LeasedActivityTask(self._sign(t), t) for t in leased]
+
+    def _lease_eagerly(self, m: _Mutation, slots: int, identity: str) -> list[TaskRow]:
+        leased = []
+        for task in m.new_tasks:
+            if len(leased) >= slots:
+                break
+            if task.kind == ACTIVITY and task.task_queue == m.row.task_queue:
+                options = json.loads(task.options)
+                task.state = "LEASED"
+                task.fencing_token = 1
+                task.started_us = m.now
+                task.identity = identity
+                task.lease_expires_us = self._activity_lease_expiry(task, options, m.now)
+                leased.append(task)
+        return leased
+
+    def _validate_commands(self, commands: Sequence[command_pb2.Command]) -> None:
+        """Checks what can be checked without state; raises INVALID_ARGUMENT."""
+        activity_ids: set[str] = set()
+        timer_ids: set[str] = set()
+        for index, command in enumerate(commands):
+            kind = command.WhichOneof("attributes")
+            where = f"command {index} ({kind})"
+            if kind is None:
+                raise InvalidArgument(f"command {index} has no attributes set")
+            if kind in _CLOSE_COMMANDS and index != len(commands) - 1:
+                raise InvalidArgument(f"{where} closes the workflow but is not the last command")
+            if kind == "schedule_activity_task":
+                a = command.schedule_activity_task
+                if not a.activity_id or not a.activity_type:
+                    raise InvalidArgument(f"{where}: activity_id and activity_type are required")
+                if a.activity_id in activity_ids:
+                    raise InvalidArgument(f"{where}: activity_id {a.activity_id!r} is used twice")
+                activity_ids.add(a.activity_id)
+                if duration_s(a.start_to_close_timeout) <= 0 and duration_s(a.schedule_to_close_timeout) <= 0:
+                    raise InvalidArgument(
+                        f"{where}: activity {a.activity_type!r} needs start_to_close_timeout or schedule_to_close_timeout"
+                    )
+                for name in ("start_to_close_timeout", "schedule_to_close_timeout", "schedule_to_start_timeout", "heartbeat_timeout"):
+                    if duration_s(getattr(a, name)) < 0:
+                        raise InvalidArgument(f"{where}: {name} must not be negative")
+                self.check_payloads(a.input, f"the input of activity {a.activity_type!r}")
+            elif kind == "start_timer":
+                t = command.start_timer
+                if not t.timer_id or duration_s(t.start_to_fire_timeout) <= 0:
+                    raise InvalidArgument(f"{where}: timer_id and a positive start_to_fire_timeout are required")
+                if t.timer_id in timer_ids:
+                    raise InvalidArgument(f"{where}: timer_id {t.timer_id!r} is used twice")
+                timer_ids.add(t.timer_id)
+            elif kind == "complete_workflow_execution":
+                self.check_payloads(command.complete_workflow_execution.result, "the workflow result")
+            elif kind == "fail_workflow_execution":
+                self.check_failure(command.fail_workflow_execution.failure, "the workflow failure")
+
+    async def _apply_command(
+        self, m: _Mutation, command: command_pb2.Command, completed_id: int,
+        outcomes: list[tuple[str, dict[str, Any]]],
+    ) -> None:
+        row = m.row
+        kind = command.WhichOneof("attributes")
+        if kind == "schedule_activity_task":
+            await self._schedule_activity(m, command.schedule_activity_task, completed_id)
+        elif kind == "start_timer":
+            t = command.start_timer
+            if await m.tx.delete_timer(row.run_id, t.timer_id) is not None or any(x.timer_id == t.timer_id for x in m.new_timers):
+                raise InvalidArgument(f"timer_id {t.timer_id!r} is already in use by a pending timer of this run")
+            seconds = duration_s(t.start_to_fire_timeout)
+            started_id = m.append(
+                "TimerStarted",
+                {"timer_id": t.timer_id, "start_to_fire_timeout": seconds, "workflow_task_completed_event_id": completed_id},
+            )
+            m.new_timers.append(TimerRow(row.namespace, row.run_id, t.timer_id, started_id, m.now + _us(seconds)))
+        elif kind == "cancel_timer":
+            timer_id = command.cancel_timer.timer_id
+            timer = await m.tx.delete_timer(row.run_id, timer_id)
+            m.append(
+                "TimerCanceled",
+                {"timer_id": timer_id, "started_event_id": timer.started_event_id if timer else 0,
+                 "workflow_task_completed_event_id": completed_id},
+            )
+        elif kind == "request_cancel_activity_task":
+            activity_id = command.request_cancel_activity_task.activity_id
+            task = await m.tx.get_activity_task(row.run_id, activity_id)
+            scheduled_event_id = task.scheduled_event_id if task else 0
+            m.append(
+                "ActivityTaskCancelRequested",
+                {"scheduled_event_id": scheduled_event_id, "activity_id": activity_id,
+                 "workflow_task_completed_event_id": completed_id},
+            )
+            if task is not None and task.state == "PENDING":
+                # Never started: it is cancelled now, nobody else to ask.
+                await m.tx.delete_task(task.task_id or 0)
+                outcomes.append(("ActivityTaskCanceled", {"scheduled_event_id": scheduled_event_id, "started_event_id": 0}))
+            elif task is not None:
+                task.cancel_requested = 1
+                await m.tx.update_task(task)
+        elif kind == "complete_workflow_execution":
+            m.append(
+                "WorkflowExecutionCompleted",
+                {"result": payloads_json(command.complete_workflow_execution.result),
+                 "workflow_task_completed_event_id": completed_id},
+            )
+            m.close("COMPLETED")
+        elif kind == "fail_workflow_execution":
+            m.append(
+                "WorkflowExecutionFailed",
+                {"failure": failure_json(command.fail_workflow_execution.failure),
+                 "workflow_task_completed_event_id": completed_id},
+            )
+            m.close("FAILED")
+        elif kind == "cancel_workflow_execution":
+            m.append(
+                "WorkflowExecutionCanceled",
+                {"details": payloads_json(command.cancel_workflow_execution.details),
+                 "workflow_task_completed_event_id": completed_id},
+            )
+            m.close("CANCELED")
+
+    async def _schedule_activity(
+        self, m: _Mutation, a: command_pb2.ScheduleActivityTaskCommandAttributes, completed_id: int
+    ) -> None:
+        row = m.row
+        if await m.tx.get_activity_task(row.run_id, a.activity_id) is not None:
+            raise InvalidArgument(f"activity_id {a.activity_id!r} is already in use by a pending activity of this run")
+        schedule_to_close = duration_s(a.schedule_to_close_timeout)
+        start_to_close = duration_s(a.start_to_close_timeout) or schedule_to_close
+        schedule_to_start = duration_s(a.schedule_to_start_timeout)
+        heartbeat = duration_s(a.heartbeat_timeout)
+        policy = StoredRetryPolicy.from_proto(a.retry_policy if a.HasField("retry_policy") else None)
+        task_queue = a.task_queue or row.task_queue
+        options = {
+            "schedule_to_close_timeout": schedule_to_close, "schedule_to_start_timeout": schedule_to_start,
+            "start_to_close_timeout": start_to_close, "heartbeat_timeout": heartbeat,
+            "retry_policy": policy.to_json(), "cancellation_type": int(a.cancellation_type),
+        }
+        scheduled_id = m.append(
+            "ActivityTaskScheduled",
+            {
+                "activity_id": a.activity_id, "activity_type": a.activity_type, "task_queue": task_queue,
+                "input": payloads_json(a.input), **options,
+                "depends_on_activity_ids": list(a.depends_on_activity_ids),
+                "workflow_task_completed_event_id": completed_id,
+            },
+        )
+        s2c_deadline = m.now + _us(schedule_to_close) if schedule_to_close else None
+        s2s_deadline = m.now + _us(schedule_to_start) if schedule_to_start else None
+        pending_deadline = min((d for d in (s2c_deadline, s2s_deadline) if d is not None), default=None)
+        m.new_tasks.append(
+            TaskRow(
+                task_id=None, namespace=row.namespace, run_id=row.run_id, workflow_id=row.workflow_id,
+                workflow_type=row.workflow_type, kind=ACTIVITY, task_queue=task_queue, state="PENDING",
+                visible_us=m.now, lease_expires_us=None, fencing_token=0, attempt=1,
+                scheduled_event_id=scheduled_id, activity_id=a.activity_id, activity_type=a.activity_type,
+                input=a.input.SerializeToString(), options=_events.dumps(options), scheduled_us=m.now,
+                started_us=None, pending_deadline_us=pending_deadline, schedule_to_close_deadline_us=s2c_deadline,
+                last_heartbeat_us=None, heartbeat_details=None, last_failure=None, retry_delays="[]",
+                identity="", cancel_requested=0,
+            )
+        )
+
+    def _fail_started_workflow_task(
+        self, m: _Mutation, task: TaskRow, *, cause: str, failure: dict[str, Any], identity: str,
+        retry_delay_s: float, count_attempt: bool = True, event_type: str = "WorkflowTaskFailed",
+    ) -> None:
+        """Closes the started workflow task as failed (or timed out) and schedules the next attempt."""
+        row = m.row
+        if row.wft_attempt == 1 or not count_attempt:
+            # Later attempts are transient: their failure is shown by describe(), not logged to history.
+            if row.wft_attempt > 1:
+                for event in m.transient_workflow_task_events(task.identity):
+                    m.append(event.event_type, json.loads(event.attributes), event.event_us)
+            attributes: dict[str, Any] = {
+                "scheduled_event_id": row.wft_scheduled_event_id, "started_event_id": row.wft_started_event_id,
+            }
+            if event_type == "WorkflowTaskFailed":
+                attributes.update(cause=cause, failure=failure, identity=identity)
+            else:
+                attributes["timeout_type"] = "START_TO_CLOSE"
+            m.append(event_type, attributes)
+        row.last_wft_failure = _events.dumps({"cause": cause, "failure": failure, "attempt": row.wft_attempt})
+        row.wft_state = "NONE"
+        m.flush_buffered()
+        m.schedule_workflow_task(attempt=row.wft_attempt + 1 if count_attempt else 1, delay_s=retry_delay_s)
+
+    async def fail_workflow_task(
+        self, raw_token: bytes, namespace: str, cause: str, failure: common_pb2.Failure, identity: str
+    ) -> None:
+        """Records a workflow task failure; the task is retried with backoff."""
+        token = self._token(raw_token, namespace, WORKFLOW)
+        self.check_failure(failure, "the failure")
+
+        async def body(tx: Transaction) -> None:
+            task = await self._leased_task(tx, token)
+            row = await self._execution_of(tx, task)
+            m = _Mutation(tx, row, now_us())
+            await tx.delete_task(task.task_id or 0)
+            delay = min(2.0 ** (row.wft_attempt - 1), self.config.max_workflow_task_retry_delay_s)
+            self._fail_started_workflow_task(
+                m, task, cause=cause, failure=failure_json(failure), identity=identity, retry_delay_s=delay
+            )
+            await m.save()
+
+        await self._transaction(body)
+        self.on_new_deadline(now_us())
+
+    # ------------------------------------------------------------ activity tasks
+
+    @staticmethod
+    def _activity_lease_expiry(task: TaskRow, options: dict[str, Any], now: int) -> int:
+        """The earliest of start-to-close, schedule-to-close and the heartbeat deadline."""
+        assert task.started_us is not None
+        candidates = [task.started_us + _us(options["start_to_close_timeout"])]
+        if task.schedule_to_close_deadline_us is not None:
+            candidates.append(task.schedule_to_close_deadline_us)
+        if options["heartbeat_timeout"]:
+            candidates.append(now + _us(options["heartbeat_timeout"]))
+        return min(candidates)
+
+    async def try_lease_activity_task(self, namespace: str, task_queue: str, identity: str) -> Optional[LeasedActivityTask]:
+        """Leases the oldest visible activity task of the queue, or returns None.
+        Touches only the task row: starting an activity writes no history."""
+
+        async def body(tx: Transaction) -> Optional[TaskRow]:
+            now = now_us()
+            task = await tx.lease_next_task(namespace, ACTIVITY, task_queue, now)
+            if task is None:
+                return None
+            task.state = "LEASED"
+            task.fencing_token += 1
+            task.started_us = now
+            task.last_heartbeat_us = None
+            task.identity = identity
+            task.lease_expires_us = self._activity_lease_expiry(task, json.loads(task.options), now)
+            await tx.update_task(task)
+            return task
+
+        task = await self._transaction(body)
+        if task is None:
+            return None
+        self.on_new_deadline(task.lease_expires_us or 0)
+        return LeasedActivityTask(self._sign(task), task)
+
+    async def release_lease(self, raw_token: bytes) -> None:
+        """Hands back a task leased to a poll whose caller went away before the answer
+        reached it. An activity task returns to its queue without using an attempt; a
+        workflow task's started event is already written, so it times out at once."""
+        token = self.signer.verify(raw_token, expected_kind=None)
+
+        async def body(tx: Transaction) -> None:
+            try:
+                task = await self._leased_task(tx, token)
+            except FailedPrecondition:
+                return
+            if task.kind == ACTIVITY:
+                task.state = "PENDING"
+                task.lease_expires_us = None
+                task.identity = ""
+                await tx.update_task(task)
+                tx.notify_after_commit(queue_channel(task.namespace, task.kind, task.task_queue))
+                return
+            row = await self._execution_of(tx, task)
+            m = _Mutation(tx, row, now_us())
+            await tx.delete_task(task.task_id or 0)
+            self._fail_started_workflow_task(
+                m, task, cause="", failure={}, identity="", retry_delay_s=0.0, event_type="WorkflowTaskTimedOut"
+            )
+            await m.save()
+
+        await self._transaction(body)
+
+    def _token(self, raw_token: bytes, namespace: str, kind: str) -> TaskToken:
+        token = self.signer.verify(raw_token, kind)
+        if namespace and namespace != token.namespace:
+            raise InvalidArgument(
+                f"the task token belongs to namespace {token.namespace!r}, not {namespace!r}"
+            )
+        return token
+
+    async def record_heartbeat(self, raw_token: bytes, namespace: str, details: common_pb2.Payloads) -> bool:
+        """Extends a heartbeating activity's lease; returns whether cancellation was requested."""
+        token = self._token(raw_token, namespace, ACTIVITY)
+        self.check_payloads(details, "the heartbeat details")
+
+        async def body(tx: Transaction) -> bool:
+            task = await self._leased_task(tx, token)
+            now = now_us()
+            task.heartbeat_details = details.SerializeToString()
+            task.last_heartbeat_us = now
+            task.lease_expires_us = self._activity_lease_expiry(task, json.loads(task.options), now)
+            await tx.update_task(task)
+            return bool(task.cancel_requested)
+
+        return await self._transaction(body)
+
+    def _started_attributes(self, task: TaskRow, identity: str) -> dict[str, Any]:
+        attributes: dict[str, Any] = {
+            "scheduled_event_id": task.scheduled_event_id, "attempt": task.attempt,
+            "identity": identity or task.identity, "retry_delays": json.loads(task.retry_delays),
+        }
+        if task.last_failure:
+            attributes["last_failure"] = json.loads(task.last_failure)
+        return attributes
+
+    async def complete_activity_task(
+        self, raw_token: bytes, namespace: str, result: common_pb2.Payloads, identity: str
+    ) -> None:
+        token = self._token(raw_token, namespace, ACTIVITY)
+        self.check_payloads(result, "the activity result")
+
+        async def body(tx: Transaction) -> None:
+            task = await self._leased_task(tx, token)
+            row = await self._execution_of(tx, task)
+            m = _Mutation(tx, row, now_us())
+            await tx.delete_task(task.task_id or 0)
+            m.deliver([
+                ("ActivityTaskStarted", self._started_attributes(task, identity)),
+                ("ActivityTaskCompleted", {"scheduled_event_id": task.scheduled_event_id,
+                                           "started_event_id": _PREVIOUS_EVENT,
+                                           "result": payloads_json(result), "identity": identity}),
+            ])
+            await m.save()
+
+        await self._transaction(body)
+
+    async def fail_activity_task(
+        self, raw_token: bytes, namespace: str, failure: common_pb2.Failure, identity: str
+    ) -> None:
+        token = self._token(raw_token, namespace, ACTIVITY)
+        self.check_failure(failure, "the activity failure")
+
+        async def body(tx: Transaction) -> None:
+            task = await self._leased_task(tx, token)
+            await self._activity_attempt_failed(tx, task, failure, identity, timed_out=False)
+
+        await self._transaction(body)
+
+    async def cancel_activity_task(
+        self, raw_token: bytes, namespace: str, details: common_pb2.Payloads, identity: str
+    ) -> None:
+        token = self._token(raw_token, namespace, ACTIVITY)
+        self.check_payloads(details, "the cancellation details")
+
+        async def body(tx: Transaction) -> None:
+            task = await self._leased_task(tx, token)
+            row = await self._execution_of(tx, task)
+            m = _Mutation(tx, row, now_us())
+            await tx.delete_task(task.task_id or 0)
+            m.deliver([
+                ("ActivityTaskStarted", self._started_attributes(task, identity)),
+                ("ActivityTaskCanceled", {"scheduled_event_id": task.scheduled_event_id,
+                                          "started_event_id": _PREVIOUS_EVENT,
+                                          "details": payloads_json(details), "identity": identity}),
+            ])
+            await m.save()
+
+        await self._transaction(body)
+
+    async def _activity_attempt_failed(
+        self, tx: Transaction, task: TaskRow, failure: common_pb2.Failure, identity: str, *, timed_out: bool,
+        final_retry_state: Optional[str] = None,
+    ) -> None:
+        """Retries the activity per its policy, or records its final failure."""
+        now = now_us()
+        options = json.loads(task.options)
+        if final_retry_state is None:
+            decision = decide_retry(
+                StoredRetryPolicy.from_json(options["retry_policy"]), attempt=task.attempt, failure=failure,
+                now_us=now, schedule_to_close_deadline_us=task.schedule_to_close_deadline_us, rng=self._rng,
+            )
+            if task.cancel_requested and decision.delay_s is not None:
+                decision = dataclasses.replace(decision, delay_s=None, retry_state="CANCEL_REQUESTED")
+        else:
+            decision = None
+        if decision is not None and decision.delay_s is not None:
+            delays = json.loads(task.retry_delays) + [round(decision.delay_s, 6)]
+            task.state = "PENDING"
+            task.lease_expires_us = None
+            task.attempt += 1
+            task.visible_us = now + _us(decision.delay_s)
+            task.last_failure = _events.dumps(failure_json(failure))
+            task.retry_delays = _events.dumps(delays)
+            task.identity = ""
+            task.pending_deadline_us = task.schedule_to_close_deadline_us
+            await tx.update_task(task)
+            # Pollers re-check on their own within a second; no wake-up needed now.
+            return
+        row = await self._execution_of(tx, task)
+        m = _Mutation(tx, row, now)
+        await tx.delete_task(task.task_id or 0)
+        retry_state = final_retry_state or (decision.retry_state if decision else "TIMEOUT")
+        outcome_type = "ActivityTaskTimedOut" if timed_out else "ActivityTaskFailed"
+        outcome: dict[str, Any] = {
+            "scheduled_event_id": task.scheduled_event_id, "failure": failure_json(failure), "retry_state": retry_state,
+        }
+        events: list[tuple[str, dict[str, Any]]] = []
+        if task.state == "LEASED":
+            events.append(("ActivityTaskStarted", self._started_attributes(task, identity)))
+            outcome["started_event_id"] = _PREVIOUS_EVENT
+        else:
+            outcome["started_event_id"] = 0
+        if not timed_out:
+            outcome["identity"] = identity
+        events.append((outcome_type, outcome))
+        m.deliver(events)
+        await m.save()
+
+    # ------------------------------------------------------------ reaper entry points
+
+    async def expire_task(self, task_id: int) -> None:
+        """Handles one task whose lease or pending deadline passed (called by the reaper)."""
+
+        async def body(tx: Transaction) -> None:
+            task = await tx.get_task(task_id, for_update=True)
+            now = now_us()
+            if task is None:
+                return
+            lease_expired = task.state == "LEASED" and (task.lease_expires_us or 0) <= now
+            pending_expired = task.state == "PENDING" and task.pending_deadline_us is not None and task.pending_deadline_us <= now
+            if not (lease_expired or pending_expired):
+                return  # another replica or a report got there first
+            if task.kind == WORKFLOW:
+                row = await self._execution_of(tx, task)
+                m = _Mutation(tx, row, now)
+                await tx.delete_task(task.task_id or 0)
+                self._fail_started_workflow_task(
+                    m, task, cause="", failure={}, identity="", retry_delay_s=0.0, event_type="WorkflowTaskTimedOut"
+                )
+                await m.save()
+                return
+            options = json.loads(task.options)
+            timeout_type, final = self._which_timeout(task, options, now, lease_expired)
+            failure = common_pb2.Failure(
+                message=f"activity {timeout_type.lower().replace('_', '-')} timeout",
+                type="TimeoutError", timeout_type=common_pb2.TimeoutType.Value(f"TIMEOUT_TYPE_{timeout_type}"),
+                source="server",
+            )
+            if task.heartbeat_details:
+                failure.details.ParseFromString(task.heartbeat_details)
+            await self._activity_attempt_failed(
+                tx, task, failure, "", timed_out=True, final_retry_state="TIMEOUT" if final else None
+            )
+
+        await self._transaction(body)
+
+    @staticmethod
+    def _which_timeout(task: TaskRow, options: dict[str, Any], now: int, lease_expired: bool) -> tuple[str, bool]:
+        """(timeout type, whether it ends the activity without retry)."""
+        if task.schedule_to_close_deadline_us is not None and task.schedule_to_close_deadline_us <= now:
+            return "SCHEDULE_TO_CLOSE", True
+        if not lease_expired:
+            return "SCHEDULE_TO_START", True
+        assert task.started_us is not None
+        if task.started_us + _us(options["start_to_close_timeout"]) <= now:
+            return "START_TO_CLOSE", False
+        return "HEARTBEAT", False
+
+    async def fire_timer(self, timer: TimerRow) -> None:
+        async def body(tx: Transaction) -> None:
+            claimed = await tx.delete_timer(timer.run_id, timer.timer_id)
+            if claimed is None:
+                return  # fired or cancelled already
+            row = await tx.get_execution(claimed.namespace, claimed.run_id)
+            assert row is not None and row.status == "RUNNING", "timers are deleted when their run closes"
+            m = _Mutation(tx, row, now_us())
+            m.deliver([("TimerFired", {"timer_id": claimed.timer_id, "started_event_id": claimed.started_event_id})])
+            await m.save()
+
+        await self._transaction(body)
+
+    async def time_out_execution(self, namespace: str, run_id: str) -> None:
+        async def body(tx: Transaction) -> None:
+            row = await tx.get_execution(namespace, run_id)
+            now = now_us()
+            if row is None or row.status != "RUNNING" or row.deadline_us is None or row.deadline_us > now:
+                return
+            m = _Mutation(tx, row, now)
+            self._abandon_started_workflow_task(m, cause="FORCE_CLOSE_COMMAND", message="workflow timed out")
+            m.append("WorkflowExecutionTimedOut", {"timeout_type": row.deadline_kind or "EXECUTION"})
+            m.close("TIMED_OUT")
+            await m.save()
+
+        await self._transaction(body)

@@ -1,0 +1,56 @@
+"""Matching: long-polls on task queues.
+
+A poll tries to lease; if the queue is empty it waits for a wake-up from a
+commit that added a task to the queue (rule 1 makes the task row the outbox, so
+the wake-up is only a hint) or for a periodic re-check, which also picks up
+tasks whose retry backoff has ended and covers a lost cross-replica notification.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Awaitable, Callable, Optional, TypeVar
+
+from flowforge.server.history import ACTIVITY, WORKFLOW, HistoryEngine, LeasedActivityTask, LeasedWorkflowTask, queue_channel
+
+__all__ = ["Matching"]
+
+_T = TypeVar("_T")
+
+
+class Matching:
+    """Long-poll front of the task tables."""
+
+    def __init__(self, engine: HistoryEngine, recheck_interval_s: float = 1.0) -> None:
+        self._engine = engine
+        self._recheck_interval_s = recheck_interval_s
+
+    async def poll_workflow_task(
+        self, namespace: str, task_queue: str, identity: str, timeout_s: float
+    ) -> Optional[LeasedWorkflowTask]:
+        return await self._poll(
+            queue_channel(namespace, WORKFLOW, task_queue), timeout_s,
+            lambda: self._engine.try_lease_workflow_task(namespace, task_queue, identity),
+        )
+
+    async def poll_activity_task(
+        self, namespace: str, task_queue: str, identity: str, timeout_s: float
+    ) -> Optional[LeasedActivityTask]:
+        return await self._poll(
+            queue_channel(namespace, ACTIVITY, task_queue), timeout_s,
+            lambda: self._engine.try_lease_activity_task(namespace, task_queue, identity),
+        )
+
+    async def _poll(self, channel: str, timeout_s: float, try_lease: Callable[[], Awaitable[Optional[_T]]]) -> Optional[_T]:
+        store = self._engine.store
+        deadline = time.monotonic() + timeout_s
+        while True:
+            # Listen before looking, so a task added in between still wakes us.
+            wake = store.notifier.listen(channel)
+            leased = await try_lease()
+            if leased is not None:
+                return leased
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            await store.wait_for_notification(wake, min(remaining, self._recheck_interval_s))

@@ -1,0 +1,84 @@
+"""Server-side activity retry decisions (rule 5: the server decides, from the
+policy recorded in the ActivityTaskScheduled event)."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from typing import Any, Optional
+
+from flowforge.api.v1 import common_pb2
+from flowforge.server._events import duration_s
+
+__all__ = ["RetryDecision", "StoredRetryPolicy", "decide_retry"]
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredRetryPolicy:
+    """A RetryPolicy with the defaults filled in, as recorded in history."""
+
+    initial_interval: float = 1.0
+    backoff_coefficient: float = 2.0
+    maximum_interval: float = 100.0
+    maximum_attempts: int = 0
+    non_retryable_error_types: tuple[str, ...] = ()
+    full_jitter: bool = False
+
+    @classmethod
+    def from_proto(cls, proto: Optional[common_pb2.RetryPolicy]) -> "StoredRetryPolicy":
+        if proto is None:
+            return cls()
+        initial = duration_s(proto.initial_interval) if proto.HasField("initial_interval") else 1.0
+        return cls(
+            initial_interval=initial,
+            backoff_coefficient=proto.backoff_coefficient or 2.0,
+            maximum_interval=(
+                duration_s(proto.maximum_interval) if proto.HasField("maximum_interval") else 100.0 * initial
+            ),
+            maximum_attempts=proto.maximum_attempts,
+            non_retryable_error_types=tuple(proto.non_retryable_error_types),
+            full_jitter=proto.full_jitter,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "non_retryable_error_types": list(self.non_retryable_error_types)}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> "StoredRetryPolicy":
+        return cls(**{**value, "non_retryable_error_types": tuple(value.get("non_retryable_error_types", ()))})
+
+
+@dataclasses.dataclass(frozen=True)
+class RetryDecision:
+    """Either retry after ``delay_s``, or stop with ``retry_state``."""
+
+    delay_s: Optional[float]
+    retry_state: str
+
+
+def decide_retry(
+    policy: StoredRetryPolicy,
+    *,
+    attempt: int,
+    failure: common_pb2.Failure,
+    now_us: int,
+    schedule_to_close_deadline_us: Optional[int],
+    rng: random.Random,
+) -> RetryDecision:
+    """Whether the attempt that just failed (number ``attempt``) is retried, and when."""
+    if failure.non_retryable or failure.type in policy.non_retryable_error_types:
+        return RetryDecision(None, "NON_RETRYABLE_FAILURE")
+    if policy.maximum_attempts and attempt >= policy.maximum_attempts:
+        return RetryDecision(None, "MAXIMUM_ATTEMPTS_REACHED")
+    # min() first: coefficient ** attempt overflows float long before any cap matters.
+    exponent = min(attempt - 1, 1000)
+    try:
+        delay = policy.initial_interval * policy.backoff_coefficient**exponent
+    except OverflowError:
+        delay = policy.maximum_interval
+    delay = min(delay, policy.maximum_interval)
+    if policy.full_jitter:
+        delay = rng.uniform(0.0, delay)
+    if schedule_to_close_deadline_us is not None and now_us + int(delay * 1e6) >= schedule_to_close_deadline_us:
+        return RetryDecision(None, "TIMEOUT")
+    return RetryDecision(delay, "IN_PROGRESS")

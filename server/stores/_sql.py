@@ -1,0 +1,309 @@
+"""SQL shared by the SQLite and PostgreSQL stores.
+
+Statements are written once with ``?`` placeholders; a store supplies three
+primitives (execute, fetch one, fetch all) and its dialect's row-locking clauses.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import Any, Optional, Sequence, TypeVar
+
+from flowforge.server.stores.base import (
+    ConcurrencyConflict,
+    DuplicateRunningExecution,
+    ExecutionRow,
+    HistoryEventRow,
+    NamespaceRow,
+    TaskRow,
+    TimerRow,
+    Transaction,
+)
+
+_Row = TypeVar("_Row")
+
+
+def _columns(row_type: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(row_type)]
+
+
+_EXECUTION_COLUMNS = _columns(ExecutionRow)
+_TASK_COLUMNS = _columns(TaskRow)
+_TASK_INSERT_COLUMNS = [c for c in _TASK_COLUMNS if c != "task_id"]
+_TIMER_COLUMNS = _columns(TimerRow)
+_NAMESPACE_COLUMNS = _columns(NamespaceRow)
+_EVENT_COLUMNS = _columns(HistoryEventRow)
+
+_SELECT_EXECUTION = f"SELECT {', '.join(_EXECUTION_COLUMNS)} FROM executions"
+_SELECT_TASK = f"SELECT {', '.join(_TASK_COLUMNS)} FROM tasks"
+
+
+def _placeholders(count: int) -> str:
+    return ", ".join("?" for _ in range(count))
+
+
+class SQLTransaction(Transaction, abc.ABC):
+    """Implements :class:`Transaction` on top of three dialect primitives."""
+
+    #: Appended to a SELECT that must lock its row until commit ("" when the
+    #: database serializes writers anyway).
+    for_update_clause: str = ""
+    #: Appended to the poll SELECT so concurrent pollers skip each other's rows.
+    skip_locked_clause: str = ""
+
+    @abc.abstractmethod
+    async def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Runs a statement and returns the number of rows it changed."""
+
+    @abc.abstractmethod
+    async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Optional[Sequence[Any]]: ...
+
+    @abc.abstractmethod
+    async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Sequence[Any]]: ...
+
+    @abc.abstractmethod
+    def _is_unique_violation(self, error: BaseException) -> bool: ...
+
+    async def _one(self, row_type: type[_Row], sql: str, params: Sequence[Any] = ()) -> Optional[_Row]:
+        record = await self._fetchone(sql, params)
+        return None if record is None else row_type(*record)
+
+    async def _all(self, row_type: type[_Row], sql: str, params: Sequence[Any] = ()) -> list[_Row]:
+        return [row_type(*record) for record in await self._fetchall(sql, params)]
+
+    # namespaces
+
+    async def get_namespace(self, name: str) -> Optional[NamespaceRow]:
+        return await self._one(
+            NamespaceRow, f"SELECT {', '.join(_NAMESPACE_COLUMNS)} FROM namespaces WHERE name = ?", (name,)
+        )
+
+    async def insert_namespace(self, row: NamespaceRow) -> None:
+        await self._execute(
+            f"INSERT INTO namespaces ({', '.join(_NAMESPACE_COLUMNS)}) VALUES ({_placeholders(4)})",
+            dataclasses.astuple(row),
+        )
+
+    async def list_namespaces(self) -> list[NamespaceRow]:
+        return await self._all(
+            NamespaceRow, f"SELECT {', '.join(_NAMESPACE_COLUMNS)} FROM namespaces ORDER BY name"
+        )
+
+    # executions
+
+    async def get_execution(self, namespace: str, run_id: str) -> Optional[ExecutionRow]:
+        return await self._one(
+            ExecutionRow, f"{_SELECT_EXECUTION} WHERE namespace = ? AND run_id = ?", (namespace, run_id)
+        )
+
+    async def get_latest_execution(self, namespace: str, workflow_id: str) -> Optional[ExecutionRow]:
+        return await self._one(
+            ExecutionRow,
+            f"{_SELECT_EXECUTION} WHERE namespace = ? AND workflow_id = ?"
+            " ORDER BY CASE WHEN status = 'RUNNING' THEN 0 ELSE 1 END, start_us DESC, run_id DESC LIMIT 1",
+            (namespace, workflow_id),
+        )
+
+    async def insert_execution(self, row: ExecutionRow) -> None:
+        try:
+            await self._execute(
+                f"INSERT INTO executions ({', '.join(_EXECUTION_COLUMNS)})"
+                f" VALUES ({_placeholders(len(_EXECUTION_COLUMNS))})",
+                dataclasses.astuple(row),
+            )
+        except Exception as error:
+            if self._is_unique_violation(error):
+                raise DuplicateRunningExecution(row.workflow_id) from error
+            raise
+
+    async def update_execution(self, row: ExecutionRow, expected_version: int) -> None:
+        row.version = expected_version + 1
+        assignments = ", ".join(f"{c} = ?" for c in _EXECUTION_COLUMNS if c not in ("namespace", "run_id"))
+        values = [getattr(row, c) for c in _EXECUTION_COLUMNS if c not in ("namespace", "run_id")]
+        changed = await self._execute(
+            f"UPDATE executions SET {assignments} WHERE namespace = ? AND run_id = ? AND version = ?",
+            (*values, row.namespace, row.run_id, expected_version),
+        )
+        if changed != 1:
+            raise ConcurrencyConflict(row.run_id)
+
+    async def list_executions(
+        self,
+        namespace: str,
+        *,
+        limit: int,
+        before: Optional[tuple[int, str]],
+        status: Optional[str],
+        workflow_type: Optional[str],
+        workflow_id: Optional[str],
+    ) -> list[ExecutionRow]:
+        where, params = ["namespace = ?"], [namespace]
+        if before is not None:
+            where.append("(start_us < ? OR (start_us = ? AND run_id < ?))")
+            params += [before[0], before[0], before[1]]
+        for column, value in (("status", status), ("workflow_type", workflow_type), ("workflow_id", workflow_id)):
+            if value:
+                where.append(f"{column} = ?")
+                params.append(value)
+        return await self._all(
+            ExecutionRow,
+            f"{_SELECT_EXECUTION} WHERE {' AND '.join(where)} ORDER BY start_us DESC, run_id DESC LIMIT ?",
+            (*params, limit),
+        )
+
+    async def get_request_run_id(self, namespace: str, request_id: str) -> Optional[str]:
+        record = await self._fetchone(
+            "SELECT run_id FROM request_ids WHERE namespace = ? AND request_id = ?", (namespace, request_id)
+        )
+        return None if record is None else record[0]
+
+    async def insert_request_id(self, namespace: str, request_id: str, run_id: str, now_us: int) -> None:
+        await self._execute(
+            "INSERT INTO request_ids (namespace, request_id, run_id, create_us) VALUES (?, ?, ?, ?)",
+            (namespace, request_id, run_id, now_us),
+        )
+
+    # history
+
+    async def append_events(self, namespace: str, run_id: str, events: list[HistoryEventRow]) -> None:
+        for event in events:
+            await self._execute(
+                "INSERT INTO history_events (namespace, run_id, event_id, event_type, event_us, attributes)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (namespace, run_id, event.event_id, event.event_type, event.event_us, event.attributes),
+            )
+
+    async def read_events(
+        self, namespace: str, run_id: str, after_event_id: int = 0, limit: Optional[int] = None
+    ) -> list[HistoryEventRow]:
+        sql = (
+            f"SELECT {', '.join(_EVENT_COLUMNS)} FROM history_events"
+            " WHERE namespace = ? AND run_id = ? AND event_id > ? ORDER BY event_id"
+        )
+        params: list[Any] = [namespace, run_id, after_event_id]
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return await self._all(HistoryEventRow, sql, params)
+
+    # tasks
+
+    async def insert_task(self, row: TaskRow) -> int:
+        record = await self._fetchone(
+            f"INSERT INTO tasks ({', '.join(_TASK_INSERT_COLUMNS)})"
+            f" VALUES ({_placeholders(len(_TASK_INSERT_COLUMNS))}) RETURNING task_id",
+            [getattr(row, c) for c in _TASK_INSERT_COLUMNS],
+        )
+        assert record is not None
+        row.task_id = int(record[0])
+        return row.task_id
+
+    async def get_task(self, task_id: int, *, for_update: bool = False) -> Optional[TaskRow]:
+        lock = self.for_update_clause if for_update else ""
+        return await self._one(TaskRow, f"{_SELECT_TASK} WHERE task_id = ?{lock}", (task_id,))
+
+    async def get_activity_task(self, run_id: str, activity_id: str) -> Optional[TaskRow]:
+        return await self._one(
+            TaskRow,
+            f"{_SELECT_TASK} WHERE run_id = ? AND kind = 'ACTIVITY' AND activity_id = ?{self.for_update_clause}",
+            (run_id, activity_id),
+        )
+
+    async def list_run_tasks(self, namespace: str, run_id: str) -> list[TaskRow]:
+        return await self._all(
+            TaskRow, f"{_SELECT_TASK} WHERE namespace = ? AND run_id = ? ORDER BY task_id", (namespace, run_id)
+        )
+
+    async def lease_next_task(
+        self, namespace: str, kind: str, task_queue: str, now_us: int
+    ) -> Optional[TaskRow]:
+        return await self._one(
+            TaskRow,
+            f"{_SELECT_TASK} WHERE namespace = ? AND kind = ? AND task_queue = ? AND state = 'PENDING'"
+            f" AND visible_us <= ? ORDER BY visible_us, task_id LIMIT 1{self.skip_locked_clause}",
+            (namespace, kind, task_queue, now_us),
+        )
+
+    async def update_task(self, row: TaskRow) -> None:
+        columns = [c for c in _TASK_COLUMNS if c != "task_id"]
+        await self._execute(
+            f"UPDATE tasks SET {', '.join(f'{c} = ?' for c in columns)} WHERE task_id = ?",
+            (*[getattr(row, c) for c in columns], row.task_id),
+        )
+
+    async def delete_task(self, task_id: int) -> bool:
+        return await self._execute("DELETE FROM tasks WHERE task_id = ?", (task_id,)) == 1
+
+    async def delete_run_tasks(self, run_id: str) -> None:
+        await self._execute("DELETE FROM tasks WHERE run_id = ?", (run_id,))
+
+    async def expired_task_ids(self, now_us: int, limit: int) -> list[int]:
+        leased = await self._fetchall(
+            "SELECT task_id FROM tasks WHERE state = 'LEASED' AND lease_expires_us <= ?"
+            " ORDER BY lease_expires_us LIMIT ?",
+            (now_us, limit),
+        )
+        pending = await self._fetchall(
+            "SELECT task_id FROM tasks WHERE state = 'PENDING' AND pending_deadline_us IS NOT NULL"
+            " AND pending_deadline_us <= ? ORDER BY pending_deadline_us LIMIT ?",
+            (now_us, limit),
+        )
+        return [int(r[0]) for r in leased] + [int(r[0]) for r in pending]
+
+    # timers
+
+    async def insert_timer(self, row: TimerRow) -> None:
+        await self._execute(
+            f"INSERT INTO timers ({', '.join(_TIMER_COLUMNS)}) VALUES ({_placeholders(5)})",
+            dataclasses.astuple(row),
+        )
+
+    async def delete_timer(self, run_id: str, timer_id: str) -> Optional[TimerRow]:
+        return await self._one(
+            TimerRow,
+            f"DELETE FROM timers WHERE run_id = ? AND timer_id = ? RETURNING {', '.join(_TIMER_COLUMNS)}",
+            (run_id, timer_id),
+        )
+
+    async def delete_run_timers(self, run_id: str) -> None:
+        await self._execute("DELETE FROM timers WHERE run_id = ?", (run_id,))
+
+    async def due_timers(self, now_us: int, limit: int) -> list[TimerRow]:
+        return await self._all(
+            TimerRow,
+            f"SELECT {', '.join(_TIMER_COLUMNS)} FROM timers WHERE fire_us <= ? ORDER BY fire_us LIMIT ?",
+            (now_us, limit),
+        )
+
+    async def expired_run_ids(self, now_us: int, limit: int) -> list[tuple[str, str]]:
+        records = await self._fetchall(
+            "SELECT namespace, run_id FROM executions WHERE status = 'RUNNING' AND deadline_us IS NOT NULL"
+            " AND deadline_us <= ? ORDER BY deadline_us LIMIT ?",
+            (now_us, limit),
+        )
+        return [(r[0], r[1]) for r in records]
+
+    async def next_deadline_us(self) -> Optional[int]:
+        candidates = []
+        for sql in (
+            "SELECT MIN(lease_expires_us) FROM tasks WHERE state = 'LEASED'",
+            "SELECT MIN(pending_deadline_us) FROM tasks WHERE state = 'PENDING' AND pending_deadline_us IS NOT NULL",
+            "SELECT MIN(fire_us) FROM timers",
+            "SELECT MIN(deadline_us) FROM executions WHERE status = 'RUNNING' AND deadline_us IS NOT NULL",
+        ):
+            record = await self._fetchone(sql)
+            if record is not None and record[0] is not None:
+                candidates.append(int(record[0]))
+        return min(candidates) if candidates else None
+
+    # metadata
+
+    async def get_metadata(self, key: str) -> Optional[str]:
+        record = await self._fetchone("SELECT value FROM server_metadata WHERE key = ?", (key,))
+        return None if record is None else record[0]
+
+    async def set_metadata_if_absent(self, key: str, value: str) -> None:
+        await self._execute(
+            "INSERT INTO server_metadata (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", (key, value)
+        )

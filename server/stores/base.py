@@ -1,0 +1,313 @@
+"""The storage contract: one abstract store, implemented for SQLite and PostgreSQL.
+
+The history engine expresses every state change as one transaction on a
+:class:`Transaction`; the store guarantees it commits atomically (rule 1: state,
+events and tasks together) and that a concurrent change of the same execution is
+detected (:class:`ConcurrencyConflict`, the engine retries). Both stores share the
+SQL of :mod:`flowforge.server.stores._sql`; they differ in connections, locking
+and how a commit wakes long-polls (in-process events vs LISTEN/NOTIFY).
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import contextlib
+import dataclasses
+from typing import Optional
+
+__all__ = [
+    "ConcurrencyConflict",
+    "DuplicateRunningExecution",
+    "ExecutionRow",
+    "HistoryEventRow",
+    "NamespaceRow",
+    "Notifier",
+    "Store",
+    "StoreUnavailable",
+    "TaskRow",
+    "TimerRow",
+    "Transaction",
+]
+
+
+class StoreUnavailable(Exception):
+    """The database cannot be reached or is locked; callers get UNAVAILABLE."""
+
+
+class ConcurrencyConflict(Exception):
+    """Another transaction changed the execution first; retry the whole transaction."""
+
+
+@dataclasses.dataclass
+class NamespaceRow:
+    name: str
+    description: str
+    retention_s: int
+    create_us: int
+
+
+@dataclasses.dataclass
+class ExecutionRow:
+    namespace: str
+    run_id: str
+    workflow_id: str
+    workflow_type: str
+    task_queue: str
+    status: str
+    next_event_id: int
+    version: int
+    start_us: int
+    close_us: Optional[int]
+    wft_state: str
+    wft_attempt: int
+    wft_scheduled_us: Optional[int]
+    wft_started_us: Optional[int]
+    wft_scheduled_event_id: int
+    wft_started_event_id: int
+    wft_timeout_s: float
+    last_wft_failure: Optional[str]
+    buffered_events: str
+    deadline_us: Optional[int]
+    deadline_kind: Optional[str]
+    cancel_requested: int
+
+
+@dataclasses.dataclass
+class HistoryEventRow:
+    event_id: int
+    event_type: str
+    event_us: int
+    attributes: str
+
+
+@dataclasses.dataclass
+class TaskRow:
+    task_id: Optional[int]
+    namespace: str
+    run_id: str
+    workflow_id: str
+    workflow_type: str
+    kind: str
+    task_queue: str
+    state: str
+    visible_us: int
+    lease_expires_us: Optional[int]
+    fencing_token: int
+    attempt: int
+    scheduled_event_id: int
+    activity_id: Optional[str]
+    activity_type: Optional[str]
+    input: Optional[bytes]
+    options: str
+    scheduled_us: int
+    started_us: Optional[int]
+    pending_deadline_us: Optional[int]
+    schedule_to_close_deadline_us: Optional[int]
+    last_heartbeat_us: Optional[int]
+    heartbeat_details: Optional[bytes]
+    last_failure: Optional[str]
+    retry_delays: str
+    identity: str
+    cancel_requested: int
+
+
+@dataclasses.dataclass
+class TimerRow:
+    namespace: str
+    run_id: str
+    timer_id: str
+    started_event_id: int
+    fire_us: int
+
+
+class Transaction(abc.ABC):
+    """The operations the engine performs inside one atomic transaction.
+
+    Reads marked ``for_update`` lock the row until commit where the database has
+    row locks (PostgreSQL); SQLite serializes writers, so it needs none.
+    """
+
+    @abc.abstractmethod
+    async def get_namespace(self, name: str) -> Optional[NamespaceRow]: ...
+
+    @abc.abstractmethod
+    async def insert_namespace(self, row: NamespaceRow) -> None: ...
+
+    @abc.abstractmethod
+    async def list_namespaces(self) -> list[NamespaceRow]: ...
+
+    @abc.abstractmethod
+    async def get_execution(self, namespace: str, run_id: str) -> Optional[ExecutionRow]: ...
+
+    @abc.abstractmethod
+    async def get_latest_execution(self, namespace: str, workflow_id: str) -> Optional[ExecutionRow]:
+        """The running execution of ``workflow_id``, else its most recently started one."""
+
+    @abc.abstractmethod
+    async def insert_execution(self, row: ExecutionRow) -> None:
+        """Raises :class:`DuplicateRunningExecution` if the workflow id has a running one."""
+
+    @abc.abstractmethod
+    async def update_execution(self, row: ExecutionRow, expected_version: int) -> None:
+        """Writes ``row`` with ``version = expected_version + 1``; raises
+        :class:`ConcurrencyConflict` if the stored version is not ``expected_version``."""
+
+    @abc.abstractmethod
+    async def list_executions(
+        self,
+        namespace: str,
+        *,
+        limit: int,
+        before: Optional[tuple[int, str]],
+        status: Optional[str],
+        workflow_type: Optional[str],
+        workflow_id: Optional[str],
+    ) -> list[ExecutionRow]:
+        """Newest first; ``before`` is the (start_us, run_id) keyset cursor."""
+
+    @abc.abstractmethod
+    async def get_request_run_id(self, namespace: str, request_id: str) -> Optional[str]: ...
+
+    @abc.abstractmethod
+    async def insert_request_id(self, namespace: str, request_id: str, run_id: str, now_us: int) -> None: ...
+
+    @abc.abstractmethod
+    async def append_events(self, namespace: str, run_id: str, events: list[HistoryEventRow]) -> None:
+        """Inserts events; (run_id, event_id) is unique, so a duplicate id fails the transaction."""
+
+    @abc.abstractmethod
+    async def read_events(
+        self, namespace: str, run_id: str, after_event_id: int = 0, limit: Optional[int] = None
+    ) -> list[HistoryEventRow]: ...
+
+    @abc.abstractmethod
+    async def insert_task(self, row: TaskRow) -> int:
+        """Inserts a task row and returns its id."""
+
+    @abc.abstractmethod
+    async def get_task(self, task_id: int, *, for_update: bool = False) -> Optional[TaskRow]: ...
+
+    @abc.abstractmethod
+    async def get_activity_task(self, run_id: str, activity_id: str) -> Optional[TaskRow]: ...
+
+    @abc.abstractmethod
+    async def list_run_tasks(self, namespace: str, run_id: str) -> list[TaskRow]: ...
+
+    @abc.abstractmethod
+    async def lease_next_task(
+        self, namespace: str, kind: str, task_queue: str, now_us: int
+    ) -> Optional[TaskRow]:
+        """Locks and returns the oldest visible pending task of a queue (skipping rows
+        other transactions hold), or None. The caller then updates it to LEASED."""
+
+    @abc.abstractmethod
+    async def update_task(self, row: TaskRow) -> None: ...
+
+    @abc.abstractmethod
+    async def delete_task(self, task_id: int) -> bool: ...
+
+    @abc.abstractmethod
+    async def delete_run_tasks(self, run_id: str) -> None: ...
+
+    @abc.abstractmethod
+    async def expired_task_ids(self, now_us: int, limit: int) -> list[int]:
+        """Leased tasks past their lease, and pending ones past their pending deadline."""
+
+    @abc.abstractmethod
+    async def insert_timer(self, row: TimerRow) -> None: ...
+
+    @abc.abstractmethod
+    async def delete_timer(self, run_id: str, timer_id: str) -> Optional[TimerRow]:
+        """Deletes and returns the timer: the claim that makes firing happen once."""
+
+    @abc.abstractmethod
+    async def delete_run_timers(self, run_id: str) -> None: ...
+
+    @abc.abstractmethod
+    async def due_timers(self, now_us: int, limit: int) -> list[TimerRow]: ...
+
+    @abc.abstractmethod
+    async def expired_run_ids(self, now_us: int, limit: int) -> list[tuple[str, str]]:
+        """(namespace, run_id) of running executions past their timeout."""
+
+    @abc.abstractmethod
+    async def next_deadline_us(self) -> Optional[int]:
+        """The earliest lease expiry, pending deadline, timer or execution deadline."""
+
+    @abc.abstractmethod
+    async def get_metadata(self, key: str) -> Optional[str]: ...
+
+    @abc.abstractmethod
+    async def set_metadata_if_absent(self, key: str, value: str) -> None: ...
+
+    def __init__(self) -> None:
+        self.channels: set[str] = set()
+
+    def notify_after_commit(self, channel: str) -> None:
+        """Wakes the long-polls waiting on ``channel`` once this transaction commits."""
+        self.channels.add(channel)
+
+
+class DuplicateRunningExecution(Exception):
+    """insert_execution found a running execution with the same workflow id."""
+
+
+class Notifier:
+    """Wakes long-polls in this process. Waiters must call :meth:`listen` *before*
+    checking the database and then :meth:`wait` on what it returned, so a
+    notification between the check and the wait is never lost."""
+
+    def __init__(self) -> None:
+        self._events: dict[str, asyncio.Event] = {}
+
+    def listen(self, channel: str) -> asyncio.Event:
+        event = self._events.get(channel)
+        if event is None:
+            event = self._events[channel] = asyncio.Event()
+        return event
+
+    def notify(self, channel: str) -> None:
+        event = self._events.pop(channel, None)
+        if event is not None:
+            event.set()
+
+    @staticmethod
+    async def wait(event: asyncio.Event, timeout: float) -> bool:
+        """True when notified, False when ``timeout`` passed first."""
+        try:
+            await asyncio.wait_for(event.wait(), timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False
+
+
+class Store(abc.ABC):
+    """A durable store: transactions plus long-poll wake-ups."""
+
+    def __init__(self) -> None:
+        self.notifier = Notifier()
+
+    @abc.abstractmethod
+    async def open(self) -> None:
+        """Connects and applies pending migrations."""
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+    @abc.abstractmethod
+    def transaction(self) -> contextlib.AbstractAsyncContextManager[Transaction]:
+        """A read-write transaction: committed when the block exits normally, rolled
+        back on an exception. Raises :class:`StoreUnavailable` if the database is
+        unreachable; commit-time serialization failures raise ConcurrencyConflict."""
+
+    @abc.abstractmethod
+    def read(self) -> contextlib.AbstractAsyncContextManager[Transaction]:
+        """A read-only snapshot; never blocks writers."""
+
+    async def wait_for_notification(self, event: asyncio.Event, timeout: float) -> bool:
+        return await self.notifier.wait(event, timeout)
+
+    @abc.abstractmethod
+    async def ping(self) -> None:
+        """Raises :class:`StoreUnavailable` unless the database answers."""

@@ -1,0 +1,77 @@
+"""Versioned schema migrations, one folder of numbered .sql files per dialect.
+
+A migration runs once, in one transaction with the row that records it in
+``schema_migrations``; applying them again is a no-op.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from pathlib import Path
+
+__all__ = ["Migration", "load", "apply_sqlite"]
+
+_DIRECTORY = Path(__file__).parent
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+CREATE_MIGRATIONS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS schema_migrations ("
+    " version INTEGER NOT NULL CONSTRAINT pk_schema_migrations PRIMARY KEY,"
+    " name TEXT NOT NULL,"
+    " applied_us BIGINT NOT NULL)"
+)
+
+
+class Migration:
+    """One numbered SQL script."""
+
+    def __init__(self, version: int, name: str, sql: str) -> None:
+        self.version = version
+        self.name = name
+        self.sql = sql
+
+
+def load(dialect: str) -> list[Migration]:
+    """The migrations of ``dialect`` ("sqlite" or "postgresql"), in version order."""
+    found = []
+    for path in sorted((_DIRECTORY / dialect).glob("*.sql")):
+        match = _NAME.match(path.name)
+        if match is None:
+            raise ValueError(f"migration file name {path.name!r} is not NNNN_name.sql")
+        found.append(Migration(int(match.group(1)), match.group(2), path.read_text()))
+    versions = [m.version for m in found]
+    if versions != list(range(1, len(found) + 1)):
+        raise ValueError(f"{dialect} migrations must be numbered 1..n without gaps, found {versions}")
+    return found
+
+
+def apply_sqlite(connection: sqlite3.Connection) -> list[int]:
+    """Applies the pending SQLite migrations; returns the versions it applied."""
+    connection.execute(CREATE_MIGRATIONS_TABLE)
+    applied = {row[0] for row in connection.execute("SELECT version FROM schema_migrations")}
+    done = []
+    for migration in load("sqlite"):
+        if migration.version in applied:
+            continue
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _statements(migration.sql):
+                connection.execute(statement)
+            connection.execute(
+                "INSERT INTO schema_migrations (version, name, applied_us) VALUES (?, ?, ?)",
+                (migration.version, migration.name, time.time_ns() // 1000),
+            )
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        done.append(migration.version)
+    return done
+
+
+def _statements(script: str) -> list[str]:
+    """Splits a script on ';' at line ends (our migrations hold no ';' in literals)."""
+    without_comments = "\n".join(line for line in script.splitlines() if not line.strip().startswith("--"))
+    return [s.strip() for s in without_comments.split(";") if s.strip()]

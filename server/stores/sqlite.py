@@ -1,0 +1,155 @@
+"""The embedded store: one SQLite file (WAL, synchronous=FULL), one server process.
+
+Writers are serialized by an asyncio lock (SQLite has one writer anyway); their
+statements run inline on the event loop (microseconds, the pages are cached) and
+only COMMIT — the fsync — runs on a thread, so polls and reads go on meanwhile.
+Reads use a second connection, which in WAL mode sees only committed data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import sqlite3
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, AsyncIterator, Optional, Sequence
+
+from flowforge.server.stores import migrations
+from flowforge.server.stores._sql import SQLTransaction
+from flowforge.server.stores.base import Store, StoreUnavailable, Transaction
+
+__all__ = ["SQLiteStore"]
+
+
+class _SQLiteTransaction(SQLTransaction):
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        super().__init__()
+        self._connection = connection
+
+    def _run(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
+        try:
+            return self._connection.execute(sql, params)
+        except sqlite3.OperationalError as error:
+            raise StoreUnavailable(f"SQLite: {error}") from error
+
+    async def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self._run(sql, params).rowcount
+
+    async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Optional[Sequence[Any]]:
+        return self._run(sql, params).fetchone()
+
+    async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Sequence[Any]]:
+        return self._run(sql, params).fetchall()
+
+    def _is_unique_violation(self, error: BaseException) -> bool:
+        return isinstance(error, sqlite3.IntegrityError) and "UNIQUE" in str(error)
+
+
+class SQLiteStore(Store):
+    """A :class:`Store` in one SQLite file, or in memory for throwaway servers.
+
+    Args:
+        path: The database file; ``None`` keeps everything in a temporary file that
+            is deleted on close (``start-dev --in-memory``).
+    """
+
+    def __init__(self, path: Optional[str | os.PathLike[str]]) -> None:
+        super().__init__()
+        self._temporary = path is None
+        if path is None:
+            fd, name = tempfile.mkstemp(prefix="flowforge-", suffix=".db")
+            os.close(fd)
+            path = name
+        self.path = Path(path)
+        self._writer: Optional[sqlite3.Connection] = None
+        self._reader: Optional[sqlite3.Connection] = None
+        self._write_lock = asyncio.Lock()
+        self._commit_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flowforge-sqlite-commit")
+        self._lock_file: Optional[int] = None
+
+    def _connect(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=5.0
+        )
+        connection.execute("PRAGMA journal_mode = WAL")
+        connection.execute("PRAGMA synchronous = FULL")
+        connection.execute("PRAGMA foreign_keys = ON")
+        connection.execute("PRAGMA busy_timeout = 5000")
+        return connection
+
+    async def open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # One server per file: a second one would break the single-writer design.
+        self._lock_file = os.open(f"{self.path}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock_file)
+            self._lock_file = None
+            raise StoreUnavailable(f"{self.path} is in use by another FlowForge server") from None
+        self._writer = self._connect()
+        self._reader = self._connect()
+        migrations.apply_sqlite(self._writer)
+
+    async def close(self) -> None:
+        async with self._write_lock:
+            for connection in (self._reader, self._writer):
+                if connection is not None:
+                    connection.close()
+            self._reader = self._writer = None
+        self._commit_thread.shutdown(wait=True)
+        if self._lock_file is not None:
+            os.close(self._lock_file)
+            self._lock_file = None
+        if self._temporary:
+            for suffix in ("", "-wal", "-shm", ".lock"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{self.path}{suffix}")
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Transaction]:
+        async with self._write_lock:
+            connection = self._require(self._writer)
+            try:
+                connection.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as error:
+                raise StoreUnavailable(f"SQLite: {error}") from error
+            tx = _SQLiteTransaction(connection)
+            try:
+                yield tx
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            try:
+                await asyncio.get_running_loop().run_in_executor(self._commit_thread, connection.execute, "COMMIT")
+            except sqlite3.OperationalError as error:
+                with contextlib.suppress(sqlite3.Error):
+                    connection.execute("ROLLBACK")
+                raise StoreUnavailable(f"SQLite commit failed: {error}") from error
+        for channel in tx.channels:
+            self.notifier.notify(channel)
+
+    @contextlib.asynccontextmanager
+    async def read(self) -> AsyncIterator[Transaction]:
+        connection = self._require(self._reader)
+        # The body runs without yielding to the loop (SQLite calls are inline), so
+        # one reader connection serves every coroutine; BEGIN gives a snapshot.
+        connection.execute("BEGIN")
+        try:
+            yield _SQLiteTransaction(connection)
+        finally:
+            connection.execute("COMMIT")
+
+    async def ping(self) -> None:
+        async with self.read() as tx:
+            await tx.get_metadata("schema_version")
+
+    @staticmethod
+    def _require(connection: Optional[sqlite3.Connection]) -> sqlite3.Connection:
+        if connection is None:
+            raise StoreUnavailable("the SQLite store is closed")
+        return connection

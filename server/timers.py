@@ -1,0 +1,92 @@
+"""The timekeeper: fires durable timers and reaps expired leases and runs.
+
+It sleeps until the earliest deadline in the store (at most ``max_sleep_s``) and
+is woken early when the engine creates an earlier one. With several replicas
+each runs one; a timer or lease is handled once because its handling claims the
+row in the same transaction (rules 1 and 4), so a second claimer finds nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Optional
+
+from flowforge.server.history import HistoryEngine, now_us
+
+__all__ = ["Timekeeper"]
+
+log = logging.getLogger("flowforge.server.timers")
+
+_BATCH = 200
+
+
+class Timekeeper:
+    """Background loop turning deadlines into events."""
+
+    def __init__(self, engine: HistoryEngine, max_sleep_s: float = 1.0) -> None:
+        self._engine = engine
+        self._max_sleep_s = max_sleep_s
+        self._wake = asyncio.Event()
+        self._planned_wake_us = 0
+        self._task: Optional[asyncio.Task[None]] = None
+        engine.on_new_deadline = self.deadline_added
+
+    def deadline_added(self, deadline_us: int) -> None:
+        if deadline_us < self._planned_wake_us:
+            self._wake.set()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="flowforge-timekeeper")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        failures = 0
+        while True:
+            try:
+                busy = await self.tick()
+                failures = 0
+                if busy:
+                    continue
+                next_deadline = await self._engine.read(lambda tx: tx.next_deadline_us())
+                sleep_s = self._max_sleep_s
+                if next_deadline is not None:
+                    sleep_s = max(0.0, min(sleep_s, (next_deadline - now_us()) / 1e6 + 0.001))
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                failures += 1
+                log.exception("timekeeper pass failed (%d in a row); retrying", failures)
+                sleep_s = min(0.1 * 2**failures, 5.0)
+            self._planned_wake_us = now_us() + int(sleep_s * 1e6)
+            self._wake.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), sleep_s)
+
+    async def tick(self) -> bool:
+        """One pass over everything due now; True if a batch was full (more is due)."""
+        engine = self._engine
+        now = now_us()
+
+        async def due(tx):  # type: ignore[no-untyped-def]
+            return (
+                await tx.due_timers(now, _BATCH),
+                await tx.expired_task_ids(now, _BATCH),
+                await tx.expired_run_ids(now, _BATCH),
+            )
+
+        timers, task_ids, runs = await engine.read(due)
+        for timer in timers:
+            await engine.fire_timer(timer)
+        for task_id in task_ids:
+            await engine.expire_task(task_id)
+        for namespace, run_id in runs:
+            await engine.time_out_execution(namespace, run_id)
+        return max(len(timers), len(task_ids), len(runs)) >= _BATCH
