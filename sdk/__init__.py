@@ -1,1 +1,19 @@
-"""FlowForge: durable workflows for Python."""
+"""FlowForge: durable workflows for Python.
+
+The public surface is small and named after Temporal's: decorate workflow
+classes with :func:`workflow.defn` and activities with :func:`activity.defn`,
+connect a :class:`Client`, run a :class:`flowforge.worker.Worker`.
+"""
+
+from flowforge import activity, workflow
+from flowforge.client import Client, WorkflowHandle
+from flowforge.common import RetryPolicy, WorkflowExecutionStatus
+
+__all__ = [
+    "Client",
+    "RetryPolicy",
+    "WorkflowExecutionStatus",
+    "WorkflowHandle",
+    "activity",
+    "workflow",
+]

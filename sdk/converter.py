@@ -138,6 +138,14 @@ def error_to_failure(
         failure.type = "CancelledError"
         if error.details:
             failure.details.CopyFrom(converter.to_payloads(error.details))
+    elif isinstance(error, exceptions.ActivityError):
+        failure.type = "ActivityError"
+        failure.activity_failure_info.CopyFrom(
+            common_pb2.ActivityFailureInfo(
+                activity_type=error.activity_type, activity_id=error.activity_id,
+                scheduled_event_id=error.scheduled_event_id, retry_state=error.retry_state.name,
+            )
+        )
     else:
         failure.type = type(error).__name__
     cause = error.__cause__
@@ -163,6 +171,13 @@ def failure_to_error(
         error = exceptions.CancelledError(failure.message, *details)
     elif failure.type == "TerminatedError":
         error = exceptions.TerminatedError(failure.message)
+    elif failure.type == "ActivityError":
+        info = failure.activity_failure_info
+        error = exceptions.ActivityError(
+            failure.message, activity_type=info.activity_type, activity_id=info.activity_id,
+            scheduled_event_id=info.scheduled_event_id,
+            retry_state=exceptions.RetryState.__members__.get(info.retry_state, exceptions.RetryState.UNSPECIFIED),
+        )
     else:
         error = exceptions.ApplicationError(
             failure.message, *details, type=failure.type or None, non_retryable=failure.non_retryable

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import AsyncIterator
+from pathlib import Path
+from typing import AsyncIterator, Iterator
 
 import pytest
 
+from flowforge import Client
 from flowforge.server import FlowForgeServer, ServerConfig
+from tests.integration._processes import ServerProcess
 from tests.integration._protocol import Wire
 
 
@@ -25,3 +28,26 @@ async def wire(server: FlowForgeServer) -> AsyncIterator[Wire]:
     connection = Wire(f"127.0.0.1:{server.port}")
     yield connection
     await connection.close()
+
+
+@pytest.fixture
+def server_process(store_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
+    """``flowforge server start`` in its own process on a fresh store; kill -9 and restart it at will."""
+    process = ServerProcess(store_url, tmp_path)
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+async def client(server_process: ServerProcess) -> AsyncIterator[Client]:
+    """An SDK client of ``server_process``."""
+    connection = await Client.connect(server_process.address)
+    yield connection
+    await connection.close()
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Path:
+    """The file worker processes' activities append their side effects to."""
+    return tmp_path / "ledger.jsonl"

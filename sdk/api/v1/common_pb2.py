@@ -26,7 +26,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x66lowforge/api/v1/common.proto\x12\x10\x66lowforge.api.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x83\x01\n\x07Payload\x12\x39\n\x08metadata\x18\x01 \x03(\x0b\x32\'.flowforge.api.v1.Payload.MetadataEntry\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\"7\n\x08Payloads\x12+\n\x08payloads\x18\x01 \x03(\x0b\x32\x19.flowforge.api.v1.Payload\"8\n\x11WorkflowExecution\x12\x13\n\x0bworkflow_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\"\xe6\x01\n\x0bRetryPolicy\x12\x33\n\x10initial_interval\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x1b\n\x13\x62\x61\x63koff_coefficient\x18\x02 \x01(\x01\x12\x33\n\x10maximum_interval\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x18\n\x10maximum_attempts\x18\x04 \x01(\x05\x12!\n\x19non_retryable_error_types\x18\x05 \x03(\t\x12\x13\n\x0b\x66ull_jitter\x18\x06 \x01(\x08\"\xf0\x01\n\x07\x46\x61ilure\x12\x0f\n\x07message\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x15\n\rnon_retryable\x18\x03 \x01(\x08\x12\x13\n\x0bstack_trace\x18\x04 \x01(\t\x12+\n\x07\x64\x65tails\x18\x05 \x01(\x0b\x32\x1a.flowforge.api.v1.Payloads\x12(\n\x05\x63\x61use\x18\x06 \x01(\x0b\x32\x19.flowforge.api.v1.Failure\x12\x33\n\x0ctimeout_type\x18\x07 \x01(\x0e\x32\x1d.flowforge.api.v1.TimeoutType\x12\x0e\n\x06source\x18\x08 \x01(\t\"}\n\x0cHistoryEvent\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\x03\x12\x12\n\nevent_type\x18\x02 \x01(\t\x12.\n\nevent_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x17\n\x0f\x61ttributes_json\x18\x04 \x01(\t*\xb0\x01\n\x0bTimeoutType\x12\x1c\n\x18TIMEOUT_TYPE_UNSPECIFIED\x10\x00\x12\x1f\n\x1bTIMEOUT_TYPE_START_TO_CLOSE\x10\x01\x12\"\n\x1eTIMEOUT_TYPE_SCHEDULE_TO_START\x10\x02\x12\"\n\x1eTIMEOUT_TYPE_SCHEDULE_TO_CLOSE\x10\x03\x12\x1a\n\x16TIMEOUT_TYPE_HEARTBEAT\x10\x04*\xe5\x02\n\x17WorkflowExecutionStatus\x12)\n%WORKFLOW_EXECUTION_STATUS_UNSPECIFIED\x10\x00\x12%\n!WORKFLOW_EXECUTION_STATUS_RUNNING\x10\x01\x12\'\n#WORKFLOW_EXECUTION_STATUS_COMPLETED\x10\x02\x12$\n WORKFLOW_EXECUTION_STATUS_FAILED\x10\x03\x12&\n\"WORKFLOW_EXECUTION_STATUS_CANCELED\x10\x04\x12(\n$WORKFLOW_EXECUTION_STATUS_TERMINATED\x10\x05\x12.\n*WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW\x10\x06\x12\'\n#WORKFLOW_EXECUTION_STATUS_TIMED_OUT\x10\x07*\xd5\x01\n\x18\x41\x63tivityCancellationType\x12*\n&ACTIVITY_CANCELLATION_TYPE_UNSPECIFIED\x10\x00\x12)\n%ACTIVITY_CANCELLATION_TYPE_TRY_CANCEL\x10\x01\x12:\n6ACTIVITY_CANCELLATION_TYPE_WAIT_CANCELLATION_COMPLETED\x10\x02\x12&\n\"ACTIVITY_CANCELLATION_TYPE_ABANDON\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x66lowforge/api/v1/common.proto\x12\x10\x66lowforge.api.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x83\x01\n\x07Payload\x12\x39\n\x08metadata\x18\x01 \x03(\x0b\x32\'.flowforge.api.v1.Payload.MetadataEntry\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\"7\n\x08Payloads\x12+\n\x08payloads\x18\x01 \x03(\x0b\x32\x19.flowforge.api.v1.Payload\"8\n\x11WorkflowExecution\x12\x13\n\x0bworkflow_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\"\xe6\x01\n\x0bRetryPolicy\x12\x33\n\x10initial_interval\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x1b\n\x13\x62\x61\x63koff_coefficient\x18\x02 \x01(\x01\x12\x33\n\x10maximum_interval\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x18\n\x10maximum_attempts\x18\x04 \x01(\x05\x12!\n\x19non_retryable_error_types\x18\x05 \x03(\t\x12\x13\n\x0b\x66ull_jitter\x18\x06 \x01(\x08\"\xb6\x02\n\x07\x46\x61ilure\x12\x0f\n\x07message\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x15\n\rnon_retryable\x18\x03 \x01(\x08\x12\x13\n\x0bstack_trace\x18\x04 \x01(\t\x12+\n\x07\x64\x65tails\x18\x05 \x01(\x0b\x32\x1a.flowforge.api.v1.Payloads\x12(\n\x05\x63\x61use\x18\x06 \x01(\x0b\x32\x19.flowforge.api.v1.Failure\x12\x33\n\x0ctimeout_type\x18\x07 \x01(\x0e\x32\x1d.flowforge.api.v1.TimeoutType\x12\x0e\n\x06source\x18\x08 \x01(\t\x12\x44\n\x15\x61\x63tivity_failure_info\x18\t \x01(\x0b\x32%.flowforge.api.v1.ActivityFailureInfo\"r\n\x13\x41\x63tivityFailureInfo\x12\x15\n\ractivity_type\x18\x01 \x01(\t\x12\x13\n\x0b\x61\x63tivity_id\x18\x02 \x01(\t\x12\x1a\n\x12scheduled_event_id\x18\x03 \x01(\x03\x12\x13\n\x0bretry_state\x18\x04 \x01(\t\"}\n\x0cHistoryEvent\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\x03\x12\x12\n\nevent_type\x18\x02 \x01(\t\x12.\n\nevent_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x17\n\x0f\x61ttributes_json\x18\x04 \x01(\t*\xb0\x01\n\x0bTimeoutType\x12\x1c\n\x18TIMEOUT_TYPE_UNSPECIFIED\x10\x00\x12\x1f\n\x1bTIMEOUT_TYPE_START_TO_CLOSE\x10\x01\x12\"\n\x1eTIMEOUT_TYPE_SCHEDULE_TO_START\x10\x02\x12\"\n\x1eTIMEOUT_TYPE_SCHEDULE_TO_CLOSE\x10\x03\x12\x1a\n\x16TIMEOUT_TYPE_HEARTBEAT\x10\x04*\xe5\x02\n\x17WorkflowExecutionStatus\x12)\n%WORKFLOW_EXECUTION_STATUS_UNSPECIFIED\x10\x00\x12%\n!WORKFLOW_EXECUTION_STATUS_RUNNING\x10\x01\x12\'\n#WORKFLOW_EXECUTION_STATUS_COMPLETED\x10\x02\x12$\n WORKFLOW_EXECUTION_STATUS_FAILED\x10\x03\x12&\n\"WORKFLOW_EXECUTION_STATUS_CANCELED\x10\x04\x12(\n$WORKFLOW_EXECUTION_STATUS_TERMINATED\x10\x05\x12.\n*WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW\x10\x06\x12\'\n#WORKFLOW_EXECUTION_STATUS_TIMED_OUT\x10\x07*\xd5\x01\n\x18\x41\x63tivityCancellationType\x12*\n&ACTIVITY_CANCELLATION_TYPE_UNSPECIFIED\x10\x00\x12)\n%ACTIVITY_CANCELLATION_TYPE_TRY_CANCEL\x10\x01\x12:\n6ACTIVITY_CANCELLATION_TYPE_WAIT_CANCELLATION_COMPLETED\x10\x02\x12&\n\"ACTIVITY_CANCELLATION_TYPE_ABANDON\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,12 +35,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_PAYLOAD_METADATAENTRY']._loaded_options = None
   _globals['_PAYLOAD_METADATAENTRY']._serialized_options = b'8\001'
-  _globals['_TIMEOUTTYPE']._serialized_start=969
-  _globals['_TIMEOUTTYPE']._serialized_end=1145
-  _globals['_WORKFLOWEXECUTIONSTATUS']._serialized_start=1148
-  _globals['_WORKFLOWEXECUTIONSTATUS']._serialized_end=1505
-  _globals['_ACTIVITYCANCELLATIONTYPE']._serialized_start=1508
-  _globals['_ACTIVITYCANCELLATIONTYPE']._serialized_end=1721
+  _globals['_TIMEOUTTYPE']._serialized_start=1155
+  _globals['_TIMEOUTTYPE']._serialized_end=1331
+  _globals['_WORKFLOWEXECUTIONSTATUS']._serialized_start=1334
+  _globals['_WORKFLOWEXECUTIONSTATUS']._serialized_end=1691
+  _globals['_ACTIVITYCANCELLATIONTYPE']._serialized_start=1694
+  _globals['_ACTIVITYCANCELLATIONTYPE']._serialized_end=1907
   _globals['_PAYLOAD']._serialized_start=117
   _globals['_PAYLOAD']._serialized_end=248
   _globals['_PAYLOAD_METADATAENTRY']._serialized_start=201
@@ -52,7 +52,9 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RETRYPOLICY']._serialized_start=366
   _globals['_RETRYPOLICY']._serialized_end=596
   _globals['_FAILURE']._serialized_start=599
-  _globals['_FAILURE']._serialized_end=839
-  _globals['_HISTORYEVENT']._serialized_start=841
-  _globals['_HISTORYEVENT']._serialized_end=966
+  _globals['_FAILURE']._serialized_end=909
+  _globals['_ACTIVITYFAILUREINFO']._serialized_start=911
+  _globals['_ACTIVITYFAILUREINFO']._serialized_end=1025
+  _globals['_HISTORYEVENT']._serialized_start=1027
+  _globals['_HISTORYEVENT']._serialized_end=1152
 # @@protoc_insertion_point(module_scope)

@@ -100,7 +100,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, initial_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., backoff_coefficient: _Optional[float] = ..., maximum_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., maximum_attempts: _Optional[int] = ..., non_retryable_error_types: _Optional[_Iterable[str]] = ..., full_jitter: _Optional[bool] = ...) -> None: ...
 
 class Failure(_message.Message):
-    __slots__ = ("message", "type", "non_retryable", "stack_trace", "details", "cause", "timeout_type", "source")
+    __slots__ = ("message", "type", "non_retryable", "stack_trace", "details", "cause", "timeout_type", "source", "activity_failure_info")
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     NON_RETRYABLE_FIELD_NUMBER: _ClassVar[int]
@@ -109,6 +109,7 @@ class Failure(_message.Message):
     CAUSE_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_TYPE_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
+    ACTIVITY_FAILURE_INFO_FIELD_NUMBER: _ClassVar[int]
     message: str
     type: str
     non_retryable: bool
@@ -117,7 +118,20 @@ class Failure(_message.Message):
     cause: Failure
     timeout_type: TimeoutType
     source: str
-    def __init__(self, message: _Optional[str] = ..., type: _Optional[str] = ..., non_retryable: _Optional[bool] = ..., stack_trace: _Optional[str] = ..., details: _Optional[_Union[Payloads, _Mapping]] = ..., cause: _Optional[_Union[Failure, _Mapping]] = ..., timeout_type: _Optional[_Union[TimeoutType, str]] = ..., source: _Optional[str] = ...) -> None: ...
+    activity_failure_info: ActivityFailureInfo
+    def __init__(self, message: _Optional[str] = ..., type: _Optional[str] = ..., non_retryable: _Optional[bool] = ..., stack_trace: _Optional[str] = ..., details: _Optional[_Union[Payloads, _Mapping]] = ..., cause: _Optional[_Union[Failure, _Mapping]] = ..., timeout_type: _Optional[_Union[TimeoutType, str]] = ..., source: _Optional[str] = ..., activity_failure_info: _Optional[_Union[ActivityFailureInfo, _Mapping]] = ...) -> None: ...
+
+class ActivityFailureInfo(_message.Message):
+    __slots__ = ("activity_type", "activity_id", "scheduled_event_id", "retry_state")
+    ACTIVITY_TYPE_FIELD_NUMBER: _ClassVar[int]
+    ACTIVITY_ID_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULED_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    RETRY_STATE_FIELD_NUMBER: _ClassVar[int]
+    activity_type: str
+    activity_id: str
+    scheduled_event_id: int
+    retry_state: str
+    def __init__(self, activity_type: _Optional[str] = ..., activity_id: _Optional[str] = ..., scheduled_event_id: _Optional[int] = ..., retry_state: _Optional[str] = ...) -> None: ...
 
 class HistoryEvent(_message.Message):
     __slots__ = ("event_id", "event_type", "event_time", "attributes_json")

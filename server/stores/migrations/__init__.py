@@ -10,8 +10,12 @@ import re
 import sqlite3
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["Migration", "load", "apply_sqlite"]
+if TYPE_CHECKING:
+    import asyncpg
+
+__all__ = ["Migration", "load", "apply_postgres", "apply_sqlite"]
 
 _DIRECTORY = Path(__file__).parent
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -68,6 +72,38 @@ def apply_sqlite(connection: sqlite3.Connection) -> list[int]:
             connection.execute("ROLLBACK")
             raise
         done.append(migration.version)
+    return done
+
+
+#: Serializes migrations of one PostgreSQL database across replicas starting at once
+#: (any constant works; this one spells "FlowForg").
+POSTGRES_MIGRATION_LOCK = 0x466C6F77466F7267
+
+
+async def apply_postgres(connection: "asyncpg.Connection") -> list[int]:
+    """Applies the pending PostgreSQL migrations; returns the versions it applied.
+
+    Everything runs in one transaction that first takes a transaction-scoped
+    advisory lock, so replicas starting together apply each migration once: the
+    others wait, then find it recorded. PostgreSQL DDL is transactional, so a failed
+    migration leaves neither its changes nor its ``schema_migrations`` row.
+    """
+    done = []
+    async with connection.transaction():
+        await connection.execute("SELECT pg_advisory_xact_lock($1)", POSTGRES_MIGRATION_LOCK)
+        await connection.execute(CREATE_MIGRATIONS_TABLE)
+        applied = {row[0] for row in await connection.fetch("SELECT version FROM schema_migrations")}
+        for migration in load("postgresql"):
+            if migration.version in applied:
+                continue
+            # Without arguments asyncpg uses the simple query protocol, which runs a
+            # whole multi-statement script.
+            await connection.execute(migration.sql)
+            await connection.execute(
+                "INSERT INTO schema_migrations (version, name, applied_us) VALUES ($1, $2, $3)",
+                migration.version, migration.name, time.time_ns() // 1000,
+            )
+            done.append(migration.version)
     return done
 
 

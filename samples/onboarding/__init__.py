@@ -1,0 +1,1 @@
+"""Customer onboarding: the FlowForge sample DAG."""

@@ -1,0 +1,154 @@
+"""Calls to the WorkflowService: one channel, error mapping and retries.
+
+Every failed call surfaces as :class:`flowforge.exceptions.RPCError`. Calls that fail
+with a status meaning "try again" (``UNAVAILABLE``, ``DEADLINE_EXCEEDED``) are retried
+with exponential backoff for a bounded time; answers about the request itself
+(``INVALID_ARGUMENT``, ``NOT_FOUND``, ``ALREADY_EXISTS``, ``FAILED_PRECONDITION``, ...)
+are final. Retrying is safe because the mutating RPCs are idempotent: starts and
+signals carry a request id, and completing a task twice is a no-op on the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import random
+from datetime import timedelta
+from typing import Any, Optional, Sequence
+
+import grpc
+
+from flowforge.api.v1 import workflow_service_pb2_grpc
+from flowforge.exceptions import RPCError
+
+__all__ = ["MAX_MESSAGE_BYTES", "RPCRetryConfig", "WorkflowServiceClient"]
+
+logger = logging.getLogger(__name__)
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+"""The gRPC message size limit in both directions. It is far above the server's
+payload limit on purpose: an oversize payload must reach the server, which refuses it
+with an INVALID_ARGUMENT message naming the limit, instead of failing in the client
+with a transport error."""
+
+_RETRYABLE_STATUSES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+
+# Spread retries of many clients hitting the same outage over +/-20 % of the delay.
+_JITTER = 0.2
+
+
+@dataclasses.dataclass(frozen=True)
+class RPCRetryConfig:
+    """How the client retries calls that failed with a transient status.
+
+    Attributes:
+        initial_interval: The delay before the first retry.
+        maximum_interval: The cap on the delay between retries.
+        backoff_coefficient: The factor by which the delay grows after each retry.
+        maximum_elapsed: Give up (raise the last error) once another retry would
+            start later than this after the first attempt.
+        rpc_timeout: The deadline of one attempt of an ordinary call. Long polls
+            use their poll timeout plus a margin instead.
+    """
+
+    initial_interval: timedelta = timedelta(milliseconds=100)
+    maximum_interval: timedelta = timedelta(seconds=5)
+    backoff_coefficient: float = 2.0
+    maximum_elapsed: timedelta = timedelta(seconds=60)
+    rpc_timeout: timedelta = timedelta(seconds=10)
+
+    def __post_init__(self) -> None:
+        if self.initial_interval <= timedelta(0):
+            raise ValueError("RPCRetryConfig.initial_interval must be positive")
+        if self.maximum_interval < self.initial_interval:
+            raise ValueError("RPCRetryConfig.maximum_interval must be >= initial_interval")
+        if self.backoff_coefficient < 1.0:
+            raise ValueError("RPCRetryConfig.backoff_coefficient must be >= 1.0")
+        if self.maximum_elapsed < timedelta(0):
+            raise ValueError("RPCRetryConfig.maximum_elapsed must not be negative")
+        if self.rpc_timeout <= timedelta(0):
+            raise ValueError("RPCRetryConfig.rpc_timeout must be positive")
+
+
+def rpc_error(error: grpc.aio.AioRpcError) -> RPCError:
+    """The :class:`RPCError` for a failed gRPC call, keeping the server's message."""
+    code = error.code()
+    return RPCError(error.details() or code.name, code)
+
+
+class WorkflowServiceClient:
+    """Calls WorkflowService RPCs by name with credentials, deadlines and retries.
+
+    It is what :class:`flowforge.client.Client` and the worker use underneath, and is
+    exposed as ``Client.workflow_service`` for RPCs the client has no method for.
+
+    Args:
+        channel: An open ``grpc.aio`` channel to the server.
+        metadata: Sent with every call (e.g. the ``authorization`` header).
+        retry_config: How transient failures are retried.
+    """
+
+    def __init__(
+        self,
+        channel: grpc.aio.Channel,
+        *,
+        metadata: Sequence[tuple[str, str]] = (),
+        retry_config: RPCRetryConfig = RPCRetryConfig(),
+    ) -> None:
+        self._channel = channel
+        self._stub = workflow_service_pb2_grpc.WorkflowServiceStub(channel)
+        self._metadata = tuple(metadata)
+        self.retry_config = retry_config
+
+    async def call(
+        self,
+        rpc: str,
+        request: Any,
+        *,
+        retry: bool = True,
+        timeout: Optional[timedelta] = None,
+    ) -> Any:
+        """Calls one RPC.
+
+        Args:
+            rpc: The RPC's name in the service, e.g. ``"StartWorkflowExecution"``.
+            request: The request message.
+            retry: Whether to retry transient failures. Pollers pass ``False``: they
+                run their own loop, and a retried poll could not give back a task
+                the lost attempt leased anyway.
+            timeout: The deadline of each attempt; defaults to
+                ``retry_config.rpc_timeout``.
+
+        Returns:
+            The response message.
+
+        Raises:
+            RPCError: The call failed with a final status, or retries ran out.
+        """
+        method = getattr(self._stub, rpc)
+        config = self.retry_config
+        attempt_timeout = (timeout or config.rpc_timeout).total_seconds()
+        loop = asyncio.get_running_loop()
+        give_up_at = loop.time() + config.maximum_elapsed.total_seconds()
+        delay = config.initial_interval.total_seconds()
+        while True:
+            try:
+                return await method(request, metadata=self._metadata, timeout=attempt_timeout)
+            except grpc.aio.AioRpcError as error:
+                sleep_for = delay * random.uniform(1 - _JITTER, 1 + _JITTER)
+                if (
+                    not retry
+                    or error.code() not in _RETRYABLE_STATUSES
+                    or loop.time() + sleep_for > give_up_at
+                ):
+                    raise rpc_error(error) from None
+                logger.debug(
+                    "%s failed with %s; retrying in %.2fs", rpc, error.code().name, sleep_for
+                )
+            await asyncio.sleep(sleep_for)
+            delay = min(delay * config.backoff_coefficient, config.maximum_interval.total_seconds())
+
+    async def close(self) -> None:
+        """Closes the channel; calls in flight are cancelled."""
+        await self._channel.close()

@@ -1,0 +1,820 @@
+"""The deterministic runtime that replays workflow code against its history.
+
+A worker keeps one :class:`WorkflowInstance` per execution it runs (and may
+cache it between workflow tasks). ``activate(history)`` replays the history in
+batches, as docs/history-events.md ("Workflow tasks and batches") describes,
+checks that the code produces the commands history recorded, and returns the
+commands of the current workflow task.
+
+Workflow code runs on :class:`_WorkflowEventLoop`: an asyncio loop without I/O
+whose clock is the workflow time and whose timers are durable (``call_later``
+emits a StartTimer command and fires on the TimerFired event), so plain
+``asyncio.sleep``, ``asyncio.wait_for`` and ``asyncio.timeout`` are durable too.
+An activation runs synchronously in the caller's thread, inside the worker's
+own event loop: it makes the workflow loop the running loop, runs ready
+callbacks until every coroutine waits, and restores the worker's loop. It
+never awaits anything of the worker's loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextvars
+import dataclasses
+import functools
+import itertools
+import json
+import logging
+import random
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable, Optional, Sequence
+
+from flowforge import exceptions, workflow
+from flowforge._determinism import DeterminismGuard
+from flowforge.api.v1 import command_pb2, common_pb2
+from flowforge.converter import (
+    DataConverter,
+    default_converter,
+    error_to_failure,
+    failure_to_error,
+    json_dict_to_message,
+)
+from flowforge.workflow import ActivityCancellationType, ActivityHandle
+
+__all__ = ["HistoryContinuityError", "WorkflowInstance"]
+
+_logger = logging.getLogger("flowforge.workflow")
+
+# Events written for the commands of a completed workflow task; replay matches them.
+_COMMAND_EVENT_TYPES = frozenset(
+    {
+        "ActivityTaskScheduled",
+        "TimerStarted",
+        "TimerCanceled",
+        "ActivityTaskCancelRequested",
+        "WorkflowExecutionCompleted",
+        "WorkflowExecutionFailed",
+        "WorkflowExecutionCanceled",
+    }
+)
+# Events delivered to workflow code, in batches, when the next workflow task runs.
+_DELIVERED_EVENT_TYPES = frozenset(
+    {
+        "WorkflowExecutionStarted",
+        "ActivityTaskCompleted",
+        "ActivityTaskFailed",
+        "ActivityTaskTimedOut",
+        "ActivityTaskCanceled",
+        "TimerFired",
+        "WorkflowExecutionCancelRequested",
+    }
+)
+_WORKFLOW_TASK_NOT_COMPLETED = frozenset({"WorkflowTaskFailed", "WorkflowTaskTimedOut"})
+
+_TIMEOUT_FIELDS = (
+    "schedule_to_close_timeout",
+    "schedule_to_start_timeout",
+    "start_to_close_timeout",
+    "heartbeat_timeout",
+)
+
+
+class HistoryContinuityError(RuntimeError):
+    """The history does not continue from where this instance stopped.
+
+    Raised when a new instance gets a history that does not start at event 1,
+    when a cached instance gets a history that does not extend the events it
+    processed (or that shows the workflow task it ran failed), and when an
+    instance is activated again after an activation raised. Replay the full
+    history on a new instance.
+    """
+
+
+def _attributes(event: common_pb2.HistoryEvent) -> dict[str, Any]:
+    return json.loads(event.attributes_json) if event.attributes_json else {}
+
+
+def _signature(name: str, fields: dict[str, str]) -> str:
+    if not fields:
+        return name
+    return f"{name}({', '.join(f'{key}={value!r}' for key, value in fields.items())})"
+
+
+def _command_signature(command: command_pb2.Command) -> tuple[str, str, dict[str, str]]:
+    """The command's name, the event type history records for it, and the fields replay compares."""
+    kind = command.WhichOneof("attributes")
+    if kind == "schedule_activity_task":
+        attributes = command.schedule_activity_task
+        fields = {"activity_type": attributes.activity_type, "activity_id": attributes.activity_id}
+        return "ScheduleActivityTask", "ActivityTaskScheduled", fields
+    if kind == "start_timer":
+        return "StartTimer", "TimerStarted", {"timer_id": command.start_timer.timer_id}
+    if kind == "cancel_timer":
+        return "CancelTimer", "TimerCanceled", {"timer_id": command.cancel_timer.timer_id}
+    if kind == "request_cancel_activity_task":
+        fields = {"activity_id": command.request_cancel_activity_task.activity_id}
+        return "RequestCancelActivityTask", "ActivityTaskCancelRequested", fields
+    if kind == "complete_workflow_execution":
+        return "CompleteWorkflowExecution", "WorkflowExecutionCompleted", {}
+    if kind == "fail_workflow_execution":
+        return "FailWorkflowExecution", "WorkflowExecutionFailed", {}
+    if kind == "cancel_workflow_execution":
+        return "CancelWorkflowExecution", "WorkflowExecutionCanceled", {}
+    raise ValueError(f"unknown command {kind!r}")
+
+
+def _describe_command(command: command_pb2.Command) -> str:
+    name, _, fields = _command_signature(command)
+    return _signature(name, fields)
+
+
+def _is_cancellation(error: exceptions.FailureError) -> bool:
+    return isinstance(error, exceptions.CancelledError) or (
+        isinstance(error, exceptions.ActivityError) and isinstance(error.cause, exceptions.CancelledError)
+    )
+
+
+class _DurableTimer(asyncio.TimerHandle):
+    """A ``call_later`` handle backed by a StartTimer command."""
+
+    __slots__ = ("command", "timer_id")
+
+    def __init__(
+        self,
+        timer_id: str,
+        command: command_pb2.Command,
+        when: float,
+        callback: Callable[..., Any],
+        args: Sequence[Any],
+        loop: asyncio.AbstractEventLoop,
+        context: Optional[contextvars.Context],
+    ) -> None:
+        super().__init__(when, callback, args, loop, context)
+        self.timer_id = timer_id
+        self.command = command
+
+
+@dataclasses.dataclass(eq=False)
+class _Activity:
+    activity_id: str
+    activity_type: str
+    result_type: Any
+    cancellation_type: ActivityCancellationType
+    command: command_pb2.Command
+    # Resolved with the result Payloads, or an ActivityError, by the outcome event.
+    outcome: asyncio.Future[common_pb2.Payloads]
+    handle: ActivityHandle = dataclasses.field(init=False)
+    cancel_requested: bool = False
+
+
+class _WorkflowEventLoop(asyncio.AbstractEventLoop):
+    """An asyncio loop for workflow code: no I/O, workflow time, durable timers.
+
+    It implements what workflow code may use; the rest of the loop API (sockets,
+    subprocesses, executors, ...) raises ``NotImplementedError``.
+    """
+
+    def __init__(self, instance: WorkflowInstance) -> None:
+        self._instance = instance
+        self._ready: collections.deque[asyncio.Handle] = collections.deque()
+        self._conditions: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
+        self._running = False
+
+    @property
+    def _flowforge_runtime(self) -> WorkflowInstance:
+        """The runtime behind the ``flowforge.workflow`` functions while this loop runs."""
+        return self._instance
+
+    def run_until_quiescent(self) -> None:
+        """Runs ready callbacks, then satisfied wait conditions, until every coroutine waits."""
+        outer_loop = asyncio.events._get_running_loop()
+        asyncio.events._set_running_loop(self)
+        self._running = True
+        try:
+            while True:
+                while self._ready:
+                    handle = self._ready.popleft()
+                    if not handle.cancelled():
+                        handle._run()
+                if not self._resolve_first_satisfied_condition():
+                    return
+        finally:
+            self._running = False
+            asyncio.events._set_running_loop(outer_loop)
+
+    def enqueue(self, handle: asyncio.Handle) -> None:
+        """Runs ``handle`` in the next ``run_until_quiescent``."""
+        self._ready.append(handle)
+
+    def wait_for_condition(self, fn: Callable[[], bool]) -> asyncio.Future[None]:
+        """A future resolved once ``fn()`` is true when the loop is otherwise idle."""
+        future = self.create_future()
+        self._conditions.append((fn, future))
+        return future
+
+    def _resolve_first_satisfied_condition(self) -> bool:
+        # One at a time: resolving one lets code run that may change the others.
+        self._conditions = [(fn, future) for fn, future in self._conditions if not future.done()]
+        for entry in self._conditions:
+            fn, future = entry
+            try:
+                satisfied = fn()
+            except Exception as error:
+                self._conditions.remove(entry)
+                future.set_exception(error)
+                return True
+            if satisfied:
+                self._conditions.remove(entry)
+                future.set_result(None)
+                return True
+        return False
+
+    # asyncio.AbstractEventLoop
+
+    def time(self) -> float:
+        return self._instance._time
+
+    def call_soon(  # type: ignore[override]
+        self, callback: Callable[..., Any], *args: Any, context: Optional[contextvars.Context] = None
+    ) -> asyncio.Handle:
+        handle = asyncio.Handle(callback, args, self, context)
+        self._ready.append(handle)
+        return handle
+
+    def call_later(  # type: ignore[override]
+        self, delay: float, callback: Callable[..., Any], *args: Any, context: Optional[contextvars.Context] = None
+    ) -> asyncio.TimerHandle:
+        if delay <= 0:
+            handle = asyncio.TimerHandle(self.time(), callback, args, self, context)
+            self._ready.append(handle)
+            return handle
+        return self._instance._start_timer(delay, callback, args, context)
+
+    def call_at(  # type: ignore[override]
+        self, when: float, callback: Callable[..., Any], *args: Any, context: Optional[contextvars.Context] = None
+    ) -> asyncio.TimerHandle:
+        return self.call_later(when - self.time(), callback, *args, context=context)
+
+    def _timer_handle_cancelled(self, handle: asyncio.TimerHandle) -> None:
+        if isinstance(handle, _DurableTimer):
+            self._instance._cancel_timer(handle)
+
+    def create_future(self) -> asyncio.Future[Any]:
+        return asyncio.Future(loop=self)
+
+    def create_task(
+        self, coro: Any, *, name: Optional[str] = None, context: Optional[contextvars.Context] = None
+    ) -> asyncio.Task[Any]:
+        task = asyncio.Task(coro, loop=self, name=name, context=context)
+        self._instance._track_task(task)
+        return task
+
+    def get_debug(self) -> bool:
+        return False
+
+    def is_running(self) -> bool:
+        return self._running
+
+    def is_closed(self) -> bool:
+        return False
+
+    def call_exception_handler(self, context: dict[str, Any]) -> None:
+        # An exception in a plain callback, or one no task retrieved: report it
+        # like asyncio's default handler does.
+        _logger.error(
+            "%s (workflow %s)",
+            context.get("message", "unhandled exception in workflow code"),
+            self._instance._workflow_id,
+            exc_info=context.get("exception"),
+        )
+
+
+class WorkflowInstance(workflow._Runtime):
+    """One workflow run, replayed from its history by a worker.
+
+    Create one per run. A worker may keep it after a workflow task and call
+    :meth:`activate` again with the longer history; after :meth:`activate`
+    raises, the instance is spent and the next call raises
+    :class:`HistoryContinuityError`.
+
+    Args:
+        definition: The workflow, e.g. ``workflow._Definition.from_class(Onboarding)``.
+        namespace: The execution's namespace.
+        workflow_id: The execution's workflow id.
+        run_id: The run's id; it seeds ``workflow.random()``, so replays must use the same one.
+        task_queue: The workflow's task queue.
+        converter: Encodes arguments and results.
+    """
+
+    def __init__(
+        self,
+        definition: workflow._Definition,
+        *,
+        namespace: str,
+        workflow_id: str,
+        run_id: str,
+        task_queue: str,
+        converter: DataConverter = default_converter,
+    ) -> None:
+        self._definition = definition
+        self._namespace = namespace
+        self._workflow_id = workflow_id
+        self._run_id = run_id
+        self._task_queue = task_queue
+        self._converter = converter
+        self._loop = _WorkflowEventLoop(self)  # type: ignore[abstract]  # see its docstring
+        self._random = random.Random(run_id)
+        self._info: Optional[workflow.Info] = None
+        self._run_task: Optional[asyncio.Task[Any]] = None
+        self._cancel_requested = False
+        self._closed = False
+
+        # Where replay stands.
+        self._last_event_id = 0
+        self._last_event_type = ""
+        self._spent = False
+        self._pending_batch: list[common_pb2.HistoryEvent] = []
+        self._time = 0.0
+        self._now = datetime.fromtimestamp(0, timezone.utc)
+        self._replaying = False
+        # Commands of the running activation, in order.
+        self._commands: list[command_pb2.Command] = []
+        # Commands of the last activation that history has not matched yet.
+        self._unmatched: collections.deque[command_pb2.Command] = collections.deque()
+        self._unmatched_task_started_event_id = 0
+        # The last activation was the current workflow task: the next event must complete it.
+        self._awaiting_task_close = False
+
+        # Activities and timers, by their deterministic ids.
+        self._activity_seq = 0
+        self._timer_seq = 0
+        self._activities: dict[str, _Activity] = {}
+        self._activities_by_scheduled_event: dict[int, _Activity] = {}
+        self._timers: dict[str, _DurableTimer] = {}
+
+        # DAG edges. Each task keeps the frontier of the activities whose
+        # outcome it observed (those no other observed activity depends on);
+        # each activity keeps the frontier it was scheduled with.
+        self._frontiers: dict[Optional[asyncio.Task[Any]], set[int]] = {}
+        self._dependencies: dict[int, tuple[int, ...]] = {}
+
+    @property
+    def last_event_id(self) -> int:
+        """The id of the last history event processed; 0 for a new instance."""
+        return self._last_event_id
+
+    def activate(self, history: Sequence[common_pb2.HistoryEvent]) -> list[command_pb2.Command]:
+        """Replays the whole history (the first call) or the events past the last one
+        it processed (later calls, for a worker cache), runs the last batch, and
+        returns the new commands of the current workflow task.
+
+        Args:
+            history: The run's history from event 1, or (for a cached instance)
+                at least the events after :attr:`last_event_id`.
+
+        Returns:
+            The commands of the current workflow task (the last
+            ``WorkflowTaskStarted``, if nothing closes it), else an empty list.
+
+        Raises:
+            NonDeterminismError: The code did not produce the commands history
+                recorded, or called a nondeterministic function.
+            HistoryContinuityError: The history does not continue from where
+                this instance stopped; replay it on a new instance.
+            Exception: Any other exception from workflow code that is not a
+                ``FailureError`` (it fails the workflow task, not the workflow).
+        """
+        if self._spent:
+            raise HistoryContinuityError(
+                "this instance failed an earlier activation; replay the history on a new instance"
+            )
+        try:
+            for event, following in self._new_events_with_successors(history):
+                self._process(event, following)
+                self._last_event_id = event.event_id
+                self._last_event_type = event.event_type
+            if self._awaiting_task_close:
+                return list(self._unmatched)
+            self._check_all_commands_matched()
+            return []
+        except BaseException:
+            self._spent = True
+            raise
+
+    def _new_events_with_successors(
+        self, history: Sequence[common_pb2.HistoryEvent]
+    ) -> list[tuple[common_pb2.HistoryEvent, Optional[common_pb2.HistoryEvent]]]:
+        """The events after the last processed one, each with the event that follows it."""
+        history = list(history)
+        processed = next((e for e in history if e.event_id == self._last_event_id), None)
+        if processed is not None and processed.event_type != self._last_event_type:
+            raise HistoryContinuityError(
+                f"history event {processed.event_id} is {processed.event_type}, but this "
+                f"instance processed {self._last_event_type} as that event"
+            )
+        events = [e for e in history if e.event_id > self._last_event_id]
+        expected_id = self._last_event_id + 1
+        if not events:
+            raise HistoryContinuityError(
+                f"the history has no event after event {self._last_event_id}, which this "
+                "instance already processed"
+            )
+        if events[0].event_id != expected_id:
+            raise HistoryContinuityError(
+                f"the history continues with event {events[0].event_id}, but this instance "
+                f"needs event {expected_id} next"
+            )
+        for previous, event in itertools.pairwise(events):
+            if event.event_id != previous.event_id + 1:
+                raise ValueError(f"history has a gap: event {event.event_id} follows event {previous.event_id}")
+        return list(zip(events, [*events[1:], None], strict=True))
+
+    # ----------------------------------------------------------------- replay
+
+    def _process(
+        self, event: common_pb2.HistoryEvent, following: Optional[common_pb2.HistoryEvent]
+    ) -> None:
+        event_type = event.event_type
+        if self._awaiting_task_close:
+            self._awaiting_task_close = False
+            if event_type != "WorkflowTaskCompleted":
+                raise HistoryContinuityError(
+                    f"the workflow task this instance ran (started at event "
+                    f"{self._unmatched_task_started_event_id}) ended with event {event.event_id} "
+                    f"{event_type}, so the state it left behind was discarded"
+                )
+        elif event_type in _COMMAND_EVENT_TYPES:
+            self._match_command_event(event)
+        elif event_type == "WorkflowTaskStarted":
+            self._on_workflow_task_started(event, following)
+        elif event_type in _DELIVERED_EVENT_TYPES:
+            self._pending_batch.append(event)
+
+    def _on_workflow_task_started(
+        self, event: common_pb2.HistoryEvent, following: Optional[common_pb2.HistoryEvent]
+    ) -> None:
+        self._check_all_commands_matched()
+        if following is not None and following.event_type in _WORKFLOW_TASK_NOT_COMPLETED:
+            return  # It produced no commands; its events are delivered with the next task.
+        if following is not None and following.event_type != "WorkflowTaskCompleted":
+            raise ValueError(
+                f"malformed history: event {following.event_id} {following.event_type} follows "
+                f"WorkflowTaskStarted event {event.event_id}"
+            )
+        self._run_workflow_task(event, replaying=following is not None)
+        self._awaiting_task_close = following is None
+
+    def _run_workflow_task(self, started: common_pb2.HistoryEvent, *, replaying: bool) -> None:
+        self._time = started.event_time.ToNanoseconds() / 1e9
+        self._now = started.event_time.ToDatetime(tzinfo=timezone.utc)
+        self._replaying = replaying
+        self._commands = []
+        batch, self._pending_batch = self._pending_batch, []
+        for event in batch:
+            self._deliver(event)
+        guard = DeterminismGuard(boundary=_WorkflowEventLoop.run_until_quiescent.__code__)
+        with guard:
+            self._loop.run_until_quiescent()
+        if guard.violation is not None:
+            raise exceptions.NonDeterminismError(guard.violation)
+        self._close_if_finished()
+        self._unmatched = collections.deque(self._commands)
+        self._unmatched_task_started_event_id = started.event_id
+
+    def _match_command_event(self, event: common_pb2.HistoryEvent) -> None:
+        attributes = _attributes(event)
+        event_fields = self._command_event_fields(event, attributes)
+        recorded = f"history event {event.event_id} {_signature(event.event_type, event_fields)}"
+        if not self._unmatched:
+            raise exceptions.NonDeterminismError(
+                f"{recorded} has no matching command: the workflow produced no further command "
+                f"in the workflow task started at event {self._unmatched_task_started_event_id}"
+            )
+        command = self._unmatched.popleft()
+        _, expected_event_type, command_fields = _command_signature(command)
+        if (event.event_type, event_fields) != (expected_event_type, command_fields):
+            raise exceptions.NonDeterminismError(
+                f"{recorded} does not match the command the workflow produced: "
+                f"{_describe_command(command)}"
+            )
+        if event.event_type == "ActivityTaskScheduled":
+            self._activities_by_scheduled_event[event.event_id] = self._activities[event_fields["activity_id"]]
+
+    def _command_event_fields(self, event: common_pb2.HistoryEvent, attributes: dict[str, Any]) -> dict[str, str]:
+        """The fields of a command event that replay compares with the command."""
+        if event.event_type == "ActivityTaskScheduled":
+            return {
+                "activity_type": str(attributes.get("activity_type", "")),
+                "activity_id": str(attributes.get("activity_id", "")),
+            }
+        if event.event_type in ("TimerStarted", "TimerCanceled"):
+            return {"timer_id": str(attributes.get("timer_id", ""))}
+        if event.event_type == "ActivityTaskCancelRequested":
+            activity = self._activities_by_scheduled_event.get(int(attributes.get("scheduled_event_id", 0)))
+            return {"activity_id": activity.activity_id if activity is not None else ""}
+        return {}
+
+    def _check_all_commands_matched(self) -> None:
+        if self._unmatched:
+            raise exceptions.NonDeterminismError(
+                f"the workflow produced {_describe_command(self._unmatched[0])} in the workflow "
+                f"task started at event {self._unmatched_task_started_event_id}, but history "
+                "records no event for it: the task's recorded commands end before it"
+            )
+
+    # ----------------------------------------------------------------- delivering events
+
+    def _deliver(self, event: common_pb2.HistoryEvent) -> None:
+        attributes = _attributes(event)
+        if event.event_type == "WorkflowExecutionStarted":
+            self._start(event, attributes)
+        elif event.event_type == "TimerFired":
+            self._fire_timer(str(attributes["timer_id"]))
+        elif event.event_type == "WorkflowExecutionCancelRequested":
+            self._request_cancel()
+        else:
+            self._resolve_activity(event, attributes)
+
+    def _start(self, event: common_pb2.HistoryEvent, attributes: dict[str, Any]) -> None:
+        self._info = workflow.Info(
+            workflow_id=self._workflow_id,
+            run_id=self._run_id,
+            workflow_type=self._definition.name,
+            task_queue=self._task_queue,
+            namespace=self._namespace,
+            attempt=1,
+            start_time=event.event_time.ToDatetime(tzinfo=timezone.utc),
+        )
+        payloads = json_dict_to_message(attributes.get("input"), common_pb2.Payloads)
+        args = self._converter.from_payloads(payloads, self._definition.run_arg_types())
+        self._run_task = self._loop.create_task(
+            self._run_workflow(args), name=f"workflow {self._definition.name} {self._workflow_id}"
+        )
+
+    async def _run_workflow(self, args: list[Any]) -> Any:
+        workflow_object = self._definition.cls()
+        return await self._definition.run_fn(workflow_object, *args)
+
+    def _request_cancel(self) -> None:
+        if self._cancel_requested:
+            return
+        self._cancel_requested = True
+        if self._run_task is not None:
+            self._run_task.cancel()
+
+    def _fire_timer(self, timer_id: str) -> None:
+        timer = self._timers.pop(timer_id, None)
+        if timer is not None:  # else the workflow cancelled it before it fired
+            self._loop.enqueue(timer)
+
+    def _resolve_activity(self, event: common_pb2.HistoryEvent, attributes: dict[str, Any]) -> None:
+        scheduled_event_id = int(attributes["scheduled_event_id"])
+        activity = self._activities_by_scheduled_event.get(scheduled_event_id)
+        if activity is None:
+            raise ValueError(
+                f"malformed history: event {event.event_id} {event.event_type} refers to event "
+                f"{scheduled_event_id}, which is not an ActivityTaskScheduled event of this run"
+            )
+        if activity.handle.done():
+            return  # abandoned, or cancelled without waiting: nobody wants the outcome
+        if event.event_type == "ActivityTaskCompleted":
+            activity.outcome.set_result(json_dict_to_message(attributes.get("result"), common_pb2.Payloads))
+        else:
+            activity.outcome.set_exception(self._activity_error(activity, event, attributes))
+
+    def _activity_error(
+        self, activity: _Activity, event: common_pb2.HistoryEvent, attributes: dict[str, Any]
+    ) -> exceptions.ActivityError:
+        cause: exceptions.FailureError
+        if event.event_type == "ActivityTaskCanceled":
+            details = json_dict_to_message(attributes.get("details"), common_pb2.Payloads)
+            cause = exceptions.CancelledError("activity cancelled", *self._converter.from_payloads(details))
+            outcome = "was cancelled"
+        else:
+            failure = json_dict_to_message(attributes.get("failure"), common_pb2.Failure)
+            cause = failure_to_error(failure, self._converter)
+            outcome = "timed out" if event.event_type == "ActivityTaskTimedOut" else "failed"
+        retry_state = attributes.get("retry_state")
+        error = exceptions.ActivityError(
+            f"activity {activity.activity_type!r} (id {activity.activity_id}) {outcome}",
+            activity_type=activity.activity_type,
+            activity_id=activity.activity_id,
+            scheduled_event_id=int(attributes["scheduled_event_id"]),
+            retry_state=exceptions.RetryState[retry_state] if retry_state else exceptions.RetryState.UNSPECIFIED,
+        )
+        error.__cause__ = cause
+        return error
+
+    def _close_if_finished(self) -> None:
+        task = self._run_task
+        if self._closed or task is None or not task.done():
+            return
+        self._closed = True
+        try:
+            result = task.result()
+        except asyncio.CancelledError as error:
+            if not self._cancel_requested:
+                raise RuntimeError(
+                    "workflow code let asyncio.CancelledError escape, but nobody asked to cancel the workflow"
+                ) from error
+            self._commands.append(
+                command_pb2.Command(cancel_workflow_execution=command_pb2.CancelWorkflowExecutionCommandAttributes())
+            )
+        except exceptions.FailureError as error:
+            if self._cancel_requested and _is_cancellation(error):
+                self._commands.append(
+                    command_pb2.Command(cancel_workflow_execution=command_pb2.CancelWorkflowExecutionCommandAttributes())
+                )
+            else:
+                failure = error_to_failure(error, self._converter)
+                self._commands.append(
+                    command_pb2.Command(
+                        fail_workflow_execution=command_pb2.FailWorkflowExecutionCommandAttributes(failure=failure)
+                    )
+                )
+        else:
+            result_payloads = self._converter.to_payloads([result])
+            self._commands.append(
+                command_pb2.Command(
+                    complete_workflow_execution=command_pb2.CompleteWorkflowExecutionCommandAttributes(
+                        result=result_payloads
+                    )
+                )
+            )
+
+    # ----------------------------------------------------------------- timers (for the loop)
+
+    def _start_timer(
+        self, delay: float, callback: Callable[..., Any], args: Sequence[Any], context: Optional[contextvars.Context]
+    ) -> _DurableTimer:
+        self._timer_seq += 1
+        timer_id = str(self._timer_seq)
+        command = command_pb2.Command(start_timer=command_pb2.StartTimerCommandAttributes(timer_id=timer_id))
+        command.start_timer.start_to_fire_timeout.FromTimedelta(timedelta(seconds=delay))
+        self._commands.append(command)
+        timer = _DurableTimer(timer_id, command, self._time + delay, callback, args, self._loop, context)
+        self._timers[timer_id] = timer
+        return timer
+
+    def _cancel_timer(self, timer: _DurableTimer) -> None:
+        if self._timers.pop(timer.timer_id, None) is None:
+            return  # it already fired
+        if not self._discard_unsent(timer.command):
+            self._commands.append(
+                command_pb2.Command(cancel_timer=command_pb2.CancelTimerCommandAttributes(timer_id=timer.timer_id))
+            )
+
+    def _discard_unsent(self, command: command_pb2.Command) -> bool:
+        """Drops a command of the running activation; False when it was already sent."""
+        for index, candidate in enumerate(self._commands):
+            if candidate is command:
+                del self._commands[index]
+                return True
+        return False
+
+    # ----------------------------------------------------------------- DAG tracking (for the loop)
+
+    def _track_task(self, task: asyncio.Task[Any]) -> None:
+        """A new task inherits what its creator observed and hands back what it observes."""
+        creator = asyncio.current_task(self._loop)
+        self._frontiers[task] = set(self._frontiers.get(creator, ()))
+        task.add_done_callback(functools.partial(self._merge_frontier, creator))
+        # The pending tasks of an evicted instance are garbage, not a bug worth a log line.
+        task._log_destroy_pending = False  # type: ignore[attr-defined]
+
+    def _merge_frontier(self, creator: Optional[asyncio.Task[Any]], task: asyncio.Task[Any]) -> None:
+        observed = self._frontiers.pop(task)
+        creator_frontier = self._frontiers.get(creator)
+        if creator_frontier is not None:
+            for activity_seq in observed:
+                self._add_to_frontier(creator_frontier, activity_seq)
+
+    def _observe(self, activity: _Activity) -> None:
+        self._add_to_frontier(self._frontiers[asyncio.current_task(self._loop)], int(activity.activity_id))
+
+    def _add_to_frontier(self, frontier: set[int], observed: int) -> None:
+        if any(self._depends_on(member, observed) for member in frontier):
+            return  # already implied
+        frontier.difference_update([member for member in frontier if self._depends_on(observed, member)])
+        frontier.add(observed)
+
+    def _depends_on(self, activity: int, candidate: int) -> bool:
+        """Whether ``activity`` depends, directly or not, on ``candidate``."""
+        # An activity is scheduled after its dependencies, so it has a higher
+        # sequence number: the search never needs to go below ``candidate``.
+        pending = [activity]
+        visited: set[int] = set()
+        while pending:
+            for dependency in self._dependencies[pending.pop()]:
+                if dependency == candidate:
+                    return True
+                if dependency > candidate and dependency not in visited:
+                    visited.add(dependency)
+                    pending.append(dependency)
+        return False
+
+    # ----------------------------------------------------------------- workflow._Runtime
+
+    def workflow_info(self) -> workflow.Info:
+        if self._info is None:
+            raise RuntimeError("the workflow has not started")
+        return self._info
+
+    def workflow_now(self) -> datetime:
+        return self._now
+
+    def workflow_is_replaying(self) -> bool:
+        return self._replaying
+
+    def workflow_random(self) -> random.Random:
+        return self._random
+
+    def workflow_wait_condition(self, fn: Callable[[], bool]) -> asyncio.Future[None]:
+        return self._loop.wait_for_condition(fn)
+
+    def workflow_start_activity(self, call: workflow._ActivityCall) -> ActivityHandle:
+        input_payloads = self._converter.to_payloads(call.args)
+        self._activity_seq += 1
+        activity_id = str(self._activity_seq)
+        dependencies = tuple(sorted(self._frontiers.get(asyncio.current_task(self._loop), ())))
+        self._dependencies[self._activity_seq] = dependencies
+        attributes = command_pb2.ScheduleActivityTaskCommandAttributes(
+            activity_id=activity_id,
+            activity_type=call.activity_type,
+            task_queue=call.task_queue,
+            input=input_payloads,
+            depends_on_activity_ids=[str(seq) for seq in dependencies],
+            cancellation_type=call.cancellation_type.value,
+        )
+        for field in _TIMEOUT_FIELDS:
+            timeout = getattr(call, field)
+            if timeout is not None:
+                getattr(attributes, field).FromTimedelta(timeout)
+        if call.retry_policy is not None:
+            attributes.retry_policy.CopyFrom(call.retry_policy.to_proto())
+        command = command_pb2.Command(schedule_activity_task=attributes)
+        self._commands.append(command)
+
+        activity = _Activity(
+            activity_id=activity_id,
+            activity_type=call.activity_type,
+            result_type=call.result_type,
+            cancellation_type=call.cancellation_type,
+            command=command,
+            outcome=self._loop.create_future(),
+        )
+        self._activities[activity_id] = activity
+        activity.handle = ActivityHandle(
+            self._await_activity(activity),
+            loop=self._loop,
+            activity_id=activity_id,
+            activity_type=call.activity_type,
+        )
+        activity.handle.add_done_callback(functools.partial(self._on_activity_handle_done, activity))
+        self._track_task(activity.handle)
+        return activity.handle
+
+    async def _await_activity(self, activity: _Activity) -> Any:
+        """The body of an activity's handle: waits for the outcome, applies cancellation."""
+        while True:
+            try:
+                # Shielded: cancelling the handle must not cancel the outcome,
+                # which WAIT_CANCELLATION_COMPLETED still waits for.
+                payloads = await asyncio.shield(activity.outcome)
+            except asyncio.CancelledError:
+                if self._cancel_activity(activity):
+                    continue
+                raise
+            except exceptions.ActivityError:
+                self._observe(activity)
+                raise
+            self._observe(activity)
+            if not payloads.payloads:
+                return None
+            return self._converter.from_payload(payloads.payloads[0], activity.result_type)
+
+    def _on_activity_handle_done(self, activity: _Activity, handle: ActivityHandle) -> None:
+        # A handle cancelled before its first step never ran _await_activity.
+        if handle.cancelled():
+            self._cancel_activity(activity)
+
+    def _cancel_activity(self, activity: _Activity) -> bool:
+        """Applies the activity's cancellation type; returns whether to keep waiting for its outcome."""
+        if activity.outcome.done():
+            return False
+        if self._discard_unsent(activity.command):
+            activity.outcome.cancel()  # the server never heard of it: no outcome will come
+            return False
+        if activity.cancellation_type is ActivityCancellationType.ABANDON:
+            return False
+        if not activity.cancel_requested:
+            activity.cancel_requested = True
+            self._commands.append(
+                command_pb2.Command(
+                    request_cancel_activity_task=command_pb2.RequestCancelActivityTaskCommandAttributes(
+                        activity_id=activity.activity_id
+                    )
+                )
+            )
+        return activity.cancellation_type is ActivityCancellationType.WAIT_CANCELLATION_COMPLETED

@@ -1,0 +1,927 @@
+"""The client: start workflows, wait for their results, inspect and steer them.
+
+::
+
+    client = await Client.connect("localhost:7233", namespace="default")
+    handle = await client.start_workflow(Onboarding.run, req, id="onb-1", task_queue="onboarding")
+    result = await handle.result()
+    history = await handle.fetch_history()
+    open("onb-1.json", "w").write(history.to_json())   # replayable with flowforge.testing.Replayer
+
+Every failed call raises :class:`flowforge.exceptions.RPCError` carrying the server's
+gRPC status and message; transient failures are retried first (see
+:class:`RPCRetryConfig`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import socket
+import typing
+import uuid
+from datetime import datetime, timedelta, timezone
+from typing import Any, AsyncIterator, Callable, Optional, Sequence
+
+import grpc
+
+from flowforge._rpc import MAX_MESSAGE_BYTES, RPCRetryConfig, WorkflowServiceClient
+from flowforge.api.v1 import common_pb2, workflow_service_pb2
+from flowforge.common import WorkflowExecutionStatus
+from flowforge.converter import (
+    DataConverter,
+    default_converter,
+    failure_to_error,
+    json_dict_to_message,
+)
+from flowforge.exceptions import (
+    CancelledError,
+    RPCError,
+    TerminatedError,
+    TimeoutError,
+    WorkflowAlreadyStartedError,
+    WorkflowFailureError,
+)
+from flowforge.workflow import _Definition as _WorkflowDefinition
+
+__all__ = [
+    "Client",
+    "DagNode",
+    "HistoryEvent",
+    "PendingActivity",
+    "PendingWorkflowTask",
+    "RPCRetryConfig",
+    "WorkflowExecution",
+    "WorkflowExecutionDescription",
+    "WorkflowHandle",
+    "WorkflowHistory",
+]
+
+_SIGNAL_DEFINITION_ATTRIBUTE = "__flowforge_signal_definition__"
+
+# How long one GetWorkflowExecutionHistory long poll waits on the server before
+# answering empty, and how much longer the client allows for the answer to arrive.
+_RESULT_POLL_WAIT = timedelta(seconds=60)
+_LONG_POLL_MARGIN = timedelta(seconds=10)
+
+_LIST_PAGE_SIZE = 100
+
+
+class _NoArgument:
+    """Marks an omitted ``arg`` so that ``None`` can be passed as a real argument."""
+
+    def __repr__(self) -> str:
+        return "<no argument>"
+
+
+_NO_ARGUMENT: Any = _NoArgument()
+
+
+def _call_arguments(arg: Any, args: Sequence[Any]) -> list[Any]:
+    if arg is not _NO_ARGUMENT and args:
+        raise ValueError("pass either arg or args, not both")
+    return [arg] if arg is not _NO_ARGUMENT else list(args)
+
+
+def _timestamp_to_datetime(timestamp: Any, present: bool) -> Optional[datetime]:
+    return timestamp.ToDatetime(tzinfo=timezone.utc) if present else None
+
+
+def _status_from_proto(value: int) -> WorkflowExecutionStatus:
+    try:
+        return WorkflowExecutionStatus(value)
+    except ValueError:
+        raise RPCError(
+            f"the server sent an unknown workflow execution status ({value})",
+            grpc.StatusCode.UNKNOWN,
+        ) from None
+
+
+def _failure_message(failure: common_pb2.Failure, present: bool) -> Optional[str]:
+    return failure.message if present else None
+
+
+def _workflow_type_and_result_hint(workflow: Any) -> tuple[str, Any]:
+    """The workflow type name to start, and the hint to decode its result with.
+
+    ``workflow`` is a type name (no hint: it says nothing about the result), a
+    ``@workflow.run`` method or a ``@workflow.defn`` class.
+    """
+    if isinstance(workflow, str):
+        if not workflow:
+            raise ValueError("the workflow type name must not be empty")
+        return workflow, None
+    if isinstance(workflow, type):
+        definition = _WorkflowDefinition.from_class(workflow)
+    else:
+        definition = _WorkflowDefinition.from_run_fn(workflow)
+    try:
+        result_hint = typing.get_type_hints(definition.run_fn).get("return")
+    except (NameError, TypeError):
+        # An annotation that cannot be resolved here leaves the result plain JSON.
+        result_hint = None
+    return definition.name, result_hint
+
+
+def _signal_name(signal: Any) -> str:
+    if isinstance(signal, str):
+        if not signal:
+            raise ValueError("the signal name must not be empty")
+        return signal
+    definition = getattr(signal, _SIGNAL_DEFINITION_ATTRIBUTE, None)
+    if definition is None:
+        raise TypeError(
+            f"{signal!r} is not a signal: pass a @workflow.signal method or a signal name"
+        )
+    return definition.name
+
+
+# ---------------------------------------------------------------------------
+# History
+# ---------------------------------------------------------------------------
+
+
+def _format_event_time(value: datetime) -> str:
+    # A fixed layout (always microseconds, always "Z") keeps to_json() byte-stable.
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse_event_time(text: Any, where: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: {text!r} is not an ISO-8601 time") from None
+    if value.tzinfo is None:
+        raise ValueError(f"{where}: {text!r} has no UTC offset")
+    return value.astimezone(timezone.utc)
+
+
+def _with_sorted_keys(value: Any) -> Any:
+    """``value`` with every dict's keys sorted, so equal attributes print equally."""
+    if isinstance(value, dict):
+        return {key: _with_sorted_keys(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_with_sorted_keys(item) for item in value]
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class HistoryEvent:
+    """One entry of an execution's append-only history.
+
+    Attributes:
+        event_id: 1, 2, 3, ... without gaps within a run.
+        event_type: Temporal's name, e.g. ``"ActivityTaskScheduled"``.
+        event_time: When the server wrote the event (UTC).
+        attributes: The event's attributes (see docs/history-events.md); payloads
+            and failures inside are in their protobuf JSON form.
+    """
+
+    event_id: int
+    event_type: str
+    event_time: datetime
+    attributes: dict[str, Any]
+
+    @classmethod
+    def from_proto(cls, proto: common_pb2.HistoryEvent) -> HistoryEvent:
+        """Builds an event from its wire form."""
+        return cls(
+            event_id=proto.event_id,
+            event_type=proto.event_type,
+            event_time=proto.event_time.ToDatetime(tzinfo=timezone.utc),
+            attributes=json.loads(proto.attributes_json) if proto.attributes_json else {},
+        )
+
+    def to_proto(self) -> common_pb2.HistoryEvent:
+        """The wire form of this event."""
+        proto = common_pb2.HistoryEvent(
+            event_id=self.event_id,
+            event_type=self.event_type,
+            attributes_json=json.dumps(self.attributes, sort_keys=True, separators=(",", ":")),
+        )
+        proto.event_time.FromDatetime(self.event_time)
+        return proto
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkflowHistory:
+    """The events of one workflow run, as fetched or as read back from a file.
+
+    Attributes:
+        workflow_id: The workflow id the events belong to.
+        events: The events in order of ``event_id``.
+    """
+
+    workflow_id: str
+    events: list[HistoryEvent]
+
+    def to_json(self) -> str:
+        """The history as stable, human-readable JSON.
+
+        The same history always gives the same text: keys of the attributes are
+        sorted and times are written as UTC with microseconds, e.g.
+        ``{"workflow_id": "onb-1", "events": [{"event_id": 1, "event_type":
+        "WorkflowExecutionStarted", "event_time": "2024-05-01T12:00:00.000000Z",
+        "attributes": {...}}]}``. :meth:`from_json` reads it back to an equal history.
+        """
+        document = {
+            "workflow_id": self.workflow_id,
+            "events": [
+                {
+                    "event_id": event.event_id,
+                    "event_type": event.event_type,
+                    "event_time": _format_event_time(event.event_time),
+                    "attributes": _with_sorted_keys(event.attributes),
+                }
+                for event in self.events
+            ],
+        }
+        return json.dumps(document, indent=2, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> WorkflowHistory:
+        """Reads a history written by :meth:`to_json` (or ``flowforge workflow show
+        --output json``).
+
+        Raises:
+            ValueError: The text is not such a history; the message says where.
+        """
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"a workflow history must be JSON: {error}") from None
+        if not isinstance(document, dict):
+            raise ValueError("a workflow history must be a JSON object")
+        workflow_id = document.get("workflow_id")
+        raw_events = document.get("events")
+        if not isinstance(workflow_id, str):
+            raise ValueError("workflow_id: expected a string")
+        if not isinstance(raw_events, list):
+            raise ValueError("events: expected a list")
+        events = [_event_from_json(raw, index) for index, raw in enumerate(raw_events)]
+        return cls(workflow_id=workflow_id, events=events)
+
+
+def _event_from_json(raw: Any, index: int) -> HistoryEvent:
+    where = f"events[{index}]"
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where}: expected an object")
+    event_id, event_type = raw.get("event_id"), raw.get("event_type")
+    attributes = raw.get("attributes", {})
+    # bool is an int subclass; an event id of true is a broken file, not 1.
+    if not isinstance(event_id, int) or isinstance(event_id, bool):
+        raise ValueError(f"{where}.event_id: expected an integer")
+    if not isinstance(event_type, str) or not event_type:
+        raise ValueError(f"{where}.event_type: expected a non-empty string")
+    if not isinstance(attributes, dict):
+        raise ValueError(f"{where}.attributes: expected an object")
+    return HistoryEvent(
+        event_id=event_id,
+        event_type=event_type,
+        event_time=_parse_event_time(raw.get("event_time"), f"{where}.event_time"),
+        attributes=attributes,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Execution descriptions
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkflowExecution:
+    """One workflow run as listed by :meth:`Client.list_workflows`.
+
+    Attributes:
+        workflow_id: The workflow id.
+        run_id: The run.
+        workflow_type: The workflow type name.
+        task_queue: The task queue its workflow tasks go to.
+        status: Where the run is in its life.
+        start_time: When the run started (UTC).
+        close_time: When it closed (UTC), ``None`` while it runs.
+        history_length: The number of events in its history.
+        raw: The protobuf message this was built from.
+    """
+
+    workflow_id: str
+    run_id: str
+    workflow_type: str
+    task_queue: str
+    status: WorkflowExecutionStatus
+    start_time: Optional[datetime]
+    close_time: Optional[datetime]
+    history_length: int
+    raw: Any
+
+    @classmethod
+    def _from_proto(cls, proto: workflow_service_pb2.WorkflowExecutionInfo) -> WorkflowExecution:
+        return cls(
+            workflow_id=proto.execution.workflow_id,
+            run_id=proto.execution.run_id,
+            workflow_type=proto.workflow_type,
+            task_queue=proto.task_queue,
+            status=_status_from_proto(proto.status),
+            start_time=_timestamp_to_datetime(proto.start_time, proto.HasField("start_time")),
+            close_time=_timestamp_to_datetime(proto.close_time, proto.HasField("close_time")),
+            history_length=proto.history_length,
+            raw=proto,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class PendingActivity:
+    """An activity of a run that has not finished yet.
+
+    Attributes:
+        activity_id: The activity's id within the run.
+        activity_type: The activity's registered name.
+        state: ``"SCHEDULED"`` (waiting for a worker) or ``"STARTED"`` (leased).
+        attempt: The current attempt, from 1.
+        last_heartbeat_time: When it last heartbeated (UTC), if ever.
+        next_attempt_schedule_time: When the next retry is due (UTC), if waiting.
+        last_failure: The message of the previous attempt's failure, if any.
+        last_worker_identity: The worker that leased it last.
+    """
+
+    activity_id: str
+    activity_type: str
+    state: str
+    attempt: int
+    last_heartbeat_time: Optional[datetime]
+    next_attempt_schedule_time: Optional[datetime]
+    last_failure: Optional[str]
+    last_worker_identity: str
+
+
+@dataclasses.dataclass(frozen=True)
+class PendingWorkflowTask:
+    """The workflow task a run is waiting on.
+
+    Attributes:
+        state: ``"SCHEDULED"`` or ``"STARTED"``.
+        attempt: 1 unless earlier attempts failed.
+        last_failure: Why the previous attempt failed (e.g. an unknown workflow
+            type or a non-determinism error), ``None`` if it did not.
+    """
+
+    state: str
+    attempt: int
+    last_failure: Optional[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class DagNode:
+    """One activity of a run's DAG.
+
+    Attributes:
+        activity_id: The activity's id within the run.
+        activity_type: The activity's registered name.
+        scheduled_event_id: The ``ActivityTaskScheduled`` event that created it.
+        depends_on: Ids of the activities whose results the workflow had observed
+            when it scheduled this one: the DAG's edges.
+        state: ``SCHEDULED``, ``STARTED``, ``RETRYING``, ``COMPLETED``, ``FAILED``,
+            ``TIMED_OUT`` or ``CANCELED``.
+        attempt: The current or last attempt.
+    """
+
+    activity_id: str
+    activity_type: str
+    scheduled_event_id: int
+    depends_on: list[str]
+    state: str
+    attempt: int
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkflowExecutionDescription(WorkflowExecution):
+    """A run as described by :meth:`WorkflowHandle.describe`.
+
+    Attributes:
+        pending_activities: Activities not finished yet.
+        pending_workflow_task: The outstanding workflow task, ``None`` if there is none.
+        dag: Every activity the run scheduled, with its dependencies.
+    """
+
+    pending_activities: list[PendingActivity]
+    pending_workflow_task: Optional[PendingWorkflowTask]
+    dag: list[DagNode]
+
+    @classmethod
+    def _from_describe_response(
+        cls, proto: workflow_service_pb2.DescribeWorkflowExecutionResponse
+    ) -> WorkflowExecutionDescription:
+        pending_task: Optional[PendingWorkflowTask] = None
+        if proto.HasField("pending_workflow_task"):
+            task = proto.pending_workflow_task
+            pending_task = PendingWorkflowTask(
+                state=task.state,
+                attempt=task.attempt,
+                last_failure=_failure_message(task.last_failure, task.HasField("last_failure")),
+            )
+        return cls(
+            workflow_id=proto.execution.workflow_id,
+            run_id=proto.execution.run_id,
+            workflow_type=proto.workflow_type,
+            task_queue=proto.task_queue,
+            status=_status_from_proto(proto.status),
+            start_time=_timestamp_to_datetime(proto.start_time, proto.HasField("start_time")),
+            close_time=_timestamp_to_datetime(proto.close_time, proto.HasField("close_time")),
+            history_length=proto.history_length,
+            raw=proto,
+            pending_activities=[
+                PendingActivity(
+                    activity_id=a.activity_id,
+                    activity_type=a.activity_type,
+                    state=a.state,
+                    attempt=a.attempt,
+                    last_heartbeat_time=_timestamp_to_datetime(
+                        a.last_heartbeat_time, a.HasField("last_heartbeat_time")
+                    ),
+                    next_attempt_schedule_time=_timestamp_to_datetime(
+                        a.next_attempt_schedule_time, a.HasField("next_attempt_schedule_time")
+                    ),
+                    last_failure=_failure_message(a.last_failure, a.HasField("last_failure")),
+                    last_worker_identity=a.last_worker_identity,
+                )
+                for a in proto.pending_activities
+            ],
+            pending_workflow_task=pending_task,
+            dag=[
+                DagNode(
+                    activity_id=node.activity_id,
+                    activity_type=node.activity_type,
+                    scheduled_event_id=node.scheduled_event_id,
+                    depends_on=list(node.depends_on_activity_ids),
+                    state=node.state,
+                    attempt=node.attempt,
+                )
+                for node in proto.dag
+            ],
+        )
+
+
+# ---------------------------------------------------------------------------
+# Client and handles
+# ---------------------------------------------------------------------------
+
+
+class Client:
+    """A connection to a FlowForge server, bound to one namespace.
+
+    Create it with :meth:`connect`. It is safe to share between tasks and workers;
+    close it with :meth:`close` or use it as an async context manager.
+
+    Args:
+        workflow_service: The RPC layer (see :meth:`connect`).
+        namespace: The namespace every call is made in.
+        identity: Who is calling, recorded in history (e.g. ``WorkflowExecutionStarted``).
+        data_converter: Turns arguments and results into payloads and back.
+    """
+
+    def __init__(
+        self,
+        workflow_service: WorkflowServiceClient,
+        *,
+        namespace: str,
+        identity: str,
+        data_converter: DataConverter = default_converter,
+    ) -> None:
+        self._workflow_service = workflow_service
+        self._namespace = namespace
+        self._identity = identity
+        self._data_converter = data_converter
+
+    @classmethod
+    async def connect(
+        cls,
+        target: str,
+        namespace: str = "default",
+        api_key: Optional[str] = None,
+        identity: Optional[str] = None,
+        *,
+        tls: bool | grpc.ChannelCredentials = False,
+        data_converter: DataConverter = default_converter,
+        rpc_retry: RPCRetryConfig = RPCRetryConfig(),
+        connect_timeout: Optional[timedelta] = timedelta(seconds=10),
+    ) -> Client:
+        """Connects to a server.
+
+        Args:
+            target: ``host:port`` of the server, e.g. ``"localhost:7233"``.
+            namespace: The namespace to work in.
+            api_key: Sent as ``authorization: Bearer <api_key>`` on every call.
+            identity: Recorded in history as the caller; defaults to ``pid@hostname``.
+            tls: ``True`` for TLS with the system's roots, or explicit channel
+                credentials; ``False`` for plaintext.
+            data_converter: Turns values into payloads and back.
+            rpc_retry: How transient RPC failures are retried.
+            connect_timeout: How long to wait for the server to accept the
+                connection; ``None`` connects lazily on the first call.
+
+        Returns:
+            The connected client.
+
+        Raises:
+            RPCError: ``UNAVAILABLE`` when the server could not be reached within
+                ``connect_timeout``.
+        """
+        options = [
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+        ]
+        if tls is False:
+            channel = grpc.aio.insecure_channel(target, options=options)
+        else:
+            credentials = grpc.ssl_channel_credentials() if tls is True else tls
+            channel = grpc.aio.secure_channel(target, credentials, options=options)
+        if connect_timeout is not None:
+            try:
+                await asyncio.wait_for(channel.channel_ready(), connect_timeout.total_seconds())
+            except asyncio.TimeoutError:
+                await channel.close()
+                raise RPCError(
+                    f"could not connect to {target} within {connect_timeout.total_seconds():g}s",
+                    grpc.StatusCode.UNAVAILABLE,
+                ) from None
+        metadata = [("authorization", f"Bearer {api_key}")] if api_key else []
+        service = WorkflowServiceClient(channel, metadata=metadata, retry_config=rpc_retry)
+        return cls(
+            service,
+            namespace=namespace,
+            identity=identity or f"{os.getpid()}@{socket.gethostname()}",
+            data_converter=data_converter,
+        )
+
+    @property
+    def namespace(self) -> str:
+        """The namespace every call is made in."""
+        return self._namespace
+
+    @property
+    def identity(self) -> str:
+        """Who this client is, as recorded in history."""
+        return self._identity
+
+    @property
+    def data_converter(self) -> DataConverter:
+        """Turns values into payloads and back."""
+        return self._data_converter
+
+    @property
+    def workflow_service(self) -> WorkflowServiceClient:
+        """The raw RPC layer, for calls this class has no method for."""
+        return self._workflow_service
+
+    async def start_workflow(
+        self,
+        workflow: Callable[..., Any] | type | str,
+        arg: Any = _NO_ARGUMENT,
+        *,
+        args: Sequence[Any] = (),
+        id: str,
+        task_queue: str,
+        request_id: Optional[str] = None,
+        execution_timeout: Optional[timedelta] = None,
+        run_timeout: Optional[timedelta] = None,
+        task_timeout: Optional[timedelta] = None,
+    ) -> WorkflowHandle:
+        """Starts a workflow execution.
+
+        Args:
+            workflow: The ``@workflow.run`` method (its return hint then decodes the
+                result), the ``@workflow.defn`` class, or the workflow type name.
+            arg: The single argument of the run method, if it takes one.
+            args: All arguments, for a run method taking several; not with ``arg``.
+            id: The workflow id, chosen by you (e.g. a business key).
+            task_queue: The task queue whose workers run the workflow.
+            request_id: Makes the start idempotent: a repeated start with the same
+                request id returns the run the first one created. Defaults to a fresh
+                UUID, which still makes the client's own retries idempotent.
+            execution_timeout: Limit on the whole execution, retries and
+                continue-as-new included.
+            run_timeout: Limit on one run.
+            task_timeout: Limit on one workflow task.
+
+        Returns:
+            A handle to the started run.
+
+        Raises:
+            WorkflowAlreadyStartedError: The workflow id already has a running execution.
+            RPCError: The server refused the start.
+        """
+        workflow_type, result_hint = _workflow_type_and_result_hint(workflow)
+        request = workflow_service_pb2.StartWorkflowExecutionRequest(
+            namespace=self._namespace,
+            workflow_id=id,
+            workflow_type=workflow_type,
+            task_queue=task_queue,
+            input=self._data_converter.to_payloads(_call_arguments(arg, args)),
+            request_id=request_id or str(uuid.uuid4()),
+            identity=self._identity,
+        )
+        for field, timeout in (
+            (request.workflow_execution_timeout, execution_timeout),
+            (request.workflow_run_timeout, run_timeout),
+            (request.workflow_task_timeout, task_timeout),
+        ):
+            if timeout is not None:
+                field.FromTimedelta(timeout)
+        try:
+            response = await self._workflow_service.call("StartWorkflowExecution", request)
+        except RPCError as error:
+            if error.status == grpc.StatusCode.ALREADY_EXISTS:
+                raise WorkflowAlreadyStartedError(error.message) from None
+            raise
+        return WorkflowHandle(self, id, run_id=response.run_id, result_type=result_hint)
+
+    def get_workflow_handle(
+        self, workflow_id: str, *, run_id: Optional[str] = None, result_type: Any = None
+    ) -> WorkflowHandle:
+        """A handle to an existing execution; no call is made.
+
+        Args:
+            workflow_id: The workflow id.
+            run_id: A specific run; ``None`` means the latest run of ``workflow_id``.
+            result_type: The type to decode the result into (e.g. a dataclass);
+                ``None`` gives plain JSON values.
+        """
+        return WorkflowHandle(self, workflow_id, run_id=run_id, result_type=result_type)
+
+    async def list_workflows(
+        self,
+        query: Optional[str] = None,
+        *,
+        status: Optional[WorkflowExecutionStatus] = None,
+        workflow_type: Optional[str] = None,
+        workflow_id: Optional[str] = None,
+        page_size: int = _LIST_PAGE_SIZE,
+    ) -> AsyncIterator[WorkflowExecution]:
+        """Iterates over the runs of the namespace, fetching pages as needed.
+
+        Use it with ``async for``. Filters given together must all match.
+
+        Args:
+            query: A visibility query; not supported yet, must be ``None``.
+            status: Only runs with this status.
+            workflow_type: Only runs of this workflow type.
+            workflow_id: Only runs of this workflow id.
+            page_size: Runs fetched per call.
+
+        Yields:
+            One :class:`WorkflowExecution` per run.
+
+        Raises:
+            NotImplementedError: A ``query`` was given.
+            RPCError: The server refused the listing.
+        """
+        if query is not None:
+            raise NotImplementedError(
+                "list queries are not supported yet; "
+                "filter with status=, workflow_type= or workflow_id="
+            )
+        request = workflow_service_pb2.ListWorkflowExecutionsRequest(
+            namespace=self._namespace,
+            page_size=page_size,
+            status=status.value if status is not None else 0,
+            workflow_type=workflow_type or "",
+            workflow_id=workflow_id or "",
+        )
+        while True:
+            response = await self._workflow_service.call("ListWorkflowExecutions", request)
+            for info in response.executions:
+                yield WorkflowExecution._from_proto(info)
+            if not response.next_page_token:
+                return
+            request.next_page_token = response.next_page_token
+
+    async def register_namespace(
+        self, name: str, *, description: str = "", retention: Optional[timedelta] = None
+    ) -> None:
+        """Creates a namespace.
+
+        Args:
+            name: The namespace's name.
+            description: What it is for, for people.
+            retention: How long closed executions are kept; the server's default
+                when ``None``.
+
+        Raises:
+            RPCError: ``ALREADY_EXISTS`` when the namespace exists, or another refusal.
+        """
+        request = workflow_service_pb2.RegisterNamespaceRequest(name=name, description=description)
+        if retention is not None:
+            request.retention.FromTimedelta(retention)
+        await self._workflow_service.call("RegisterNamespace", request)
+
+    async def close(self) -> None:
+        """Closes the connection; calls in flight are cancelled."""
+        await self._workflow_service.close()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.close()
+
+
+class WorkflowHandle:
+    """Refers to one workflow execution: wait for it, inspect it, steer it.
+
+    Get one from :meth:`Client.start_workflow` or :meth:`Client.get_workflow_handle`.
+
+    Attributes:
+        id: The workflow id.
+        run_id: The run the handle refers to; ``None`` means the latest run.
+    """
+
+    def __init__(
+        self, client: Client, id: str, *, run_id: Optional[str] = None, result_type: Any = None
+    ) -> None:
+        self._client = client
+        self.id = id
+        self.run_id = run_id
+        self._result_type = result_type
+
+    def __repr__(self) -> str:
+        return f"WorkflowHandle(id={self.id!r}, run_id={self.run_id!r})"
+
+    def _execution(self) -> common_pb2.WorkflowExecution:
+        return common_pb2.WorkflowExecution(workflow_id=self.id, run_id=self.run_id or "")
+
+    async def result(self) -> Any:
+        """Waits for the execution to close and returns its result.
+
+        If the run continued as new, waits for the run it continued as, like Temporal.
+
+        Returns:
+            The workflow's return value, decoded with the run method's return hint
+            when the handle came from ``start_workflow`` with the run method.
+
+        Raises:
+            WorkflowFailureError: The execution did not complete; ``cause`` is the
+                workflow's failure (its error rebuilt from history),
+                :class:`CancelledError`, :class:`TerminatedError` or
+                :class:`TimeoutError`.
+            RPCError: The server could not be asked.
+        """
+        run_id = self.run_id or ""
+        while True:
+            close_event, run_id = await self._wait_for_close_event(run_id)
+            attributes = close_event.attributes
+            converter = self._client.data_converter
+            event_type = close_event.event_type
+            if event_type == "WorkflowExecutionCompleted":
+                result = json_dict_to_message(attributes.get("result"), common_pb2.Payloads)
+                values = converter.from_payloads(result, [self._result_type])
+                return values[0] if values else None
+            if event_type == "WorkflowExecutionContinuedAsNew":
+                run_id = attributes["new_execution_run_id"]
+                continue
+            raise self._failure_error(close_event, converter)
+
+    def _failure_error(
+        self, close_event: HistoryEvent, converter: DataConverter
+    ) -> WorkflowFailureError:
+        attributes = close_event.attributes
+        event_type = close_event.event_type
+        if event_type == "WorkflowExecutionFailed":
+            failure = json_dict_to_message(attributes.get("failure"), common_pb2.Failure)
+            return WorkflowFailureError(
+                "workflow execution failed", failure_to_error(failure, converter)
+            )
+        if event_type == "WorkflowExecutionCanceled":
+            details = converter.from_payloads(
+                json_dict_to_message(attributes.get("details"), common_pb2.Payloads)
+            )
+            cause = CancelledError("workflow execution canceled", *details)
+            return WorkflowFailureError("workflow execution canceled", cause)
+        if event_type == "WorkflowExecutionTerminated":
+            reason = attributes.get("reason") or "terminated"
+            return WorkflowFailureError("workflow execution terminated", TerminatedError(reason))
+        if event_type == "WorkflowExecutionTimedOut":
+            timeout_type = attributes.get("timeout_type", "EXECUTION")
+            return WorkflowFailureError(
+                "workflow execution timed out",
+                TimeoutError(f"workflow execution timed out ({timeout_type})", type=None),
+            )
+        raise RPCError(
+            f"the server returned {event_type!r} as the close event of workflow {self.id!r}",
+            grpc.StatusCode.INTERNAL,
+        )
+
+    async def _wait_for_close_event(self, run_id: str) -> tuple[HistoryEvent, str]:
+        """Long-polls until the run closes; returns its close event and run id."""
+        request = workflow_service_pb2.GetWorkflowExecutionHistoryRequest(
+            namespace=self._client.namespace,
+            execution=common_pb2.WorkflowExecution(workflow_id=self.id, run_id=run_id),
+            wait_new_event=True,
+            close_event_only=True,
+        )
+        request.wait_timeout.FromTimedelta(_RESULT_POLL_WAIT)
+        while True:
+            response = await self._client.workflow_service.call(
+                "GetWorkflowExecutionHistory",
+                request,
+                timeout=_RESULT_POLL_WAIT + _LONG_POLL_MARGIN,
+            )
+            # Pin the run the server resolved, so a handle to "the latest run" keeps
+            # waiting on the run it started waiting on.
+            if response.run_id:
+                request.execution.run_id = response.run_id
+            if response.events:
+                return HistoryEvent.from_proto(response.events[-1]), request.execution.run_id
+
+    async def describe(self) -> WorkflowExecutionDescription:
+        """Fetches the execution's status, pending work and DAG.
+
+        Raises:
+            RPCError: ``NOT_FOUND`` for an unknown execution, or another refusal.
+        """
+        response = await self._client.workflow_service.call(
+            "DescribeWorkflowExecution",
+            workflow_service_pb2.DescribeWorkflowExecutionRequest(
+                namespace=self._client.namespace, execution=self._execution()
+            ),
+        )
+        return WorkflowExecutionDescription._from_describe_response(response)
+
+    async def fetch_history(self) -> WorkflowHistory:
+        """Fetches the run's whole history, page by page.
+
+        Raises:
+            RPCError: ``NOT_FOUND`` for an unknown execution, or another refusal.
+        """
+        request = workflow_service_pb2.GetWorkflowExecutionHistoryRequest(
+            namespace=self._client.namespace, execution=self._execution()
+        )
+        events: list[HistoryEvent] = []
+        while True:
+            response = await self._client.workflow_service.call(
+                "GetWorkflowExecutionHistory", request
+            )
+            events.extend(HistoryEvent.from_proto(event) for event in response.events)
+            # Later pages must come from the same run even when the handle names none.
+            if response.run_id:
+                request.execution.run_id = response.run_id
+            if not response.has_more or not response.events:
+                return WorkflowHistory(workflow_id=self.id, events=events)
+            request.after_event_id = response.events[-1].event_id
+
+    async def signal(
+        self, signal: Callable[..., Any] | str, arg: Any = _NO_ARGUMENT, *, args: Sequence[Any] = ()
+    ) -> None:
+        """Sends a signal to the execution.
+
+        Args:
+            signal: The ``@workflow.signal`` method or the signal's name.
+            arg: The signal's single argument, if it takes one.
+            args: All arguments, for a signal taking several; not with ``arg``.
+
+        Raises:
+            RPCError: ``NOT_FOUND`` when there is no such running execution.
+        """
+        request = workflow_service_pb2.SignalWorkflowExecutionRequest(
+            namespace=self._client.namespace,
+            execution=self._execution(),
+            signal_name=_signal_name(signal),
+            input=self._client.data_converter.to_payloads(_call_arguments(arg, args)),
+            identity=self._client.identity,
+            # One id for all retries of this call: the server records the signal once.
+            request_id=str(uuid.uuid4()),
+        )
+        await self._client.workflow_service.call("SignalWorkflowExecution", request)
+
+    async def cancel(self, reason: str = "") -> None:
+        """Asks the execution to cancel; the workflow code decides how.
+
+        Raises:
+            RPCError: ``NOT_FOUND`` when there is no such running execution.
+        """
+        await self._client.workflow_service.call(
+            "RequestCancelWorkflowExecution",
+            workflow_service_pb2.RequestCancelWorkflowExecutionRequest(
+                namespace=self._client.namespace,
+                execution=self._execution(),
+                reason=reason,
+                identity=self._client.identity,
+            ),
+        )
+
+    async def terminate(self, reason: str = "") -> None:
+        """Ends the execution at once, without running any more workflow code.
+
+        Raises:
+            RPCError: ``NOT_FOUND`` when there is no such running execution.
+        """
+        await self._client.workflow_service.call(
+            "TerminateWorkflowExecution",
+            workflow_service_pb2.TerminateWorkflowExecutionRequest(
+                namespace=self._client.namespace,
+                execution=self._execution(),
+                reason=reason,
+                identity=self._client.identity,
+            ),
+        )

@@ -1,0 +1,609 @@
+"""Writing workflows: definitions, and the calls workflow code may make.
+
+A workflow is a class decorated with :func:`defn` whose one ``async`` method
+decorated with :func:`run` is the workflow's body::
+
+    @workflow.defn
+    class Onboarding:
+        @workflow.run
+        async def run(self, req: dict) -> dict:
+            customer = await workflow.execute_activity(
+                create_customer, req, start_to_close_timeout=timedelta(seconds=10))
+            await workflow.sleep(timedelta(hours=1))
+            ...
+
+Workflow code runs on a deterministic event loop that replays it against the
+execution's history, so it must be deterministic: it reads time with
+:func:`now`, randomness with :func:`random` / :func:`uuid4`, waits with
+:func:`sleep` (or ``asyncio.sleep``, which is durable too) and does every I/O in
+an activity. Plain ``asyncio`` (``gather``, ``wait_for``, tasks) works as usual.
+The functions of this module other than the decorators may only be called from
+workflow code; elsewhere they raise ``RuntimeError``.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import dataclasses
+import enum
+import inspect
+import logging
+import random as _random
+import typing
+import uuid
+from datetime import datetime, timedelta
+from typing import Any, Awaitable, Callable, Mapping, Optional, Sequence, TypeVar, Union
+
+from flowforge.api.v1 import common_pb2
+from flowforge.common import RetryPolicy
+
+__all__ = [
+    "ActivityCancellationType",
+    "ActivityHandle",
+    "Info",
+    "defn",
+    "execute_activity",
+    "info",
+    "logger",
+    "now",
+    "query",
+    "random",
+    "run",
+    "signal",
+    "sleep",
+    "start_activity",
+    "uuid4",
+    "wait_condition",
+]
+
+ClassType = TypeVar("ClassType", bound=type)
+CallableType = TypeVar("CallableType", bound=Callable[..., Any])
+
+# Markers the decorators leave on methods; @defn collects them.
+_RUN_MARKER = "__flowforge_workflow_run__"
+_SIGNAL_MARKER = "__flowforge_signal_definition__"
+_QUERY_MARKER = "__flowforge_query_definition__"
+_DEFINITION_ATTRIBUTE = "__flowforge_workflow_definition__"
+
+
+# --------------------------------------------------------------------------- definitions
+
+
+@dataclasses.dataclass(frozen=True)
+class _SignalDefinition:
+    name: str
+    fn: Callable[..., Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class _QueryDefinition:
+    name: str
+    fn: Callable[..., Any]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Definition:
+    """What ``@workflow.defn`` learned about a workflow class."""
+
+    name: str
+    cls: type
+    run_fn: Callable[..., Awaitable[Any]]
+    signals: Mapping[str, _SignalDefinition]
+    queries: Mapping[str, _QueryDefinition]
+
+    @staticmethod
+    def from_class(cls: type) -> _Definition:
+        """The definition of a class decorated with ``@workflow.defn``.
+
+        Raises:
+            TypeError: ``cls`` is not a workflow class.
+        """
+        # vars(), not getattr(): an undecorated subclass is not a workflow.
+        definition = vars(cls).get(_DEFINITION_ATTRIBUTE) if isinstance(cls, type) else None
+        if not isinstance(definition, _Definition):
+            raise TypeError(f"{cls!r} is not a workflow: decorate the class with @workflow.defn")
+        return definition
+
+    @staticmethod
+    def from_run_fn(fn: Callable[..., Any]) -> _Definition:
+        """The definition owning a ``@workflow.run`` method (e.g. ``Onboarding.run``).
+
+        Raises:
+            TypeError: ``fn`` is not the run method of a workflow class.
+        """
+        definition = getattr(getattr(fn, "__func__", fn), _DEFINITION_ATTRIBUTE, None)
+        if not isinstance(definition, _Definition):
+            raise TypeError(
+                f"{fn!r} is not a workflow run method: pass the @workflow.run method of a "
+                "class decorated with @workflow.defn"
+            )
+        return definition
+
+    def run_arg_types(self) -> list[Any]:
+        """The type hints of the run method's parameters after ``self``, in order."""
+        hints = typing.get_type_hints(self.run_fn)
+        parameters = list(inspect.signature(self.run_fn).parameters.values())[1:]
+        return [hints.get(parameter.name) for parameter in parameters]
+
+    @staticmethod
+    def _build(cls: type, name: str) -> _Definition:
+        members: dict[str, Any] = {}
+        for klass in reversed(cls.__mro__):
+            members.update(vars(klass))
+        run_fns = [m for m in members.values() if getattr(m, _RUN_MARKER, False)]
+        if len(run_fns) != 1:
+            found = ", ".join(fn.__name__ for fn in run_fns) or "none"
+            raise TypeError(
+                f"workflow class {cls.__qualname__} needs exactly one @workflow.run method "
+                f"(found: {found})"
+            )
+        signals = _collect_handlers(cls, members, _SIGNAL_MARKER, "signal")
+        queries = _collect_handlers(cls, members, _QUERY_MARKER, "query")
+        return _Definition(name, cls, run_fns[0], signals, queries)
+
+
+def _collect_handlers(cls: type, members: Mapping[str, Any], marker: str, kind: str) -> dict[str, Any]:
+    handlers: dict[str, Any] = {}
+    for member in members.values():
+        handler = getattr(member, marker, None)
+        if handler is None:
+            continue
+        if handler.name in handlers:
+            raise TypeError(f"workflow class {cls.__qualname__} has two {kind} handlers named {handler.name!r}")
+        handlers[handler.name] = handler
+    return handlers
+
+
+@typing.overload
+def defn(cls: ClassType) -> ClassType: ...
+
+
+@typing.overload
+def defn(*, name: Optional[str] = None) -> Callable[[ClassType], ClassType]: ...
+
+
+def defn(cls: Optional[ClassType] = None, *, name: Optional[str] = None) -> Any:
+    """Makes a class a workflow; use as ``@workflow.defn`` or ``@workflow.defn(name=...)``.
+
+    The class needs exactly one ``async`` method decorated with :func:`run`, and a
+    constructor that takes no arguments (each execution gets a new instance).
+
+    Args:
+        cls: The class, when used without parentheses.
+        name: The workflow type name; defaults to the class name.
+
+    Raises:
+        TypeError: The class has no, or more than one, ``@workflow.run`` method.
+    """
+
+    def decorate(workflow_cls: ClassType) -> ClassType:
+        definition = _Definition._build(workflow_cls, name or workflow_cls.__name__)
+        setattr(workflow_cls, _DEFINITION_ATTRIBUTE, definition)
+        # So that a client can start a workflow from its run method: start_workflow(Onboarding.run, ...).
+        setattr(definition.run_fn, _DEFINITION_ATTRIBUTE, definition)
+        return workflow_cls
+
+    return decorate(cls) if cls is not None else decorate
+
+
+def run(fn: CallableType) -> CallableType:
+    """Marks the ``async`` method that is the workflow's body.
+
+    Its parameters are the workflow's arguments (decoded using their type hints)
+    and its return value is the workflow's result.
+
+    Raises:
+        TypeError: The method is not ``async def``.
+    """
+    if not inspect.iscoroutinefunction(fn):
+        raise TypeError(f"@workflow.run method {fn.__qualname__} must be declared with async def")
+    setattr(fn, _RUN_MARKER, True)
+    return fn
+
+
+@typing.overload
+def signal(fn: CallableType) -> CallableType: ...
+
+
+@typing.overload
+def signal(*, name: Optional[str] = None) -> Callable[[CallableType], CallableType]: ...
+
+
+def signal(fn: Optional[CallableType] = None, *, name: Optional[str] = None) -> Any:
+    """Marks a method that handles a signal; use as ``@workflow.signal`` or ``@workflow.signal(name=...)``.
+
+    Args:
+        fn: The method, when used without parentheses.
+        name: The signal name; defaults to the method name.
+    """
+
+    def decorate(method: CallableType) -> CallableType:
+        setattr(method, _SIGNAL_MARKER, _SignalDefinition(name or method.__name__, method))
+        return method
+
+    return decorate(fn) if fn is not None else decorate
+
+
+@typing.overload
+def query(fn: CallableType) -> CallableType: ...
+
+
+@typing.overload
+def query(*, name: Optional[str] = None) -> Callable[[CallableType], CallableType]: ...
+
+
+def query(fn: Optional[CallableType] = None, *, name: Optional[str] = None) -> Any:
+    """Marks a method that answers a query; use as ``@workflow.query`` or ``@workflow.query(name=...)``.
+
+    A query handler only reads the workflow's state, so it must be a plain ``def``.
+
+    Args:
+        fn: The method, when used without parentheses.
+        name: The query name; defaults to the method name.
+
+    Raises:
+        TypeError: The method is ``async def``.
+    """
+
+    def decorate(method: CallableType) -> CallableType:
+        if inspect.iscoroutinefunction(method):
+            raise TypeError(f"@workflow.query method {method.__qualname__} must be a plain def, not async def")
+        setattr(method, _QUERY_MARKER, _QueryDefinition(name or method.__name__, method))
+        return method
+
+    return decorate(fn) if fn is not None else decorate
+
+
+# --------------------------------------------------------------------------- runtime
+
+
+@dataclasses.dataclass(frozen=True)
+class Info:
+    """Facts about the running workflow execution."""
+
+    workflow_id: str
+    """The workflow id the execution was started with."""
+
+    run_id: str
+    """The id of this run of the workflow id."""
+
+    workflow_type: str
+    """The workflow type name (``@workflow.defn(name=...)``)."""
+
+    task_queue: str
+    """The task queue the workflow's tasks are dispatched on."""
+
+    namespace: str
+    """The namespace of the execution."""
+
+    attempt: int
+    """The run's attempt, starting at 1 (always 1 until workflows can be retried)."""
+
+    start_time: datetime
+    """When the execution started (UTC)."""
+
+
+class ActivityCancellationType(enum.IntEnum):
+    """What cancelling an activity's handle (or the task awaiting it) does."""
+
+    TRY_CANCEL = common_pb2.ACTIVITY_CANCELLATION_TYPE_TRY_CANCEL
+    """Ask the server to cancel the activity and raise ``CancelledError`` at once."""
+
+    WAIT_CANCELLATION_COMPLETED = common_pb2.ACTIVITY_CANCELLATION_TYPE_WAIT_CANCELLATION_COMPLETED
+    """Ask the server to cancel the activity and wait until it ends (cancelled,
+    completed or failed)."""
+
+    ABANDON = common_pb2.ACTIVITY_CANCELLATION_TYPE_ABANDON
+    """Do not tell the server; raise ``CancelledError`` at once and ignore the
+    activity's outcome."""
+
+
+class ActivityHandle(asyncio.Task):  # type: ignore[type-arg]
+    """A started activity, returned by :func:`start_activity`.
+
+    It is an ``asyncio.Task``: await it for the activity's result, or call
+    ``cancel()`` to cancel the activity as its ``cancellation_type`` says.
+    """
+
+    def __init__(
+        self,
+        coro: typing.Coroutine[Any, Any, Any],
+        *,
+        loop: asyncio.AbstractEventLoop,
+        activity_id: str,
+        activity_type: str,
+    ) -> None:
+        super().__init__(coro, loop=loop, name=f"activity {activity_type} (id {activity_id})")
+        self._activity_id = activity_id
+        self._activity_type = activity_type
+
+    @property
+    def activity_id(self) -> str:
+        """The activity's id, unique within the run."""
+        return self._activity_id
+
+    @property
+    def activity_type(self) -> str:
+        """The activity type name."""
+        return self._activity_type
+
+
+@dataclasses.dataclass(frozen=True)
+class _ActivityCall:
+    """One ``start_activity`` call, validated, for the runtime to schedule."""
+
+    activity_type: str
+    args: Sequence[Any]
+    result_type: Any
+    task_queue: str
+    schedule_to_close_timeout: Optional[timedelta]
+    schedule_to_start_timeout: Optional[timedelta]
+    start_to_close_timeout: Optional[timedelta]
+    heartbeat_timeout: Optional[timedelta]
+    retry_policy: Optional[RetryPolicy]
+    cancellation_type: ActivityCancellationType
+
+
+class _Runtime(abc.ABC):
+    """What workflow code needs from the instance running it (see ``flowforge._workflow_instance``).
+
+    The instance's event loop carries it as ``_flowforge_runtime``, so "in
+    workflow code" means "the running loop is a workflow loop".
+    """
+
+    @staticmethod
+    def current_or_none() -> Optional[_Runtime]:
+        runtime = getattr(asyncio.events._get_running_loop(), "_flowforge_runtime", None)
+        return runtime if isinstance(runtime, _Runtime) else None
+
+    @staticmethod
+    def current() -> _Runtime:
+        runtime = _Runtime.current_or_none()
+        if runtime is None:
+            raise RuntimeError(
+                "not in workflow code: this function may only be called from a workflow's "
+                "@workflow.run method and the tasks it starts"
+            )
+        return runtime
+
+    @abc.abstractmethod
+    def workflow_info(self) -> Info: ...
+
+    @abc.abstractmethod
+    def workflow_now(self) -> datetime: ...
+
+    @abc.abstractmethod
+    def workflow_is_replaying(self) -> bool: ...
+
+    @abc.abstractmethod
+    def workflow_random(self) -> _random.Random: ...
+
+    @abc.abstractmethod
+    def workflow_start_activity(self, call: _ActivityCall) -> ActivityHandle: ...
+
+    @abc.abstractmethod
+    def workflow_wait_condition(self, fn: Callable[[], bool]) -> asyncio.Future[None]: ...
+
+
+def info() -> Info:
+    """Facts about the running workflow execution (ids, type, task queue, start time)."""
+    return _Runtime.current().workflow_info()
+
+
+def now() -> datetime:
+    """The workflow's current time (UTC, timezone-aware).
+
+    It is the time the current workflow task started, recorded in history, so it
+    is the same on every replay; it does not advance while the code runs.
+    """
+    return _Runtime.current().workflow_now()
+
+
+def random() -> _random.Random:
+    """A random generator seeded from the run id: the same values on every replay.
+
+    Use it instead of the ``random`` module, whose values differ on replay.
+    """
+    return _Runtime.current().workflow_random()
+
+
+def uuid4() -> uuid.UUID:
+    """A version 4 UUID drawn from :func:`random`: the same on every replay."""
+    return uuid.UUID(int=random().getrandbits(128), version=4)
+
+
+async def sleep(duration: Union[timedelta, float]) -> None:
+    """Waits on a durable timer: the wait survives worker restarts.
+
+    Args:
+        duration: How long to wait; a number is seconds.
+    """
+    _Runtime.current()
+    await asyncio.sleep(_seconds(duration))
+
+
+async def wait_condition(
+    fn: Callable[[], bool], *, timeout: Union[timedelta, float, None] = None
+) -> None:
+    """Waits until ``fn()`` is true; it is checked whenever the workflow is idle.
+
+    Args:
+        fn: A condition over the workflow's state; it must not have side effects.
+        timeout: Give up after this long (a durable timer); a number is seconds.
+
+    Raises:
+        TimeoutError: The timeout expired first.
+    """
+    runtime = _Runtime.current()
+    if fn():
+        return
+    satisfied = runtime.workflow_wait_condition(fn)
+    if timeout is None:
+        await satisfied
+    else:
+        await asyncio.wait_for(satisfied, _seconds(timeout))
+
+
+def _seconds(duration: Union[timedelta, float]) -> float:
+    return duration.total_seconds() if isinstance(duration, timedelta) else float(duration)
+
+
+# --------------------------------------------------------------------------- activities
+
+_NO_ARG: Any = object()
+
+
+def start_activity(
+    activity: Union[Callable[..., Any], str],
+    arg: Any = _NO_ARG,
+    *,
+    args: Sequence[Any] = (),
+    task_queue: Optional[str] = None,
+    schedule_to_close_timeout: Optional[timedelta] = None,
+    schedule_to_start_timeout: Optional[timedelta] = None,
+    start_to_close_timeout: Optional[timedelta] = None,
+    heartbeat_timeout: Optional[timedelta] = None,
+    retry_policy: Optional[RetryPolicy] = None,
+    cancellation_type: ActivityCancellationType = ActivityCancellationType.TRY_CANCEL,
+) -> ActivityHandle:
+    """Schedules an activity and returns its handle without waiting for it.
+
+    Takes the same arguments as :func:`execute_activity`.
+    """
+    runtime = _Runtime.current()
+    activity_type, result_type = _activity_type_and_result_type(activity)
+    if arg is not _NO_ARG and args:
+        raise TypeError("pass the activity's argument as arg or its arguments as args, not both")
+    if start_to_close_timeout is None and schedule_to_close_timeout is None:
+        raise ValueError(
+            f"activity {activity_type!r} needs start_to_close_timeout or schedule_to_close_timeout"
+        )
+    timeouts = {
+        "schedule_to_close_timeout": schedule_to_close_timeout,
+        "schedule_to_start_timeout": schedule_to_start_timeout,
+        "start_to_close_timeout": start_to_close_timeout,
+        "heartbeat_timeout": heartbeat_timeout,
+    }
+    for timeout_name, timeout in timeouts.items():
+        if timeout is not None and timeout <= timedelta(0):
+            raise ValueError(f"{timeout_name} of activity {activity_type!r} must be positive, not {timeout}")
+    return runtime.workflow_start_activity(
+        _ActivityCall(
+            activity_type=activity_type,
+            args=[arg] if arg is not _NO_ARG else list(args),
+            result_type=result_type,
+            task_queue=task_queue or "",
+            retry_policy=retry_policy,
+            cancellation_type=ActivityCancellationType(cancellation_type),
+            **timeouts,
+        )
+    )
+
+
+async def execute_activity(
+    activity: Union[Callable[..., Any], str],
+    arg: Any = _NO_ARG,
+    *,
+    args: Sequence[Any] = (),
+    task_queue: Optional[str] = None,
+    schedule_to_close_timeout: Optional[timedelta] = None,
+    schedule_to_start_timeout: Optional[timedelta] = None,
+    start_to_close_timeout: Optional[timedelta] = None,
+    heartbeat_timeout: Optional[timedelta] = None,
+    retry_policy: Optional[RetryPolicy] = None,
+    cancellation_type: ActivityCancellationType = ActivityCancellationType.TRY_CANCEL,
+) -> Any:
+    """Runs an activity and returns its result.
+
+    Every activity whose result the calling code has seen becomes a dependency
+    of this one in the execution's DAG. Start several at once with
+    ``asyncio.gather`` to run them in parallel.
+
+    Args:
+        activity: An ``@activity.defn`` function, or an activity type name.
+        arg: The activity's single argument.
+        args: The activity's arguments, when it takes several.
+        task_queue: Where to run it; defaults to the workflow's task queue.
+        schedule_to_close_timeout: Limit on the whole activity, retries included.
+        schedule_to_start_timeout: Limit on waiting for a worker, per attempt.
+        start_to_close_timeout: Limit on one attempt.
+        heartbeat_timeout: Longest gap between heartbeats of a running attempt.
+        retry_policy: How the server retries failed attempts.
+        cancellation_type: What cancelling the awaiting task does.
+
+    Returns:
+        The activity's result, decoded using the function's return type hint.
+
+    Raises:
+        ActivityError: The activity failed, timed out or was cancelled; the
+            underlying error is its ``cause``.
+        ValueError: Neither start_to_close_timeout nor schedule_to_close_timeout
+            was given, or a timeout is not positive.
+    """
+    return await start_activity(
+        activity,
+        arg,
+        args=args,
+        task_queue=task_queue,
+        schedule_to_close_timeout=schedule_to_close_timeout,
+        schedule_to_start_timeout=schedule_to_start_timeout,
+        start_to_close_timeout=start_to_close_timeout,
+        heartbeat_timeout=heartbeat_timeout,
+        retry_policy=retry_policy,
+        cancellation_type=cancellation_type,
+    )
+
+
+def _activity_type_and_result_type(activity: Union[Callable[..., Any], str]) -> tuple[str, Any]:
+    """The activity type name, and the type hint its result is decoded with."""
+    if isinstance(activity, str):
+        return activity, None
+    definition = getattr(activity, "__flowforge_activity_definition__", None)
+    if definition is not None:
+        return definition.name, definition.return_type_hint
+    name = getattr(activity, "__name__", None)
+    if not callable(activity) or not name:
+        raise TypeError(f"activity must be an @activity.defn function or an activity type name, not {activity!r}")
+    try:
+        return name, typing.get_type_hints(activity).get("return")
+    except (NameError, TypeError):
+        return name, None  # unresolvable annotations: the result arrives as plain JSON
+
+
+# --------------------------------------------------------------------------- logging
+
+
+class _WorkflowLoggerAdapter(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """Adds the execution's ids to records and stays silent while old history is replayed."""
+
+    def isEnabledFor(self, level: int) -> bool:
+        runtime = _Runtime.current_or_none()
+        if runtime is not None and runtime.workflow_is_replaying():
+            return False
+        return super().isEnabledFor(level)
+
+    def log(self, level: int, msg: Any, *args: Any, **kwargs: Any) -> None:
+        runtime = _Runtime.current_or_none()
+        if runtime is not None:
+            workflow_info = runtime.workflow_info()
+            context = {
+                "workflow_id": workflow_info.workflow_id,
+                "run_id": workflow_info.run_id,
+                "workflow_type": workflow_info.workflow_type,
+            }
+            kwargs["extra"] = {**context, **(kwargs.get("extra") or {})}
+            suffix = f" ({workflow_info.workflow_type} workflow_id={workflow_info.workflow_id} run_id={workflow_info.run_id})"
+            # The message is %-formatted only when there are args.
+            msg = f"{msg}{suffix.replace('%', '%%') if args else suffix}"
+        # Count this frame so that records point at the caller, not at this module.
+        kwargs["stacklevel"] = kwargs.get("stacklevel", 1) + 1
+        super().log(level, msg, *args, **kwargs)
+
+    def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
+        return msg, kwargs
+
+
+logger: logging.LoggerAdapter = _WorkflowLoggerAdapter(logging.getLogger("flowforge.workflow"), {})  # type: ignore[type-arg]
+"""A logger for workflow code: records carry ``workflow_id``, ``run_id`` and
+``workflow_type``, and nothing is logged while old history is replayed."""

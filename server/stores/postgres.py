@@ -1,0 +1,330 @@
+"""The scale-out store: PostgreSQL via asyncpg, shared by several server replicas.
+
+- Every :meth:`~PostgresStore.transaction` is one READ COMMITTED transaction on a
+  pooled connection. Row locks replace SQLite's single writer: a poll leases with
+  ``FOR UPDATE SKIP LOCKED`` (concurrent pollers take different rows), a report
+  locks its task row ``FOR UPDATE``, and the execution row's ``version`` catches two
+  transactions that read the same execution: READ COMMITTED re-evaluates the
+  UPDATE's ``version = ?`` on the newest row version, so the later writer changes
+  no row and gets :class:`ConcurrencyConflict`.
+- Long-poll wake-ups cross replicas by NOTIFY: a transaction sends its channels with
+  ``pg_notify`` just before COMMIT (PostgreSQL delivers them only if it commits),
+  and each store keeps one LISTEN connection, outside the pool, that hands every
+  notification to its in-process :class:`~flowforge.server.stores.base.Notifier`.
+- :meth:`~PostgresStore.read` is a READ ONLY REPEATABLE READ transaction: all its
+  statements see one snapshot, as on SQLite, and it never blocks or fails writers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from typing import Any, AsyncIterator, Iterator, Optional, Sequence
+
+import asyncpg
+from asyncpg.pool import PoolConnectionProxy
+from asyncpg.transaction import Transaction as PgTransaction
+
+from flowforge.server.stores import migrations
+from flowforge.server.stores._sql import SQLTransaction
+from flowforge.server.stores.base import (
+    ConcurrencyConflict,
+    ExecutionRow,
+    Store,
+    StoreUnavailable,
+    Transaction,
+)
+
+__all__ = ["PostgresStore"]
+
+log = logging.getLogger("flowforge.server.stores.postgres")
+
+#: The one NOTIFY channel; the payload is the Notifier channel to wake.
+NOTIFY_CHANNEL = "flowforge"
+# PostgreSQL refuses a NOTIFY payload of 8000 bytes or more. Names are capped at
+# 1000 characters, so only a queue and namespace both near the cap and in 4-byte
+# characters reach it; such a queue's pollers fall back to their periodic re-check
+# rather than failing the transaction.
+_MAX_PAYLOAD_BYTES = 7999
+_NOTIFY_SQL = f"SELECT pg_notify('{NOTIFY_CHANNEL}', channel) FROM unnest($1::text[]) AS channel"
+
+# Errors that mean "the database cannot be reached right now", not "the request is wrong".
+_UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,  # refused, reset, unreachable; TimeoutError too (connect, pool acquire)
+    asyncpg.PostgresConnectionError,  # 08xxx, including a connection dropped mid-statement
+    asyncpg.CannotConnectNowError,  # 57P03: starting up or in recovery
+    asyncpg.AdminShutdownError,  # 57P01: shutting down
+    asyncpg.CrashShutdownError,  # 57P02: another backend crashed
+    asyncpg.TooManyConnectionsError,  # 53300
+)
+# Two transactions collided; running the whole transaction again resolves it.
+_CONFLICT_ERRORS: tuple[type[BaseException], ...] = (
+    asyncpg.SerializationError,  # 40001
+    asyncpg.DeadlockDetectedError,  # 40P01
+)
+
+
+@functools.lru_cache(maxsize=1024)
+def _numbered(sql: str) -> str:
+    """Rewrites ``?`` placeholders to PostgreSQL's ``$1 .. $n``, once per statement
+    text (the SQL of :mod:`._sql` holds no ``?`` inside literals)."""
+    parts = sql.split("?")
+    return "".join(f"{part}${i}" if i < len(parts) else part for i, part in enumerate(parts, 1))
+
+
+@contextlib.contextmanager
+def _translated(connection: Optional[PoolConnectionProxy] = None) -> Iterator[None]:
+    """Maps asyncpg's errors onto the store contract's exceptions."""
+    try:
+        yield
+    except _CONFLICT_ERRORS as error:
+        raise ConcurrencyConflict(str(error)) from error
+    except _UNAVAILABLE_ERRORS as error:
+        raise StoreUnavailable(f"PostgreSQL: {error}") from error
+    except asyncpg.InterfaceError as error:
+        # "connection is closed" after a drop; other interface errors are bugs.
+        if connection is not None and connection.is_closed():
+            raise StoreUnavailable(f"PostgreSQL: {error}") from error
+        raise
+
+
+class _PostgresTransaction(SQLTransaction):
+    for_update_clause = " FOR UPDATE"
+    skip_locked_clause = " FOR UPDATE SKIP LOCKED"
+
+    def __init__(self, connection: PoolConnectionProxy) -> None:
+        super().__init__()
+        self.connection = connection
+
+    async def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        with _translated(self.connection):
+            status = await self.connection.execute(_numbered(sql), *params)
+        # The command tag ends with the row count: "UPDATE 1", "INSERT 0 1", "DELETE 0".
+        count = status.rpartition(" ")[2]
+        return int(count) if count.isdigit() else 0
+
+    async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Optional[Sequence[Any]]:
+        with _translated(self.connection):
+            return await self.connection.fetchrow(_numbered(sql), *params)
+
+    async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Sequence[Any]]:
+        with _translated(self.connection):
+            return await self.connection.fetch(_numbered(sql), *params)
+
+    def _is_unique_violation(self, error: BaseException) -> bool:
+        return isinstance(error, asyncpg.UniqueViolationError)
+
+    async def insert_execution(self, row: ExecutionRow) -> None:
+        # A failed statement aborts a whole PostgreSQL transaction, but the engine
+        # goes on after DuplicateRunningExecution (it reads the running execution
+        # to name it), so the insert gets a savepoint to fall back to.
+        with _translated(self.connection):
+            async with self.connection.transaction():
+                await super().insert_execution(row)
+
+
+async def _keep_session(_connection: asyncpg.Connection) -> None:
+    """Pool reset hook: our transactions leave no session state (no SET, LISTEN,
+    cursor or session-level lock), so asyncpg's default reset query would only
+    cost a round trip per transaction. An open transaction is still rolled back."""
+
+
+class PostgresStore(Store):
+    """A :class:`Store` in a PostgreSQL database; any number of server replicas may
+    share it.
+
+    Args:
+        dsn: ``postgresql://user:password@host:port/database?...`` (libpq syntax).
+        min_connections: Pooled connections kept open.
+        max_connections: Most pooled connections; a transaction waits for a free one.
+        acquire_timeout_s: How long a transaction waits for a pooled connection
+            before it fails with :class:`StoreUnavailable`.
+        connect_timeout_s: How long opening one connection may take.
+        listener_check_interval_s: How often the idle LISTEN connection is probed,
+            to find a connection that died without the server closing it.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        min_connections: int = 2,
+        max_connections: int = 20,
+        acquire_timeout_s: float = 10.0,
+        connect_timeout_s: float = 5.0,
+        listener_check_interval_s: float = 10.0,
+    ) -> None:
+        super().__init__()
+        self._dsn = dsn
+        self._min_connections = min_connections
+        self._max_connections = max_connections
+        self._acquire_timeout_s = acquire_timeout_s
+        self._connect_timeout_s = connect_timeout_s
+        self._listener_check_interval_s = listener_check_interval_s
+        self._pool: Optional[asyncpg.Pool] = None
+        self._listener: Optional[asyncpg.Connection] = None
+        self._listener_lost = asyncio.Event()
+        self._listener_task: Optional[asyncio.Task[None]] = None
+
+    async def open(self) -> None:
+        try:
+            with _translated():
+                self._pool = await asyncpg.create_pool(
+                    self._dsn,
+                    min_size=self._min_connections,
+                    max_size=self._max_connections,
+                    timeout=self._connect_timeout_s,
+                    # Above the number of distinct statements of _sql.py, so every
+                    # connection prepares each statement once and keeps it.
+                    statement_cache_size=256,
+                    reset=_keep_session,
+                    server_settings={
+                        "application_name": "flowforge",
+                        # A paused replica (SIGSTOP, a VM freeze) must not hold row
+                        # locks for ever; our transactions last milliseconds.
+                        "idle_in_transaction_session_timeout": "60s",
+                    },
+                )
+                async with self._pool.acquire(timeout=self._acquire_timeout_s) as connection:
+                    applied = await migrations.apply_postgres(connection)
+                if applied:
+                    log.info("applied PostgreSQL migrations %s", applied)
+                await self._connect_listener()
+        except BaseException:
+            await self.close()
+            raise
+        self._listener_task = asyncio.create_task(self._keep_listening(), name="flowforge-postgres-listener")
+
+    async def close(self) -> None:
+        if self._listener_task is not None:
+            self._listener_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._listener_task
+            self._listener_task = None
+        if self._listener is not None:
+            self._listener.terminate()
+            self._listener = None
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            try:
+                await asyncio.wait_for(pool.close(), self._acquire_timeout_s)
+            except (asyncio.TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+                # A connection still in use, or a server that is gone: close hard.
+                pool.terminate()
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Transaction]:
+        async with self._begin(isolation="read_committed", readonly=False) as (connection, xact):
+            tx = _PostgresTransaction(connection)
+            yield tx
+            with _translated(connection):
+                channels = [c for c in tx.channels if len(c.encode()) <= _MAX_PAYLOAD_BYTES]
+                if channels:
+                    # Queued by PostgreSQL and delivered to every listener at COMMIT.
+                    await connection.execute(_NOTIFY_SQL, channels)
+                await xact.commit()
+
+    @contextlib.asynccontextmanager
+    async def read(self) -> AsyncIterator[Transaction]:
+        async with self._begin(isolation="repeatable_read", readonly=True) as (connection, xact):
+            yield _PostgresTransaction(connection)
+            with _translated(connection):
+                await xact.rollback()
+
+    async def ping(self) -> None:
+        async with self.read() as tx:
+            await tx.get_metadata("schema_version")
+
+    @contextlib.asynccontextmanager
+    async def _begin(
+        self, *, isolation: str, readonly: bool
+    ) -> AsyncIterator[tuple[PoolConnectionProxy, PgTransaction]]:
+        """A pooled connection in a started transaction, rolled back if the block
+        raises; the block itself commits or rolls back when it succeeds."""
+        pool = self._pool
+        if pool is None:
+            raise StoreUnavailable("the PostgreSQL store is closed")
+        with _translated():
+            connection = await pool.acquire(timeout=self._acquire_timeout_s)
+        try:
+            xact = connection.transaction(isolation=isolation, readonly=readonly)
+            with _translated(connection):
+                await xact.start()
+            try:
+                yield connection, xact
+            except BaseException:
+                await self._roll_back(connection, xact)
+                raise
+        finally:
+            await pool.release(connection)
+
+    @staticmethod
+    async def _roll_back(connection: PoolConnectionProxy, xact: PgTransaction) -> None:
+        """Rolls back after a failure without masking it. A connection that cannot
+        (dropped, failed commit, still busy with a cancelled statement) is closed;
+        the pool opens a fresh one."""
+        if connection.is_closed():
+            return
+        try:
+            await xact.rollback()
+        except Exception:
+            connection.terminate()
+
+    # ------------------------------------------------------------ LISTEN connection
+
+    async def _connect_listener(self) -> None:
+        """Opens the LISTEN connection and makes it the current one."""
+        connection = await asyncpg.connect(
+            self._dsn,
+            timeout=self._connect_timeout_s,
+            server_settings={"application_name": "flowforge-listener"},
+        )
+        try:
+            await connection.add_listener(NOTIFY_CHANNEL, self._on_notification)
+        except BaseException:
+            connection.terminate()
+            raise
+        # One event per connection, so a replaced connection's late termination
+        # callback cannot flag its successor.
+        lost = asyncio.Event()
+        connection.add_termination_listener(lambda _connection: lost.set())
+        self._listener, self._listener_lost = connection, lost
+
+    def _on_notification(self, _connection: object, _pid: int, _channel: str, payload: str) -> None:
+        self.notifier.notify(payload)
+
+    async def _keep_listening(self) -> None:
+        """Replaces the LISTEN connection when it drops, retrying with backoff.
+        Notifications sent meanwhile are lost; pollers' periodic re-checks find
+        their tasks anyway (the task rows are the truth, a wake-up is a hint)."""
+        while True:
+            listener = self._listener
+            assert listener is not None
+            # A server that closes the connection is noticed at once; a peer that
+            # vanished silently only when a probe gets no answer.
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._listener_lost.wait(), self._listener_check_interval_s)
+            if listener.is_closed():
+                log.warning("lost the LISTEN connection; reconnecting (wake-ups from other replicas wait)")
+            else:
+                try:
+                    await asyncio.wait_for(listener.fetchval("SELECT 1"), self._connect_timeout_s)
+                    continue
+                except Exception as error:
+                    log.warning("the LISTEN connection does not answer (%s); replacing it", error)
+                    listener.terminate()
+            await self._reconnect_listener()
+            log.info("LISTEN connection re-established")
+
+    async def _reconnect_listener(self) -> None:
+        delay_s = 0.1
+        while True:
+            try:
+                await self._connect_listener()
+                return
+            except Exception as error:
+                log.warning("cannot open the LISTEN connection (%s); retrying in %.1f s", error, delay_s)
+            await asyncio.sleep(delay_s)
+            delay_s = min(delay_s * 2, 5.0)

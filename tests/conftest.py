@@ -1,0 +1,112 @@
+"""Fixtures shared by the whole suite.
+
+Running a test against both stores
+----------------------------------
+Request ``store_url`` (or ``store_factory`` / ``store``) and the test runs twice,
+as ``test_x[sqlite]`` and ``test_x[postgresql]``::
+
+    async def test_something(store_url):
+        server = FlowForgeServer(ServerConfig(store=store_url, port=0))   # a fresh, empty store
+
+    async def test_other(store_factory):
+        store = await store_factory()     # opened now, closed at teardown
+        replica = await store_factory()   # a second store on the same database (PostgreSQL
+                                          # only: a SQLite file admits one server)
+
+    async def test_third(store):          # one opened store
+        async with store.transaction() as tx: ...
+
+``store_kind`` says which of the two is running ("sqlite" or "postgresql"). The
+PostgreSQL variant carries the ``postgres`` marker, so ``-m "not postgres"`` runs
+SQLite only.
+
+PostgreSQL
+----------
+``postgres`` (session) is the server, found or started by :mod:`tests._postgres`:
+``FLOWFORGE_TEST_POSTGRES_DSN`` if set, else a throwaway cluster from the local
+``initdb``/``pg_ctl`` (removed after the session), else ``testcontainers`` if Docker
+answers. If none works the PostgreSQL tests are skipped — except with ``CI=true``,
+where they fail: CI must never pass by skipping them. ``postgres_dsn`` is a fresh
+migrated database per test (copied from a template, so cheap), dropped afterwards;
+``await postgres.create_database(migrated=False)`` gives an empty one.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import AsyncIterator, Awaitable, Callable, Iterator
+
+import pytest
+
+from flowforge.server.app import open_store
+from flowforge.server.stores.base import Store
+from tests._postgres import PostgresServer, PostgresUnavailable, start_postgres
+
+STORE_KINDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("true", "1")
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """The PostgreSQL server of this session (see the module docstring)."""
+    try:
+        server = start_postgres()
+    except PostgresUnavailable as error:
+        if _in_ci():
+            pytest.fail(f"CI=true but no PostgreSQL is available: {error}", pytrace=False)
+        pytest.skip(f"no PostgreSQL available: {error}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+async def postgres_dsn(postgres: PostgresServer) -> AsyncIterator[str]:
+    """A fresh database with the current schema, dropped after the test."""
+    async with postgres.database() as dsn:
+        yield dsn
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store_kind(request: pytest.FixtureRequest) -> str:
+    """"sqlite" or "postgresql": the store this run of the test uses."""
+    return request.param
+
+
+@pytest.fixture
+async def store_url(store_kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    """A URL (``ServerConfig.store``) naming a fresh, empty store of ``store_kind``."""
+    if store_kind == "sqlite":
+        yield str(tmp_path / "flowforge.db")
+        return
+    # Requested here, not as a parameter, so SQLite runs never look for PostgreSQL.
+    server: PostgresServer = request.getfixturevalue("postgres")
+    async with server.database() as dsn:
+        yield dsn
+
+
+@pytest.fixture
+async def store_factory(store_url: str) -> AsyncIterator[Callable[[], Awaitable[Store]]]:
+    """``await store_factory()`` opens a store on ``store_url``; all are closed at teardown."""
+    opened: list[Store] = []
+
+    async def open_one() -> Store:
+        store = open_store(store_url)
+        await store.open()
+        opened.append(store)
+        return store
+
+    yield open_one
+    for store in reversed(opened):
+        await store.close()
+
+
+@pytest.fixture
+async def store(store_factory: Callable[[], Awaitable[Store]]) -> Store:
+    """One opened store of ``store_kind``."""
+    return await store_factory()

@@ -1,0 +1,118 @@
+"""Real processes for integration tests: a server and workers that can be kill -9'd."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Optional, TypeVar
+
+ROOT = Path(__file__).resolve().parents[2]
+_T = TypeVar("_T")
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env.update(extra)
+    return env
+
+
+async def wait_until(check: Callable[[], Awaitable[Optional[_T]] | Optional[_T]], *, timeout: float,
+                     what: str, interval: float = 0.05) -> _T:
+    """Polls ``check`` until it returns something truthy; fails after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return value  # type: ignore[return-value]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(interval)
+
+
+class ServerProcess:
+    """``flowforge server start`` in a child process, restartable on the same port."""
+
+    def __init__(self, store: str, workdir: Path) -> None:
+        self.store = store
+        self.workdir = workdir
+        self.port = 0
+        self.process: Optional[subprocess.Popen[bytes]] = None
+        self._log = open(workdir / "server.log", "ab")
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> str:
+        ready = self.workdir / "server.ready"
+        ready.unlink(missing_ok=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "flowforge.cli", "server", "start", "--store", self.store,
+             "--port", str(self.port), "--ready-file", str(ready), "--log-level", "WARNING"],
+            env=_env(), stdout=self._log, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited with {self.process.returncode}; see {self.workdir / 'server.log'}")
+            if time.monotonic() > deadline:
+                raise RuntimeError("server did not become ready in 60s")
+            time.sleep(0.02)
+        self.port = int(ready.read_text())
+        return self.address
+
+    def kill9(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=30)
+        self._log.flush()
+
+
+class WorkerProcess:
+    """A worker of tests/integration/_worker_app.py in a child process."""
+
+    def __init__(self, address: str, task_queue: str, ledger: Path, workdir: Path, *, name: str = "worker",
+                 extra_args: tuple[str, ...] = ()) -> None:
+        self._log = open(workdir / f"{name}.log", "ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.integration._worker_app", address, task_queue, *extra_args],
+            env=_env(FLOWFORGE_TEST_LEDGER=str(ledger)), stdout=self._log, stderr=subprocess.STDOUT,
+        )
+
+    def kill9(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def terminate(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+        self._log.close()
+
+
+def read_ledger(ledger: Path) -> list[dict[str, Any]]:
+    """The lines activities appended (one JSON object each)."""
+    if not ledger.exists():
+        return []
+    return [json.loads(line) for line in ledger.read_text().splitlines() if line.strip()]

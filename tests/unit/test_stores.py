@@ -1,0 +1,493 @@
+"""The store conformance suite: one behaviour, two stores.
+
+Every test taking ``store`` runs against SQLite and PostgreSQL (see tests/conftest.py).
+The tests at the end are PostgreSQL-only: real concurrency (SKIP LOCKED, two writers
+on one execution row), wake-ups across replicas, and outages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import sqlite3
+import time
+import urllib.parse
+import uuid
+from typing import AsyncIterator, Awaitable, Callable, Optional
+
+import asyncpg
+import pytest
+
+from flowforge.server.stores.base import (
+    ConcurrencyConflict,
+    DuplicateRunningExecution,
+    ExecutionRow,
+    HistoryEventRow,
+    NamespaceRow,
+    Store,
+    StoreUnavailable,
+    TaskRow,
+    TimerRow,
+)
+from flowforge.server.stores.postgres import PostgresStore, _numbered
+from flowforge.server.stores.sqlite import SQLiteStore
+from tests._postgres import TcpProxy, free_port, with_address
+
+# What each database raises for a violated constraint.
+INTEGRITY_ERRORS = (sqlite3.IntegrityError, asyncpg.IntegrityConstraintViolationError)
+# Generous: two busy cores, fsync on every commit.
+DEADLINE_S = 10.0
+NOW = 1_700_000_000_000_000
+
+
+def execution(workflow_id: str = "wf", **changes: object) -> ExecutionRow:
+    row = ExecutionRow(
+        namespace="default", run_id=str(uuid.uuid4()), workflow_id=workflow_id, workflow_type="Onboarding",
+        task_queue="q", status="RUNNING", next_event_id=2, version=1, start_us=NOW, close_us=None,
+        wft_state="NONE", wft_attempt=1, wft_scheduled_us=None, wft_started_us=None, wft_scheduled_event_id=0,
+        wft_started_event_id=0, wft_timeout_s=10.0, last_wft_failure=None, buffered_events="[]",
+        deadline_us=None, deadline_kind=None, cancel_requested=0,
+    )
+    return dataclasses.replace(row, **changes)
+
+
+def task(run: ExecutionRow, activity_id: Optional[str] = "a1", **changes: object) -> TaskRow:
+    row = TaskRow(
+        task_id=None, namespace=run.namespace, run_id=run.run_id, workflow_id=run.workflow_id,
+        workflow_type=run.workflow_type, kind="ACTIVITY", task_queue="q", state="PENDING", visible_us=NOW,
+        lease_expires_us=None, fencing_token=0, attempt=1, scheduled_event_id=5, activity_id=activity_id,
+        activity_type="charge", input=b"\x00\x01payload\xff", options='{"start_to_close_timeout": 10}',
+        scheduled_us=NOW, started_us=None, pending_deadline_us=None, schedule_to_close_deadline_us=None,
+        last_heartbeat_us=None, heartbeat_details=None, last_failure=None, retry_delays="[]", identity="",
+        cancel_requested=0,
+    )
+    return dataclasses.replace(row, **changes)
+
+
+def event(event_id: int, event_type: str = "ActivityTaskScheduled") -> HistoryEventRow:
+    return HistoryEventRow(event_id, event_type, NOW + event_id, f'{{"n": {event_id}}}')
+
+
+async def insert_run(store: Store, **changes: object) -> ExecutionRow:
+    row = execution(**changes)
+    async with store.transaction() as tx:
+        await tx.insert_execution(row)
+        await tx.append_events(row.namespace, row.run_id, [event(1, "WorkflowExecutionStarted")])
+    return row
+
+
+async def insert_tasks(store: Store, *rows: TaskRow) -> list[int]:
+    async with store.transaction() as tx:
+        return [await tx.insert_task(row) for row in rows]
+
+
+async def lease(store: Store, queue: str = "q", now: int = NOW) -> Optional[TaskRow]:
+    """What a poll does: lease the next task and mark it LEASED, in one transaction."""
+    async with store.transaction() as tx:
+        row = await tx.lease_next_task("default", "ACTIVITY", queue, now)
+        if row is not None:
+            row.state, row.lease_expires_us, row.fencing_token = "LEASED", now + 10_000_000, row.fencing_token + 1
+            await tx.update_task(row)
+        return row
+
+
+async def visible_run(store: Store, row: ExecutionRow) -> Optional[ExecutionRow]:
+    async with store.read() as tx:
+        return await tx.get_execution(row.namespace, row.run_id)
+
+
+# ---------------------------------------------------------------- transactions
+
+
+async def test_rows_round_trip_unchanged(store: Store) -> None:
+    run = execution(wft_timeout_s=7, deadline_us=NOW + 5, deadline_kind="RUN", last_wft_failure='{"x": 1}')
+    written = task(run, heartbeat_details=b"\x00", pending_deadline_us=NOW + 9, last_failure='{"m": "x"}')
+    async with store.transaction() as tx:
+        await tx.insert_execution(run)
+        await tx.insert_task(written)
+    async with store.read() as tx:
+        assert await tx.get_execution("default", run.run_id) == run
+        stored = await tx.get_task(written.task_id or 0)
+    assert stored == written
+    assert isinstance(stored.input, bytes) and isinstance(stored.task_id, int)
+
+
+async def test_transaction_commits_state_events_and_tasks_together(store: Store) -> None:
+    run = execution()
+    async with store.transaction() as tx:
+        await tx.insert_execution(run)
+        await tx.append_events("default", run.run_id, [event(1), event(2)])
+        task_id = await tx.insert_task(task(run))
+        await tx.insert_timer(TimerRow("default", run.run_id, "t1", 2, NOW + 1))
+        assert await visible_run(store, run) is None, "uncommitted writes are visible to readers"
+    async with store.read() as tx:
+        assert await tx.get_execution("default", run.run_id) == run
+        assert [e.event_id for e in await tx.read_events("default", run.run_id)] == [1, 2]
+        assert [t.task_id for t in await tx.list_run_tasks("default", run.run_id)] == [task_id]
+        assert await tx.due_timers(NOW + 1, 10) == [TimerRow("default", run.run_id, "t1", 2, NOW + 1)]
+
+
+async def test_exception_rolls_back_everything(store: Store) -> None:
+    run = execution()
+    with pytest.raises(RuntimeError, match="boom"):
+        async with store.transaction() as tx:
+            await tx.insert_execution(run)
+            await tx.append_events("default", run.run_id, [event(1)])
+            await tx.insert_task(task(run))
+            await tx.insert_timer(TimerRow("default", run.run_id, "t1", 1, NOW))
+            raise RuntimeError("boom")
+    async with store.read() as tx:
+        assert await tx.get_execution("default", run.run_id) is None
+        assert await tx.read_events("default", run.run_id) == []
+        assert await tx.list_run_tasks("default", run.run_id) == []
+        assert await tx.due_timers(NOW, 10) == []
+    # The store is usable afterwards.
+    assert await visible_run(store, await insert_run(store)) is not None
+
+
+async def test_read_sees_one_snapshot(store: Store) -> None:
+    run = await insert_run(store)
+    async with store.read() as reader:
+        before = await reader.get_execution("default", run.run_id)
+        async with store.transaction() as tx:
+            await tx.update_execution(dataclasses.replace(run, task_queue="other"), expected_version=1)
+        assert await reader.get_execution("default", run.run_id) == before
+    assert (await visible_run(store, run)).task_queue == "other"
+
+
+async def test_stale_version_conflicts_and_changes_nothing(store: Store) -> None:
+    run = await insert_run(store)
+    async with store.transaction() as tx:
+        await tx.update_execution(dataclasses.replace(run, next_event_id=3), expected_version=1)
+    with pytest.raises(ConcurrencyConflict):
+        async with store.transaction() as tx:
+            await tx.append_events("default", run.run_id, [event(2)])
+            await tx.update_execution(dataclasses.replace(run, next_event_id=9), expected_version=1)
+    stored = await visible_run(store, run)
+    assert (stored.version, stored.next_event_id) == (2, 3)
+    async with store.read() as tx:
+        assert [e.event_id for e in await tx.read_events("default", run.run_id)] == [1]
+
+
+async def test_one_running_execution_per_workflow_id(store: Store) -> None:
+    first = await insert_run(store, workflow_id="onb-1")
+    second = execution(workflow_id="onb-1")
+    async with store.transaction() as tx:
+        with pytest.raises(DuplicateRunningExecution):
+            await tx.insert_execution(second)
+        # The transaction stays usable: the engine names the running run in the error.
+        assert (await tx.get_latest_execution("default", "onb-1")).run_id == first.run_id
+    assert await visible_run(store, second) is None
+
+    async with store.transaction() as tx:
+        await tx.insert_namespace(NamespaceRow("other", "", 86400, NOW))
+        await tx.insert_execution(execution(workflow_id="onb-1", namespace="other"))
+        closed = dataclasses.replace(first, status="COMPLETED", close_us=NOW + 1)
+        await tx.update_execution(closed, expected_version=1)
+        await tx.insert_execution(second)
+    async with store.read() as tx:
+        assert (await tx.get_latest_execution("default", "onb-1")).run_id == second.run_id
+
+
+async def test_duplicate_event_id_fails_the_transaction(store: Store) -> None:
+    run = await insert_run(store)
+    with pytest.raises(INTEGRITY_ERRORS):
+        async with store.transaction() as tx:
+            await tx.append_events("default", run.run_id, [event(2), event(1)])
+    async with store.read() as tx:
+        assert [e.event_id for e in await tx.read_events("default", run.run_id)] == [1]
+
+
+CHECKS = {
+    "leased task without lease expiry": ("ck_tasks_lease_iff_leased", {"state": "LEASED"}),
+    "pending task with lease expiry": ("ck_tasks_lease_iff_leased", {"lease_expires_us": NOW}),
+    "negative fencing token": ("ck_tasks_fencing_token_nonnegative", {"fencing_token": -1}),
+    "attempt zero": ("ck_tasks_attempt_positive", {"attempt": 0}),
+    "unknown task state": ("ck_tasks_state", {"state": "DONE", "lease_expires_us": None}),
+}
+
+
+@pytest.mark.parametrize("case", list(CHECKS))
+async def test_task_check_constraints(store: Store, case: str) -> None:
+    constraint, changes = CHECKS[case]
+    run = await insert_run(store)
+    with pytest.raises(INTEGRITY_ERRORS, match=constraint):
+        await insert_tasks(store, task(run, **changes))
+    # The same invariant holds for updates.
+    task_id, = await insert_tasks(store, task(run))
+    with pytest.raises(INTEGRITY_ERRORS, match=constraint):
+        async with store.transaction() as tx:
+            await tx.update_task(task(run, task_id=task_id, **changes))
+    async with store.read() as tx:
+        assert [(t.task_id, t.state) for t in await tx.list_run_tasks("default", run.run_id)] == [(task_id, "PENDING")]
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"status": "COMPLETED"}, {"close_us": NOW}],
+    ids=["closed without close time", "running with close time"],
+)
+async def test_execution_close_time_check(store: Store, changes: dict[str, object]) -> None:
+    row = execution(**changes)
+    with pytest.raises(INTEGRITY_ERRORS, match="ck_executions_close_time"):
+        async with store.transaction() as tx:
+            await tx.insert_execution(row)
+    assert await visible_run(store, row) is None
+
+
+# ---------------------------------------------------------------- task leasing
+
+
+async def test_lease_returns_oldest_visible_task_first(store: Store) -> None:
+    run = await insert_run(store)
+    future, late, early, tie, _other_queue, _leased = await insert_tasks(
+        store,
+        task(run, "future", visible_us=NOW + 1),
+        task(run, "late", visible_us=NOW - 1_000),
+        task(run, "early", visible_us=NOW - 5_000),
+        task(run, "tie", visible_us=NOW - 1_000),
+        task(run, "elsewhere", task_queue="other", visible_us=NOW - 9_000),
+        task(run, "taken", visible_us=NOW - 9_000, state="LEASED", lease_expires_us=NOW + 1),
+    )
+    async with store.transaction() as tx:
+        await tx.insert_task(task(run, None, kind="WORKFLOW", activity_type=None, visible_us=NOW - 9_000))
+    assert [(await lease(store)).task_id for _ in range(3)] == [early, late, tie]
+    assert await lease(store) is None, "a task was handed out before it became visible"
+    assert (await lease(store, now=NOW + 1)).task_id == future
+
+
+async def test_concurrent_leases_never_share_a_task(store: Store) -> None:
+    run = await insert_run(store)
+    task_ids = await insert_tasks(store, *(task(run, f"a{i}", visible_us=NOW - i) for i in range(40)))
+    leased: list[int] = []
+
+    async def poller() -> None:
+        while (row := await lease(store)) is not None:
+            leased.append(row.task_id or 0)
+
+    await asyncio.gather(*(poller() for _ in range(8)))
+    assert sorted(leased) == sorted(task_ids)
+
+
+async def test_delete_timer_claims_once(store: Store) -> None:
+    run = await insert_run(store)
+    timer = TimerRow("default", run.run_id, "t1", 1, NOW)
+    async with store.transaction() as tx:
+        await tx.insert_timer(timer)
+    async with store.transaction() as tx:
+        assert await tx.delete_timer(run.run_id, "t1") == timer
+    async with store.transaction() as tx:
+        assert await tx.delete_timer(run.run_id, "t1") is None
+
+
+async def test_reaper_queries(store: Store) -> None:
+    run = await insert_run(store, deadline_us=NOW + 40, deadline_kind="RUN")
+    await insert_run(store, workflow_id="closed", status="COMPLETED", close_us=NOW, deadline_us=NOW)
+    expired, _, waiting = await insert_tasks(
+        store,
+        task(run, "expired", state="LEASED", lease_expires_us=NOW + 10),
+        task(run, "leased", state="LEASED", lease_expires_us=NOW + 99),
+        task(run, "waiting", pending_deadline_us=NOW + 20),
+    )
+    async with store.transaction() as tx:
+        await tx.insert_timer(TimerRow("default", run.run_id, "t", 1, NOW + 30))
+    async with store.read() as tx:
+        assert await tx.next_deadline_us() == NOW + 10
+        assert await tx.expired_task_ids(NOW + 9, 10) == []
+        assert await tx.expired_task_ids(NOW + 20, 10) == [expired, waiting]
+        assert [t.timer_id for t in await tx.due_timers(NOW + 30, 10)] == ["t"]
+        assert await tx.expired_run_ids(NOW + 40, 10) == [("default", run.run_id)]
+
+
+# ---------------------------------------------------------------- notifications
+
+
+async def test_commit_wakes_listeners_and_rollback_does_not(store: Store) -> None:
+    rolled_back = store.notifier.listen("q:rolled-back")
+    committed = store.notifier.listen("q:committed")
+    with pytest.raises(RuntimeError):
+        async with store.transaction() as tx:
+            tx.notify_after_commit("q:rolled-back")
+            raise RuntimeError("abort")
+    async with store.transaction() as tx:
+        tx.notify_after_commit("q:committed")
+    assert await store.wait_for_notification(committed, DEADLINE_S)
+    # Notifications arrive in commit order, so the rolled-back one would be here by now.
+    assert not rolled_back.is_set()
+
+
+# ---------------------------------------------------------------- unavailability
+
+
+async def test_closed_store_is_unavailable(store: Store) -> None:
+    await store.close()
+    with pytest.raises(StoreUnavailable):
+        async with store.transaction():
+            pass
+    with pytest.raises(StoreUnavailable):
+        async with store.read():
+            pass
+    with pytest.raises(StoreUnavailable):
+        await store.ping()
+
+
+async def test_sqlite_file_in_use_is_unavailable(tmp_path) -> None:
+    first = SQLiteStore(tmp_path / "x.db")
+    await first.open()
+    try:
+        with pytest.raises(StoreUnavailable, match="in use"):
+            await SQLiteStore(tmp_path / "x.db").open()
+    finally:
+        await first.close()
+
+
+# ---------------------------------------------------------------- PostgreSQL only
+
+pg = pytest.mark.postgres
+
+
+@pytest.fixture
+async def pg_stores(postgres_dsn: str) -> AsyncIterator[Callable[..., Awaitable[PostgresStore]]]:
+    """Opens PostgresStores (replicas) on one fresh database; closes them afterwards."""
+    opened: list[PostgresStore] = []
+
+    async def open_replica(dsn: str = postgres_dsn, **options: float) -> PostgresStore:
+        store = PostgresStore(dsn, **options)
+        await store.open()
+        opened.append(store)
+        return store
+
+    yield open_replica
+    for store in opened:
+        await store.close()
+
+
+async def wait_until(condition: Callable[[], Awaitable[bool]], what: str) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while not await condition():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        await asyncio.sleep(0.01)
+
+
+def test_placeholder_rewrite_is_cached() -> None:
+    sql = "SELECT a FROM t WHERE b = ? AND c IN (?, ?) LIMIT ?"
+    assert _numbered(sql) == "SELECT a FROM t WHERE b = $1 AND c IN ($2, $3) LIMIT $4"
+    hits = _numbered.cache_info().hits
+    # An equal string built anew, as the f-strings of _sql.py are on every call.
+    assert _numbered("".join(sql)) == "SELECT a FROM t WHERE b = $1 AND c IN ($2, $3) LIMIT $4"
+    assert _numbered.cache_info().hits == hits + 1
+
+
+@pg
+async def test_two_open_transactions_lease_different_tasks(pg_stores) -> None:
+    store = await pg_stores()
+    run = await insert_run(store)
+    first_id, second_id = await insert_tasks(store, task(run, "a", visible_us=NOW - 2), task(run, "b", visible_us=NOW - 1))
+    async with store.transaction() as tx_a:
+        row_a = await tx_a.lease_next_task("default", "ACTIVITY", "q", NOW)
+        # tx_a holds its row lock; SKIP LOCKED hands a concurrent transaction the next row.
+        async with store.transaction() as tx_b:
+            row_b = await tx_b.lease_next_task("default", "ACTIVITY", "q", NOW)
+            assert row_b is not None
+            row_b.state, row_b.lease_expires_us = "LEASED", NOW + 1
+            await tx_b.update_task(row_b)
+        assert row_a is not None
+        row_a.state, row_a.lease_expires_us = "LEASED", NOW + 1
+        await tx_a.update_task(row_a)
+    assert (row_a.task_id, row_b.task_id) == (first_id, second_id)
+    assert await lease(store) is None
+
+
+@pg
+async def test_concurrent_execution_updates_conflict(pg_stores, postgres_dsn: str) -> None:
+    store = await pg_stores()
+    run = await insert_run(store)
+    monitor = await asyncpg.connect(postgres_dsn)
+    try:
+        async with store.transaction() as tx_a:
+            await tx_a.update_execution(dataclasses.replace(run, task_queue="a"), expected_version=1)
+
+            async def second_writer() -> None:
+                async with store.transaction() as tx_b:
+                    stale = await tx_b.get_execution("default", run.run_id)
+                    assert stale.version == 1  # READ COMMITTED: tx_a is not committed yet
+                    await tx_b.update_execution(dataclasses.replace(stale, task_queue="b"), expected_version=1)
+
+            writer = asyncio.create_task(second_writer())
+
+            async def blocked_on_row_lock() -> bool:
+                return bool(await monitor.fetchval(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND wait_event_type = 'Lock' AND query LIKE 'UPDATE executions%'"
+                ))
+
+            await wait_until(blocked_on_row_lock, "the second writer waits for the row lock")
+        with pytest.raises(ConcurrencyConflict):
+            await writer
+    finally:
+        await monitor.close()
+    stored = await visible_run(store, run)
+    assert (stored.version, stored.task_queue) == (2, "a")
+
+
+@pg
+async def test_commit_wakes_a_listener_on_another_replica(pg_stores) -> None:
+    writer, replica = await pg_stores(), await pg_stores()
+    woken = replica.notifier.listen("q:default:WORKFLOW:orders")
+    started = time.monotonic()
+    async with writer.transaction() as tx:
+        tx.notify_after_commit("q:default:WORKFLOW:orders")
+    assert await replica.wait_for_notification(woken, DEADLINE_S)
+    assert time.monotonic() - started < DEADLINE_S
+
+
+@pg
+async def test_unreachable_database_is_unavailable() -> None:
+    store = PostgresStore(f"postgresql://postgres@127.0.0.1:{free_port()}/postgres", connect_timeout_s=2.0)
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailable):
+        await store.open()
+    assert time.monotonic() - started < DEADLINE_S
+
+
+async def pings(store: Store) -> bool:
+    try:
+        await store.ping()
+        return True
+    except StoreUnavailable:
+        return False
+
+
+async def wakes(writer: Store, listener: Store, channel: str) -> bool:
+    """Whether a commit on ``writer`` wakes ``channel`` on ``listener`` promptly."""
+    woken = listener.notifier.listen(channel)
+    async with writer.transaction() as tx:
+        tx.notify_after_commit(channel)
+    return await listener.wait_for_notification(woken, 0.2)
+
+
+@pg
+async def test_outage_is_unavailable_then_recovers(pg_stores, postgres_dsn: str) -> None:
+    """A replica whose database connections are cut raises StoreUnavailable, then
+    recovers by itself once the database is back, LISTEN connection included."""
+    writer = await pg_stores()
+    target = urllib.parse.urlsplit(postgres_dsn)
+    proxy = TcpProxy(target.hostname or "127.0.0.1", target.port or 5432)
+    await proxy.start()
+    try:
+        replica = await pg_stores(with_address(postgres_dsn, "127.0.0.1", proxy.port), connect_timeout_s=1.0)
+        assert await wakes(writer, replica, "before")
+        await proxy.cut()
+        with pytest.raises(StoreUnavailable):
+            await replica.ping()
+        with pytest.raises(StoreUnavailable):
+            async with replica.read() as tx:
+                await tx.get_namespace("default")
+        with pytest.raises(StoreUnavailable):
+            async with replica.transaction() as tx:
+                await tx.get_namespace("default")
+        await proxy.start()
+        await wait_until(lambda: pings(replica), "the replica reconnects")
+        await wait_until(lambda: wakes(writer, replica, "after"), "the replica listens again")
+    finally:
+        await proxy.cut()

@@ -1,0 +1,466 @@
+"""Runs activity tasks: polls for them, calls the functions, reports the outcome.
+
+Async activities run as asyncio tasks on the worker's loop; synchronous ones run in a
+thread pool with the activity's context copied in, so ``activity.info()`` and friends
+work in both. While an activity runs, a heartbeater sends its latest heartbeat
+details to the server (throttled) and turns a cancellation request in the answer into
+``activity.is_cancelled()`` and, for async activities, ``asyncio.CancelledError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import contextvars
+import enum
+import logging
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+from flowforge import activity
+from flowforge._rpc import WorkflowServiceClient
+from flowforge.api.v1 import common_pb2, workflow_service_pb2
+from flowforge.converter import DataConverter, error_to_failure
+from flowforge.exceptions import ApplicationError, CancelledError, RPCError
+from flowforge.worker._polling import (
+    LEASE_LOST_STATUSES,
+    POLL_RPC_TIMEOUT,
+    POLL_TIMEOUT,
+    TaskSlots,
+    poll_forever,
+)
+
+logger = logging.getLogger(__name__)
+
+# Heartbeats go out at most once per this fraction of the heartbeat timeout, so a
+# throttled heartbeat still lands before the timeout; without a heartbeat timeout they
+# only carry progress and pick up cancellation, and once per 30 s is plenty.
+_HEARTBEAT_THROTTLE_FRACTION = 0.8
+_HEARTBEAT_INTERVAL_WITHOUT_TIMEOUT = timedelta(seconds=30)
+
+# After the graceful shutdown timeout, cancelled activities get this long to report
+# before their handlers are abandoned (the server's lease timeout then takes over).
+_CANCELLED_REPORT_TIMEOUT = timedelta(seconds=5)
+
+
+class _CancelReason(enum.Enum):
+    SERVER_REQUEST = "the server requested cancellation"
+    LEASE_LOST = "the activity's lease was lost"
+    WORKER_SHUTDOWN = "the worker is shutting down"
+
+
+def _optional_duration(message: Any, field: str) -> Optional[timedelta]:
+    if not message.HasField(field):
+        return None
+    value = getattr(message, field).ToTimedelta()
+    return value if value > timedelta(0) else None
+
+
+def _optional_time(message: Any, field: str) -> Optional[datetime]:
+    if not message.HasField(field):
+        return None
+    return getattr(message, field).ToDatetime(tzinfo=timezone.utc)
+
+
+def _describe(task: workflow_service_pb2.PollActivityTaskQueueResponse) -> str:
+    """Names a task in logs: ids and type only, never its payloads."""
+    return (
+        f"activity {task.activity_type!r} (id {task.activity_id!r}, attempt {task.attempt}) "
+        f"of workflow {task.workflow_execution.workflow_id!r}"
+    )
+
+
+async def _call_async(fn: Callable[..., Any], args: Sequence[Any]) -> Any:
+    # Calling inside the task makes a bad call (e.g. too many arguments) fail the
+    # activity like any other error instead of failing before it started.
+    return await fn(*args)
+
+
+class _Heartbeater:
+    """Sends an activity's heartbeats: the first at once, then at most one per interval.
+
+    ``record`` may be called from any thread; it encodes the details right away (so a
+    detail that cannot be serialized fails the caller, and later mutation of the
+    values does not change what is sent) and hands them to the loop.
+
+    Args:
+        send: Sends one heartbeat; returns False when it failed and should be
+            resent with the next round unless newer details arrive first.
+        interval: The minimum time between two heartbeats, in seconds.
+        converter: Encodes the details.
+        loop: The worker's event loop.
+    """
+
+    def __init__(
+        self,
+        send: Callable[[common_pb2.Payloads], Any],
+        interval: float,
+        converter: DataConverter,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self._send = send
+        self._interval = interval
+        self._converter = converter
+        self._loop = loop
+        self._pending: Optional[common_pb2.Payloads] = None
+        self._has_pending = asyncio.Event()
+
+    def record(self, details: Sequence[Any]) -> None:
+        payloads = self._converter.to_payloads(details)
+        # A closed loop means a synchronous activity abandoned at shutdown is still
+        # running: nobody is left to send its heartbeats.
+        with contextlib.suppress(RuntimeError):
+            self._loop.call_soon_threadsafe(self._store, payloads)
+
+    def _store(self, payloads: common_pb2.Payloads) -> None:
+        self._pending = payloads
+        self._has_pending.set()
+
+    async def _send_pending(self) -> None:
+        details, self._pending = self._pending, None
+        self._has_pending.clear()
+        assert details is not None
+        if not await self._send(details) and self._pending is None:
+            self._pending = details
+            self._has_pending.set()
+
+    async def run(self) -> None:
+        """Sends heartbeats until cancelled."""
+        while True:
+            await self._has_pending.wait()
+            await self._send_pending()
+            await asyncio.sleep(self._interval)
+
+    async def flush(self) -> None:
+        """Sends details recorded but not sent yet (call after stopping :meth:`run`)."""
+        if self._pending is not None:
+            await self._send_pending()
+
+
+class _RunningActivity:
+    """One activity attempt in progress and the means to cancel it."""
+
+    def __init__(
+        self, task: workflow_service_pb2.PollActivityTaskQueueResponse, is_async: bool
+    ) -> None:
+        self.task = task
+        self.is_async = is_async
+        self.context: Optional[activity._Context] = None
+        self.execution: Optional[asyncio.Future[Any]] = None
+        self.cancel_reason: Optional[_CancelReason] = None
+
+    def cancel(self, reason: _CancelReason) -> None:
+        """Requests cancellation; the first reason given is the one reported."""
+        if self.cancel_reason is None:
+            self.cancel_reason = reason
+        if self.context is not None:
+            self.context.cancelled.set()
+        if self.execution is None:
+            return
+        # A thread cannot be interrupted: a synchronous activity sees the flag and
+        # stops on its own; only at shutdown does the worker stop waiting for it.
+        if self.is_async or reason is _CancelReason.WORKER_SHUTDOWN:
+            self.execution.cancel()
+
+
+class ActivityWorker:
+    """Polls one task queue for activity tasks and runs them.
+
+    Args:
+        service: The RPC layer.
+        namespace: The namespace to poll in.
+        task_queue: The task queue to poll.
+        identity: The worker's identity, recorded in history.
+        converter: Decodes arguments and encodes results and failures.
+        activities: The registered activities by name.
+        max_concurrent_activities: How many activities may run at once.
+        max_concurrent_polls: How many polls may be open at once.
+        executor: Runs synchronous activities; the worker creates (and later shuts
+            down) a thread pool of ``max_concurrent_activities`` threads when None.
+    """
+
+    def __init__(
+        self,
+        *,
+        service: WorkflowServiceClient,
+        namespace: str,
+        task_queue: str,
+        identity: str,
+        converter: DataConverter,
+        activities: Mapping[str, activity._Definition],
+        max_concurrent_activities: int,
+        max_concurrent_polls: int,
+        executor: Optional[concurrent.futures.Executor],
+    ) -> None:
+        self._service = service
+        self._namespace = namespace
+        self._task_queue = task_queue
+        self._identity = identity
+        self._converter = converter
+        self._activities = dict(activities)
+        self._max_concurrent_activities = max_concurrent_activities
+        self._max_concurrent_polls = max_concurrent_polls
+        self._executor = executor
+        self._owns_executor = False
+        self.slots = TaskSlots(max_concurrent_activities)
+        self._pollers: list[asyncio.Task[None]] = []
+        self._handlers: set[asyncio.Task[None]] = set()
+        self._running: dict[asyncio.Task[None], _RunningActivity] = {}
+
+    @property
+    def activity_names(self) -> frozenset[str]:
+        """The names of the registered activities."""
+        return frozenset(self._activities)
+
+    def start(self) -> None:
+        """Starts the pollers."""
+        needs_threads = any(not d.is_async for d in self._activities.values())
+        if self._executor is None and needs_threads:
+            self._executor = concurrent.futures.ThreadPoolExecutor(
+                max_workers=self._max_concurrent_activities, thread_name_prefix="flowforge-activity"
+            )
+            self._owns_executor = True
+        description = f"activity task queue {self._task_queue!r}"
+        self._pollers = [
+            asyncio.create_task(
+                poll_forever(
+                    description=description,
+                    slots=self.slots,
+                    poll=self._poll,
+                    dispatch=self.run_task,
+                ),
+                name=f"flowforge activity poller {index} ({self._task_queue})",
+            )
+            for index in range(self._max_concurrent_polls)
+        ]
+
+    async def _poll(self) -> workflow_service_pb2.PollActivityTaskQueueResponse:
+        request = workflow_service_pb2.PollActivityTaskQueueRequest(
+            namespace=self._namespace, task_queue=self._task_queue, identity=self._identity
+        )
+        request.poll_timeout.FromTimedelta(POLL_TIMEOUT)
+        return await self._service.call(
+            "PollActivityTaskQueue", request, retry=False, timeout=POLL_RPC_TIMEOUT
+        )
+
+    def run_task(self, task: workflow_service_pb2.PollActivityTaskQueueResponse) -> None:
+        """Starts running a leased task; the caller has taken a slot for it."""
+        handler = asyncio.create_task(self._handle(task), name=f"flowforge {_describe(task)}")
+        self._handlers.add(handler)
+        handler.add_done_callback(self._handlers.discard)
+
+    async def stop_polling(self) -> None:
+        """Cancels the pollers (and so their open polls) and waits until they stopped."""
+        for poller in self._pollers:
+            poller.cancel()
+        await asyncio.gather(*self._pollers, return_exceptions=True)
+
+    async def drain(self, graceful_timeout: timedelta) -> None:
+        """Lets running activities finish, then cancels the rest and waits for reports.
+
+        Args:
+            graceful_timeout: How long running activities may take to finish before
+                they are cancelled and reported failed with a ``CancelledError``.
+        """
+        loop = asyncio.get_running_loop()
+        give_up_at = loop.time() + graceful_timeout.total_seconds()
+        # Eager tasks from a workflow task completing right now can still arrive,
+        # so keep waiting on whatever is running until the deadline.
+        while self._handlers and loop.time() < give_up_at:
+            await asyncio.wait(set(self._handlers), timeout=give_up_at - loop.time())
+        if self._handlers:
+            logger.warning(
+                "cancelling %d activities still running after the graceful shutdown timeout",
+                len(self._handlers),
+            )
+            for running in self._running.values():
+                running.cancel(_CancelReason.WORKER_SHUTDOWN)
+            _, abandoned = await asyncio.wait(
+                set(self._handlers), timeout=_CANCELLED_REPORT_TIMEOUT.total_seconds()
+            )
+            for handler in abandoned:
+                handler.cancel()
+            await asyncio.gather(*abandoned, return_exceptions=True)
+        if self._owns_executor and self._executor is not None:
+            # Threads of abandoned synchronous activities finish on their own.
+            self._executor.shutdown(wait=False, cancel_futures=True)
+
+    async def _handle(self, task: workflow_service_pb2.PollActivityTaskQueueResponse) -> None:
+        try:
+            definition = self._activities.get(task.activity_type)
+            if definition is None:
+                registered = ", ".join(sorted(self._activities))
+                error = ApplicationError(
+                    f"activity type {task.activity_type!r} is not registered on this worker "
+                    f"(task queue {self._task_queue!r}; registered: {registered})",
+                    type="ActivityTypeNotRegistered",
+                )
+                await self._respond(task, "RespondActivityTaskFailed", failure=self._failure(error))
+                return
+            await self._run(task, definition)
+        except Exception:
+            logger.exception("unexpected error while handling %s", _describe(task))
+        finally:
+            self.slots.release()
+
+    async def _run(
+        self,
+        task: workflow_service_pb2.PollActivityTaskQueueResponse,
+        definition: activity._Definition,
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        running = _RunningActivity(task, definition.is_async)
+        heartbeater = _Heartbeater(
+            lambda details: self._heartbeat(running, details),
+            self._heartbeat_interval(task),
+            self._converter,
+            loop,
+        )
+        try:
+            running.context = activity._Context(self._info(task), heartbeater.record)
+            args = self._converter.from_payloads(task.input, definition.arg_type_hints)
+        except Exception as error:
+            logger.warning("could not decode the input of %s: %s", _describe(task), error)
+            await self._respond(task, "RespondActivityTaskFailed", failure=self._failure(error))
+            return
+
+        handler = asyncio.current_task()
+        assert handler is not None
+        self._running[handler] = running
+        # The copied context carries the activity context into the asyncio task or
+        # pool thread, along with the caller's other context variables.
+        context = contextvars.copy_context()
+        context.run(activity._current_context.set, running.context)
+        execution: asyncio.Future[Any]
+        if definition.is_async:
+            execution = asyncio.create_task(
+                _call_async(definition.fn, args),
+                name=f"flowforge {_describe(task)}",
+                context=context,
+            )
+        else:
+            execution = loop.run_in_executor(self._executor, context.run, definition.fn, *args)
+        running.execution = execution
+        heartbeating = asyncio.create_task(heartbeater.run())
+        try:
+            # wait() rather than await: an activity that was cancelled must not look
+            # like this handler being cancelled.
+            await asyncio.wait({execution})
+        finally:
+            heartbeating.cancel()
+            self._running.pop(handler, None)
+            if not execution.done():
+                execution.cancel()
+        await self._report(running, heartbeater)
+
+    async def _report(self, running: _RunningActivity, heartbeater: _Heartbeater) -> None:
+        """Tells the server how the attempt ended (or nothing, if its lease is gone)."""
+        task, execution, reason = running.task, running.execution, running.cancel_reason
+        assert execution is not None
+        if reason is _CancelReason.LEASE_LOST:
+            logger.warning("not reporting %s: its lease was lost", _describe(task))
+            return
+        error = None if execution.cancelled() else execution.exception()
+        if not execution.cancelled() and error is None:
+            try:
+                result = self._converter.to_payloads([execution.result()])
+            except Exception as encode_error:
+                logger.warning(
+                    "could not encode the result of %s: %s", _describe(task), encode_error
+                )
+                await self._respond(
+                    task, "RespondActivityTaskFailed", failure=self._failure(encode_error)
+                )
+                return
+            await self._respond(task, "RespondActivityTaskCompleted", result=result)
+            return
+        cancelled = execution.cancelled() or isinstance(error, asyncio.CancelledError)
+        acknowledges_cancel = cancelled or isinstance(error, CancelledError)
+        if reason is _CancelReason.SERVER_REQUEST and acknowledges_cancel:
+            details = error.details if isinstance(error, CancelledError) else ()
+            logger.info("%s was cancelled", _describe(task))
+            await self._respond(
+                task, "RespondActivityTaskCanceled", details=self._converter.to_payloads(details)
+            )
+            return
+        if cancelled:
+            cause = reason.value if reason is not None else "its task was cancelled"
+            error = CancelledError(f"activity cancelled: {cause}")
+        assert error is not None
+        logger.warning("%s failed", _describe(task), exc_info=error)
+        # Progress recorded just before failing belongs to the next attempt.
+        await heartbeater.flush()
+        await self._respond(task, "RespondActivityTaskFailed", failure=self._failure(error))
+
+    def _failure(self, error: BaseException) -> common_pb2.Failure:
+        return error_to_failure(error, self._converter)
+
+    def _info(self, task: workflow_service_pb2.PollActivityTaskQueueResponse) -> activity.Info:
+        heartbeat_details = (
+            tuple(self._converter.from_payloads(task.heartbeat_details))
+            if task.HasField("heartbeat_details")
+            else ()
+        )
+        return activity.Info(
+            activity_id=task.activity_id,
+            activity_type=task.activity_type,
+            attempt=task.attempt,
+            idempotency_key=task.idempotency_key,
+            heartbeat_details=heartbeat_details,
+            workflow_id=task.workflow_execution.workflow_id,
+            run_id=task.workflow_execution.run_id,
+            workflow_type=task.workflow_type,
+            namespace=self._namespace,
+            task_queue=task.task_queue or self._task_queue,
+            scheduled_time=_optional_time(task, "scheduled_time"),
+            started_time=_optional_time(task, "started_time"),
+            start_to_close_timeout=_optional_duration(task, "start_to_close_timeout"),
+            heartbeat_timeout=_optional_duration(task, "heartbeat_timeout"),
+            task_token=task.task_token,
+        )
+
+    @staticmethod
+    def _heartbeat_interval(task: workflow_service_pb2.PollActivityTaskQueueResponse) -> float:
+        heartbeat_timeout = _optional_duration(task, "heartbeat_timeout")
+        if heartbeat_timeout is None:
+            return _HEARTBEAT_INTERVAL_WITHOUT_TIMEOUT.total_seconds()
+        return heartbeat_timeout.total_seconds() * _HEARTBEAT_THROTTLE_FRACTION
+
+    async def _heartbeat(self, running: _RunningActivity, details: common_pb2.Payloads) -> bool:
+        request = workflow_service_pb2.RecordActivityTaskHeartbeatRequest(
+            namespace=self._namespace,
+            task_token=running.task.task_token,
+            details=details,
+            identity=self._identity,
+        )
+        try:
+            # No retry loop here: the next heartbeat round is the retry.
+            response = await self._service.call("RecordActivityTaskHeartbeat", request, retry=False)
+        except RPCError as error:
+            if error.status in LEASE_LOST_STATUSES:
+                logger.warning(
+                    "heartbeat of %s rejected: lease lost (%s)", _describe(running.task), error
+                )
+                running.cancel(_CancelReason.LEASE_LOST)
+                return True
+            logger.warning("heartbeat of %s failed (%s)", _describe(running.task), error)
+            return False
+        if response.cancel_requested:
+            running.cancel(_CancelReason.SERVER_REQUEST)
+        return True
+
+    async def _respond(
+        self, task: workflow_service_pb2.PollActivityTaskQueueResponse, rpc: str, **fields: Any
+    ) -> None:
+        request_type = getattr(workflow_service_pb2, f"{rpc}Request")
+        request = request_type(
+            namespace=self._namespace, task_token=task.task_token, identity=self._identity, **fields
+        )
+        try:
+            await self._service.call(rpc, request)
+        except RPCError as error:
+            if error.status in LEASE_LOST_STATUSES:
+                logger.warning("%s for %s rejected: lease lost (%s)", rpc, _describe(task), error)
+            else:
+                logger.error("%s for %s failed (%s)", rpc, _describe(task), error)

@@ -1,0 +1,126 @@
+"""Long-poll loops gated by task slots, shared by the workflow and activity workers.
+
+A poller takes a slot *before* it polls, so the worker never leases a task it has no
+capacity to run: a leased task that waits in the worker is invisible to other workers
+while its lease runs down. The slot passes to the task's handler, which frees it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from datetime import timedelta
+from typing import Any, Awaitable, Callable
+
+import grpc
+
+from flowforge.exceptions import RPCError
+
+logger = logging.getLogger(__name__)
+
+POLL_TIMEOUT = timedelta(seconds=60)
+"""How long the server holds a poll open before answering "no task"."""
+
+POLL_RPC_TIMEOUT = POLL_TIMEOUT + timedelta(seconds=10)
+"""The gRPC deadline of a poll: the poll timeout plus time for the answer to arrive."""
+
+_POLL_RETRY_INITIAL = 0.2
+_POLL_RETRY_MAXIMUM = 10.0
+
+# Statuses that mean the server or network is briefly unwell; anything else on a
+# poll (an unknown namespace, a rejected key) needs a person, so it is logged louder.
+_TRANSIENT_STATUSES = frozenset(
+    {
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        grpc.StatusCode.ABORTED,
+    }
+)
+
+LEASE_LOST_STATUSES = frozenset({grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND})
+"""What the server answers a report whose task lease is gone (expired and given to
+another worker, or the execution closed): the outcome is stale and nothing changed."""
+
+
+class TaskSlots:
+    """Counts free capacity; can be taken one at a time (waiting) or in bulk (not)."""
+
+    def __init__(self, capacity: int) -> None:
+        self._free = capacity
+        self._released = asyncio.Event()
+
+    @property
+    def free(self) -> int:
+        """How many slots are free now."""
+        return self._free
+
+    async def acquire(self) -> None:
+        """Takes one slot, waiting until one is free."""
+        while self._free == 0:
+            self._released.clear()
+            await self._released.wait()
+        self._free -= 1
+
+    def try_acquire(self, wanted: int) -> int:
+        """Takes up to ``wanted`` slots without waiting; returns how many it took."""
+        taken = max(0, min(wanted, self._free))
+        self._free -= taken
+        return taken
+
+    def release(self, count: int = 1) -> None:
+        """Frees ``count`` slots."""
+        self._free += count
+        self._released.set()
+
+
+def _retry_delay(consecutive_failures: int) -> float:
+    delay = min(_POLL_RETRY_MAXIMUM, _POLL_RETRY_INITIAL * 2 ** (consecutive_failures - 1))
+    return delay * random.uniform(0.8, 1.2)
+
+
+async def poll_forever(
+    *,
+    description: str,
+    slots: TaskSlots,
+    poll: Callable[[], Awaitable[Any]],
+    dispatch: Callable[[Any], None],
+) -> None:
+    """Polls until cancelled, handing each task to ``dispatch`` with a slot.
+
+    Args:
+        description: Names the poller in logs, e.g. ``"activity task queue 'q'"``.
+        slots: Taken before each poll; ``dispatch`` becomes responsible for
+            releasing the slot of the task it is given.
+        poll: Makes one poll call; a response without ``task_token`` means the
+            long poll ended without a task.
+        dispatch: Starts handling a task; must not block.
+    """
+    consecutive_failures = 0
+    while True:
+        await slots.acquire()
+        try:
+            response = await poll()
+        except asyncio.CancelledError:
+            slots.release()
+            raise
+        except Exception as error:
+            slots.release()
+            consecutive_failures += 1
+            delay = _retry_delay(consecutive_failures)
+            # Only the status and the server's message: never request contents.
+            if isinstance(error, RPCError):
+                level = logging.WARNING if error.status in _TRANSIENT_STATUSES else logging.ERROR
+                logger.log(
+                    level, "polling %s failed (%s); retrying in %.1fs", description, error, delay
+                )
+            else:
+                logger.exception("polling %s failed; retrying in %.1fs", description, delay)
+            await asyncio.sleep(delay)
+            continue
+        consecutive_failures = 0
+        if not response.task_token:
+            slots.release()
+            continue
+        dispatch(response)

@@ -1,0 +1,253 @@
+"""The Worker: hosts workflows and activities for one task queue."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import signal
+import threading
+from datetime import timedelta
+from typing import Any, Callable, Optional, Sequence
+
+from flowforge import activity, workflow
+from flowforge.client import Client
+from flowforge.worker._activity_worker import ActivityWorker
+from flowforge.worker._workflow_worker import WorkflowWorker
+
+logger = logging.getLogger(__name__)
+
+_WORKFLOW_CACHE_SIZE = 500
+
+_SHUTDOWN_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def _workflow_definitions(workflows: Sequence[type]) -> dict[str, workflow._Definition]:
+    definitions: dict[str, workflow._Definition] = {}
+    for workflow_class in workflows:
+        definition = workflow._Definition.from_class(workflow_class)
+        if definition.name in definitions:
+            raise ValueError(f"more than one workflow is registered as {definition.name!r}")
+        definitions[definition.name] = definition
+    return definitions
+
+
+def _activity_definitions(
+    activities: Sequence[Callable[..., Any]],
+) -> dict[str, activity._Definition]:
+    definitions: dict[str, activity._Definition] = {}
+    for fn in activities:
+        definition = activity._Definition.from_callable(fn)
+        if definition.name in definitions:
+            raise ValueError(f"more than one activity is registered as {definition.name!r}")
+        definitions[definition.name] = definition
+    return definitions
+
+
+def _require_positive(**values: int) -> None:
+    for name, value in values.items():
+        if value < 1:
+            raise ValueError(f"{name} must be at least 1, got {value}")
+
+
+class Worker:
+    """Polls a task queue and runs the workflows and activities registered on it.
+
+    Use it as an async context manager, which polls in the background::
+
+        async with Worker(client, task_queue="onboarding", workflows=[Onboarding],
+                          activities=[create_customer]):
+            ...
+
+    or run it in the foreground until :meth:`shutdown`, SIGTERM or SIGINT::
+
+        await worker.run()
+
+    Shutdown is graceful: polling stops, running workflow tasks and activities get
+    ``graceful_shutdown_timeout`` to finish; then activities still running are
+    cancelled (``activity.is_cancelled()`` turns true, async activities get
+    ``asyncio.CancelledError``) and reported failed with a ``CancelledError``, so the
+    server retries them elsewhere.
+
+    Args:
+        client: The connection to the server; its namespace is the one polled.
+        task_queue: The task queue to poll.
+        workflows: Classes decorated with ``@workflow.defn``.
+        activities: Functions (or bound methods) decorated with ``@activity.defn``.
+        max_concurrent_activities: How many activities may run at once; also the
+            size of the thread pool for synchronous activities.
+        max_concurrent_workflow_tasks: How many workflow tasks may run at once.
+        max_concurrent_activity_polls: How many activity polls may be open at once.
+        max_concurrent_workflow_task_polls: How many workflow task polls may be
+            open at once.
+        graceful_shutdown_timeout: How long running work may take to finish at
+            shutdown before it is cancelled.
+        identity: The worker's identity, recorded in history; the client's by default.
+        activity_executor: Runs synchronous activities; by default a thread pool
+            the worker creates and shuts down. It must run callables in threads of
+            this process (the activity context travels in context variables).
+
+    Raises:
+        ValueError: Nothing to run, a name registered twice, or a limit below 1.
+        TypeError: A workflow or activity is not decorated.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        task_queue: str,
+        workflows: Sequence[type] = (),
+        activities: Sequence[Callable[..., Any]] = (),
+        max_concurrent_activities: int = 100,
+        max_concurrent_workflow_tasks: int = 10,
+        max_concurrent_activity_polls: int = 5,
+        max_concurrent_workflow_task_polls: int = 5,
+        graceful_shutdown_timeout: timedelta = timedelta(seconds=10),
+        identity: Optional[str] = None,
+        activity_executor: Optional[concurrent.futures.Executor] = None,
+    ) -> None:
+        if not task_queue:
+            raise ValueError("task_queue must not be empty")
+        if not workflows and not activities:
+            raise ValueError("a worker needs at least one workflow or activity")
+        _require_positive(
+            max_concurrent_activities=max_concurrent_activities,
+            max_concurrent_workflow_tasks=max_concurrent_workflow_tasks,
+            max_concurrent_activity_polls=max_concurrent_activity_polls,
+            max_concurrent_workflow_task_polls=max_concurrent_workflow_task_polls,
+        )
+        if graceful_shutdown_timeout < timedelta(0):
+            raise ValueError("graceful_shutdown_timeout must not be negative")
+        workflow_definitions = _workflow_definitions(workflows)
+        activity_definitions = _activity_definitions(activities)
+
+        self._task_queue = task_queue
+        self._graceful_shutdown_timeout = graceful_shutdown_timeout
+        worker_identity = identity or client.identity
+        self._activity_worker: Optional[ActivityWorker] = None
+        self._workflow_worker: Optional[WorkflowWorker] = None
+        if activity_definitions:
+            self._activity_worker = ActivityWorker(
+                service=client.workflow_service,
+                namespace=client.namespace,
+                task_queue=task_queue,
+                identity=worker_identity,
+                converter=client.data_converter,
+                activities=activity_definitions,
+                max_concurrent_activities=max_concurrent_activities,
+                max_concurrent_polls=max_concurrent_activity_polls,
+                executor=activity_executor,
+            )
+        if workflow_definitions:
+            self._workflow_worker = WorkflowWorker(
+                service=client.workflow_service,
+                namespace=client.namespace,
+                task_queue=task_queue,
+                identity=worker_identity,
+                converter=client.data_converter,
+                workflows=workflow_definitions,
+                max_concurrent_tasks=max_concurrent_workflow_tasks,
+                max_concurrent_polls=max_concurrent_workflow_task_polls,
+                cache_size=_WORKFLOW_CACHE_SIZE,
+                activity_worker=self._activity_worker,
+            )
+        self._started = False
+        self._shutdown_requested: Optional[asyncio.Event] = None
+        self._drained: Optional[asyncio.Task[None]] = None
+
+    @property
+    def task_queue(self) -> str:
+        """The task queue this worker polls."""
+        return self._task_queue
+
+    def _parts(self) -> list[ActivityWorker | WorkflowWorker]:
+        return [part for part in (self._workflow_worker, self._activity_worker) if part is not None]
+
+    def _start(self) -> asyncio.Event:
+        if self._started:
+            raise RuntimeError("a worker can only be started once")
+        self._started = True
+        self._shutdown_requested = asyncio.Event()
+        for part in self._parts():
+            part.start()
+        logger.info("worker started on task queue %r", self._task_queue)
+        return self._shutdown_requested
+
+    async def run(self) -> None:
+        """Runs until :meth:`shutdown` is called or SIGTERM/SIGINT arrives, then drains.
+
+        Signal handlers are installed only when called in the main thread, and the
+        previous ones are restored after the first signal: a second Ctrl-C interrupts
+        the drain as it would have interrupted the program.
+
+        Raises:
+            RuntimeError: The worker was started before.
+        """
+        shutdown_requested = self._start()
+        remove_signal_handlers = self._install_signal_handlers(shutdown_requested)
+        try:
+            await shutdown_requested.wait()
+        finally:
+            remove_signal_handlers()
+            await self._drain_once()
+
+    async def shutdown(self) -> None:
+        """Stops polling and drains; returns once the worker has stopped.
+
+        Safe to call more than once and from several tasks; does nothing if the
+        worker never started.
+        """
+        if self._shutdown_requested is None:
+            return
+        self._shutdown_requested.set()
+        await self._drain_once()
+
+    async def __aenter__(self) -> Worker:
+        self._start()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.shutdown()
+
+    def _install_signal_handlers(self, shutdown_requested: asyncio.Event) -> Callable[[], None]:
+        """Makes SIGTERM/SIGINT request shutdown; returns the function removing that."""
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        loop = asyncio.get_running_loop()
+        installed: list[signal.Signals] = []
+        # E.g. asyncio.run()'s own SIGINT handler, which cancels the main task.
+        previous_handlers = {received: signal.getsignal(received) for received in _SHUTDOWN_SIGNALS}
+
+        def remove() -> None:
+            while installed:
+                removed = installed.pop()
+                loop.remove_signal_handler(removed)
+                if previous_handlers[removed] is not None:
+                    signal.signal(removed, previous_handlers[removed])
+
+        def on_signal(received: signal.Signals) -> None:
+            logger.info("received %s; shutting down the worker gracefully", received.name)
+            remove()
+            shutdown_requested.set()
+
+        for shutdown_signal in _SHUTDOWN_SIGNALS:
+            try:
+                loop.add_signal_handler(shutdown_signal, on_signal, shutdown_signal)
+            except (NotImplementedError, RuntimeError):
+                continue  # Not supported by this loop or platform: rely on shutdown().
+            installed.append(shutdown_signal)
+        return remove
+
+    async def _drain_once(self) -> None:
+        if self._drained is None:
+            self._drained = asyncio.create_task(self._drain(), name="flowforge worker shutdown")
+        # Shielded: a caller that gives up waiting must not abort the drain for others.
+        await asyncio.shield(self._drained)
+
+    async def _drain(self) -> None:
+        logger.info("worker on task queue %r shutting down", self._task_queue)
+        parts = self._parts()
+        await asyncio.gather(*(part.stop_polling() for part in parts))
+        await asyncio.gather(*(part.drain(self._graceful_shutdown_timeout) for part in parts))
+        logger.info("worker on task queue %r stopped", self._task_queue)

@@ -1,0 +1,350 @@
+"""Runs workflow tasks: replays workflow code against history and reports its commands.
+
+Workflow code runs in ``WorkflowInstance.activate``, which is synchronous and CPU-bound;
+it runs on a small thread pool so that replaying a long history does not stall the
+event loop that carries heartbeats and polls. Instances stay cached by run id between
+tasks, so that a run's next task only feeds the new events to the instance instead of
+replaying its whole history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import logging
+from datetime import timedelta
+from typing import Mapping, Optional, Sequence
+
+import grpc
+
+from flowforge import workflow
+from flowforge._rpc import WorkflowServiceClient
+from flowforge._workflow_instance import HistoryContinuityError, WorkflowInstance
+from flowforge.api.v1 import command_pb2, workflow_service_pb2
+from flowforge.converter import DataConverter, error_to_failure
+from flowforge.exceptions import ApplicationError, NonDeterminismError, RPCError
+from flowforge.worker._activity_worker import ActivityWorker
+from flowforge.worker._polling import (
+    LEASE_LOST_STATUSES,
+    POLL_RPC_TIMEOUT,
+    POLL_TIMEOUT,
+    TaskSlots,
+    poll_forever,
+)
+
+logger = logging.getLogger(__name__)
+
+_Cause = workflow_service_pb2.WorkflowTaskFailedCause
+
+
+class _RunCache:
+    """Least recently used workflow instances by run id.
+
+    A task *takes* its run's instance out and puts it back only when the task
+    succeeded, so a failed task leaves nothing stale behind and two tasks of one run
+    (possible when a lease expired while the first was still running) never share an
+    instance.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._instances: collections.OrderedDict[str, WorkflowInstance] = collections.OrderedDict()
+
+    def take(self, run_id: str) -> Optional[WorkflowInstance]:
+        return self._instances.pop(run_id, None)
+
+    def put(self, run_id: str, instance: WorkflowInstance) -> None:
+        self._instances[run_id] = instance
+        while len(self._instances) > self._capacity:
+            self._instances.popitem(last=False)
+
+
+_CLOSING_COMMANDS = frozenset(
+    {"complete_workflow_execution", "fail_workflow_execution", "cancel_workflow_execution"}
+)
+
+
+def _describe(task: workflow_service_pb2.PollWorkflowTaskQueueResponse) -> str:
+    """Names a task in logs: ids and type only, never its payloads."""
+    execution = task.workflow_execution
+    return (
+        f"workflow task (attempt {task.attempt}) of {task.workflow_type!r} "
+        f"{execution.workflow_id!r} run {execution.run_id!r}"
+    )
+
+
+class WorkflowWorker:
+    """Polls one task queue for workflow tasks and runs them.
+
+    Args:
+        service: The RPC layer.
+        namespace: The namespace to poll in.
+        task_queue: The task queue to poll.
+        identity: The worker's identity, recorded in history.
+        converter: Handed to workflow instances; encodes task failures.
+        workflows: The registered workflow definitions by workflow type name.
+        max_concurrent_tasks: How many workflow tasks may run at once.
+        max_concurrent_polls: How many polls may be open at once.
+        cache_size: How many workflow instances to keep between tasks.
+        activity_worker: The activity worker of the same task queue, if this worker
+            runs activities too; it takes activity tasks handed back eagerly.
+    """
+
+    def __init__(
+        self,
+        *,
+        service: WorkflowServiceClient,
+        namespace: str,
+        task_queue: str,
+        identity: str,
+        converter: DataConverter,
+        workflows: Mapping[str, workflow._Definition],
+        max_concurrent_tasks: int,
+        max_concurrent_polls: int,
+        cache_size: int,
+        activity_worker: Optional[ActivityWorker],
+    ) -> None:
+        self._service = service
+        self._namespace = namespace
+        self._task_queue = task_queue
+        self._identity = identity
+        self._converter = converter
+        self._workflows = dict(workflows)
+        self._max_concurrent_tasks = max_concurrent_tasks
+        self._max_concurrent_polls = max_concurrent_polls
+        self._activity_worker = activity_worker
+        self._cache = _RunCache(cache_size)
+        self._slots = TaskSlots(max_concurrent_tasks)
+        self._executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self._pollers: list[asyncio.Task[None]] = []
+        self._handlers: set[asyncio.Task[None]] = set()
+        self._stopping = False
+
+    def start(self) -> None:
+        """Starts the pollers."""
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=self._max_concurrent_tasks, thread_name_prefix="flowforge-workflow-task"
+        )
+        description = f"workflow task queue {self._task_queue!r}"
+        self._pollers = [
+            asyncio.create_task(
+                poll_forever(
+                    description=description,
+                    slots=self._slots,
+                    poll=self._poll,
+                    dispatch=self._dispatch,
+                ),
+                name=f"flowforge workflow poller {index} ({self._task_queue})",
+            )
+            for index in range(self._max_concurrent_polls)
+        ]
+
+    async def stop_polling(self) -> None:
+        """Cancels the pollers (and so their open polls) and waits until they stopped."""
+        self._stopping = True
+        for poller in self._pollers:
+            poller.cancel()
+        await asyncio.gather(*self._pollers, return_exceptions=True)
+
+    async def drain(self, graceful_timeout: timedelta) -> None:
+        """Lets running workflow tasks finish; abandons the rest after the timeout.
+
+        An abandoned task is not reported: the server's workflow task timeout
+        schedules it again, for this or another worker.
+        """
+        if self._handlers:
+            _, abandoned = await asyncio.wait(
+                set(self._handlers), timeout=graceful_timeout.total_seconds()
+            )
+            if abandoned:
+                logger.warning("abandoning %d unfinished workflow tasks", len(abandoned))
+            for handler in abandoned:
+                handler.cancel()
+            await asyncio.gather(*abandoned, return_exceptions=True)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+
+    async def _poll(self) -> workflow_service_pb2.PollWorkflowTaskQueueResponse:
+        request = workflow_service_pb2.PollWorkflowTaskQueueRequest(
+            namespace=self._namespace, task_queue=self._task_queue, identity=self._identity
+        )
+        request.poll_timeout.FromTimedelta(POLL_TIMEOUT)
+        return await self._service.call(
+            "PollWorkflowTaskQueue", request, retry=False, timeout=POLL_RPC_TIMEOUT
+        )
+
+    def _dispatch(self, task: workflow_service_pb2.PollWorkflowTaskQueueResponse) -> None:
+        handler = asyncio.create_task(self._handle(task), name=f"flowforge {_describe(task)}")
+        self._handlers.add(handler)
+        handler.add_done_callback(self._handlers.discard)
+
+    async def _handle(self, task: workflow_service_pb2.PollWorkflowTaskQueueResponse) -> None:
+        try:
+            await self._run(task)
+        except Exception:
+            logger.exception("unexpected error while handling %s", _describe(task))
+        finally:
+            self._slots.release()
+
+    async def _run(self, task: workflow_service_pb2.PollWorkflowTaskQueueResponse) -> None:
+        definition = self._workflows.get(task.workflow_type)
+        if definition is None:
+            registered = ", ".join(sorted(self._workflows))
+            error = ApplicationError(
+                f"workflow type {task.workflow_type!r} is not registered on this worker "
+                f"(task queue {self._task_queue!r}; registered: {registered})",
+                type="WorkflowTypeNotRegistered",
+            )
+            logger.error("%s", error)
+            await self._fail(task, _Cause.WORKFLOW_TASK_FAILED_CAUSE_UNKNOWN_WORKFLOW_TYPE, error)
+            return
+
+        run_id = task.workflow_execution.run_id
+        try:
+            instance, commands = await self._activate(task, definition)
+        except NonDeterminismError as error:
+            logger.error("%s: %s", _describe(task), error)
+            await self._fail(task, _Cause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR, error)
+            return
+        except Exception as error:
+            # A bug in workflow code fails the task, not the execution: it is retried
+            # and shows in describe() until a fixed worker is deployed.
+            logger.error("%s failed", _describe(task), exc_info=error)
+            await self._fail(
+                task, _Cause.WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE, error
+            )
+            return
+        completed = await self._complete(task, commands)
+        closed = any(command.WhichOneof("attributes") in _CLOSING_COMMANDS for command in commands)
+        if completed and not closed:
+            self._cache.put(run_id, instance)
+
+    async def _activate(
+        self,
+        task: workflow_service_pb2.PollWorkflowTaskQueueResponse,
+        definition: workflow._Definition,
+    ) -> tuple[WorkflowInstance, list[command_pb2.Command]]:
+        """Runs the task's history through the cached instance, or a new one.
+
+        A cached instance only consumes the events it has not seen. If the history
+        does not continue from where it stopped (its last task failed or timed out,
+        or another worker ran the run meanwhile and diverged), the whole history is
+        replayed on a new instance instead.
+        """
+        loop = asyncio.get_running_loop()
+        history = list(task.history)
+        execution = task.workflow_execution
+        cached = self._cache.take(execution.run_id)
+        if cached is not None:
+            try:
+                return cached, await loop.run_in_executor(self._executor, cached.activate, history)
+            except HistoryContinuityError as error:
+                logger.debug("%s: replaying from the start (%s)", _describe(task), error)
+        instance = WorkflowInstance(
+            definition,
+            namespace=self._namespace,
+            workflow_id=execution.workflow_id,
+            run_id=execution.run_id,
+            task_queue=task.task_queue or self._task_queue,
+            converter=self._converter,
+        )
+        return instance, await loop.run_in_executor(self._executor, instance.activate, history)
+
+    async def _complete(
+        self,
+        task: workflow_service_pb2.PollWorkflowTaskQueueResponse,
+        commands: Sequence[command_pb2.Command],
+    ) -> bool:
+        """Reports the commands; runs the activity tasks handed back eagerly.
+
+        Returns:
+            Whether the server accepted the commands.
+        """
+        eager_slots = self._reserve_eager_activity_slots(commands)
+        request = workflow_service_pb2.RespondWorkflowTaskCompletedRequest(
+            namespace=self._namespace,
+            task_token=task.task_token,
+            commands=commands,
+            identity=self._identity,
+            eager_activity_slots=eager_slots,
+        )
+        try:
+            response = await self._service.call("RespondWorkflowTaskCompleted", request)
+        except RPCError as error:
+            if self._activity_worker is not None:
+                self._activity_worker.slots.release(eager_slots)
+            await self._on_completion_rejected(task, error)
+            return False
+        handed_back = list(response.activity_tasks)
+        if len(handed_back) > eager_slots:
+            # Each task needs a slot; leases beyond them expire and get retried.
+            logger.error(
+                "the server handed back %d activity tasks for %d eager slots; dropping %d",
+                len(handed_back),
+                eager_slots,
+                len(handed_back) - eager_slots,
+            )
+            handed_back = handed_back[:eager_slots]
+        if self._activity_worker is not None:
+            for activity_task in handed_back:
+                self._activity_worker.run_task(activity_task)
+            self._activity_worker.slots.release(eager_slots - len(handed_back))
+        return True
+
+    def _reserve_eager_activity_slots(self, commands: Sequence[command_pb2.Command]) -> int:
+        """Takes activity slots for the activities the commands schedule on this queue.
+
+        Only activities of types this worker runs count: a task of another type
+        handed back here would only fail.
+        """
+        if self._activity_worker is None or self._stopping:
+            return 0
+        names = self._activity_worker.activity_names
+        wanted = sum(
+            1
+            for command in commands
+            if command.WhichOneof("attributes") == "schedule_activity_task"
+            and command.schedule_activity_task.task_queue in ("", self._task_queue)
+            and command.schedule_activity_task.activity_type in names
+        )
+        return self._activity_worker.slots.try_acquire(wanted)
+
+    async def _on_completion_rejected(
+        self, task: workflow_service_pb2.PollWorkflowTaskQueueResponse, error: RPCError
+    ) -> None:
+        if error.status in LEASE_LOST_STATUSES:
+            logger.warning("completion of %s rejected: lease lost (%s)", _describe(task), error)
+        elif error.status == grpc.StatusCode.INVALID_ARGUMENT:
+            # E.g. a payload over the server's limit: retrying the same commands can
+            # only fail again, so fail the task with the server's reason, where
+            # describe() shows it, instead of waiting for the task to time out.
+            logger.error("completion of %s refused (%s)", _describe(task), error)
+            await self._fail(
+                task,
+                _Cause.WORKFLOW_TASK_FAILED_CAUSE_BAD_COMMAND,
+                ApplicationError(
+                    f"the server refused the workflow task's commands: {error.message}"
+                ),
+            )
+        else:
+            logger.error("completion of %s failed (%s)", _describe(task), error)
+
+    async def _fail(
+        self,
+        task: workflow_service_pb2.PollWorkflowTaskQueueResponse,
+        cause: int,
+        error: BaseException,
+    ) -> None:
+        request = workflow_service_pb2.RespondWorkflowTaskFailedRequest(
+            namespace=self._namespace,
+            task_token=task.task_token,
+            cause=cause,
+            failure=error_to_failure(error, self._converter),
+            identity=self._identity,
+        )
+        try:
+            await self._service.call("RespondWorkflowTaskFailed", request)
+        except RPCError as rpc_error:
+            level = logging.WARNING if rpc_error.status in LEASE_LOST_STATUSES else logging.ERROR
+            logger.log(level, "reporting the failure of %s failed (%s)", _describe(task), rpc_error)
