@@ -188,7 +188,7 @@ class Info:
     started_time: Optional[datetime]
     start_to_close_timeout: Optional[timedelta]
     heartbeat_timeout: Optional[timedelta]
-    task_token: bytes = dataclasses.field(default=b"", repr=False)
+    task_token: bytes = dataclasses.field(default=b"", repr=False, compare=False)
 
 
 class _Context:

@@ -389,7 +389,8 @@ class HistoryEngine:
                     "workflow_id": workflow_id, "workflow_type": workflow_type, "task_queue": task_queue,
                     "input": payloads_json(input), "request_id": request_id, "identity": identity,
                     "workflow_execution_timeout": execution_timeout_s, "workflow_run_timeout": run_timeout_s,
-                    "workflow_task_timeout": row.wft_timeout_s, "original_execution_run_id": run_id,
+                    "workflow_task_timeout": row.wft_timeout_s, "run_id": run_id,
+                    "original_execution_run_id": run_id,
                 },
             )
             m.schedule_workflow_task(attempt=1)

@@ -18,6 +18,7 @@ it costs one ``CREATE DATABASE`` instead of running migrations.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import glob
 import itertools
@@ -29,7 +30,7 @@ import socket
 import subprocess
 import tempfile
 import urllib.parse
-from typing import AsyncIterator, Callable, Optional
+from typing import AsyncIterator, Awaitable, Callable, Optional, TypeVar
 
 import asyncpg
 
@@ -43,9 +44,22 @@ __all__ = [
 ENV_DSN = "FLOWFORGE_TEST_POSTGRES_DSN"
 ENV_USER = "FLOWFORGE_TEST_POSTGRES_USER"
 
+_T = TypeVar("_T")
+
 
 class PostgresUnavailable(Exception):
     """No PostgreSQL could be found or started; the message says why, per method."""
+
+
+def _run_sync(coroutine: Awaitable[_T]) -> _T:
+    """Runs ``coroutine`` to completion from synchronous code, even code called
+    inside a running event loop (a fixture set up from an async fixture)."""
+
+    async def run() -> _T:
+        return await coroutine
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as thread:
+        return thread.submit(asyncio.run, run()).result()
 
 
 def free_port() -> int:
@@ -136,7 +150,7 @@ class PostgresServer:
     def stop(self) -> None:
         if self._template is not None:
             with contextlib.suppress(Exception):
-                asyncio.run(self._admin(f'DROP DATABASE IF EXISTS "{self._template}" WITH (FORCE)'))
+                _run_sync(self._admin(f'DROP DATABASE IF EXISTS "{self._template}" WITH (FORCE)'))
         self._stop()
 
 
@@ -246,7 +260,12 @@ def start_postgres() -> PostgresServer:
     :class:`PostgresUnavailable` naming why each way failed."""
     dsn = os.environ.get(ENV_DSN)
     if dsn:
-        return PostgresServer(dsn, ENV_DSN, lambda: None)
+        server = PostgresServer(dsn, ENV_DSN, lambda: None)
+        try:
+            _run_sync(server._admin("SELECT 1"))
+        except (OSError, asyncpg.PostgresError) as error:
+            raise PostgresUnavailable(f"{ENV_DSN} is set but does not answer: {error}") from error
+        return server
     reasons = []
     try:
         cluster = LocalCluster()

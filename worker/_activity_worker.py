@@ -18,6 +18,8 @@ import logging
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+import grpc
+
 from flowforge import activity
 from flowforge._rpc import WorkflowServiceClient
 from flowforge.api.v1 import common_pb2, workflow_service_pb2
@@ -462,5 +464,12 @@ class ActivityWorker:
         except RPCError as error:
             if error.status in LEASE_LOST_STATUSES:
                 logger.warning("%s for %s rejected: lease lost (%s)", rpc, _describe(task), error)
+            elif error.status == grpc.StatusCode.INVALID_ARGUMENT and rpc == "RespondActivityTaskCompleted":
+                # The server refused the result (e.g. over the payload limit): report the
+                # attempt as failed, so the retry policy decides instead of a timeout.
+                logger.error("%s for %s refused (%s)", rpc, _describe(task), error)
+                refused = ApplicationError(f"the server refused the activity result: {error.message}",
+                                           type="ActivityResultRefused")
+                await self._respond(task, "RespondActivityTaskFailed", failure=self._failure(refused))
             else:
                 logger.error("%s for %s failed (%s)", rpc, _describe(task), error)

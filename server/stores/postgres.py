@@ -136,7 +136,7 @@ class PostgresStore(Store):
     share it.
 
     Args:
-        dsn: ``postgresql://user:password@host:port/database?...`` (libpq syntax).
+        dsn: A libpq connection URI, ``postgresql://user:password@host:port/database``.
         min_connections: Pooled connections kept open.
         max_connections: Most pooled connections; a transaction waits for a free one.
         acquire_timeout_s: How long a transaction waits for a pooled connection

@@ -13,6 +13,7 @@ import sqlite3
 import time
 import urllib.parse
 import uuid
+from pathlib import Path
 from typing import AsyncIterator, Awaitable, Callable, Optional
 
 import asyncpg
@@ -199,11 +200,11 @@ async def test_duplicate_event_id_fails_the_transaction(store: Store) -> None:
 
 
 CHECKS = {
-    "leased task without lease expiry": ("ck_tasks_lease_iff_leased", {"state": "LEASED"}),
-    "pending task with lease expiry": ("ck_tasks_lease_iff_leased", {"lease_expires_us": NOW}),
-    "negative fencing token": ("ck_tasks_fencing_token_nonnegative", {"fencing_token": -1}),
-    "attempt zero": ("ck_tasks_attempt_positive", {"attempt": 0}),
-    "unknown task state": ("ck_tasks_state", {"state": "DONE", "lease_expires_us": None}),
+    "leased-without-expiry": ("ck_tasks_lease_iff_leased", {"state": "LEASED"}),
+    "pending-with-expiry": ("ck_tasks_lease_iff_leased", {"lease_expires_us": NOW}),
+    "negative-fencing-token": ("ck_tasks_fencing_token_nonnegative", {"fencing_token": -1}),
+    "attempt-zero": ("ck_tasks_attempt_positive", {"attempt": 0}),
+    "unknown-state": ("ck_tasks_state", {"state": "DONE", "lease_expires_us": None}),
 }
 
 
@@ -225,7 +226,7 @@ async def test_task_check_constraints(store: Store, case: str) -> None:
 @pytest.mark.parametrize(
     "changes",
     [{"status": "COMPLETED"}, {"close_us": NOW}],
-    ids=["closed without close time", "running with close time"],
+    ids=["closed-without-close-time", "running-with-close-time"],
 )
 async def test_execution_close_time_check(store: Store, changes: dict[str, object]) -> None:
     row = execution(**changes)
@@ -331,7 +332,7 @@ async def test_closed_store_is_unavailable(store: Store) -> None:
         await store.ping()
 
 
-async def test_sqlite_file_in_use_is_unavailable(tmp_path) -> None:
+async def test_sqlite_file_in_use_is_unavailable(tmp_path: Path) -> None:
     first = SQLiteStore(tmp_path / "x.db")
     await first.open()
     try:
@@ -346,8 +347,11 @@ async def test_sqlite_file_in_use_is_unavailable(tmp_path) -> None:
 pg = pytest.mark.postgres
 
 
+OpenReplica = Callable[..., Awaitable[PostgresStore]]
+
+
 @pytest.fixture
-async def pg_stores(postgres_dsn: str) -> AsyncIterator[Callable[..., Awaitable[PostgresStore]]]:
+async def pg_stores(postgres_dsn: str) -> AsyncIterator[OpenReplica]:
     """Opens PostgresStores (replicas) on one fresh database; closes them afterwards."""
     opened: list[PostgresStore] = []
 
@@ -360,6 +364,22 @@ async def pg_stores(postgres_dsn: str) -> AsyncIterator[Callable[..., Awaitable[
     yield open_replica
     for store in opened:
         await store.close()
+
+
+@pytest.fixture
+async def monitor(postgres_dsn: str) -> AsyncIterator[asyncpg.Connection]:
+    """A separate connection for watching the test database's sessions."""
+    connection = await asyncpg.connect(postgres_dsn)
+    yield connection
+    await connection.close()
+
+
+async def waiting_on_lock(monitor: asyncpg.Connection, statement_prefix: str) -> bool:
+    """Whether a session of the database waits for a lock in a statement starting so."""
+    return bool(await monitor.fetchval(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND wait_event_type = 'Lock' AND starts_with(query, $1)", statement_prefix,
+    ))
 
 
 async def wait_until(condition: Callable[[], Awaitable[bool]], what: str) -> None:
@@ -379,7 +399,7 @@ def test_placeholder_rewrite_is_cached() -> None:
 
 
 @pg
-async def test_two_open_transactions_lease_different_tasks(pg_stores) -> None:
+async def test_two_open_transactions_lease_different_tasks(pg_stores: OpenReplica) -> None:
     store = await pg_stores()
     run = await insert_run(store)
     first_id, second_id = await insert_tasks(store, task(run, "a", visible_us=NOW - 2), task(run, "b", visible_us=NOW - 1))
@@ -399,39 +419,29 @@ async def test_two_open_transactions_lease_different_tasks(pg_stores) -> None:
 
 
 @pg
-async def test_concurrent_execution_updates_conflict(pg_stores, postgres_dsn: str) -> None:
+async def test_concurrent_execution_updates_conflict(pg_stores: OpenReplica, monitor: asyncpg.Connection) -> None:
     store = await pg_stores()
     run = await insert_run(store)
-    monitor = await asyncpg.connect(postgres_dsn)
-    try:
-        async with store.transaction() as tx_a:
-            await tx_a.update_execution(dataclasses.replace(run, task_queue="a"), expected_version=1)
 
-            async def second_writer() -> None:
-                async with store.transaction() as tx_b:
-                    stale = await tx_b.get_execution("default", run.run_id)
-                    assert stale.version == 1  # READ COMMITTED: tx_a is not committed yet
-                    await tx_b.update_execution(dataclasses.replace(stale, task_queue="b"), expected_version=1)
+    async def second_writer() -> None:
+        async with store.transaction() as tx_b:
+            stale = await tx_b.get_execution("default", run.run_id)
+            assert stale is not None and stale.version == 1  # READ COMMITTED: tx_a has not committed
+            await tx_b.update_execution(dataclasses.replace(stale, task_queue="b"), expected_version=1)
 
-            writer = asyncio.create_task(second_writer())
-
-            async def blocked_on_row_lock() -> bool:
-                return bool(await monitor.fetchval(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                    " AND wait_event_type = 'Lock' AND query LIKE 'UPDATE executions%'"
-                ))
-
-            await wait_until(blocked_on_row_lock, "the second writer waits for the row lock")
-        with pytest.raises(ConcurrencyConflict):
-            await writer
-    finally:
-        await monitor.close()
+    async with store.transaction() as tx_a:
+        await tx_a.update_execution(dataclasses.replace(run, task_queue="a"), expected_version=1)
+        writer = asyncio.create_task(second_writer())
+        await wait_until(lambda: waiting_on_lock(monitor, "UPDATE executions"), "the second writer waits for the row lock")
+    # tx_a committed: the blocked UPDATE re-reads the row, finds version 2 and changes nothing.
+    with pytest.raises(ConcurrencyConflict):
+        await writer
     stored = await visible_run(store, run)
-    assert (stored.version, stored.task_queue) == (2, "a")
+    assert stored is not None and (stored.version, stored.task_queue) == (2, "a")
 
 
 @pg
-async def test_commit_wakes_a_listener_on_another_replica(pg_stores) -> None:
+async def test_commit_wakes_a_listener_on_another_replica(pg_stores: OpenReplica) -> None:
     writer, replica = await pg_stores(), await pg_stores()
     woken = replica.notifier.listen("q:default:WORKFLOW:orders")
     started = time.monotonic()
@@ -467,7 +477,7 @@ async def wakes(writer: Store, listener: Store, channel: str) -> bool:
 
 
 @pg
-async def test_outage_is_unavailable_then_recovers(pg_stores, postgres_dsn: str) -> None:
+async def test_outage_is_unavailable_then_recovers(pg_stores: OpenReplica, postgres_dsn: str) -> None:
     """A replica whose database connections are cut raises StoreUnavailable, then
     recovers by itself once the database is back, LISTEN connection included."""
     writer = await pg_stores()
@@ -491,3 +501,41 @@ async def test_outage_is_unavailable_then_recovers(pg_stores, postgres_dsn: str)
         await wait_until(lambda: wakes(writer, replica, "after"), "the replica listens again")
     finally:
         await proxy.cut()
+
+
+async def test_an_oversized_channel_does_not_fail_the_commit(store: Store) -> None:
+    # PostgreSQL refuses NOTIFY payloads of 8000 bytes; such a wake-up is skipped
+    # (the poll re-check covers it) rather than losing the transaction.
+    run = execution()
+    async with store.transaction() as tx:
+        await tx.insert_execution(run)
+        tx.notify_after_commit("q:" + "é" * 5000)
+    assert await visible_run(store, run) == run
+
+
+@pg
+async def test_a_cancelled_transaction_leaves_the_pool_usable(pg_stores: OpenReplica, monitor: asyncpg.Connection) -> None:
+    """A request cancelled while its transaction waits for a row lock (its client
+    hung up) gives up the wait and leaves no broken connection in the pool."""
+    store = await pg_stores(max_connections=2)
+    run = await insert_run(store)
+    task_id, = await insert_tasks(store, task(run))
+
+    async def waiter() -> None:
+        async with store.transaction() as tx:
+            await tx.get_task(task_id, for_update=True)
+
+    async with store.transaction() as holder:
+        await holder.get_task(task_id, for_update=True)
+        waiting = asyncio.create_task(waiter())
+        await wait_until(lambda: waiting_on_lock(monitor, "SELECT task_id"), "the waiter waits for the row lock")
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+    async def nobody_waits() -> bool:
+        return not await waiting_on_lock(monitor, "SELECT task_id")
+
+    await wait_until(nobody_waits, "the lock wait is given up")
+    # Both pooled connections serve transactions again.
+    first, second = await asyncio.gather(lease(store), lease(store))
+    assert {first and first.task_id, second and second.task_id} == {task_id, None}

@@ -1,0 +1,83 @@
+"""Recorded histories of the sample replay against today's code; changed code is caught."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from flowforge import workflow
+from flowforge.client import WorkflowHistory
+from flowforge.exceptions import NonDeterminismError
+from flowforge.testing import Replayer
+from samples.onboarding.workflows import (
+    Onboarding, create_customer, enrich_customer, fetch_credit_file, score_risk, send_notification, verify_identity,
+)
+
+HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+TIMEOUT = timedelta(seconds=30)
+
+
+def load(path: Path) -> WorkflowHistory:
+    return WorkflowHistory.from_json(path.read_text())
+
+
+@workflow.defn(name="Onboarding")
+class OnboardingWithChecksReordered:
+    """What a well-meaning refactor might do: run the risk score first."""
+
+    @workflow.run
+    async def run(self, request: dict) -> dict:
+        customer = await workflow.execute_activity(create_customer, request, start_to_close_timeout=TIMEOUT)
+        checks = await asyncio.gather(
+            workflow.execute_activity(score_risk, customer, start_to_close_timeout=TIMEOUT),
+            workflow.execute_activity(verify_identity, customer, start_to_close_timeout=TIMEOUT),
+            workflow.execute_activity(fetch_credit_file, customer, start_to_close_timeout=TIMEOUT),
+        )
+        enriched = await workflow.execute_activity(enrich_customer, args=[customer, list(checks)],
+                                                   start_to_close_timeout=TIMEOUT)
+        return {"customer": enriched, "notification": await workflow.execute_activity(
+            send_notification, enriched, start_to_close_timeout=TIMEOUT)}
+
+
+@workflow.defn(name="Onboarding")
+class OnboardingReadingTheClock:
+    @workflow.run
+    async def run(self, request: dict) -> dict:
+        import time
+
+        request = {**request, "requested_at": time.time()}
+        return await workflow.execute_activity(create_customer, request, start_to_close_timeout=TIMEOUT)
+
+
+def test_histories_were_recorded() -> None:
+    assert len(HISTORIES) >= 2
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
+async def test_recorded_history_replays_against_the_current_code(path: Path) -> None:
+    await Replayer(workflows=[Onboarding]).replay_workflow(load(path))
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
+async def test_reordered_activities_raise_non_determinism_naming_command_and_event(path: Path) -> None:
+    with pytest.raises(NonDeterminismError) as error:
+        await Replayer(workflows=[OnboardingWithChecksReordered]).replay_workflow(load(path))
+    message = str(error.value)
+    assert "ActivityTaskScheduled" in message and "verify_identity" in message and "score_risk" in message
+
+
+async def test_reading_the_wall_clock_is_named_in_the_error() -> None:
+    with pytest.raises(NonDeterminismError) as error:
+        await Replayer(workflows=[OnboardingReadingTheClock]).replay_workflow(load(HISTORIES[0]))
+    assert "time.time()" in str(error.value) and "workflow.now()" in str(error.value)
+
+
+def test_a_history_survives_a_json_round_trip_exactly() -> None:
+    original = load(HISTORIES[0])
+    assert WorkflowHistory.from_json(original.to_json()) == original
+    assert [e.event_id for e in original.events] == list(range(1, len(original.events) + 1))

@@ -1,0 +1,45 @@
+"""The public surface is pinned: changing an export list is a deliberate act."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+EXPORTS = {
+    "flowforge": ["Client", "RetryPolicy", "WorkflowExecutionStatus", "WorkflowHandle", "activity", "workflow"],
+    "flowforge.worker": ["Worker"],
+    "flowforge.testing": ["Replayer"],
+    "flowforge.activity": ["Info", "defn", "heartbeat", "info", "is_cancelled", "logger"],
+    "flowforge.exceptions": [
+        "ActivityError", "ApplicationError", "CancelledError", "ChildWorkflowError", "FailureError",
+        "FlowForgeError", "NonDeterminismError", "RPCError", "RetryState", "TerminatedError", "TimeoutError",
+        "TimeoutType", "WorkflowAlreadyStartedError", "WorkflowFailureError",
+    ],
+    "flowforge.server": ["EngineConfig", "FlowForgeServer", "ServerConfig"],
+}
+
+
+@pytest.mark.parametrize("module_name", sorted(EXPORTS))
+def test_export_lists_are_pinned(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    assert sorted(module.__all__) == sorted(EXPORTS[module_name])
+    for name in module.__all__:
+        assert hasattr(module, name), f"{module_name}.__all__ names {name!r}, which it does not define"
+
+
+def test_the_design_contract_imports() -> None:
+    from flowforge import Client, RetryPolicy, activity, workflow  # noqa: F401
+    from flowforge.client import WorkflowHistory  # noqa: F401
+    from flowforge.exceptions import (  # noqa: F401
+        ActivityError, ApplicationError, ChildWorkflowError, NonDeterminismError, RPCError, WorkflowFailureError,
+    )
+    from flowforge.testing import Replayer  # noqa: F401
+    from flowforge.worker import Worker  # noqa: F401
+
+
+@pytest.mark.parametrize("module_name", ["flowforge.client", "flowforge.workflow"])
+def test_every_public_name_has_a_docstring(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    missing = [name for name in module.__all__ if not (getattr(module, name).__doc__ or "").strip()]
+    assert not missing
