@@ -786,8 +786,13 @@ class WorkflowInstance(workflow._Runtime):
                 if self._cancel_activity(activity):
                     continue
                 raise
-            except exceptions.ActivityError:
+            except exceptions.ActivityError as error:
                 self._observe(activity)
+                if activity.cancel_requested and isinstance(error.cause, exceptions.CancelledError):
+                    # WAIT_CANCELLATION_COMPLETED, acknowledged: the await ends as
+                    # every cancelled await does, whatever the cancellation type, so
+                    # one `except asyncio.CancelledError` handles them all.
+                    raise asyncio.CancelledError(str(error)) from error
                 raise
             self._observe(activity)
             if not payloads.payloads:

@@ -291,8 +291,9 @@ class ActivityCancellationType(enum.IntEnum):
     """Ask the server to cancel the activity and raise ``CancelledError`` at once."""
 
     WAIT_CANCELLATION_COMPLETED = common_pb2.ACTIVITY_CANCELLATION_TYPE_WAIT_CANCELLATION_COMPLETED
-    """Ask the server to cancel the activity and wait until it ends (cancelled,
-    completed or failed)."""
+    """Ask the server to cancel the activity and wait until it ends: once it
+    acknowledged (``ActivityTaskCanceled``) the await raises ``CancelledError``; if it
+    completed or failed first, the await returns its result or raises its error."""
 
     ABANDON = common_pb2.ACTIVITY_CANCELLATION_TYPE_ABANDON
     """Do not tell the server; raise ``CancelledError`` at once and ignore the

@@ -861,6 +861,57 @@ def test_wait_cancellation_completed_waits_for_the_activity_to_acknowledge() -> 
 
 
 @workflow.defn
+class CatchesCancellation:
+    @workflow.run
+    async def run(self, cancellation_type: str) -> str:
+        try:
+            return await workflow.execute_activity(
+                "crunch",
+                start_to_close_timeout=timedelta(hours=1),
+                cancellation_type=workflow.ActivityCancellationType[cancellation_type],
+            )
+        except asyncio.CancelledError:
+            return "cancelled"
+
+
+@pytest.mark.parametrize("cancellation_type", ["TRY_CANCEL", "ABANDON", "WAIT_CANCELLATION_COMPLETED"])
+def test_every_cancellation_type_ends_the_await_with_asyncio_cancelled_error(cancellation_type: str) -> None:
+    h = _History()
+    h.started("CatchesCancellation", cancellation_type)
+    h.completed_workflow_task()
+    h.activity_scheduled("1", "crunch")
+    h.add("WorkflowExecutionCancelRequested", reason="customer left", identity="ops")
+    h.workflow_task()
+    instance = _instance(CatchesCancellation)
+    commands = instance.activate(h.events)
+    if cancellation_type == "WAIT_CANCELLATION_COMPLETED":
+        assert _kinds(commands) == ["request_cancel_activity_task"]  # still awaiting the acknowledgement
+        h.record(commands)
+        h.activity_canceled(h.scheduled["1"])
+        h.workflow_task()
+        commands = instance.activate(h.events)
+    assert _kinds(commands)[-1] == "complete_workflow_execution"
+    assert _result(commands[-1]) == "cancelled"
+
+
+def test_wait_cancellation_completed_returns_the_result_of_an_activity_that_completed_first() -> None:
+    h = _History()
+    h.started("CatchesCancellation", "WAIT_CANCELLATION_COMPLETED")
+    h.completed_workflow_task()
+    h.activity_scheduled("1", "crunch")
+    h.add("WorkflowExecutionCancelRequested", reason="customer left", identity="ops")
+    h.workflow_task()
+    instance = _instance(CatchesCancellation)
+    h.record(instance.activate(h.events))
+    h.activity_completed(h.scheduled["1"], "crunched anyway")
+    h.workflow_task()
+
+    commands = instance.activate(h.events)
+    assert _kinds(commands) == ["complete_workflow_execution"]
+    assert _result(commands[0]) == "crunched anyway"
+
+
+@workflow.defn
 class CleansUp:
     @workflow.run
     async def run(self) -> str:
