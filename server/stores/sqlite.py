@@ -4,6 +4,15 @@ Writers are serialized by an asyncio lock (SQLite has one writer anyway); their
 statements run inline on the event loop (microseconds, the pages are cached) and
 only COMMIT — the fsync — runs on a thread, so polls and reads go on meanwhile.
 Reads use a second connection, which in WAL mode sees only committed data.
+
+Another process may hold the database's write lock (a backup, an operator's
+``sqlite3`` shell). SQLite's own busy handler would wait for it by sleeping inside
+the statement, which here would freeze the event loop and with it the whole server,
+so the connections do not wait: a writer retries ``BEGIN IMMEDIATE`` with
+``asyncio.sleep`` for at most ``lock_timeout_s`` and then fails with
+:class:`StoreUnavailable` (UNAVAILABLE to the caller). While the lock stays taken,
+the writers queued behind that one try once each instead of waiting in turn, so
+every caller is answered promptly; the first ``BEGIN`` that succeeds ends that mode.
 """
 
 from __future__ import annotations
@@ -55,10 +64,15 @@ class SQLiteStore(Store):
     Args:
         path: The database file; ``None`` keeps everything in a temporary file that
             is deleted on close (``start-dev --in-memory``).
+        lock_timeout_s: How long a transaction waits for a write lock held by
+            another process before it fails with :class:`StoreUnavailable`.
     """
 
-    def __init__(self, path: Optional[str | os.PathLike[str]]) -> None:
+    def __init__(self, path: Optional[str | os.PathLike[str]], *, lock_timeout_s: float = 2.0) -> None:
         super().__init__()
+        self._lock_timeout_s = lock_timeout_s
+        # Set while another process holds the write lock past lock_timeout_s.
+        self._locked_out = False
         self._temporary = path is None
         if path is None:
             fd, name = tempfile.mkstemp(prefix="flowforge-", suffix=".db")
@@ -72,14 +86,20 @@ class SQLiteStore(Store):
         self._lock_file: Optional[int] = None
 
     def _connect(self) -> sqlite3.Connection:
+        # Opening may wait for a lock (a recovering WAL); nothing is being served yet.
         connection = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=False, timeout=5.0
         )
         connection.execute("PRAGMA journal_mode = WAL")
         connection.execute("PRAGMA synchronous = FULL")
         connection.execute("PRAGMA foreign_keys = ON")
-        connection.execute("PRAGMA busy_timeout = 5000")
         return connection
+
+    @staticmethod
+    def _serve_without_blocking(connection: sqlite3.Connection) -> None:
+        """From now on a busy database fails a statement at once (see the module
+        docstring) instead of sleeping on the event loop."""
+        connection.execute("PRAGMA busy_timeout = 0")
 
     async def open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -94,6 +114,8 @@ class SQLiteStore(Store):
         self._writer = self._connect()
         self._reader = self._connect()
         migrations.apply_sqlite(self._writer)
+        for connection in (self._writer, self._reader):
+            self._serve_without_blocking(connection)
 
     async def close(self) -> None:
         async with self._write_lock:
@@ -114,10 +136,7 @@ class SQLiteStore(Store):
     async def transaction(self) -> AsyncIterator[Transaction]:
         async with self._write_lock:
             connection = self._require(self._writer)
-            try:
-                connection.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as error:
-                raise StoreUnavailable(f"SQLite: {error}") from error
+            await self._begin_immediate(connection)
             tx = _SQLiteTransaction(connection)
             try:
                 yield tx
@@ -133,16 +152,54 @@ class SQLiteStore(Store):
         for channel in tx.channels:
             self.notifier.notify(channel)
 
+    async def _begin_immediate(self, connection: sqlite3.Connection) -> None:
+        """Takes the database's write lock, waiting (without blocking the loop) at most
+        ``lock_timeout_s`` for another process to release it; StoreUnavailable if not."""
+        loop = asyncio.get_running_loop()
+        give_up_at = loop.time() + (0.0 if self._locked_out else self._lock_timeout_s)
+        delay = 0.001
+        while True:
+            try:
+                connection.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as error:
+                if not self._is_busy(error):
+                    raise StoreUnavailable(f"SQLite: {error}") from error
+                if loop.time() + delay > give_up_at:
+                    self._locked_out = True
+                    raise StoreUnavailable(
+                        f"SQLite: {error} (another process holds the write lock of {self.path})"
+                    ) from error
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.05)
+                continue
+            self._locked_out = False
+            return
+
+    @staticmethod
+    def _is_busy(error: sqlite3.OperationalError) -> bool:
+        code = getattr(error, "sqlite_errorcode", None)
+        if code is not None:
+            return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+        return "locked" in str(error) or "busy" in str(error)
+
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[Transaction]:
         connection = self._require(self._reader)
         # The body runs without yielding to the loop (SQLite calls are inline), so
         # one reader connection serves every coroutine; BEGIN gives a snapshot.
-        connection.execute("BEGIN")
+        try:
+            connection.execute("BEGIN")
+        except sqlite3.OperationalError as error:
+            raise StoreUnavailable(f"SQLite: {error}") from error
         try:
             yield _SQLiteTransaction(connection)
         finally:
-            connection.execute("COMMIT")
+            try:
+                connection.execute("COMMIT")
+            except sqlite3.OperationalError:
+                # Never leave the shared reader inside a transaction.
+                with contextlib.suppress(sqlite3.Error):
+                    connection.execute("ROLLBACK")
 
     async def ping(self) -> None:
         async with self.read() as tx:
