@@ -1031,7 +1031,16 @@ class HistoryEngine:
             task.last_failure = _events.dumps(failure_json(failure))
             task.retry_delays = _events.dumps(delays)
             task.identity = ""
-            task.pending_deadline_us = task.schedule_to_close_deadline_us
+            # Schedule-to-start limits every attempt's wait in the queue, counted
+            # from when the retry becomes due (the first attempt's is set at scheduling).
+            schedule_to_start_deadline = (
+                task.visible_us + _us(options["schedule_to_start_timeout"])
+                if options["schedule_to_start_timeout"] else None
+            )
+            task.pending_deadline_us = min(
+                (d for d in (task.schedule_to_close_deadline_us, schedule_to_start_deadline) if d is not None),
+                default=None,
+            )
             await tx.update_task(task)
             # Pollers re-check on their own within a second; no wake-up needed now.
             return

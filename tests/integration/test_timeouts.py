@@ -2,7 +2,8 @@
 
 - Each activity timeout (schedule-to-start, start-to-close, schedule-to-close,
   heartbeat) reaches the workflow as an ``ActivityError`` whose cause is a
-  ``flowforge.exceptions.TimeoutError`` naming that ``TimeoutType``.
+  ``flowforge.exceptions.TimeoutError`` naming that ``TimeoutType``; schedule-to-start
+  limits every attempt's wait for a worker, retries included.
 - A workflow execution timeout or run timeout closes the run TIMED_OUT, and
   ``handle.result()`` raises ``WorkflowFailureError`` with a ``TimeoutError`` cause.
 - A workflow task whose worker took it and went silent is handed out again after
@@ -15,6 +16,7 @@ Every test runs against SQLite and PostgreSQL.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from datetime import timedelta
 
@@ -23,8 +25,9 @@ import pytest
 from flowforge import Client, RetryPolicy, WorkflowExecutionStatus, activity, workflow
 from flowforge.exceptions import ActivityError, TimeoutError, WorkflowFailureError
 from flowforge.server import FlowForgeServer
+from flowforge.api.v1 import common_pb2, workflow_service_pb2 as pb
 from tests.integration._processes import wait_until
-from tests.integration._protocol import Wire
+from tests.integration._protocol import Wire, schedule_activity, seconds
 from tests.integration._reliability import DEADLINE_S, assert_gapless, events, fast_worker, of_type, sdk_client
 
 __all__ = ["sdk_client"]
@@ -129,6 +132,36 @@ async def test_an_activity_timeout_reaches_the_workflow_as_activity_error_caused
     if case == "HEARTBEAT":
         # The failure carries the last heartbeat's details.
         assert failure["details"]["payloads"]
+
+
+async def test_schedule_to_start_applies_to_every_attempt_not_only_the_first(wire: Wire) -> None:
+    """Attempt 1 is picked up and fails; its retry then waits in the queue with no
+    worker: it times out SCHEDULE_TO_START, its wait counted from when it became due."""
+    await wire.start("s2s-retry", task_queue="s2s")
+    task = await wire.poll_workflow_task("s2s")
+    retry = common_pb2.RetryPolicy(initial_interval=seconds(0.2), maximum_attempts=5)
+    await wire.complete_workflow_task(task.task_token, schedule_activity(
+        "1", start_to_close=10, retry=retry, schedule_to_start_timeout=seconds(0.5)))
+    attempt_1 = await wire.poll_activity_task("s2s")
+    assert attempt_1.attempt == 1
+    failed_at = time.time()
+    await wire.fail_activity(attempt_1.task_token, "worker fell over")  # retried after 0.2 s ...
+    # ... and nobody polls again.
+
+    async def timed_out() -> list:
+        response = await wire.stub.GetWorkflowExecutionHistory(pb.GetWorkflowExecutionHistoryRequest(
+            namespace="default", execution=common_pb2.WorkflowExecution(workflow_id="s2s-retry")))
+        return [e for e in response.events if e.event_type == "ActivityTaskTimedOut"]
+
+    (event,) = await wait_until(timed_out, timeout=DEADLINE_S, what="ActivityTaskTimedOut")
+    attributes = json.loads(event.attributes_json)
+    assert attributes["failure"]["timeout_type"] == "TIMEOUT_TYPE_SCHEDULE_TO_START"
+    assert attributes["retry_state"] == "TIMEOUT" and attributes["started_event_id"] == 0
+    # Not before the retry's backoff (0.2 s) plus its schedule-to-start timeout (0.5 s).
+    assert event.event_time.ToMicroseconds() / 1e6 >= failed_at + 0.7 - 0.01
+    types = [event_type for _, event_type, _ in await wire.history("s2s-retry")]
+    assert types[-2:] == ["ActivityTaskTimedOut", "WorkflowTaskScheduled"]
+    assert "ActivityTaskStarted" not in types  # attempt 2 never started
 
 
 @workflow.defn
