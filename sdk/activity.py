@@ -248,8 +248,10 @@ def is_cancelled() -> bool:
     """Whether cancellation of this activity was requested.
 
     It becomes true when the server answers a heartbeat with a cancellation request,
-    when the attempt's lease is lost, or when the worker shuts down and the activity
-    did not finish within the graceful shutdown timeout. Async activities are also
+    when the attempt's lease is lost or its start-to-close timeout has passed (the
+    server then retries or fails the activity; this attempt's outcome is not
+    reported), or when the worker shuts down and the activity did not finish within
+    the graceful shutdown timeout. Async activities are also
     interrupted with ``asyncio.CancelledError``; synchronous ones should poll this and
     return (or raise :class:`flowforge.exceptions.CancelledError`) promptly.
 

@@ -49,7 +49,12 @@ _CANCELLED_REPORT_TIMEOUT = timedelta(seconds=5)
 class _CancelReason(enum.Enum):
     SERVER_REQUEST = "the server requested cancellation"
     LEASE_LOST = "the activity's lease was lost"
+    TIMED_OUT = "the activity's start-to-close timeout passed"
     WORKER_SHUTDOWN = "the worker is shutting down"
+
+
+# The server owns these attempts' outcome (a timeout or a new lease): never report them.
+_UNREPORTED = (_CancelReason.LEASE_LOST, _CancelReason.TIMED_OUT)
 
 
 def _optional_duration(message: Any, field: str) -> Optional[timedelta]:
@@ -348,7 +353,13 @@ class ActivityWorker:
         try:
             # wait() rather than await: an activity that was cancelled must not look
             # like this handler being cancelled.
-            await asyncio.wait({execution})
+            done, _ = await asyncio.wait({execution}, timeout=self._start_to_close_s(task))
+            if not done:
+                # The server times the attempt out now (and retries or fails it), so
+                # nobody would accept its outcome: stop it and free its slot.
+                logger.warning("%s ran past its start-to-close timeout; cancelling it", _describe(task))
+                running.cancel(_CancelReason.TIMED_OUT)
+                await asyncio.wait({execution})
         finally:
             heartbeating.cancel()
             self._running.pop(handler, None)
@@ -360,8 +371,8 @@ class ActivityWorker:
         """Tells the server how the attempt ended (or nothing, if its lease is gone)."""
         task, execution, reason = running.task, running.execution, running.cancel_reason
         assert execution is not None
-        if reason is _CancelReason.LEASE_LOST:
-            logger.warning("not reporting %s: its lease was lost", _describe(task))
+        if reason in _UNREPORTED:
+            logger.warning("not reporting %s: %s", _describe(task), reason.value)
             return
         error = None if execution.cancelled() else execution.exception()
         if not execution.cancelled() and error is None:
@@ -421,6 +432,13 @@ class ActivityWorker:
             heartbeat_timeout=_optional_duration(task, "heartbeat_timeout"),
             task_token=task.task_token,
         )
+
+    @staticmethod
+    def _start_to_close_s(task: workflow_service_pb2.PollActivityTaskQueueResponse) -> Optional[float]:
+        """How long this attempt may run, counted from now (a little after the server's
+        count began, so the server's timeout always comes first)."""
+        timeout = _optional_duration(task, "start_to_close_timeout")
+        return timeout.total_seconds() if timeout is not None else None
 
     @staticmethod
     def _heartbeat_interval(task: workflow_service_pb2.PollActivityTaskQueueResponse) -> float:

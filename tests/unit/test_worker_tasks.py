@@ -436,6 +436,40 @@ async def test_a_lease_lost_on_heartbeat_cancels_without_reporting(service, clie
     assert any("not reporting" in r.getMessage() for r in caplog.records)
 
 
+async def test_an_activity_past_its_start_to_close_timeout_is_cancelled_unreported_and_frees_its_slot(
+    service, client, caplog
+):
+    observed = {}
+
+    @activity.defn
+    async def hangs() -> None:
+        began = time.monotonic()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            observed.update(after=time.monotonic() - began, is_cancelled=activity.is_cancelled())
+            raise
+
+    @activity.defn
+    async def quick() -> str:
+        return "done"
+
+    hung = activity_task(b"a-1", "hangs")
+    hung.start_to_close_timeout.FromTimedelta(timedelta(seconds=0.3))
+    with caplog.at_level(logging.WARNING):
+        async with Worker(client, task_queue=TASK_QUEUE, activities=[hangs, quick], max_concurrent_activities=1):
+            service.activity_tasks.put_nowait(hung)
+            # The only slot is taken until the hung attempt is given up.
+            service.activity_tasks.put_nowait(activity_task(b"a-2", "quick"))
+            await service.wait_for(lambda: len(service.reports()) == 1)
+
+    assert 0.3 <= observed["after"] < 3 and observed["is_cancelled"] is True
+    # The server times the attempt out and decides what follows: the worker reports nothing for it.
+    assert [(rpc, request.task_token) for rpc, request in service.reports()] == [
+        ("RespondActivityTaskCompleted", b"a-2")]
+    assert any("start-to-close timeout" in r.getMessage() for r in caplog.records)
+
+
 async def test_failing_after_a_heartbeat_flushes_the_latest_details_first(service, client):
     @activity.defn
     async def crash_after_progress() -> None:
