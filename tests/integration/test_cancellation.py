@@ -116,6 +116,13 @@ async def gate(key: str) -> str:
 ACTIVITIES = [heartbeats_until_released, heartbeats_until_cancelled_sync, compensate, gate]
 
 
+def worker(client: Client, *workflows: type):  # type: ignore[no-untyped-def]
+    """Every activity of these tests has ended before its test leaves the worker, so
+    shutdown waits for their reports instead of cutting them short."""
+    return fast_worker(client, QUEUE, workflows=workflows, activities=ACTIVITIES,
+                       graceful_shutdown_timeout=timedelta(seconds=10))
+
+
 def cancel_requested_at(history) -> float:  # type: ignore[no-untyped-def]
     return of_type(history, "ActivityTaskCancelRequested")[0].event_time.timestamp()
 
@@ -146,7 +153,7 @@ async def test_cancel_raises_cancelled_error_in_the_workflow_which_compensates_a
     sdk_client: Client, store_kind: str, sync: bool
 ) -> None:
     key = f"book-{store_kind}-{sync}"
-    async with fast_worker(sdk_client, QUEUE, workflows=[BooksAndCompensates], activities=ACTIVITIES):
+    async with worker(sdk_client, BooksAndCompensates):
         handle = await sdk_client.start_workflow(BooksAndCompensates.run, {"key": key, "sync": sync},
                                                  id=key, task_queue=QUEUE)
         await wait_until(probe(key).started.is_set, timeout=DEADLINE_S, what="the activity to start")
@@ -188,7 +195,7 @@ class SwallowsCancellation:
 
 
 async def test_a_workflow_that_swallows_the_cancellation_completes_normally(sdk_client: Client) -> None:
-    async with fast_worker(sdk_client, QUEUE, workflows=[SwallowsCancellation]):
+    async with worker(sdk_client, SwallowsCancellation):
         handle = await sdk_client.start_workflow(SwallowsCancellation.run, id="swallows", task_queue=QUEUE)
 
         async def timer_started() -> bool:
@@ -249,7 +256,7 @@ async def test_the_cancellation_type_decides_whether_the_workflow_waits_for_the_
 ) -> None:
     key = f"{cancellation_type}-{store_kind}"
     activity_probe, gate_probe = probe(key), probe(key + "/gate")
-    async with fast_worker(sdk_client, QUEUE, workflows=[CancelsWithType], activities=ACTIVITIES):
+    async with worker(sdk_client, CancelsWithType):
         handle = await sdk_client.start_workflow(
             CancelsWithType.run, {"key": key, "cancellation_type": cancellation_type}, id=key, task_queue=QUEUE)
         await wait_until(activity_probe.started.is_set, timeout=DEADLINE_S, what="the activity to start")
@@ -321,7 +328,7 @@ async def test_terminate_ends_the_execution_at_once_with_the_reason_in_history(
     sdk_client: Client, store_kind: str
 ) -> None:
     key = f"terminate-{store_kind}"
-    async with fast_worker(sdk_client, QUEUE, workflows=[RunsLong], activities=ACTIVITIES):
+    async with worker(sdk_client, RunsLong):
         handle = await sdk_client.start_workflow(RunsLong.run, key, id=key, task_queue=QUEUE)
         await wait_until(probe(key).started.is_set, timeout=DEADLINE_S, what="the activity to start")
         await handle.terminate(reason="ops: bad deploy")
