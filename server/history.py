@@ -957,21 +957,9 @@ class HistoryEngine:
     ) -> None:
         token = self._token(raw_token, namespace, ACTIVITY)
         self.check_payloads(result, "the activity result")
-
-        async def body(tx: Transaction) -> None:
-            task = await self._leased_task(tx, token)
-            row = await self._execution_of(tx, task)
-            m = _Mutation(tx, row, now_us())
-            await tx.delete_task(task.task_id or 0)
-            m.deliver([
-                ("ActivityTaskStarted", self._started_attributes(task, identity)),
-                ("ActivityTaskCompleted", {"scheduled_event_id": task.scheduled_event_id,
-                                           "started_event_id": _PREVIOUS_EVENT,
-                                           "result": payloads_json(result), "identity": identity}),
-            ])
-            await m.save()
-
-        await self._transaction(body)
+        await self._record_activity_outcome(
+            token, identity, "ActivityTaskCompleted", {"result": payloads_json(result), "identity": identity}
+        )
 
     async def fail_activity_task(
         self, raw_token: bytes, namespace: str, failure: common_pb2.Failure, identity: str
@@ -990,6 +978,14 @@ class HistoryEngine:
     ) -> None:
         token = self._token(raw_token, namespace, ACTIVITY)
         self.check_payloads(details, "the cancellation details")
+        await self._record_activity_outcome(
+            token, identity, "ActivityTaskCanceled", {"details": payloads_json(details), "identity": identity}
+        )
+
+    async def _record_activity_outcome(
+        self, token: TaskToken, identity: str, outcome_type: str, attributes: dict[str, Any]
+    ) -> None:
+        """Ends the leased activity: its task row goes, Started + the outcome are delivered."""
 
         async def body(tx: Transaction) -> None:
             task = await self._leased_task(tx, token)
@@ -998,9 +994,8 @@ class HistoryEngine:
             await tx.delete_task(task.task_id or 0)
             m.deliver([
                 ("ActivityTaskStarted", self._started_attributes(task, identity)),
-                ("ActivityTaskCanceled", {"scheduled_event_id": task.scheduled_event_id,
-                                          "started_event_id": _PREVIOUS_EVENT,
-                                          "details": payloads_json(details), "identity": identity}),
+                (outcome_type, {"scheduled_event_id": task.scheduled_event_id,
+                                "started_event_id": _PREVIOUS_EVENT, **attributes}),
             ])
             await m.save()
 
