@@ -179,6 +179,10 @@ class PostgresStore(Store):
                     # Above the number of distinct statements of _sql.py, so every
                     # connection prepares each statement once and keeps it.
                     statement_cache_size=256,
+                    # A statement that hangs (a silently dropped network, a lock held
+                    # elsewhere) raises TimeoutError, i.e. UNAVAILABLE, instead of
+                    # holding the caller until its deadline; ours take milliseconds.
+                    command_timeout=15.0,
                     reset=_keep_session,
                     server_settings={
                         "application_name": "flowforge",
