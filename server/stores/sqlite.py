@@ -143,14 +143,28 @@ class SQLiteStore(Store):
             except BaseException:
                 connection.execute("ROLLBACK")
                 raise
-            try:
-                await asyncio.get_running_loop().run_in_executor(self._commit_thread, connection.execute, "COMMIT")
-            except sqlite3.OperationalError as error:
+            commit = asyncio.get_running_loop().run_in_executor(self._commit_thread, connection.execute, "COMMIT")
+            # A cancellation (the caller's client went away) must neither cancel the
+            # queued COMMIT nor release the write lock before the COMMIT is over:
+            # either would leave the writer inside this transaction, and every later
+            # BEGIN would fail until a restart. So wait it out, then re-raise.
+            cancelled: Optional[BaseException] = None
+            while not commit.done():
+                try:
+                    await asyncio.wait({commit})
+                except asyncio.CancelledError as error:
+                    cancelled = error
+            error = commit.exception()
+            if error is not None:
                 with contextlib.suppress(sqlite3.Error):
                     connection.execute("ROLLBACK")
-                raise StoreUnavailable(f"SQLite commit failed: {error}") from error
+                if isinstance(error, sqlite3.OperationalError):
+                    raise StoreUnavailable(f"SQLite commit failed: {error}") from error
+                raise error
         for channel in tx.channels:
             self.notifier.notify(channel)
+        if cancelled is not None:
+            raise cancelled
 
     async def _begin_immediate(self, connection: sqlite3.Connection) -> None:
         """Takes the database's write lock, waiting (without blocking the loop) at most
