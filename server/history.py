@@ -268,8 +268,16 @@ class HistoryEngine:
 
     # ------------------------------------------------------------------ plumbing
 
-    async def _transaction(self, body: Callable[[Transaction], Awaitable[_T]]) -> _T:
-        """Runs ``body`` in a transaction, again from the start on a concurrency conflict."""
+    async def _transaction(self, body: Callable[[Transaction], Awaitable[_T]], *, shielded: bool = True) -> _T:
+        """Runs ``body`` in a transaction, again from the start on a concurrency conflict.
+
+        A shielded transaction runs to its end even if the caller goes away (the
+        gRPC call is cancelled): a report that reached the server is recorded
+        rather than rolled back half-way. Leases are not shielded, so a poll
+        whose caller left rolls back instead of leasing to nobody.
+        """
+        if shielded:
+            return await asyncio.shield(self._transaction(body, shielded=False))
         for attempt in range(1, 21):
             try:
                 async with self.store.transaction() as tx:
@@ -563,7 +571,7 @@ class HistoryEngine:
             await m.save()
             return task, row, transient, row.next_event_id
 
-        leased = await self._transaction(body)
+        leased = await self._transaction(body, shielded=False)
         if leased is None:
             return None
         task, row, transient, next_event_id = leased
@@ -885,7 +893,7 @@ class HistoryEngine:
             await tx.update_task(task)
             return task
 
-        task = await self._transaction(body)
+        task = await self._transaction(body, shielded=False)
         if task is None:
             return None
         self.on_new_deadline(task.lease_expires_us or 0)
