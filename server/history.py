@@ -90,6 +90,11 @@ def run_channel(run_id: str) -> str:
     return f"r:{run_id}"
 
 
+def close_channel(run_id: str) -> str:
+    """Woken only when the run closes: result() waiters sleep through every other event."""
+    return f"c:{run_id}"
+
+
 @dataclasses.dataclass
 class EngineConfig:
     """Server limits and defaults."""
@@ -237,6 +242,8 @@ class _Mutation:
             await self.tx.insert_timer(timer)
         if self.events:
             self.tx.notify_after_commit(run_channel(row.run_id))
+        if row.status != "RUNNING":
+            self.tx.notify_after_commit(close_channel(row.run_id))
 
 
 class HistoryEngine:
@@ -454,7 +461,9 @@ class HistoryEngine:
         deadline = time.monotonic() + wait_timeout_s
         row = await self.read(lambda tx: self.resolve_execution(tx, namespace, workflow_id, run_id))
         while True:
-            wake = self.store.notifier.listen(run_channel(row.run_id))
+            wake = self.store.notifier.listen(
+                close_channel(row.run_id) if close_event_only else run_channel(row.run_id)
+            )
 
             async def body(tx: Transaction) -> tuple[ExecutionRow, list[HistoryEventRow]]:
                 current = await tx.get_execution(namespace, row.run_id)
@@ -535,6 +544,10 @@ class HistoryEngine:
     def _sign(self, task: TaskRow) -> bytes:
         assert task.task_id is not None
         return self.signer.sign(TaskToken(task.namespace, task.task_id, task.fencing_token, task.kind, task.run_id))
+
+    async def has_visible_task(self, namespace: str, kind: str, task_queue: str) -> bool:
+        """Whether a poll of the queue would find a task now (a read, no lock)."""
+        return await self.read(lambda tx: tx.has_visible_task(namespace, kind, task_queue, now_us()))
 
     async def try_lease_workflow_task(self, namespace: str, task_queue: str, identity: str) -> Optional[LeasedWorkflowTask]:
         """Leases the oldest visible workflow task of the queue, or returns None."""

@@ -30,6 +30,7 @@ class Matching:
     ) -> Optional[LeasedWorkflowTask]:
         return await self._poll(
             queue_channel(namespace, WORKFLOW, task_queue), timeout_s,
+            lambda: self._engine.has_visible_task(namespace, WORKFLOW, task_queue),
             lambda: self._engine.try_lease_workflow_task(namespace, task_queue, identity),
         )
 
@@ -38,18 +39,28 @@ class Matching:
     ) -> Optional[LeasedActivityTask]:
         return await self._poll(
             queue_channel(namespace, ACTIVITY, task_queue), timeout_s,
+            lambda: self._engine.has_visible_task(namespace, ACTIVITY, task_queue),
             lambda: self._engine.try_lease_activity_task(namespace, task_queue, identity),
         )
 
-    async def _poll(self, channel: str, timeout_s: float, try_lease: Callable[[], Awaitable[Optional[_T]]]) -> Optional[_T]:
+    async def _poll(
+        self,
+        channel: str,
+        timeout_s: float,
+        has_task: Callable[[], Awaitable[bool]],
+        try_lease: Callable[[], Awaitable[Optional[_T]]],
+    ) -> Optional[_T]:
         store = self._engine.store
         deadline = time.monotonic() + timeout_s
         while True:
             # Listen before looking, so a task added in between still wakes us.
             wake = store.notifier.listen(channel)
-            leased = await try_lease()
-            if leased is not None:
-                return leased
+            # Look before taking the write lock: of the pollers one commit wakes, all
+            # but one would otherwise run an empty write transaction.
+            if await has_task():
+                leased = await try_lease()
+                if leased is not None:
+                    return leased
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None

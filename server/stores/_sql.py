@@ -225,6 +225,16 @@ class SQLTransaction(Transaction, abc.ABC):
             (namespace, kind, task_queue, now_us),
         )
 
+    async def has_visible_task(self, namespace: str, kind: str, task_queue: str, now_us: int) -> bool:
+        return (
+            await self._fetchone(
+                "SELECT 1 FROM tasks WHERE namespace = ? AND kind = ? AND task_queue = ? AND state = 'PENDING'"
+                " AND visible_us <= ? LIMIT 1",
+                (namespace, kind, task_queue, now_us),
+            )
+            is not None
+        )
+
     async def update_task(self, row: TaskRow) -> None:
         columns = [c for c in _TASK_COLUMNS if c != "task_id"]
         await self._execute(

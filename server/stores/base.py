@@ -202,6 +202,11 @@ class Transaction(abc.ABC):
         other transactions hold), or None. The caller then updates it to LEASED."""
 
     @abc.abstractmethod
+    async def has_visible_task(self, namespace: str, kind: str, task_queue: str, now_us: int) -> bool:
+        """Whether the queue has a pending task visible now: a cheap read that spares
+        a write transaction to every poller woken for a task another one took."""
+
+    @abc.abstractmethod
     async def update_task(self, row: TaskRow) -> None: ...
 
     @abc.abstractmethod

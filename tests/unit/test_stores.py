@@ -257,6 +257,21 @@ async def test_lease_returns_oldest_visible_task_first(store: Store) -> None:
     assert (await lease(store, now=NOW + 1)).task_id == future
 
 
+async def test_has_visible_task_sees_only_pending_visible_tasks_of_its_queue(store: Store) -> None:
+    run = await insert_run(store)
+    await insert_tasks(
+        store,
+        task(run, "future", visible_us=NOW + 1),
+        task(run, "elsewhere", task_queue="other", visible_us=NOW - 1),
+        task(run, "taken", visible_us=NOW - 1, state="LEASED", lease_expires_us=NOW + 1),
+    )
+    async with store.read() as tx:
+        assert not await tx.has_visible_task("default", "ACTIVITY", "q", NOW)
+        assert await tx.has_visible_task("default", "ACTIVITY", "q", NOW + 1)
+        assert await tx.has_visible_task("default", "ACTIVITY", "other", NOW)
+        assert not await tx.has_visible_task("default", "WORKFLOW", "other", NOW)
+
+
 async def test_concurrent_leases_never_share_a_task(store: Store) -> None:
     run = await insert_run(store)
     task_ids = await insert_tasks(store, *(task(run, f"a{i}", visible_us=NOW - i) for i in range(40)))
