@@ -1,17 +1,44 @@
 """Throughput and latency of the onboarding DAG through a real server.
 
     python -m benchmarks.onboarding [--address HOST:PORT | --store sqlite|postgresql|URL] [-n 500]
+                                    [--concurrency 100] [--replicas 1] [--cooling-off 0]
 
-Without --address it starts a server process itself (`flowforge server start`
-on the given store; for ``postgresql`` a throwaway cluster from the local
-binaries). The worker runs in this process. Prints one JSON line.
+Without --address it starts the server process(es) itself (`flowforge server
+start`): ``sqlite`` is a fresh file in a temporary directory, ``postgresql`` a
+fresh database on the server :func:`tests._postgres.start_postgres` finds or
+starts (``FLOWFORGE_TEST_POSTGRES_DSN``, else a throwaway cluster from the local
+binaries with fsync on), and a URL is used as given. The worker(s) and the
+starter run in this process: one client and one worker per replica. Prints one
+JSON line:
+
+- ``workflows_per_s`` / ``activities_per_s``: N onboarding workflows (6 activities,
+  no work, no cooling-off timer unless ``--cooling-off``), ``--concurrency`` in
+  flight at once;
+- ``workflow_latency_*``: start call to result, per workflow;
+- ``start_latency_*``: the StartWorkflowExecution call alone;
+- ``single_activity_latency_*``: 50 one-activity workflows run one after another
+  (the end-to-end latency of a quiet system);
+- ``rpcs_per_workflow``: calls this process made during the N workflows, by RPC
+  (polls counted only when they returned a task, ``*Poll*_empty`` otherwise);
+- ``cores_used_by_benchmark`` / ``cores_used_by_others``: CPU during the N
+  workflows of this benchmark's processes (this one, the servers, a throwaway
+  PostgreSQL) and of everything else on the machine — a figure taken while
+  others used the CPU is not this machine's figure;
+- ``pg_write_transactions_per_workflow`` (PostgreSQL only): transactions that
+  were assigned a transaction id (wrote something, so COMMIT waits for a WAL
+  flush), from ``txid_current()`` before and after the N workflows;
+- ``timer_late_*`` (with ``--cooling-off``): how much later than asked the
+  durable timers fired, from the histories.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
+import concurrent.futures
 import contextlib
+import dataclasses
 import json
 import os
 import platform
@@ -21,13 +48,14 @@ import tempfile
 import time
 import uuid
 from datetime import timedelta
-from typing import Iterator
+from typing import Any, Iterator, Optional
 
 from flowforge import Client, activity, workflow
 from flowforge.worker import Worker
 from samples.onboarding.workflows import ACTIVITIES, Onboarding
 
 ACTIVITIES_PER_WORKFLOW = 6
+SINGLE_RUNS = 50
 
 
 @activity.defn
@@ -42,20 +70,128 @@ class SingleActivity:
         return await workflow.execute_activity(noop, value, start_to_close_timeout=timedelta(seconds=30))
 
 
-def _percentile(values: list[float], fraction: float) -> float:
+def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
-@contextlib.contextmanager
-def _server_process(store: str) -> Iterator[str]:
-    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
-        if store == "sqlite":
-            store = os.path.join(tmp, "bench.db")
-        elif store == "postgresql":
-            from tests._postgres import throwaway_cluster
+def machine() -> str:
+    """One line naming the hardware the figures come from."""
+    memory = ""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        with open("/proc/meminfo") as f:
+            kib = int(f.readline().split()[1])
+        memory = f", {kib / 1024 / 1024:.0f} GiB"
+    return f"{platform.machine()} {os.cpu_count()} cpu{memory}, {platform.system()} {platform.release()}, " \
+           f"Python {platform.python_version()}"
 
-            store = stack.enter_context(throwaway_cluster())
+
+def code_version() -> str:
+    """The commit measured, "+modified" if the engine's sources differ from it."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "server", "sdk", "worker"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+modified" if dirty else "")
+
+
+def load_average() -> float:
+    """The 1-minute load average: other work on the machine skews every figure."""
+    return round(os.getloadavg()[0], 2)
+
+
+@dataclasses.dataclass
+class Target:
+    """What a benchmark runs against: one or more server replicas."""
+
+    addresses: list[str]
+    pg_dsn: Optional[str] = None
+    """The database, when it is PostgreSQL (to read transaction ids)."""
+    server_pids: list[int] = dataclasses.field(default_factory=list)
+    postmaster_pid: Optional[int] = None
+    """The PostgreSQL server, when it is a throwaway cluster of this run."""
+
+    @property
+    def address(self) -> str:
+        return self.addresses[0]
+
+    @property
+    def server_pid(self) -> Optional[int]:
+        return self.server_pids[0] if self.server_pids else None
+
+    def pids(self) -> list[int]:
+        """The processes working for the benchmark besides this one, now."""
+        pids = list(self.server_pids)
+        if self.postmaster_pid is not None:
+            pids += [self.postmaster_pid, *_children(self.postmaster_pid)]
+        return pids
+
+
+def _children(parent: int) -> list[int]:
+    children = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rpartition(")")[2].split()[1]) == parent:
+                        children.append(int(entry))
+    return children
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time the processes ``pids`` have used so far."""
+    ticks = 0
+    for pid in pids:
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rpartition(")")[2].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_seconds() -> float:
+    """CPU time all processes of the machine have used so far (all cores)."""
+    with open("/proc/stat") as f:
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in f.readline().split()[1:9])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.contextmanager
+def store_url(store: str) -> Iterator[tuple[str, Optional[int]]]:
+    """The store URL ``--store`` names, created for the run (and removed after),
+    and the pid of the PostgreSQL server when this run started it."""
+    if store == "sqlite":
+        with tempfile.TemporaryDirectory(prefix="flowforge-bench-") as tmp:
+            yield os.path.join(tmp, "bench.db"), None
+    elif store == "postgresql":
+        from tests._postgres import start_postgres
+
+        server = start_postgres()
+        try:
+            postmaster = None
+            if server.description.startswith("local cluster in "):
+                directory = server.description.removeprefix("local cluster in ")
+                with contextlib.suppress(OSError, ValueError):
+                    with open(os.path.join(directory, "data", "postmaster.pid")) as f:
+                        postmaster = int(f.readline())
+            # On a thread of its own, so this works inside a running event loop too.
+            with concurrent.futures.ThreadPoolExecutor(1) as thread:
+                dsn = thread.submit(asyncio.run, server.create_database()).result()
+            yield dsn, postmaster
+        finally:
+            server.stop()
+    else:
+        yield store, None
+
+
+@contextlib.contextmanager
+def server_process(store: str) -> Iterator[tuple[str, int]]:
+    """``flowforge server start`` on ``store``; yields its address and pid."""
+    with tempfile.TemporaryDirectory() as tmp:
         ready = os.path.join(tmp, "ready")
         process = subprocess.Popen(
             [sys.executable, "-m", "flowforge.cli", "server", "start", "--store", store, "--port", "0",
@@ -68,27 +204,72 @@ def _server_process(store: str) -> Iterator[str]:
                     raise RuntimeError("the benchmark server did not start")
                 time.sleep(0.05)
             with open(ready) as f:
-                yield f"127.0.0.1:{f.read().strip()}"
+                yield f"127.0.0.1:{f.read().strip()}", process.pid
         finally:
             process.terminate()
             process.wait(timeout=30)
 
 
-async def _measure(address: str, count: int, concurrency: int) -> dict:
-    client = await Client.connect(address)
+@contextlib.contextmanager
+def target(store: str, replicas: int = 1) -> Iterator[Target]:
+    """``replicas`` server processes on one fresh store of kind ``store`` (or a given URL)."""
+    with store_url(store) as (url, postmaster), contextlib.ExitStack() as stack:
+        pg_dsn = url if url.startswith(("postgresql://", "postgres://")) else None
+        if replicas > 1 and pg_dsn is None:
+            raise SystemExit("several replicas need PostgreSQL: a SQLite file admits one server")
+        servers = [stack.enter_context(server_process(url)) for _ in range(replicas)]
+        yield Target([address for address, _ in servers], pg_dsn, [pid for _, pid in servers], postmaster)
+
+
+def count_rpcs(client: Client) -> collections.Counter[str]:
+    """Counts the calls ``client`` (and workers on it) make, by RPC name."""
+    counts: collections.Counter[str] = collections.Counter()
+    service = client.workflow_service
+    call = service.call
+
+    async def counted(rpc: str, request: Any, **kwargs: Any) -> Any:
+        response = await call(rpc, request, **kwargs)
+        empty_poll = rpc.startswith("Poll") and not response.task_token
+        counts[rpc + ("_empty" if empty_poll else "")] += 1
+        return response
+
+    service.call = counted  # type: ignore[method-assign]
+    return counts
+
+
+async def pg_txid(dsn: Optional[str]) -> Optional[int]:
+    """The cluster's next transaction id (each write transaction takes one)."""
+    if dsn is None:
+        return None
+    import asyncpg
+
+    connection = await asyncpg.connect(dsn)
+    try:
+        return int(await connection.fetchval("SELECT txid_current()"))
+    finally:
+        await connection.close()
+
+
+async def measure(where: Target, count: int, concurrency: int, cooling_off_s: float = 0.0) -> dict[str, Any]:
+    """Runs the benchmark against ``where``: one client and one worker per replica,
+    workflow ``i`` started (and awaited) through replica ``i % replicas``."""
+    clients = [await Client.connect(address) for address in where.addresses]
+    rpcs = [count_rpcs(client) for client in clients]
     task_queue = f"bench-{uuid.uuid4().hex[:8]}"
-    worker = Worker(client, task_queue=task_queue, workflows=[Onboarding, SingleActivity],
-                    activities=[*ACTIVITIES, noop])
-    async with worker:
+    async with contextlib.AsyncExitStack() as stack:
+        for client in clients:
+            await stack.enter_async_context(Worker(client, task_queue=task_queue, workflows=[Onboarding, SingleActivity],
+                                                   activities=[*ACTIVITIES, noop]))
         # Sequential single-activity latency: one workflow at a time, end to end.
         single = []
-        for i in range(50):
+        for i in range(SINGLE_RUNS):
             began = time.perf_counter()
-            handle = await client.start_workflow(SingleActivity.run, i, id=f"single-{task_queue}-{i}", task_queue=task_queue)
+            handle = await clients[0].start_workflow(SingleActivity.run, i, id=f"single-{task_queue}-{i}",
+                                                     task_queue=task_queue)
             assert await handle.result() == i
             single.append(time.perf_counter() - began)
 
-        request = {"name": "Bench", "email": "bench@example.com", "work_seconds": 0, "cooling_off_seconds": 0}
+        request = {"name": "Bench", "email": "bench@example.com", "work_seconds": 0, "cooling_off_seconds": cooling_off_s}
         starts: list[float] = []
         latencies: list[float] = []
         gate = asyncio.Semaphore(concurrency)
@@ -96,31 +277,73 @@ async def _measure(address: str, count: int, concurrency: int) -> dict:
         async def one(i: int) -> None:
             async with gate:
                 began = time.perf_counter()
-                handle = await client.start_workflow(
+                handle = await clients[i % len(clients)].start_workflow(
                     Onboarding.run, {**request, "email": f"bench{i}@example.com"},
                     id=f"onb-{task_queue}-{i}", task_queue=task_queue,
                 )
                 starts.append(time.perf_counter() - began)
-                await handle.result()
+                result = await handle.result()
+                assert result["notification"]["sent_to"] == f"bench{i}@example.com"
                 latencies.append(time.perf_counter() - began)
 
+        txid_before = await pg_txid(where.pg_dsn)
+        for counter in rpcs:
+            counter.clear()
+        pids = [os.getpid(), *where.pids()]
+        cpu_before, busy_before = cpu_seconds(pids), machine_busy_seconds()
         began = time.perf_counter()
         await asyncio.gather(*(one(i) for i in range(count)))
         elapsed = time.perf_counter() - began
-    await client.close()
-    return {
+        # Backends the server's pool opened meanwhile count in full (they are new).
+        pids = sorted({*pids, *where.pids()})
+        cpu_ours, busy = cpu_seconds(pids) - cpu_before, machine_busy_seconds() - busy_before
+        calls = sum(rpcs, collections.Counter())
+        txid_after = await pg_txid(where.pg_dsn)
+        timers_late = await timer_lateness(clients[0], [f"onb-{task_queue}-{i}" for i in range(count)], cooling_off_s) \
+            if cooling_off_s > 0 else []
+    for client in clients:
+        await client.close()
+    result: dict[str, Any] = {
+        "replicas": len(where.addresses),
         "workflows": count,
         "concurrency": concurrency,
         "seconds": round(elapsed, 3),
         "workflows_per_s": round(count / elapsed, 1),
         "activities_per_s": round(count * ACTIVITIES_PER_WORKFLOW / elapsed, 1),
-        "workflow_latency_p50_ms": round(_percentile(latencies, 0.5) * 1000, 1),
-        "workflow_latency_p95_ms": round(_percentile(latencies, 0.95) * 1000, 1),
-        "start_latency_p50_ms": round(_percentile(starts, 0.5) * 1000, 1),
-        "start_latency_p95_ms": round(_percentile(starts, 0.95) * 1000, 1),
-        "single_activity_latency_p50_ms": round(_percentile(single, 0.5) * 1000, 1),
-        "single_activity_latency_p95_ms": round(_percentile(single, 0.95) * 1000, 1),
+        "workflow_latency_p50_ms": round(percentile(latencies, 0.5) * 1000, 1),
+        "workflow_latency_p95_ms": round(percentile(latencies, 0.95) * 1000, 1),
+        "start_latency_p50_ms": round(percentile(starts, 0.5) * 1000, 1),
+        "start_latency_p95_ms": round(percentile(starts, 0.95) * 1000, 1),
+        "single_activity_latency_p50_ms": round(percentile(single, 0.5) * 1000, 1),
+        "single_activity_latency_p95_ms": round(percentile(single, 0.95) * 1000, 1),
+        "rpcs_per_workflow": {name: round(n / count, 2) for name, n in sorted(calls.items())},
+        # Cores busy during the N workflows: this benchmark's processes (this one,
+        # the server, a throwaway PostgreSQL) and everything else on the machine.
+        "cores_used_by_benchmark": round(cpu_ours / elapsed, 2),
+        "cores_used_by_others": round(max(0.0, busy - cpu_ours) / elapsed, 2),
     }
+    if timers_late:
+        result["cooling_off_s"] = cooling_off_s
+        result["timer_late_p50_ms"] = round(percentile(timers_late, 0.5) * 1000, 1)
+        result["timer_late_p95_ms"] = round(percentile(timers_late, 0.95) * 1000, 1)
+        result["timer_late_max_ms"] = round(max(timers_late) * 1000, 1)
+    if txid_before is not None and txid_after is not None:
+        # Minus the txid_current() call of the "after" probe itself.
+        result["pg_write_transactions_per_workflow"] = round((txid_after - txid_before - 1) / count, 2)
+    return result
+
+
+async def timer_lateness(client: Client, workflow_ids: list[str], duration_s: float) -> list[float]:
+    """How much later than asked each workflow's durable timer fired (from history)."""
+    gate = asyncio.Semaphore(20)
+
+    async def one(workflow_id: str) -> float:
+        async with gate:
+            history = await client.get_workflow_handle(workflow_id).fetch_history()
+        times = {e.event_type: e.event_time for e in history.events if e.event_type in ("TimerStarted", "TimerFired")}
+        return (times["TimerFired"] - times["TimerStarted"]).total_seconds() - duration_s
+
+    return list(await asyncio.gather(*(one(workflow_id) for workflow_id in workflow_ids)))
 
 
 def main() -> None:
@@ -130,12 +353,23 @@ def main() -> None:
     where.add_argument("--store", default="sqlite", help="sqlite, postgresql, or a store URL (default sqlite)")
     parser.add_argument("-n", "--workflows", type=int, default=500)
     parser.add_argument("--concurrency", type=int, default=100, help="workflows in flight at once")
+    parser.add_argument("--replicas", type=int, default=1,
+                        help="server processes on the one store (PostgreSQL only), each with a worker")
+    parser.add_argument("--cooling-off", type=float, default=0.0,
+                        help="the onboarding timer in seconds (default 0: no timer); >0 also reports its lateness")
     args = parser.parse_args()
+    load_before, code_before = load_average(), code_version()
     with contextlib.ExitStack() as stack:
-        address = args.address or stack.enter_context(_server_process(args.store))
-        result = asyncio.run(_measure(address, args.workflows, args.concurrency))
-    result["store"] = "external" if args.address else args.store.split("://")[0]
-    result["machine"] = f"{platform.machine()} {os.cpu_count()} cpu, Python {platform.python_version()}"
+        where = Target([args.address]) if args.address else stack.enter_context(target(args.store, args.replicas))
+        result = asyncio.run(measure(where, args.workflows, args.concurrency, args.cooling_off))
+    if args.address:
+        result["store"] = "external"
+    else:
+        result["store"] = "postgresql" if where.pg_dsn else "sqlite"
+    result["machine"] = machine()
+    result["code"] = code_before if code_before == code_version() else f"{code_before} (changed during the run)"
+    result["load_average_1m_before"] = load_before
+    result["load_average_1m_after"] = load_average()
     print(json.dumps(result))
 
 
