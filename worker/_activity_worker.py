@@ -27,10 +27,10 @@ from flowforge.converter import DataConverter, error_to_failure
 from flowforge.exceptions import ApplicationError, CancelledError, RPCError
 from flowforge.worker._polling import (
     LEASE_LOST_STATUSES,
-    POLL_RPC_TIMEOUT,
-    POLL_TIMEOUT,
     TaskSlots,
+    long_poll,
     poll_forever,
+    start_handler,
 )
 
 logger = logging.getLogger(__name__)
@@ -246,16 +246,11 @@ class ActivityWorker:
         request = workflow_service_pb2.PollActivityTaskQueueRequest(
             namespace=self._namespace, task_queue=self._task_queue, identity=self._identity
         )
-        request.poll_timeout.FromTimedelta(POLL_TIMEOUT)
-        return await self._service.call(
-            "PollActivityTaskQueue", request, retry=False, timeout=POLL_RPC_TIMEOUT
-        )
+        return await long_poll(self._service, "PollActivityTaskQueue", request)
 
     def run_task(self, task: workflow_service_pb2.PollActivityTaskQueueResponse) -> None:
         """Starts running a leased task; the caller has taken a slot for it."""
-        handler = asyncio.create_task(self._handle(task), name=f"flowforge {_describe(task)}")
-        self._handlers.add(handler)
-        handler.add_done_callback(self._handlers.discard)
+        start_handler(self._handlers, self._handle(task), f"flowforge {_describe(task)}")
 
     async def stop_polling(self) -> None:
         """Cancels the pollers (and so their open polls) and waits until they stopped."""

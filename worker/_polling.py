@@ -75,6 +75,20 @@ class TaskSlots:
         self._released.set()
 
 
+async def long_poll(service: Any, rpc: str, request: Any) -> Any:
+    """One long poll (``PollWorkflowTaskQueue`` / ``PollActivityTaskQueue``) with the
+    worker's poll timeout. Not retried here: :func:`poll_forever` polls again."""
+    request.poll_timeout.FromTimedelta(POLL_TIMEOUT)
+    return await service.call(rpc, request, retry=False, timeout=POLL_RPC_TIMEOUT)
+
+
+def start_handler(handlers: set[asyncio.Task[None]], handle: Awaitable[None], name: str) -> None:
+    """Runs ``handle`` as a task kept in ``handlers`` until it is done (so shutdown can wait for it)."""
+    handler = asyncio.create_task(handle, name=name)  # type: ignore[arg-type]
+    handlers.add(handler)
+    handler.add_done_callback(handlers.discard)
+
+
 def _retry_delay(consecutive_failures: int) -> float:
     delay = min(_POLL_RETRY_MAXIMUM, _POLL_RETRY_INITIAL * 2 ** (consecutive_failures - 1))
     return delay * random.uniform(0.8, 1.2)

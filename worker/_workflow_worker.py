@@ -27,10 +27,10 @@ from flowforge.exceptions import ApplicationError, NonDeterminismError, RPCError
 from flowforge.worker._activity_worker import ActivityWorker
 from flowforge.worker._polling import (
     LEASE_LOST_STATUSES,
-    POLL_RPC_TIMEOUT,
-    POLL_TIMEOUT,
     TaskSlots,
+    long_poll,
     poll_forever,
+    start_handler,
 )
 
 logger = logging.getLogger(__name__)
@@ -169,15 +169,10 @@ class WorkflowWorker:
         request = workflow_service_pb2.PollWorkflowTaskQueueRequest(
             namespace=self._namespace, task_queue=self._task_queue, identity=self._identity
         )
-        request.poll_timeout.FromTimedelta(POLL_TIMEOUT)
-        return await self._service.call(
-            "PollWorkflowTaskQueue", request, retry=False, timeout=POLL_RPC_TIMEOUT
-        )
+        return await long_poll(self._service, "PollWorkflowTaskQueue", request)
 
     def _dispatch(self, task: workflow_service_pb2.PollWorkflowTaskQueueResponse) -> None:
-        handler = asyncio.create_task(self._handle(task), name=f"flowforge {_describe(task)}")
-        self._handlers.add(handler)
-        handler.add_done_callback(self._handlers.discard)
+        start_handler(self._handlers, self._handle(task), f"flowforge {_describe(task)}")
 
     async def _handle(self, task: workflow_service_pb2.PollWorkflowTaskQueueResponse) -> None:
         try:
