@@ -29,8 +29,8 @@ from flowforge.worker._polling import (
     LEASE_LOST_STATUSES,
     TaskSlots,
     long_poll,
-    poll_forever,
     start_handler,
+    start_pollers,
 )
 
 logger = logging.getLogger(__name__)
@@ -228,19 +228,10 @@ class ActivityWorker:
                 max_workers=self._max_concurrent_activities, thread_name_prefix="flowforge-activity"
             )
             self._owns_executor = True
-        description = f"activity task queue {self._task_queue!r}"
-        self._pollers = [
-            asyncio.create_task(
-                poll_forever(
-                    description=description,
-                    slots=self.slots,
-                    poll=self._poll,
-                    dispatch=self.run_task,
-                ),
-                name=f"flowforge activity poller {index} ({self._task_queue})",
-            )
-            for index in range(self._max_concurrent_polls)
-        ]
+        self._pollers = start_pollers(
+            self._max_concurrent_polls, kind="activity", task_queue=self._task_queue,
+            slots=self.slots, poll=self._poll, dispatch=self.run_task,
+        )
 
     async def _poll(self) -> workflow_service_pb2.PollActivityTaskQueueResponse:
         request = workflow_service_pb2.PollActivityTaskQueueRequest(

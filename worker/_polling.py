@@ -89,6 +89,25 @@ def start_handler(handlers: set[asyncio.Task[None]], handle: Awaitable[None], na
     handler.add_done_callback(handlers.discard)
 
 
+def start_pollers(
+    count: int,
+    *,
+    kind: str,
+    task_queue: str,
+    slots: TaskSlots,
+    poll: Callable[[], Awaitable[Any]],
+    dispatch: Callable[[Any], None],
+) -> list[asyncio.Task[None]]:
+    """Starts ``count`` :func:`poll_forever` loops on one task queue."""
+    return [
+        asyncio.create_task(
+            poll_forever(description=f"{kind} task queue {task_queue!r}", slots=slots, poll=poll, dispatch=dispatch),
+            name=f"flowforge {kind} poller {index} ({task_queue})",
+        )
+        for index in range(count)
+    ]
+
+
 def _retry_delay(consecutive_failures: int) -> float:
     delay = min(_POLL_RETRY_MAXIMUM, _POLL_RETRY_INITIAL * 2 ** (consecutive_failures - 1))
     return delay * random.uniform(0.8, 1.2)

@@ -29,8 +29,8 @@ from flowforge.worker._polling import (
     LEASE_LOST_STATUSES,
     TaskSlots,
     long_poll,
-    poll_forever,
     start_handler,
+    start_pollers,
 )
 
 logger = logging.getLogger(__name__)
@@ -126,19 +126,10 @@ class WorkflowWorker:
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self._max_concurrent_tasks, thread_name_prefix="flowforge-workflow-task"
         )
-        description = f"workflow task queue {self._task_queue!r}"
-        self._pollers = [
-            asyncio.create_task(
-                poll_forever(
-                    description=description,
-                    slots=self._slots,
-                    poll=self._poll,
-                    dispatch=self._dispatch,
-                ),
-                name=f"flowforge workflow poller {index} ({self._task_queue})",
-            )
-            for index in range(self._max_concurrent_polls)
-        ]
+        self._pollers = start_pollers(
+            self._max_concurrent_polls, kind="workflow", task_queue=self._task_queue,
+            slots=self._slots, poll=self._poll, dispatch=self._dispatch,
+        )
 
     async def stop_polling(self) -> None:
         """Cancels the pollers (and so their open polls) and waits until they stopped."""

@@ -14,6 +14,8 @@ The server runs in its own process, so a server that blocked would block only it
 
 from __future__ import annotations
 
+import abc
+
 import asyncio
 import sqlite3
 import time
@@ -39,14 +41,14 @@ PROBE_DEADLINE = timedelta(seconds=8)
 ANSWER_BOUND_S = 5.0
 
 
-class Outage:
+class Outage(abc.ABC):
     """Makes the store unreachable for a running server, and reachable again."""
 
-    async def begin(self) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    async def begin(self) -> None: ...
 
-    async def end(self) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    async def end(self) -> None: ...
 
 
 class SQLiteExclusiveLock(Outage):
