@@ -36,6 +36,7 @@ from google.protobuf import duration_pb2
 from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.server import _events
 from flowforge.server._events import duration_s, failure_json, payloads_json
+from flowforge.server.clock import Clock, SystemClock
 from flowforge.server.errors import (
     AlreadyExists,
     FailedPrecondition,
@@ -71,11 +72,6 @@ _SECRET_KEY = "task_token_secret"
 # appended: buffered events get their ids only then.
 _PREVIOUS_EVENT = "$previous"
 _CLOSE_COMMANDS = ("complete_workflow_execution", "fail_workflow_execution", "cancel_workflow_execution")
-
-
-def now_us() -> int:
-    """Wall-clock time in integer microseconds since the epoch (server side only)."""
-    return time.time_ns() // 1000
 
 
 def _us(seconds: float) -> int:
@@ -249,9 +245,11 @@ class _Mutation:
 class HistoryEngine:
     """Executions, their history and their tasks, on top of a :class:`Store`."""
 
-    def __init__(self, store: Store, config: Optional[EngineConfig] = None) -> None:
+    def __init__(self, store: Store, config: Optional[EngineConfig] = None, clock: Optional[Clock] = None) -> None:
         self.store = store
         self.config = config or EngineConfig()
+        #: Every deadline is measured on this clock (a virtual one under time skipping).
+        self.clock: Clock = clock or SystemClock()
         self._signer: Optional[TokenSigner] = None
         self._known_namespaces: set[str] = set()
         self._rng = random.Random()
@@ -335,7 +333,7 @@ class HistoryEngine:
         self._known_namespaces.add(name)
 
     async def register_namespace(self, name: str, description: str, retention_s: int) -> NamespaceRow:
-        row = NamespaceRow(name, description, retention_s, now_us())
+        row = NamespaceRow(name, description, retention_s, self.clock.now_us())
 
         async def body(tx: Transaction) -> NamespaceRow:
             if await tx.get_namespace(name) is not None:
@@ -379,7 +377,7 @@ class HistoryEngine:
             earlier = await tx.get_request_run_id(namespace, request_id)
             if earlier is not None:
                 return earlier, False
-            now = now_us()
+            now = self.clock.now_us()
             run_id = str(uuid.uuid4())
             # The run closes at the earlier of its execution and run timeouts (0 = none).
             deadline_s, deadline_kind = min(
@@ -422,7 +420,7 @@ class HistoryEngine:
 
         run_id, started = await self._transaction(body)
         if started:
-            self.on_new_deadline(now_us())
+            self.on_new_deadline(self.clock.now_us())
         return run_id, started
 
     async def resolve_execution(self, tx: Transaction, namespace: str, workflow_id: str, run_id: str) -> ExecutionRow:
@@ -503,7 +501,7 @@ class HistoryEngine:
                 raise FailedPrecondition(f"workflow {row.workflow_id!r} run {row.run_id} is already {row.status}")
             if row.cancel_requested:
                 return
-            m = _Mutation(tx, row, now_us())
+            m = _Mutation(tx, row, self.clock.now_us())
             row.cancel_requested = 1
             m.deliver([("WorkflowExecutionCancelRequested", {"reason": reason, "identity": identity})])
             await m.save()
@@ -518,7 +516,7 @@ class HistoryEngine:
             row = await self.resolve_execution(tx, namespace, workflow_id, run_id)
             if row.status != "RUNNING":
                 raise FailedPrecondition(f"workflow {row.workflow_id!r} run {row.run_id} is already {row.status}")
-            m = _Mutation(tx, row, now_us())
+            m = _Mutation(tx, row, self.clock.now_us())
             self._abandon_started_workflow_task(m, cause="FORCE_CLOSE_COMMAND", message="terminated")
             m.append("WorkflowExecutionTerminated", {"reason": reason, "identity": identity})
             m.close("TERMINATED")
@@ -547,13 +545,13 @@ class HistoryEngine:
 
     async def has_visible_task(self, namespace: str, kind: str, task_queue: str) -> bool:
         """Whether a poll of the queue would find a task now (a read, no lock)."""
-        return await self.read(lambda tx: tx.has_visible_task(namespace, kind, task_queue, now_us()))
+        return await self.read(lambda tx: tx.has_visible_task(namespace, kind, task_queue, self.clock.now_us()))
 
     async def try_lease_workflow_task(self, namespace: str, task_queue: str, identity: str) -> Optional[LeasedWorkflowTask]:
         """Leases the oldest visible workflow task of the queue, or returns None."""
 
         async def body(tx: Transaction) -> Optional[tuple[TaskRow, ExecutionRow, list[HistoryEventRow], int]]:
-            now = now_us()
+            now = self.clock.now_us()
             task = await tx.lease_next_task(namespace, WORKFLOW, task_queue, now)
             if task is None:
                 return None
@@ -627,7 +625,7 @@ class HistoryEngine:
         async def body(tx: Transaction) -> list[TaskRow]:
             task = await self._leased_task(tx, token)
             row = await self._execution_of(tx, task)
-            now = now_us()
+            now = self.clock.now_us()
             m = _Mutation(tx, row, now)
             await tx.delete_task(task.task_id or 0)
             closes = any(c.WhichOneof("attributes") in _CLOSE_COMMANDS for c in commands)
@@ -668,7 +666,7 @@ class HistoryEngine:
             return eager
 
         leased = await self._transaction(body)
-        self.on_new_deadline(now_us())
+        self.on_new_deadline(self.clock.now_us())
         return [LeasedActivityTask(self._sign(t), t) for t in leased]
 
     def _lease_eagerly(self, m: _Mutation, slots: int, identity: str) -> list[TaskRow]:
@@ -864,7 +862,7 @@ class HistoryEngine:
         async def body(tx: Transaction) -> None:
             task = await self._leased_task(tx, token)
             row = await self._execution_of(tx, task)
-            m = _Mutation(tx, row, now_us())
+            m = _Mutation(tx, row, self.clock.now_us())
             await tx.delete_task(task.task_id or 0)
             delay = min(2.0 ** (row.wft_attempt - 1), self.config.max_workflow_task_retry_delay_s)
             self._fail_started_workflow_task(
@@ -873,7 +871,7 @@ class HistoryEngine:
             await m.save()
 
         await self._transaction(body)
-        self.on_new_deadline(now_us())
+        self.on_new_deadline(self.clock.now_us())
 
     # ------------------------------------------------------------ activity tasks
 
@@ -893,7 +891,7 @@ class HistoryEngine:
         Touches only the task row: starting an activity writes no history."""
 
         async def body(tx: Transaction) -> Optional[TaskRow]:
-            now = now_us()
+            now = self.clock.now_us()
             task = await tx.lease_next_task(namespace, ACTIVITY, task_queue, now)
             if task is None:
                 return None
@@ -931,7 +929,7 @@ class HistoryEngine:
                 tx.notify_after_commit(queue_channel(task.namespace, task.kind, task.task_queue))
                 return
             row = await self._execution_of(tx, task)
-            m = _Mutation(tx, row, now_us())
+            m = _Mutation(tx, row, self.clock.now_us())
             await tx.delete_task(task.task_id or 0)
             self._fail_started_workflow_task(
                 m, task, cause="", failure={}, identity="", retry_delay_s=0.0, event_type="WorkflowTaskTimedOut"
@@ -955,7 +953,7 @@ class HistoryEngine:
 
         async def body(tx: Transaction) -> bool:
             task = await self._leased_task(tx, token)
-            now = now_us()
+            now = self.clock.now_us()
             task.heartbeat_details = details.SerializeToString()
             task.last_heartbeat_us = now
             task.lease_expires_us = self._activity_lease_expiry(task, json.loads(task.options), now)
@@ -1011,7 +1009,7 @@ class HistoryEngine:
         async def body(tx: Transaction) -> None:
             task = await self._leased_task(tx, token)
             row = await self._execution_of(tx, task)
-            m = _Mutation(tx, row, now_us())
+            m = _Mutation(tx, row, self.clock.now_us())
             await tx.delete_task(task.task_id or 0)
             m.deliver([
                 ("ActivityTaskStarted", self._started_attributes(task, identity)),
@@ -1027,7 +1025,7 @@ class HistoryEngine:
         final_retry_state: Optional[str] = None,
     ) -> None:
         """Retries the activity per its policy, or records its final failure."""
-        now = now_us()
+        now = self.clock.now_us()
         options = json.loads(task.options)
         if final_retry_state is None:
             decision = decide_retry(
@@ -1087,7 +1085,7 @@ class HistoryEngine:
 
         async def body(tx: Transaction) -> None:
             task = await tx.get_task(task_id, for_update=True)
-            now = now_us()
+            now = self.clock.now_us()
             if task is None:
                 return
             lease_expired = task.state == "LEASED" and (task.lease_expires_us or 0) <= now
@@ -1137,7 +1135,7 @@ class HistoryEngine:
                 return  # fired or cancelled already
             row = await tx.get_execution(claimed.namespace, claimed.run_id)
             assert row is not None and row.status == "RUNNING", "timers are deleted when their run closes"
-            m = _Mutation(tx, row, now_us())
+            m = _Mutation(tx, row, self.clock.now_us())
             m.deliver([("TimerFired", {"timer_id": claimed.timer_id, "started_event_id": claimed.started_event_id})])
             await m.save()
 
@@ -1146,7 +1144,7 @@ class HistoryEngine:
     async def time_out_execution(self, namespace: str, run_id: str) -> None:
         async def body(tx: Transaction) -> None:
             row = await tx.get_execution(namespace, run_id)
-            now = now_us()
+            now = self.clock.now_us()
             if row is None or row.status != "RUNNING" or row.deadline_us is None or row.deadline_us > now:
                 return
             m = _Mutation(tx, row, now)

@@ -13,7 +13,7 @@ import contextlib
 import logging
 from typing import Optional
 
-from flowforge.server.history import HistoryEngine, now_us
+from flowforge.server.history import HistoryEngine
 
 __all__ = ["Timekeeper"]
 
@@ -58,14 +58,14 @@ class Timekeeper:
                 next_deadline = await self._engine.read(lambda tx: tx.next_deadline_us())
                 sleep_s = self._max_sleep_s
                 if next_deadline is not None:
-                    sleep_s = max(0.0, min(sleep_s, (next_deadline - now_us()) / 1e6 + 0.001))
+                    sleep_s = max(0.0, min(sleep_s, (next_deadline - self._engine.clock.now_us()) / 1e6 + 0.001))
             except asyncio.CancelledError:
                 raise
             except Exception:
                 failures += 1
                 log.exception("timekeeper pass failed (%d in a row); retrying", failures)
                 sleep_s = min(0.1 * 2**failures, 5.0)
-            self._planned_wake_us = now_us() + int(sleep_s * 1e6)
+            self._planned_wake_us = self._engine.clock.now_us() + int(sleep_s * 1e6)
             self._wake.clear()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), sleep_s)
@@ -73,7 +73,7 @@ class Timekeeper:
     async def tick(self) -> bool:
         """One pass over everything due now; True if a batch was full (more is due)."""
         engine = self._engine
-        now = now_us()
+        now = self._engine.clock.now_us()
 
         async def due(tx):  # type: ignore[no-untyped-def]
             return (
