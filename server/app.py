@@ -14,6 +14,7 @@ import grpc
 
 from flowforge.api.v1 import workflow_service_pb2_grpc
 from flowforge.server.frontend import WorkflowService
+from flowforge.server.clock import Clock, SystemClock
 from flowforge.server.history import EngineConfig, HistoryEngine
 from flowforge.server.matching import Matching
 from flowforge.server.stores.base import Store
@@ -40,6 +41,8 @@ class ServerConfig:
     engine: EngineConfig = dataclasses.field(default_factory=EngineConfig)
     poll_recheck_interval_s: float = 1.0
     shutdown_grace_s: float = 5.0
+    clock: Clock = dataclasses.field(default_factory=SystemClock)
+    """What "now" is for every deadline; tests pass a :class:`ManualClock` to control time."""
 
 
 def open_store(url: str) -> Store:
@@ -61,7 +64,7 @@ class FlowForgeServer:
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         self.store = open_store(config.store)
-        self.engine = HistoryEngine(self.store, config.engine)
+        self.engine = HistoryEngine(self.store, config.engine, config.clock)
         self.timekeeper = Timekeeper(self.engine)
         self._grpc: Optional[grpc.aio.Server] = None
         self.port: Optional[int] = None
