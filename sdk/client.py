@@ -403,11 +403,15 @@ class WorkflowExecutionDescription(WorkflowExecution):
         pending_activities: Activities not finished yet.
         pending_workflow_task: The outstanding workflow task, ``None`` if there is none.
         dag: Every activity the run scheduled, with its dependencies.
+        origin: What started the run when it was not a direct start, as recorded
+            in ``WorkflowExecutionStarted`` (e.g. ``{"kind": "schedule",
+            "schedule_id": ..., "nominal_time": ...}``); ``None`` for a direct start.
     """
 
     pending_activities: list[PendingActivity]
     pending_workflow_task: Optional[PendingWorkflowTask]
     dag: list[DagNode]
+    origin: Optional[dict[str, Any]] = None
 
     @classmethod
     def _from_describe_response(
@@ -460,6 +464,7 @@ class WorkflowExecutionDescription(WorkflowExecution):
                 )
                 for node in proto.dag
             ],
+            origin=json.loads(proto.origin_json) if proto.origin_json else None,
         )
 
 

@@ -226,6 +226,9 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
             start_time=_timestamp(row.start_us), close_time=_timestamp(row.close_us),
             history_length=row.next_event_id - 1, dag=_dag(events, tasks),
         )
+        origin = json.loads(events[0].attributes).get("origin") if events else None
+        if origin:
+            response.origin_json = json.dumps(origin, sort_keys=True)
         for task in tasks:
             if task.kind == "ACTIVITY":
                 pending = response.pending_activities.add(

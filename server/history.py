@@ -367,9 +367,21 @@ class HistoryEngine:
         execution_timeout_s: float,
         run_timeout_s: float,
         task_timeout_s: float,
+        origin: Optional[dict[str, Any]] = None,
+        tx: Optional[Transaction] = None,
     ) -> tuple[str, bool]:
         """Starts a run; returns (run_id, started). A repeated request_id returns the
-        first run with started=False; a running workflow id gives ALREADY_EXISTS."""
+        first run with started=False; a running workflow id gives ALREADY_EXISTS.
+
+        The one admission path: client starts, schedules and events all come here.
+
+        Args:
+            origin: What started the run besides a direct request, e.g.
+                ``{"kind": "schedule", "schedule_id": ..., "nominal_time": ...}``;
+                recorded as ``origin`` in ``WorkflowExecutionStarted``.
+            tx: A transaction to join instead of running one: the scheduler admits
+                a fire and records it on the schedule atomically. The caller commits.
+        """
         self.check_payloads(input, "the workflow input")
         await self.ensure_namespace(namespace)
 
@@ -404,6 +416,7 @@ class HistoryEngine:
                     "workflow_execution_timeout": execution_timeout_s, "workflow_run_timeout": run_timeout_s,
                     "workflow_task_timeout": row.wft_timeout_s, "run_id": run_id,
                     "original_execution_run_id": run_id,
+                    **({"origin": origin} if origin else {}),
                 },
             )
             m.schedule_workflow_task(attempt=1)
@@ -418,7 +431,7 @@ class HistoryEngine:
             await tx.insert_request_id(namespace, request_id, run_id, now)
             return run_id, True
 
-        run_id, started = await self._transaction(body)
+        run_id, started = await (body(tx) if tx is not None else self._transaction(body))
         if started:
             self.on_new_deadline(self.clock.now_us())
         return run_id, started

@@ -165,7 +165,7 @@ class DescribeWorkflowExecutionRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ...) -> None: ...
 
 class DescribeWorkflowExecutionResponse(_message.Message):
-    __slots__ = ("execution", "workflow_type", "task_queue", "status", "start_time", "close_time", "history_length", "pending_activities", "pending_workflow_task", "dag")
+    __slots__ = ("execution", "workflow_type", "task_queue", "status", "start_time", "close_time", "history_length", "pending_activities", "pending_workflow_task", "dag", "origin_json")
     EXECUTION_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_TYPE_FIELD_NUMBER: _ClassVar[int]
     TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
@@ -176,6 +176,7 @@ class DescribeWorkflowExecutionResponse(_message.Message):
     PENDING_ACTIVITIES_FIELD_NUMBER: _ClassVar[int]
     PENDING_WORKFLOW_TASK_FIELD_NUMBER: _ClassVar[int]
     DAG_FIELD_NUMBER: _ClassVar[int]
+    ORIGIN_JSON_FIELD_NUMBER: _ClassVar[int]
     execution: _common_pb2.WorkflowExecution
     workflow_type: str
     task_queue: str
@@ -186,7 +187,8 @@ class DescribeWorkflowExecutionResponse(_message.Message):
     pending_activities: _containers.RepeatedCompositeFieldContainer[PendingActivity]
     pending_workflow_task: PendingWorkflowTask
     dag: _containers.RepeatedCompositeFieldContainer[DagNode]
-    def __init__(self, execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.WorkflowExecutionStatus, str]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., close_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., history_length: _Optional[int] = ..., pending_activities: _Optional[_Iterable[_Union[PendingActivity, _Mapping]]] = ..., pending_workflow_task: _Optional[_Union[PendingWorkflowTask, _Mapping]] = ..., dag: _Optional[_Iterable[_Union[DagNode, _Mapping]]] = ...) -> None: ...
+    origin_json: str
+    def __init__(self, execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.WorkflowExecutionStatus, str]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., close_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., history_length: _Optional[int] = ..., pending_activities: _Optional[_Iterable[_Union[PendingActivity, _Mapping]]] = ..., pending_workflow_task: _Optional[_Union[PendingWorkflowTask, _Mapping]] = ..., dag: _Optional[_Iterable[_Union[DagNode, _Mapping]]] = ..., origin_json: _Optional[str] = ...) -> None: ...
 
 class GetWorkflowExecutionHistoryRequest(_message.Message):
     __slots__ = ("namespace", "execution", "after_event_id", "maximum_page_size", "wait_new_event", "close_event_only", "wait_timeout")
