@@ -9,7 +9,9 @@ import pytest
 EXPORTS = {
     "flowforge": ["Client", "RetryPolicy", "WorkflowExecutionStatus", "WorkflowHandle", "activity", "workflow"],
     "flowforge.worker": ["Worker"],
-    "flowforge.testing": ["Replayer"],
+    "flowforge.testing": [
+        "ActivityEnvironment", "Replayer", "WorkflowReplayResult", "WorkflowReplayResults", "replay_histories_in",
+    ],
     "flowforge.activity": ["Info", "defn", "heartbeat", "info", "is_cancelled", "logger"],
     "flowforge.exceptions": [
         "ActivityError", "ApplicationError", "CancelledError", "ChildWorkflowError", "FailureError",
@@ -38,7 +40,7 @@ def test_the_design_contract_imports() -> None:
     from flowforge.worker import Worker  # noqa: F401
 
 
-@pytest.mark.parametrize("module_name", ["flowforge.client", "flowforge.workflow"])
+@pytest.mark.parametrize("module_name", ["flowforge.client", "flowforge.testing", "flowforge.workflow"])
 def test_every_public_name_has_a_docstring(module_name: str) -> None:
     module = importlib.import_module(module_name)
     missing = [name for name in module.__all__ if not (getattr(module, name).__doc__ or "").strip()]
