@@ -1,20 +1,28 @@
-"""Catches workflow code that reads the clock or randomness or does I/O.
+"""Catches workflow code that reads the clock or randomness, does I/O or starts threads.
 
 There is no import sandbox (it breaks third-party libraries and debuggers).
 Instead, while an activation runs, a per-thread profile hook
 (``sys.setprofile``) watches calls of a fixed set of nondeterministic
 functions. The hook never raises: it records the first call made on behalf of
 workflow code, and the activation then fails its workflow task with a
-``NonDeterminismError`` naming the function, the caller's file:line and the
-deterministic replacement.
+``NonDeterminismError`` naming the function, the file:line that made the call,
+the workflow code that led there, and the deterministic replacement.
+
+The hook exists only in the thread running an activation and only while it
+runs, so activities, the worker and everything else in the process run without
+it (docs/determinism.md has the measurements).
 
 Calls made by the SDK itself, by ``asyncio``, by ``logging`` (which reads the
-clock for every record) and by ``linecache`` (which reads source files for
-tracebacks and warnings) are allowed.
+clock for every record), by ``linecache`` (which reads source files for
+tracebacks and warnings) and by the import system (a first import reads files)
+are allowed.
 """
 
 from __future__ import annotations
 
+import _socket
+import _ssl
+import _thread
 import dataclasses
 import datetime
 import io
@@ -22,12 +30,11 @@ import os
 import random
 import socket
 import sys
+import threading
 import time
 import uuid
 from types import CodeType, FrameType, TracebackType
 from typing import Any, Callable, Optional
-
-import _socket
 
 __all__ = ["DeterminismGuard"]
 
@@ -43,6 +50,12 @@ _SLEEP = "use workflow.sleep() (or asyncio.sleep()), which is a durable timer"
 _RANDOM = "use workflow.random()"
 _UUID = "use workflow.uuid4()"
 _IO = "do I/O in an activity"
+_THREAD = "run concurrent work as asyncio tasks (asyncio.gather) or in an activity"
+
+_OS_FILE_FUNCTIONS = (
+    "open", "stat", "lstat", "listdir", "scandir", "remove", "unlink", "rename", "replace",
+    "mkdir", "rmdir", "chmod", "utime", "truncate", "symlink", "link", "readlink",
+)
 
 # Keyed by the C function objects the profiler reports on 'c_call'. Bound
 # methods of the global random generator compare equal to any other lookup of
@@ -65,6 +78,8 @@ _FORBIDDEN_BUILTINS: dict[object, _Forbidden] = {
     io.open: _Forbidden("open()", _IO),  # builtins.open is io.open
     _socket.getaddrinfo: _Forbidden("socket.getaddrinfo()", _IO),
     _socket.gethostbyname: _Forbidden("socket.gethostbyname()", _IO),
+    _thread.start_new_thread: _Forbidden("_thread.start_new_thread()", _THREAD),
+    **{getattr(os, name): _Forbidden(f"os.{name}()", _IO) for name in _OS_FILE_FUNCTIONS if hasattr(os, name)},
 }
 
 # Python functions, matched on 'call' by their code object.
@@ -72,14 +87,22 @@ _FORBIDDEN_CODE: dict[CodeType, _Forbidden] = {
     uuid.uuid4.__code__: _Forbidden("uuid.uuid4()", _UUID),
     uuid.uuid1.__code__: _Forbidden("uuid.uuid1()", _UUID),
     socket.socket.__init__.__code__: _Forbidden("socket.socket()", _IO),
+    threading.Thread.start.__code__: _Forbidden("threading.Thread.start()", _THREAD),
 }
+
+# Any method call on these objects (e.g. sock.connect(), sock.sendall()) is
+# I/O, even on a socket that was opened outside workflow code.
+_IO_OBJECT_TYPES = (_socket.socket, _ssl._SSLSocket)
 
 # Calls these packages make on their own behalf are not workflow code's doing.
 # linecache reads source files to show tracebacks and warnings, which does not
 # change what the workflow does.
 _EXCUSED_PACKAGES = frozenset({"flowforge", "asyncio", "linecache"})
-# Nor is anything done under a logging call, such as a handler stamping the time.
-_LOGGING_PACKAGE = "logging"
+# Nor is anything done under a logging call (such as a handler stamping the
+# time) or under an import (a first import reads the module's files).
+_EXCUSED_ANYWHERE = frozenset(
+    {"logging", "importlib", "_frozen_importlib", "_frozen_importlib_external", "zipimport"}
+)
 
 
 def _module(frame: FrameType) -> str:
@@ -88,6 +111,18 @@ def _module(frame: FrameType) -> str:
 
 def _package(frame: FrameType) -> str:
     return _module(frame).partition(".")[0]
+
+
+def _location(frame: FrameType) -> str:
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno} in {frame.f_code.co_qualname}"
+
+
+def _function_name(frame: FrameType) -> str:
+    """How a user would name the function of a standard library frame."""
+    module = _module(frame)
+    if module == "random" and frame.f_locals.get("self") is random._inst:  # type: ignore[attr-defined]
+        return f"random.{frame.f_code.co_name}()"  # random.randint is random._inst.randint
+    return f"{module}.{frame.f_code.co_qualname}()"
 
 
 class DeterminismGuard:
@@ -99,10 +134,14 @@ class DeterminismGuard:
     Args:
         boundary: The code object of the function that runs workflow code; the
             hook does not look at the frames that called it.
+        workflow_module: The module of the workflow class. When the call was made
+            elsewhere (e.g. in a library the workflow called), the message also
+            names the innermost frame of this module that led there.
     """
 
-    def __init__(self, boundary: CodeType) -> None:
+    def __init__(self, boundary: CodeType, workflow_module: str = "") -> None:
         self._boundary = boundary
+        self._workflow_module = workflow_module
         self._previous_profile: Optional[Callable[..., Any]] = None
         self.violation: Optional[str] = None
 
@@ -121,23 +160,30 @@ class DeterminismGuard:
 
     def _profile(self, frame: FrameType, event: str, arg: Any) -> None:
         # Runs for every call in workflow code: stay cheap on the common path.
+        # On 'call', ``frame`` is the forbidden function's own; on 'c_call', its caller's.
         if event == "c_call":
             forbidden = _FORBIDDEN_BUILTINS.get(arg)
+            if forbidden is None:
+                if not isinstance(getattr(arg, "__self__", None), _IO_OBJECT_TYPES):
+                    return
+                forbidden = _Forbidden(f"socket.socket.{arg.__name__}()", _IO)
         elif event == "call":
             forbidden = _FORBIDDEN_CODE.get(frame.f_code)
         else:
             return
         if forbidden is not None and self.violation is None:
-            self.violation = self._describe(forbidden, frame)
+            self.violation = self._describe(forbidden, frame, frame_is_forbidden=event == "call")
 
-    def _describe(self, forbidden: _Forbidden, frame: FrameType) -> Optional[str]:
+    def _describe(self, forbidden: _Forbidden, frame: FrameType, *, frame_is_forbidden: bool) -> Optional[str]:
         """The violation message, or ``None`` when the call is not workflow code's doing."""
         caller: Optional[FrameType] = None  # the innermost frame outside the standard library
         library_entry: Optional[FrameType] = None  # the outermost standard library frame below it
+        workflow_frame: Optional[FrameType] = None  # the innermost frame of the workflow's module
+        user_entry: Optional[FrameType] = None  # the outermost frame outside the stdlib and the SDK
         current: Optional[FrameType] = frame
         while current is not None and current.f_code is not self._boundary:
             package = _package(current)
-            if package == _LOGGING_PACKAGE:
+            if package in _EXCUSED_ANYWHERE:
                 return None
             if caller is None:
                 if package in _EXCUSED_PACKAGES:
@@ -146,16 +192,23 @@ class DeterminismGuard:
                     library_entry = current
                 else:
                     caller = current
+            if package not in _EXCUSED_PACKAGES and package not in sys.stdlib_module_names:
+                user_entry = current
+                if workflow_frame is None and _module(current) == self._workflow_module:
+                    workflow_frame = current
             current = current.f_back
         if caller is None:
             return None
         called = forbidden.name
-        if library_entry is not None:
-            entry = f"{_module(library_entry)}.{library_entry.f_code.co_qualname}()"
-            if entry != forbidden.name:
-                called = f"{entry} (which calls {forbidden.name})"
-        location = f"{os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno} in {caller.f_code.co_qualname}"
+        if library_entry is not None and not (frame_is_forbidden and library_entry is frame):
+            called = f"{_function_name(library_entry)} (which calls {forbidden.name})"
+        leading_frame = workflow_frame or user_entry
+        reached_from = (
+            f" (reached from {_location(leading_frame)})"
+            if leading_frame is not None and leading_frame is not caller
+            else ""
+        )
         return (
-            f"workflow code called {called} at {location}; workflow code must be "
-            f"deterministic: {forbidden.replacement}"
+            f"workflow code called {called} at {_location(caller)}{reached_from}; workflow code "
+            f"must be deterministic: {forbidden.replacement}"
         )

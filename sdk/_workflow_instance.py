@@ -473,10 +473,15 @@ class WorkflowInstance(workflow._Runtime):
         batch, self._pending_batch = self._pending_batch, []
         for event in batch:
             self._deliver(event)
-        guard = DeterminismGuard(boundary=_WorkflowEventLoop.run_until_quiescent.__code__)
+        guard = DeterminismGuard(
+            boundary=_WorkflowEventLoop.run_until_quiescent.__code__,
+            workflow_module=self._definition.cls.__module__,
+        )
         with guard:
             self._loop.run_until_quiescent()
         if guard.violation is not None:
+            if self._run_task is not None and self._run_task.done() and not self._run_task.cancelled():
+                self._run_task.exception()  # e.g. the refused connection: reported as the violation instead
             raise exceptions.NonDeterminismError(guard.violation)
         self._close_if_finished()
         self._unmatched = collections.deque(self._commands)

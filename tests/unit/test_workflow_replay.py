@@ -998,7 +998,7 @@ def _line_of(marker: str) -> int:
         (ReadsClock, "clock", "time.time()", "use workflow.now() for the current time"),
         (ReadsDatetime, "datetime", "datetime.datetime.now()", "use workflow.now() for the current time"),
         (DrawsRandom, "random", "random.random()", "use workflow.random()"),
-        (RollsDice, "randint", "random.Random.randint() (which calls random.getrandbits())", "use workflow.random()"),
+        (RollsDice, "randint", "random.randint() (which calls random.getrandbits())", "use workflow.random()"),
         (MakesUuid, "uuid", "uuid.uuid4()", "use workflow.uuid4()"),
         (ReadsFile, "file", "pathlib.Path.read_text() (which calls open())", "do I/O in an activity"),
     ],
