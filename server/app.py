@@ -13,12 +13,14 @@ from typing import Optional
 import grpc
 
 from flowforge.api.v1 import workflow_service_pb2_grpc
+from flowforge.server.events import EventRouter
 from flowforge.server.frontend import WorkflowService
 from flowforge.server.clock import Clock, SystemClock
 from flowforge.server.history import EngineConfig, HistoryEngine
 from flowforge.server.matching import Matching
 from flowforge.server.stores.base import Store
 from flowforge.server.timers import Timekeeper
+from flowforge.server.webhook import EventWebhook
 
 __all__ = ["FlowForgeServer", "ServerConfig", "open_store"]
 
@@ -43,6 +45,18 @@ class ServerConfig:
     shutdown_grace_s: float = 5.0
     clock: Clock = dataclasses.field(default_factory=SystemClock)
     """What "now" is for every deadline; tests pass a :class:`ManualClock` to control time."""
+    # event triggers (docs/events.md)
+    http_port: Optional[int] = None
+    """Port of the HTTP endpoint ``POST /events`` (on :attr:`host`); ``None`` = no
+    HTTP endpoint, 0 = a free port (see :attr:`FlowForgeServer.http_port`)."""
+    webhook_secrets: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
+    """Namespace → HMAC-SHA256 secret for ``POST /events``; key ``"*"`` covers the
+    other namespaces. A namespace with a secret accepts only signed events."""
+    event_dedupe_window_s: float = 24 * 3600.0
+    """How long a published event's ``(namespace, source, id)`` is remembered: a
+    re-publish within it starts nothing."""
+    event_dedupe_sweep_interval_s: float = 60.0
+    """How often dedupe rows past their window are deleted."""
 
 
 def open_store(url: str) -> Store:
@@ -66,8 +80,15 @@ class FlowForgeServer:
         self.store = open_store(config.store)
         self.engine = HistoryEngine(self.store, config.engine, config.clock)
         self.timekeeper = Timekeeper(self.engine)
+        self.events = EventRouter(
+            self.engine, dedupe_window_s=config.event_dedupe_window_s,
+            sweep_interval_s=config.event_dedupe_sweep_interval_s,
+        )
         self._grpc: Optional[grpc.aio.Server] = None
+        self._webhook: Optional[EventWebhook] = None
         self.port: Optional[int] = None
+        #: The bound port of ``POST /events``, when :attr:`ServerConfig.http_port` is set.
+        self.http_port: Optional[int] = None
 
     async def start(self) -> None:
         await self.store.open()
@@ -80,17 +101,33 @@ class FlowForgeServer:
                 ("grpc.so_reuseport", 0),
             ]
         )
-        workflow_service_pb2_grpc.add_WorkflowServiceServicer_to_server(
-            WorkflowService(self.engine, Matching(self.engine, self.config.poll_recheck_interval_s)), server
-        )
+        service = WorkflowService(self.engine, Matching(self.engine, self.config.poll_recheck_interval_s), self.events)
+        workflow_service_pb2_grpc.add_WorkflowServiceServicer_to_server(service, server)
         self.port = server.add_insecure_port(f"{self.config.host}:{self.config.port}")
         if self.port == 0:
             raise OSError(f"cannot listen on {self.config.host}:{self.config.port}")
         await server.start()
         self._grpc = server
         log.info("FlowForge server listening on %s:%d", self.config.host, self.port)
+        self.events.start()
+        if self.config.http_port is not None:
+            self._webhook = EventWebhook(
+                service, host=self.config.host, port=self.config.http_port, secrets=self.config.webhook_secrets,
+                max_body_bytes=self.config.engine.max_payload_bytes + 64 * 1024,
+            )
+            try:
+                await self._webhook.start()
+            except OSError:
+                self._webhook = None
+                await self.stop()
+                raise
+            self.http_port = self._webhook.port
 
     async def stop(self) -> None:
+        if self._webhook is not None:
+            await self._webhook.stop()
+            self._webhook = None
+        await self.events.stop()
         if self._grpc is not None:
             await self._grpc.stop(self.config.shutdown_grace_s)
             self._grpc = None

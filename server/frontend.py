@@ -14,12 +14,13 @@ from typing import Any, Awaitable, Callable, Optional, TypeVar
 import grpc
 from google.protobuf import duration_pb2, timestamp_pb2
 
-from flowforge.api.v1 import common_pb2, workflow_service_pb2 as pb, workflow_service_pb2_grpc as pb_grpc
+from flowforge.api.v1 import common_pb2, event_pb2, workflow_service_pb2 as pb, workflow_service_pb2_grpc as pb_grpc
 from flowforge.server._events import duration_s, failure_from_json
 from flowforge.server.errors import InvalidArgument, ServiceError, Unimplemented
+from flowforge.server.events import EventRouter, PublishedEvent, trigger_row
 from flowforge.server.history import HistoryEngine, LeasedActivityTask
 from flowforge.server.matching import Matching
-from flowforge.server.stores.base import ExecutionRow, HistoryEventRow, NamespaceRow, TaskRow
+from flowforge.server.stores.base import EventTriggerRow, ExecutionRow, HistoryEventRow, NamespaceRow, TaskRow
 
 __all__ = ["WorkflowService"]
 
@@ -165,9 +166,10 @@ def _execution_info(row: ExecutionRow) -> pb.WorkflowExecutionInfo:
 class WorkflowService(pb_grpc.WorkflowServiceServicer):
     """gRPC ``flowforge.api.v1.WorkflowService`` over one history engine."""
 
-    def __init__(self, engine: HistoryEngine, matching: Matching) -> None:
+    def __init__(self, engine: HistoryEngine, matching: Matching, events: EventRouter) -> None:
         self._engine = engine
         self._matching = matching
+        self._events = events
 
     # namespaces
 
@@ -441,3 +443,112 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
             request.task_token, request.namespace, request.details, _name(request.identity, "identity", required=False)
         )
         return pb.RespondActivityTaskCanceledResponse()
+
+    # event triggers
+
+    @_rpc
+    async def CreateEventTrigger(
+        self, request: event_pb2.CreateEventTriggerRequest, context: Any
+    ) -> event_pb2.CreateEventTriggerResponse:
+        trigger = request.trigger
+        row = trigger_row(
+            namespace=_name(request.namespace, "namespace"),
+            trigger_id=_name(trigger.trigger_id, "trigger.trigger_id"),
+            event_type=_name(trigger.event_type, "trigger.event_type"),
+            filter=list(trigger.filter), input_paths=list(trigger.input_paths),
+            workflow_type=_name(trigger.workflow_type, "trigger.workflow_type"),
+            task_queue=_name(trigger.task_queue, "trigger.task_queue"),
+            workflow_id_prefix=_name(trigger.workflow_id_prefix, "trigger.workflow_id_prefix", required=False),
+            execution_timeout_s=_seconds(trigger.workflow_execution_timeout, "trigger.workflow_execution_timeout"),
+            run_timeout_s=_seconds(trigger.workflow_run_timeout, "trigger.workflow_run_timeout"),
+            task_timeout_s=_seconds(trigger.workflow_task_timeout, "trigger.workflow_task_timeout"),
+        )
+        return event_pb2.CreateEventTriggerResponse(trigger=_trigger_proto(await self._events.create_trigger(row)))
+
+    @_rpc
+    async def DescribeEventTrigger(
+        self, request: event_pb2.DescribeEventTriggerRequest, context: Any
+    ) -> event_pb2.DescribeEventTriggerResponse:
+        row = await self._events.describe_trigger(
+            _name(request.namespace, "namespace"), _name(request.trigger_id, "trigger_id")
+        )
+        return event_pb2.DescribeEventTriggerResponse(trigger=_trigger_proto(row))
+
+    @_rpc
+    async def ListEventTriggers(
+        self, request: event_pb2.ListEventTriggersRequest, context: Any
+    ) -> event_pb2.ListEventTriggersResponse:
+        page_size = request.page_size or 100
+        if not 0 < page_size <= 1000:
+            raise InvalidArgument("page_size must be between 1 and 1000")
+        try:
+            after = request.next_page_token.decode()
+        except UnicodeDecodeError:
+            raise InvalidArgument("next_page_token is malformed; pass back the one the last page returned") from None
+        rows = await self._events.list_triggers(
+            _name(request.namespace, "namespace"), page_size=page_size, after_trigger_id=after
+        )
+        token = rows[-1].trigger_id.encode() if len(rows) == page_size else b""
+        return event_pb2.ListEventTriggersResponse(triggers=[_trigger_proto(r) for r in rows], next_page_token=token)
+
+    @_rpc
+    async def DeleteEventTrigger(
+        self, request: event_pb2.DeleteEventTriggerRequest, context: Any
+    ) -> event_pb2.DeleteEventTriggerResponse:
+        await self._events.delete_trigger(_name(request.namespace, "namespace"), _name(request.trigger_id, "trigger_id"))
+        return event_pb2.DeleteEventTriggerResponse()
+
+    @_rpc
+    async def PublishEvent(self, request: event_pb2.PublishEventRequest, context: Any) -> event_pb2.PublishEventResponse:
+        return await self.publish_event(request)
+
+    async def publish_event(self, request: event_pb2.PublishEventRequest) -> event_pb2.PublishEventResponse:
+        """Validates and publishes an event: the one path for gRPC and the webhook.
+
+        Raises:
+            ServiceError: INVALID_ARGUMENT for a malformed event, NOT_FOUND for an
+                unknown namespace, UNAVAILABLE when the store is down.
+        """
+        event = request.event
+        if len(event.data) > self._engine.config.max_payload_bytes:
+            raise InvalidArgument(
+                f"event.data is {len(event.data)} bytes, over the server's payload limit of"
+                f" {self._engine.config.max_payload_bytes} bytes"
+            )
+        try:
+            data = json.loads(event.data) if event.data else None
+        except ValueError:
+            raise InvalidArgument("event.data must be UTF-8 JSON text (empty for null)") from None
+        published = PublishedEvent(
+            id=_name(event.id, "event.id"), source=_name(event.source, "event.source"),
+            type=_name(event.type, "event.type"), subject=_name(event.subject, "event.subject", required=False),
+            time=event.time.ToJsonString() if event.HasField("time") else None, data=data,
+        )
+        duplicate, workflows = await self._events.publish(
+            _name(request.namespace, "namespace"), published, _name(request.identity, "identity", required=False)
+        )
+        return event_pb2.PublishEventResponse(
+            duplicate=duplicate,
+            workflows=[
+                event_pb2.TriggeredWorkflow(
+                    trigger_id=w.trigger_id, workflow_id=w.workflow_id, run_id=w.run_id, started=w.started
+                )
+                for w in workflows
+            ],
+        )
+
+
+def _trigger_proto(row: EventTriggerRow) -> event_pb2.EventTrigger:
+    trigger = event_pb2.EventTrigger(
+        trigger_id=row.trigger_id, event_type=row.event_type, filter=json.loads(row.filter),
+        input_paths=json.loads(row.input_paths), workflow_type=row.workflow_type, task_queue=row.task_queue,
+        workflow_id_prefix=row.workflow_id_prefix, create_time=_timestamp(row.create_us),
+    )
+    for field, seconds in (
+        (trigger.workflow_execution_timeout, row.execution_timeout_s),
+        (trigger.workflow_run_timeout, row.run_timeout_s),
+        (trigger.workflow_task_timeout, row.task_timeout_s),
+    ):
+        if seconds:
+            field.FromMicroseconds(int(seconds * 1_000_000))
+    return trigger

@@ -295,6 +295,12 @@ class HistoryEngine:
                 raise Unavailable(f"the store is unavailable ({error}); retry with backoff") from error
         raise AssertionError("unreachable")
 
+    async def transaction(self, body: Callable[[Transaction], Awaitable[_T]]) -> _T:
+        """Runs ``body`` in one write transaction, retried from the start on a
+        concurrency conflict and shielded from the caller going away: for features
+        beside the engine that write their own rows together with a start."""
+        return await self._transaction(body)
+
     async def read(self, body: Callable[[Transaction], Awaitable[_T]]) -> _T:
         """Runs ``body`` on a read-only snapshot; UNAVAILABLE if the store is down."""
         try:

@@ -13,6 +13,8 @@ from typing import Any, Optional, Sequence, TypeVar
 from flowforge.server.stores.base import (
     ConcurrencyConflict,
     DuplicateRunningExecution,
+    EventDedupeRow,
+    EventTriggerRow,
     ExecutionRow,
     HistoryEventRow,
     NamespaceRow,
@@ -34,6 +36,8 @@ _TASK_INSERT_COLUMNS = [c for c in _TASK_COLUMNS if c != "task_id"]
 _TIMER_COLUMNS = _columns(TimerRow)
 _NAMESPACE_COLUMNS = _columns(NamespaceRow)
 _EVENT_COLUMNS = _columns(HistoryEventRow)
+_EVENT_TRIGGER_COLUMNS = _columns(EventTriggerRow)
+_EVENT_DEDUPE_COLUMNS = _columns(EventDedupeRow)
 
 _SELECT_EXECUTION = f"SELECT {', '.join(_EXECUTION_COLUMNS)} FROM executions"
 _SELECT_TASK = f"SELECT {', '.join(_TASK_COLUMNS)} FROM tasks"
@@ -316,4 +320,82 @@ class SQLTransaction(Transaction, abc.ABC):
     async def set_metadata_if_absent(self, key: str, value: str) -> None:
         await self._execute(
             "INSERT INTO server_metadata (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", (key, value)
+        )
+
+    # event triggers
+
+    async def insert_event_trigger(self, row: EventTriggerRow) -> bool:
+        # ON CONFLICT instead of catching the violation: on PostgreSQL a failed
+        # statement would abort the whole transaction.
+        return bool(
+            await self._fetchall(
+                f"INSERT INTO event_triggers ({', '.join(_EVENT_TRIGGER_COLUMNS)})"
+                f" VALUES ({_placeholders(len(_EVENT_TRIGGER_COLUMNS))})"
+                " ON CONFLICT (namespace, trigger_id) DO NOTHING RETURNING trigger_id",
+                dataclasses.astuple(row),
+            )
+        )
+
+    async def get_event_trigger(self, namespace: str, trigger_id: str) -> Optional[EventTriggerRow]:
+        return await self._one(
+            EventTriggerRow,
+            f"SELECT {', '.join(_EVENT_TRIGGER_COLUMNS)} FROM event_triggers WHERE namespace = ? AND trigger_id = ?",
+            (namespace, trigger_id),
+        )
+
+    async def list_event_triggers(
+        self, namespace: str, *, limit: int, after_trigger_id: str, event_type: Optional[str] = None
+    ) -> list[EventTriggerRow]:
+        where, params = ["namespace = ?", "trigger_id > ?"], [namespace, after_trigger_id]
+        if event_type is not None:
+            where.append("event_type = ?")
+            params.append(event_type)
+        return await self._all(
+            EventTriggerRow,
+            f"SELECT {', '.join(_EVENT_TRIGGER_COLUMNS)} FROM event_triggers WHERE {' AND '.join(where)}"
+            " ORDER BY trigger_id LIMIT ?",
+            (*params, limit),
+        )
+
+    async def delete_event_trigger(self, namespace: str, trigger_id: str) -> bool:
+        return bool(
+            await self._execute(
+                "DELETE FROM event_triggers WHERE namespace = ? AND trigger_id = ?", (namespace, trigger_id)
+            )
+        )
+
+    async def claim_event(self, namespace: str, source: str, event_id: str, now_us: int, expires_us: int) -> bool:
+        # _fetchall: a RETURNING statement is stepped to its end before the commit.
+        return bool(
+            await self._fetchall(
+                "INSERT INTO event_dedupe (namespace, source, event_id, publish_us, expires_us, outcome)"
+                " VALUES (?, ?, ?, ?, ?, '[]')"
+                " ON CONFLICT (namespace, source, event_id) DO UPDATE"
+                " SET publish_us = excluded.publish_us, expires_us = excluded.expires_us, outcome = '[]'"
+                " WHERE event_dedupe.expires_us <= excluded.publish_us"
+                " RETURNING event_id",
+                (namespace, source, event_id, now_us, expires_us),
+            )
+        )
+
+    async def set_event_outcome(self, namespace: str, source: str, event_id: str, outcome: str) -> None:
+        await self._execute(
+            "UPDATE event_dedupe SET outcome = ? WHERE namespace = ? AND source = ? AND event_id = ?",
+            (outcome, namespace, source, event_id),
+        )
+
+    async def get_event_dedupe(self, namespace: str, source: str, event_id: str) -> Optional[EventDedupeRow]:
+        return await self._one(
+            EventDedupeRow,
+            f"SELECT {', '.join(_EVENT_DEDUPE_COLUMNS)} FROM event_dedupe"
+            " WHERE namespace = ? AND source = ? AND event_id = ?",
+            (namespace, source, event_id),
+        )
+
+    async def delete_expired_event_dedupe(self, now_us: int, limit: int) -> int:
+        return await self._execute(
+            "DELETE FROM event_dedupe WHERE (namespace, source, event_id) IN"
+            " (SELECT namespace, source, event_id FROM event_dedupe WHERE expires_us <= ?"
+            " ORDER BY expires_us LIMIT ?)",
+            (now_us, limit),
         )

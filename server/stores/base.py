@@ -19,6 +19,8 @@ from typing import Optional
 __all__ = [
     "ConcurrencyConflict",
     "DuplicateRunningExecution",
+    "EventDedupeRow",
+    "EventTriggerRow",
     "ExecutionRow",
     "HistoryEventRow",
     "NamespaceRow",
@@ -119,6 +121,42 @@ class TimerRow:
     timer_id: str
     started_event_id: int
     fire_us: int
+
+
+# ------------------------------------------------------------------ event triggers
+
+
+@dataclasses.dataclass
+class EventTriggerRow:
+    """A subscription: events of ``event_type`` passing ``filter`` start a workflow."""
+
+    namespace: str
+    trigger_id: str
+    event_type: str
+    filter: str
+    """JSON list of canonical conditions (docs/events.md), all of which must hold."""
+    input_paths: str
+    """JSON list of event paths, one per workflow argument."""
+    workflow_type: str
+    task_queue: str
+    workflow_id_prefix: str
+    execution_timeout_s: float
+    run_timeout_s: float
+    task_timeout_s: float
+    create_us: int
+
+
+@dataclasses.dataclass
+class EventDedupeRow:
+    """An accepted event, live until ``expires_us``, and what it started."""
+
+    namespace: str
+    source: str
+    event_id: str
+    publish_us: int
+    expires_us: int
+    outcome: str
+    """JSON list of ``{trigger_id, workflow_id, run_id, started}``."""
 
 
 class Transaction(abc.ABC):
@@ -245,6 +283,42 @@ class Transaction(abc.ABC):
 
     @abc.abstractmethod
     async def set_metadata_if_absent(self, key: str, value: str) -> None: ...
+
+    # event triggers
+
+    @abc.abstractmethod
+    async def insert_event_trigger(self, row: EventTriggerRow) -> bool:
+        """Inserts the trigger; False (and nothing written) if its id is taken."""
+
+    @abc.abstractmethod
+    async def get_event_trigger(self, namespace: str, trigger_id: str) -> Optional[EventTriggerRow]: ...
+
+    @abc.abstractmethod
+    async def list_event_triggers(
+        self, namespace: str, *, limit: int, after_trigger_id: str, event_type: Optional[str] = None
+    ) -> list[EventTriggerRow]:
+        """Ordered by trigger id, those after ``after_trigger_id`` (a keyset cursor)."""
+
+    @abc.abstractmethod
+    async def delete_event_trigger(self, namespace: str, trigger_id: str) -> bool: ...
+
+    @abc.abstractmethod
+    async def claim_event(self, namespace: str, source: str, event_id: str, now_us: int, expires_us: int) -> bool:
+        """Records an accepted event; False if a live (unexpired) row for it exists.
+
+        Concurrent claims of one event serialize on the primary key: exactly one
+        transaction gets True; the others wait for it and get False once it commits.
+        An expired row is taken over as if it were absent."""
+
+    @abc.abstractmethod
+    async def set_event_outcome(self, namespace: str, source: str, event_id: str, outcome: str) -> None: ...
+
+    @abc.abstractmethod
+    async def get_event_dedupe(self, namespace: str, source: str, event_id: str) -> Optional[EventDedupeRow]: ...
+
+    @abc.abstractmethod
+    async def delete_expired_event_dedupe(self, now_us: int, limit: int) -> int:
+        """Deletes up to ``limit`` rows whose window ended; returns how many."""
 
     def __init__(self) -> None:
         self.channels: set[str] = set()

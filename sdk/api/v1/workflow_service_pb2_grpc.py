@@ -3,6 +3,7 @@
 import grpc
 import warnings
 
+from flowforge.api.v1 import event_pb2 as flowforge_dot_api_dot_v1_dot_event__pb2
 from flowforge.api.v1 import workflow_service_pb2 as flowforge_dot_api_dot_v1_dot_workflow__service__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
@@ -131,6 +132,31 @@ class WorkflowServiceStub:
                 request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondActivityTaskCanceledRequest.SerializeToString,
                 response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondActivityTaskCanceledResponse.FromString,
                 _registered_method=True)
+        self.CreateEventTrigger = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/CreateEventTrigger',
+                request_serializer=flowforge_dot_api_dot_v1_dot_event__pb2.CreateEventTriggerRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_event__pb2.CreateEventTriggerResponse.FromString,
+                _registered_method=True)
+        self.DescribeEventTrigger = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/DescribeEventTrigger',
+                request_serializer=flowforge_dot_api_dot_v1_dot_event__pb2.DescribeEventTriggerRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_event__pb2.DescribeEventTriggerResponse.FromString,
+                _registered_method=True)
+        self.ListEventTriggers = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/ListEventTriggers',
+                request_serializer=flowforge_dot_api_dot_v1_dot_event__pb2.ListEventTriggersRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_event__pb2.ListEventTriggersResponse.FromString,
+                _registered_method=True)
+        self.DeleteEventTrigger = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/DeleteEventTrigger',
+                request_serializer=flowforge_dot_api_dot_v1_dot_event__pb2.DeleteEventTriggerRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_event__pb2.DeleteEventTriggerResponse.FromString,
+                _registered_method=True)
+        self.PublishEvent = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/PublishEvent',
+                request_serializer=flowforge_dot_api_dot_v1_dot_event__pb2.PublishEventRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_event__pb2.PublishEventResponse.FromString,
+                _registered_method=True)
 
 
 class WorkflowServiceServicer:
@@ -254,6 +280,39 @@ class WorkflowServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateEventTrigger(self, request, context):
+        """Event triggers (event.proto, docs/events.md).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeEventTrigger(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListEventTriggers(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteEventTrigger(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PublishEvent(self, request, context):
+        """Starts one workflow per matching trigger, in one transaction with the dedupe
+        record of (namespace, event.source, event.id).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkflowServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -346,6 +405,31 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.RespondActivityTaskCanceled,
                     request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondActivityTaskCanceledRequest.FromString,
                     response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondActivityTaskCanceledResponse.SerializeToString,
+            ),
+            'CreateEventTrigger': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateEventTrigger,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_event__pb2.CreateEventTriggerRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_event__pb2.CreateEventTriggerResponse.SerializeToString,
+            ),
+            'DescribeEventTrigger': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeEventTrigger,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_event__pb2.DescribeEventTriggerRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_event__pb2.DescribeEventTriggerResponse.SerializeToString,
+            ),
+            'ListEventTriggers': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListEventTriggers,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_event__pb2.ListEventTriggersRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_event__pb2.ListEventTriggersResponse.SerializeToString,
+            ),
+            'DeleteEventTrigger': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteEventTrigger,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_event__pb2.DeleteEventTriggerRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_event__pb2.DeleteEventTriggerResponse.SerializeToString,
+            ),
+            'PublishEvent': grpc.unary_unary_rpc_method_handler(
+                    servicer.PublishEvent,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_event__pb2.PublishEventRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_event__pb2.PublishEventResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -841,6 +925,141 @@ class WorkflowService:
             '/flowforge.api.v1.WorkflowService/RespondActivityTaskCanceled',
             flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondActivityTaskCanceledRequest.SerializeToString,
             flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondActivityTaskCanceledResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateEventTrigger(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/CreateEventTrigger',
+            flowforge_dot_api_dot_v1_dot_event__pb2.CreateEventTriggerRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_event__pb2.CreateEventTriggerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeEventTrigger(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/DescribeEventTrigger',
+            flowforge_dot_api_dot_v1_dot_event__pb2.DescribeEventTriggerRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_event__pb2.DescribeEventTriggerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListEventTriggers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/ListEventTriggers',
+            flowforge_dot_api_dot_v1_dot_event__pb2.ListEventTriggersRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_event__pb2.ListEventTriggersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteEventTrigger(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/DeleteEventTrigger',
+            flowforge_dot_api_dot_v1_dot_event__pb2.DeleteEventTriggerRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_event__pb2.DeleteEventTriggerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PublishEvent(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/PublishEvent',
+            flowforge_dot_api_dot_v1_dot_event__pb2.PublishEventRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_event__pb2.PublishEventResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,175 @@
+"""``POST /events``: publish a CloudEvents JSON event over HTTP (docs/events.md).
+
+The endpoint runs in the server process on the same event loop as gRPC (aiohttp)
+and publishes through the same validation and transaction as the ``PublishEvent``
+RPC. When the server has a secret for the namespace, the raw body must carry an
+HMAC-SHA256 signature::
+
+    X-FlowForge-Signature: sha256=<hex of HMAC-SHA256(secret, raw body)>
+
+Answers: 202 with the dedupe outcome and the workflows; 400 for a malformed event;
+401 for a missing or wrong signature (checked before anything else, so nothing
+happens); 404 for an unknown namespace; 413 for a body over the payload limit;
+503 when the store is down. Secrets and bodies are never logged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import socket
+from typing import Any, Mapping, Optional
+
+import grpc
+from aiohttp import web
+
+from flowforge.api.v1 import event_pb2
+from flowforge.server.errors import ServiceError
+from flowforge.server.frontend import WorkflowService
+
+__all__ = ["DEFAULT_SECRET_KEY", "EventWebhook", "SIGNATURE_HEADER", "sign"]
+
+log = logging.getLogger("flowforge.server.webhook")
+
+SIGNATURE_HEADER = "X-FlowForge-Signature"
+#: The key of :attr:`ServerConfig.webhook_secrets` for namespaces without their own.
+DEFAULT_SECRET_KEY = "*"
+_SIGNATURE_PREFIX = "sha256="
+_HTTP_STATUS = {
+    grpc.StatusCode.INVALID_ARGUMENT: 400,
+    grpc.StatusCode.NOT_FOUND: 404,
+    grpc.StatusCode.ALREADY_EXISTS: 409,
+    grpc.StatusCode.FAILED_PRECONDITION: 409,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
+    grpc.StatusCode.UNAVAILABLE: 503,
+}
+_JSON_CONTENT_TYPES = ("application/json", "text/json")
+
+
+def sign(secret: str, body: bytes) -> str:
+    """The ``X-FlowForge-Signature`` header value for ``body``."""
+    return _SIGNATURE_PREFIX + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+class _BadEvent(Exception):
+    """The body is not a CloudEvents JSON event we accept (answered 400)."""
+
+
+def _event_request(namespace: str, body: bytes) -> event_pb2.PublishEventRequest:
+    """A PublishEventRequest from a CloudEvents JSON body (structured mode)."""
+    try:
+        document = json.loads(body)
+    except ValueError:
+        raise _BadEvent("the body is not JSON; send one CloudEvents JSON object") from None
+    if not isinstance(document, dict):
+        raise _BadEvent("the body must be a JSON object (one CloudEvent; batches are not supported)")
+    if document.get("specversion", "1.0") != "1.0":
+        raise _BadEvent(f"specversion {document['specversion']!r} is not supported; use \"1.0\"")
+    if "data_base64" in document:
+        raise _BadEvent("data_base64 is not supported; send the payload as JSON in 'data'")
+    content_type = document.get("datacontenttype", "application/json")
+    if not isinstance(content_type, str) or not (
+        content_type.split(";")[0].strip() in _JSON_CONTENT_TYPES or content_type.split(";")[0].endswith("+json")
+    ):
+        raise _BadEvent(f"datacontenttype {content_type!r} is not JSON; only JSON data is supported")
+    event = event_pb2.CloudEvent()
+    for field in ("id", "source", "type", "subject"):
+        value = document.get(field, "")
+        if not isinstance(value, str):
+            raise _BadEvent(f"'{field}' must be a string")
+        setattr(event, field, value)
+    if "time" in document:
+        try:
+            event.time.FromJsonString(document["time"])
+        except (ValueError, TypeError, AttributeError):
+            raise _BadEvent("'time' must be an RFC 3339 timestamp, e.g. \"2026-11-29T18:00:00Z\"") from None
+    if document.get("data") is not None:
+        event.data = json.dumps(document["data"], separators=(",", ":")).encode()
+    return event_pb2.PublishEventRequest(namespace=namespace, event=event, identity="webhook")
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+class EventWebhook:
+    """The HTTP endpoint ``POST /events?namespace=NS`` (default namespace ``default``).
+
+    Args:
+        service: Publishes the events (the gRPC servicer's validation and path).
+        host: Address to listen on.
+        port: Port; 0 picks a free one (see :attr:`port`).
+        secrets: Namespace → HMAC secret; the key ``"*"`` covers namespaces without
+            their own. A namespace with a secret only accepts signed events.
+        max_body_bytes: Larger bodies are refused with 413.
+    """
+
+    def __init__(
+        self, service: WorkflowService, *, host: str, port: int, secrets: Mapping[str, str], max_body_bytes: int
+    ) -> None:
+        self._service = service
+        self._host = host
+        self._requested_port = port
+        self._secrets = dict(secrets)
+        self._max_body_bytes = max_body_bytes
+        self._app = web.Application(client_max_size=max_body_bytes)
+        self._app.router.add_post("/events", self._post_events)
+        self._runner: Optional[web.AppRunner] = None
+        #: The bound port once started.
+        self.port: Optional[int] = None
+
+    async def start(self) -> None:
+        runner = web.AppRunner(self._app, access_log=None, handle_signals=False)
+        await runner.setup()
+        family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
+        try:
+            sock = socket.create_server((self._host, self._requested_port), family=family)
+        except OSError:
+            await runner.cleanup()
+            raise
+        self.port = sock.getsockname()[1]
+        await web.SockSite(runner, sock).start()
+        self._runner = runner
+        log.info("event webhook listening on http://%s:%d/events", self._host, self.port)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    def _signature_ok(self, namespace: str, body: bytes, header: Optional[str]) -> bool:
+        secret = self._secrets.get(namespace, self._secrets.get(DEFAULT_SECRET_KEY))
+        if secret is None:
+            return True
+        return header is not None and hmac.compare_digest(header.strip().encode(), sign(secret, body).encode())
+
+    async def _post_events(self, request: web.Request) -> web.Response:
+        namespace = request.query.get("namespace", "default")
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return _error(413, f"the body is over the server's limit of {self._max_body_bytes} bytes")
+        if not self._signature_ok(namespace, body, request.headers.get(SIGNATURE_HEADER)):
+            return _error(
+                401, f"missing or wrong {SIGNATURE_HEADER}; expected 'sha256=' + hex HMAC-SHA256 of the raw body"
+                " with the namespace's webhook secret"
+            )
+        try:
+            response = await self._service.publish_event(_event_request(namespace, body))
+        except _BadEvent as error:
+            return _error(400, str(error))
+        except ServiceError as error:
+            return _error(_HTTP_STATUS.get(error.status, 500), error.message)
+        except Exception:
+            log.exception("POST /events failed")
+            return _error(500, "internal error; see the server log")
+        payload: dict[str, Any] = {
+            "duplicate": response.duplicate,
+            "workflows": [
+                {"trigger_id": w.trigger_id, "workflow_id": w.workflow_id, "run_id": w.run_id, "started": w.started}
+                for w in response.workflows
+            ],
+        }
+        return web.json_response(payload, status=202)
