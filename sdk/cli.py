@@ -7,6 +7,10 @@
     flowforge workflow show --workflow-id ID [--run-id R] [--output json]
     flowforge workflow cancel|terminate --workflow-id ID [--reason TEXT]
     flowforge namespace create NAME | list
+    flowforge trigger create --trigger-id ID --event-type T --workflow-type W --task-queue Q
+                             [--filter COND ...] [--input PATH ...] [--id-prefix P]
+    flowforge trigger list | describe --trigger-id ID | delete --trigger-id ID
+    flowforge event publish --id ID --source S --type T [--data JSON] [--subject S]
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from typing import Any, Optional, Sequence
 __all__ = ["main"]
 
 _DEFAULT_ADDRESS = "localhost:7233"
+# 8233 is the console's (DESIGN.md); the event webhook of the dev server is next to it.
+_DEV_HTTP_PORT = 8234
 
 
 def _server_parser(commands: Any) -> None:
@@ -31,10 +37,23 @@ def _server_parser(commands: Any) -> None:
     where.add_argument("--in-memory", action="store_true", help="keep nothing after exit")
     start = server.add_parser("start", help="a server replica on a shared store (PostgreSQL)")
     start.add_argument("--store", required=True, help="postgresql://user@host:port/db (or a SQLite file)")
+    dev.add_argument("--http-port", type=int, default=_DEV_HTTP_PORT,
+                     help=f"port of the POST /events webhook (default {_DEV_HTTP_PORT}; 0 = any free port)")
+    start.add_argument("--http-port", type=int, default=None,
+                       help="port of the POST /events webhook (default: none; 0 = any free port)")
     for parser in (dev, start):
         parser.add_argument("--ip", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
         parser.add_argument("--port", type=int, default=7233, help="gRPC port (default 7233; 0 = any free port)")
         parser.add_argument("--max-payload-bytes", type=int, default=2 * 1024 * 1024)
+        parser.add_argument(
+            "--webhook-secrets-file",
+            help="file of NAMESPACE=SECRET lines ('*' for all other namespaces): POST /events then needs"
+            " an X-FlowForge-Signature (docs/events.md)",
+        )
+        parser.add_argument(
+            "--event-dedupe-window", type=float, default=24 * 3600.0,
+            help="seconds a published event's (source, id) is remembered (default 86400)",
+        )
         parser.add_argument("--log-level", default="INFO")
         parser.add_argument("--ready-file", help=argparse.SUPPRESS)  # tests: the bound port is written here
 
@@ -80,12 +99,49 @@ def _namespace_parser(commands: Any) -> None:
         parser.add_argument("--address", default=_DEFAULT_ADDRESS)
 
 
+def _trigger_parser(commands: Any) -> None:
+    trigger = commands.add_parser("trigger", help="event triggers: events that start workflows").add_subparsers(
+        dest="action", required=True
+    )
+    create = trigger.add_parser("create", help="subscribe a workflow to an event type")
+    create.add_argument("--trigger-id", required=True)
+    create.add_argument("--event-type", required=True)
+    create.add_argument("--workflow-type", required=True)
+    create.add_argument("--task-queue", required=True)
+    create.add_argument("--filter", action="append", default=[],
+                        help="condition PATH OP JSON, OP one of ==, != , in, not in (repeat: all must hold)")
+    create.add_argument("--input", action="append", default=[],
+                        help="event path of a workflow argument, e.g. data.order_id (repeat for several)")
+    create.add_argument("--id-prefix", default=None, help="workflow id prefix (default TRIGGER_ID-)")
+    listing = trigger.add_parser("list", help="triggers by id")
+    listing.add_argument("--output", choices=("text", "json"), default="text")
+    describe = trigger.add_parser("describe", help="one trigger")
+    delete = trigger.add_parser("delete", help="delete a trigger (its workflows go on)")
+    for parser in (describe, delete):
+        parser.add_argument("--trigger-id", required=True)
+    for parser in (create, listing, describe, delete):
+        _client_options(parser)
+
+
+def _event_parser(commands: Any) -> None:
+    event = commands.add_parser("event", help="publish events").add_subparsers(dest="action", required=True)
+    publish = event.add_parser("publish", help="publish a CloudEvents-shaped event; prints what it started")
+    publish.add_argument("--id", required=True, help="event id, unique within the source")
+    publish.add_argument("--source", required=True)
+    publish.add_argument("--type", required=True)
+    publish.add_argument("--subject", default=None)
+    publish.add_argument("--data", default=None, help="the payload as JSON")
+    _client_options(publish)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flowforge", description="FlowForge: durable workflows for Python")
     commands = parser.add_subparsers(dest="command", required=True)
     _server_parser(commands)
     _workflow_parser(commands)
     _namespace_parser(commands)
+    _trigger_parser(commands)
+    _event_parser(commands)
     return parser
 
 
@@ -98,10 +154,27 @@ async def _run_server(args: argparse.Namespace) -> None:
         store = args.store
     server = FlowForgeServer(
         ServerConfig(
-            store=store, host=args.ip, port=args.port, engine=EngineConfig(max_payload_bytes=args.max_payload_bytes)
+            store=store, host=args.ip, port=args.port, engine=EngineConfig(max_payload_bytes=args.max_payload_bytes),
+            http_port=args.http_port, event_dedupe_window_s=args.event_dedupe_window,
+            webhook_secrets=_read_webhook_secrets(args.webhook_secrets_file) if args.webhook_secrets_file else {},
         )
     )
     await server.serve(ready_file=args.ready_file)
+
+
+def _read_webhook_secrets(path: str) -> dict[str, str]:
+    """NAMESPACE=SECRET lines; blank lines and # comments are skipped."""
+    secrets = {}
+    with open(path) as lines:
+        for number, line in enumerate(lines, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            namespace, separator, secret = line.partition("=")
+            if not separator or not namespace.strip() or not secret.strip():
+                raise SystemExit(f"{path}:{number}: expected NAMESPACE=SECRET")  # the line holds a secret: not shown
+            secrets[namespace.strip()] = secret.strip()
+    return secrets
 
 
 def _print_table(rows: Sequence[Sequence[str]]) -> None:
@@ -184,6 +257,63 @@ async def _run_namespace(args: argparse.Namespace) -> None:
         await client.close()
 
 
+def _trigger_dict(trigger: Any) -> dict[str, Any]:
+    return {
+        "trigger_id": trigger.trigger_id, "event_type": trigger.event_type, "filter": trigger.filter,
+        "input_paths": trigger.input_paths, "workflow_type": trigger.workflow_type, "task_queue": trigger.task_queue,
+        "workflow_id_prefix": trigger.workflow_id_prefix, "create_time": _stamp(trigger.create_time),
+    }
+
+
+async def _run_trigger(args: argparse.Namespace) -> None:
+    from flowforge.client import Client
+
+    client = await Client.connect(args.address, namespace=args.namespace)
+    try:
+        if args.action == "create":
+            trigger = await client.create_trigger(
+                args.trigger_id, event_type=args.event_type, workflow=args.workflow_type, task_queue=args.task_queue,
+                filter=args.filter, input_paths=args.input, id_prefix=args.id_prefix,
+            )
+            print(f"trigger {trigger.trigger_id} created")
+        elif args.action == "list":
+            triggers = [t async for t in client.list_triggers()]
+            if args.output == "json":
+                print(json.dumps([_trigger_dict(t) for t in triggers], indent=2))
+            else:
+                _print_table([("TRIGGER ID", "EVENT TYPE", "WORKFLOW TYPE", "TASK QUEUE", "FILTER")] + [
+                    (t.trigger_id, t.event_type, t.workflow_type, t.task_queue, " AND ".join(t.filter) or "-")
+                    for t in triggers
+                ])
+        elif args.action == "describe":
+            print(json.dumps(_trigger_dict(await client.describe_trigger(args.trigger_id)), indent=2))
+        else:
+            await client.delete_trigger(args.trigger_id)
+            print(f"trigger {args.trigger_id} deleted")
+    finally:
+        await client.close()
+
+
+async def _run_event(args: argparse.Namespace) -> None:
+    from flowforge.client import Client
+
+    try:
+        data = json.loads(args.data) if args.data is not None else None
+    except ValueError:
+        raise SystemExit("error: --data is not JSON (strings need double quotes)") from None
+    client = await Client.connect(args.address, namespace=args.namespace)
+    try:
+        result = await client.publish_event(
+            id=args.id, source=args.source, type=args.type, data=data, subject=args.subject
+        )
+        print(json.dumps({"duplicate": result.duplicate, "workflows": [
+            {"trigger_id": w.trigger_id, "workflow_id": w.workflow_id, "run_id": w.run_id, "started": w.started}
+            for w in result.workflows
+        ]}, indent=2))
+    finally:
+        await client.close()
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs the command line; returns the process exit code."""
     args = _parser().parse_args(argv)
@@ -193,7 +323,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     )
     from flowforge.exceptions import RPCError
 
-    runners = {"server": _run_server, "workflow": _run_workflow, "namespace": _run_namespace}
+    runners = {
+        "server": _run_server, "workflow": _run_workflow, "namespace": _run_namespace,
+        "trigger": _run_trigger, "event": _run_event,
+    }
     try:
         asyncio.run(runners[args.command](args))
     except RPCError as error:
