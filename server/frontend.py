@@ -519,10 +519,14 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
             data = json.loads(event.data) if event.data else None
         except ValueError:
             raise InvalidArgument("event.data must be UTF-8 JSON text (empty for null)") from None
+        try:
+            time = event.time.ToJsonString() if event.HasField("time") else None
+        except ValueError:
+            raise InvalidArgument("event.time is out of range (years 0001 to 9999)") from None
         published = PublishedEvent(
             id=_name(event.id, "event.id"), source=_name(event.source, "event.source"),
             type=_name(event.type, "event.type"), subject=_name(event.subject, "event.subject", required=False),
-            time=event.time.ToJsonString() if event.HasField("time") else None, data=data,
+            time=time, data=data,
         )
         duplicate, workflows = await self._events.publish(
             _name(request.namespace, "namespace"), published, _name(request.identity, "identity", required=False)

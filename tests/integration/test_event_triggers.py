@@ -1,0 +1,361 @@
+"""Event triggers: a published event starts one workflow per matching trigger, once
+per (namespace, source, id) within the dedupe window, over gRPC and ``POST /events``
+(docs/events.md). Every test runs on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, AsyncIterator, Optional
+
+import aiohttp
+import grpc
+import pytest
+
+from flowforge import Client, WorkflowExecutionStatus, workflow
+from flowforge.api.v1 import event_pb2
+from flowforge.exceptions import RPCError
+from flowforge.server import FlowForgeServer, ServerConfig
+from flowforge.server.clock import ManualClock
+from flowforge.server.webhook import SIGNATURE_HEADER, sign
+from flowforge.worker import Worker
+from tests.integration._processes import wait_until
+
+SECRET = "webhook-secret-for-tests"
+SHOP = "https://shop.example.com"
+
+
+@workflow.defn(name="OrderPaid")
+class OrderPaid:
+    @workflow.run
+    async def run(self, order_id: str, amount: int, subject: str) -> str:
+        return f"order {order_id} paid {amount} ({subject})"
+
+
+@pytest.fixture
+async def events_server(store_url: str) -> AsyncIterator[FlowForgeServer]:
+    """A server with the webhook on a free port; namespace 'default' needs signatures."""
+    instance = FlowForgeServer(
+        ServerConfig(store=store_url, port=0, http_port=0, poll_recheck_interval_s=0.2,
+                     webhook_secrets={"default": SECRET})
+    )
+    await instance.start()
+    yield instance
+    await instance.stop()
+
+
+@pytest.fixture
+async def client(events_server: FlowForgeServer) -> AsyncIterator[Client]:
+    connection = await Client.connect(f"127.0.0.1:{events_server.port}")
+    yield connection
+    await connection.close()
+
+
+async def _post(server: FlowForgeServer, body: bytes, *, signature: Optional[str] = "valid",
+                namespace: str = "default") -> tuple[int, Any]:
+    headers = {"Content-Type": "application/cloudevents+json"}
+    if signature == "valid":
+        headers[SIGNATURE_HEADER] = sign(SECRET, body)
+    elif signature is not None:
+        headers[SIGNATURE_HEADER] = signature
+    async with aiohttp.ClientSession() as http:
+        async with http.post(f"http://127.0.0.1:{server.http_port}/events?namespace={namespace}", data=body,
+                             headers=headers) as response:
+            return response.status, await response.json()
+
+
+def _cloudevent(event_id: str, data: Any, *, type: str = "order.paid") -> bytes:
+    return json.dumps({"specversion": "1.0", "id": event_id, "source": SHOP, "type": type, "subject": "web",
+                       "data": data}).encode()
+
+
+async def _executions(client: Client) -> list[Any]:
+    return [e async for e in client.list_workflows()]
+
+
+async def _order_trigger(client: Client, trigger_id: str = "orders", **options: Any) -> None:
+    await client.create_trigger(
+        trigger_id, event_type="order.paid", workflow=OrderPaid.run, task_queue="orders",
+        input_paths=["data.order_id", "data.amount", "subject"], **options,
+    )
+
+
+async def test_an_event_published_twice_starts_one_execution(client: Client) -> None:
+    await _order_trigger(client)
+    first = await client.publish_event(id="evt-1", source=SHOP, type="order.paid", data={"order_id": "o-1"})
+    again = await client.publish_event(id="evt-1", source=SHOP, type="order.paid", data={"order_id": "o-1"})
+    assert not first.duplicate and [w.started for w in first.workflows] == [True]
+    assert again.duplicate and again.workflows == first.workflows
+    # The same id from another source is another event.
+    other = await client.publish_event(id="evt-1", source="https://crm.example.com", type="order.paid")
+    assert not other.duplicate and other.workflows[0].workflow_id != first.workflows[0].workflow_id
+    assert sorted(e.run_id for e in await _executions(client)) == sorted(
+        [first.workflows[0].run_id, other.workflows[0].run_id]
+    )
+
+
+async def test_concurrent_publishes_of_one_event_start_one_execution(client: Client) -> None:
+    await _order_trigger(client)
+    results = await asyncio.gather(*(
+        client.publish_event(id="evt-race", source=SHOP, type="order.paid", data={"order_id": "o-9"})
+        for _ in range(16)
+    ))
+    assert sum(not r.duplicate for r in results) == 1
+    assert len({r.workflows[0].run_id for r in results}) == 1
+    assert len(await _executions(client)) == 1
+
+
+async def test_the_webhook_dedupes_with_grpc_and_answers_202(events_server: FlowForgeServer, client: Client) -> None:
+    await _order_trigger(client)
+    body = _cloudevent("evt-web", {"order_id": "o-2", "amount": 5})
+    status, first = await _post(events_server, body)
+    assert status == 202 and first["duplicate"] is False and first["workflows"][0]["started"] is True
+    status, again = await _post(events_server, body)
+    assert status == 202 and again == {**first, "duplicate": True}
+    over_grpc = await client.publish_event(id="evt-web", source=SHOP, type="order.paid")
+    assert over_grpc.duplicate and over_grpc.workflows[0].run_id == first["workflows"][0]["run_id"]
+    assert [e.run_id for e in await _executions(client)] == [first["workflows"][0]["run_id"]]
+
+
+async def test_a_badly_signed_webhook_is_401_and_starts_nothing(events_server: FlowForgeServer, client: Client) -> None:
+    await _order_trigger(client)
+    body = _cloudevent("evt-signed", {"order_id": "o-3"})
+    other_body = _cloudevent("evt-other", {"order_id": "o-3"})
+    for signature in (None, "sha256=" + "0" * 64, sign("wrong-secret", body), sign(SECRET, other_body),
+                      sign(SECRET, body).removeprefix("sha256="), "garbage"):
+        status, answer = await _post(events_server, body, signature=signature)
+        assert status == 401, signature
+        assert SIGNATURE_HEADER in answer["error"] and SECRET not in answer["error"]
+    assert await _executions(client) == []
+    # Nothing was recorded either: the same event, signed, is not a duplicate.
+    status, answer = await _post(events_server, body)
+    assert status == 202 and answer["duplicate"] is False and len(answer["workflows"]) == 1
+
+
+async def test_a_namespace_without_a_secret_accepts_unsigned_events(
+    events_server: FlowForgeServer, client: Client
+) -> None:
+    await client.register_namespace("open")
+    async with await Client.connect(f"127.0.0.1:{events_server.port}", namespace="open") as open_client:
+        await _order_trigger(open_client)
+        status, answer = await _post(events_server, _cloudevent("evt-open", {}), signature=None, namespace="open")
+        assert status == 202 and answer["workflows"][0]["started"] is True
+        assert len(await _executions(open_client)) == 1
+    assert await _executions(client) == []
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (b"{not json", "not JSON"),
+        (b"[]", "must be a JSON object"),
+        (json.dumps({"source": SHOP, "type": "order.paid"}).encode(), "event.id is required"),
+        (json.dumps({"id": "x", "type": "order.paid"}).encode(), "event.source is required"),
+        (json.dumps({"id": "x", "source": SHOP}).encode(), "event.type is required"),
+        (json.dumps({"id": 7, "source": SHOP, "type": "t"}).encode(), "'id' must be a string"),
+        (json.dumps({"id": "x", "source": SHOP, "type": "t", "time": "yesterday"}).encode(), "RFC 3339"),
+        (json.dumps({"id": "x", "source": SHOP, "type": "t", "specversion": "0.3"}).encode(), "specversion"),
+        (json.dumps({"id": "x", "source": SHOP, "type": "t", "data_base64": "AA=="}).encode(), "data_base64"),
+        (json.dumps({"id": "x", "source": SHOP, "type": "t", "datacontenttype": "text/xml"}).encode(),
+         "not JSON"),
+    ],
+)
+async def test_a_malformed_webhook_body_is_400_and_changes_nothing(
+    events_server: FlowForgeServer, client: Client, body: bytes, message: str
+) -> None:
+    await _order_trigger(client)
+    status, answer = await _post(events_server, body)
+    assert status == 400 and message in answer["error"]
+    assert await _executions(client) == []
+
+
+async def test_a_filtered_out_event_starts_nothing(client: Client) -> None:
+    await _order_trigger(client, filter=['data.currency == "EUR"', "data.amount != 0"])
+    for event_id, data in [("usd", {"currency": "USD", "amount": 5}), ("zero", {"currency": "EUR", "amount": 0}),
+                           ("none", None)]:
+        result = await client.publish_event(id=event_id, source=SHOP, type="order.paid", data=data)
+        assert result == type(result)(duplicate=False, workflows=[])
+    other_type = await client.publish_event(id="refund", source=SHOP, type="order.refunded",
+                                            data={"currency": "EUR", "amount": 5})
+    assert other_type.workflows == []
+    assert await _executions(client) == []
+    matching = await client.publish_event(id="eur", source=SHOP, type="order.paid",
+                                          data={"currency": "EUR", "amount": 5})
+    assert [w.trigger_id for w in matching.workflows] == ["orders"]
+
+
+async def test_an_event_matching_two_triggers_starts_two(client: Client) -> None:
+    await _order_trigger(client, "billing", id_prefix="bill-")
+    await _order_trigger(client, "shipping", filter=['data.express in [true]'])
+    await _order_trigger(client, "refunds-only", filter=['data.express == false'])
+    result = await client.publish_event(id="evt-two", source=SHOP, type="order.paid",
+                                        data={"order_id": "o-5", "express": True})
+    assert sorted(w.trigger_id for w in result.workflows) == ["billing", "shipping"]
+    by_trigger = {w.trigger_id: w for w in result.workflows}
+    assert by_trigger["billing"].workflow_id.startswith("bill-")
+    assert by_trigger["shipping"].workflow_id.startswith("shipping-")
+    assert sorted(e.workflow_id for e in await _executions(client)) == sorted(w.workflow_id for w in result.workflows)
+
+
+async def test_the_input_mapping_delivers_event_fields_to_a_running_workflow(client: Client) -> None:
+    await _order_trigger(client)
+    result = await client.publish_event(id="evt-run", source=SHOP, type="order.paid", subject="checkout",
+                                        data={"order_id": "o-7", "amount": 42})
+    (started,) = result.workflows
+    async with Worker(client, task_queue="orders", workflows=[OrderPaid]):
+        handle = client.get_workflow_handle(started.workflow_id, run_id=started.run_id)
+        assert await handle.result() == "order o-7 paid 42 (checkout)"
+    history = await handle.fetch_history()
+    attributes = history.events[0].attributes
+    assert attributes["origin"] == {"kind": "event", "trigger": "orders", "event_source": SHOP, "event_id": "evt-run"}
+    assert (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED
+
+
+async def test_a_missing_input_path_gives_none(client: Client) -> None:
+    @workflow.defn(name="Echo")
+    class Echo:
+        @workflow.run
+        async def run(self, first: Any, second: Any) -> list:
+            return [first, second]
+
+    await client.create_trigger("echo", event_type="ping", workflow="Echo", task_queue="echo",
+                                input_paths=["data.absent", "data"])
+    result = await client.publish_event(id="p-1", source=SHOP, type="ping", data=[1, 2])
+    async with Worker(client, task_queue="echo", workflows=[Echo]):
+        assert await client.get_workflow_handle(result.workflows[0].workflow_id).result() == [None, [1, 2]]
+
+
+async def test_triggers_are_created_listed_described_and_deleted(client: Client) -> None:
+    created = await client.create_trigger(
+        "t-a", event_type="order.paid", workflow=OrderPaid.run, task_queue="orders",
+        filter=['data.region  in ["eu","us"]'], input_paths=["data.order_id"],
+    )
+    assert created.filter == ['data.region in ["eu", "us"]'] and created.workflow_id_prefix == "t-a-"
+    assert created.workflow_type == "OrderPaid" and created.create_time is not None
+    for trigger_id in ("t-c", "t-b"):
+        await client.create_trigger(trigger_id, event_type="x", workflow="W", task_queue="q")
+    assert [t.trigger_id async for t in client.list_triggers(page_size=2)] == ["t-a", "t-b", "t-c"]
+    assert await client.describe_trigger("t-a") == created
+    with pytest.raises(RPCError) as error:
+        await client.create_trigger("t-a", event_type="y", workflow="W", task_queue="q")
+    assert error.value.status == grpc.StatusCode.ALREADY_EXISTS and "t-a" in error.value.message
+    assert (await client.describe_trigger("t-a")).event_type == "order.paid"  # unchanged
+    await client.delete_trigger("t-b")
+    assert [t.trigger_id async for t in client.list_triggers()] == ["t-a", "t-c"]
+    for call in (client.delete_trigger("t-b"), client.describe_trigger("t-b")):
+        with pytest.raises(RPCError) as error:
+            await call
+        assert error.value.status == grpc.StatusCode.NOT_FOUND and "t-b" in error.value.message
+    # Deleting a trigger stops it: its events start nothing.
+    result = await client.publish_event(id="after-delete", source=SHOP, type="x")
+    assert [w.trigger_id for w in result.workflows] == ["t-c"]
+
+
+_VALID_TRIGGER = dict(trigger_id="ok", event_type="e", workflow_type="W", task_queue="q")
+_VALID_EVENT = dict(id="e-1", source="s", type="e")
+
+
+@pytest.mark.parametrize(
+    "rpc, request_message, status, message",
+    [
+        ("CreateEventTrigger", event_pb2.CreateEventTriggerRequest(
+            namespace="default", trigger=event_pb2.EventTrigger(**{**_VALID_TRIGGER, "trigger_id": ""})),
+         grpc.StatusCode.INVALID_ARGUMENT, "trigger.trigger_id is required"),
+        ("CreateEventTrigger", event_pb2.CreateEventTriggerRequest(
+            namespace="default", trigger=event_pb2.EventTrigger(**{**_VALID_TRIGGER, "event_type": ""})),
+         grpc.StatusCode.INVALID_ARGUMENT, "trigger.event_type is required"),
+        ("CreateEventTrigger", event_pb2.CreateEventTriggerRequest(
+            namespace="default", trigger=event_pb2.EventTrigger(**{**_VALID_TRIGGER, "task_queue": ""})),
+         grpc.StatusCode.INVALID_ARGUMENT, "trigger.task_queue is required"),
+        ("CreateEventTrigger", event_pb2.CreateEventTriggerRequest(
+            namespace="default", trigger=event_pb2.EventTrigger(**_VALID_TRIGGER, filter=["data.x === 1"])),
+         grpc.StatusCode.INVALID_ARGUMENT, "filter condition 'data.x === 1'"),
+        ("CreateEventTrigger", event_pb2.CreateEventTriggerRequest(
+            namespace="default", trigger=event_pb2.EventTrigger(**_VALID_TRIGGER, input_paths=["headers.x"])),
+         grpc.StatusCode.INVALID_ARGUMENT, "input path 'headers.x'"),
+        ("CreateEventTrigger", event_pb2.CreateEventTriggerRequest(
+            namespace="default", trigger=event_pb2.EventTrigger(
+                **_VALID_TRIGGER, workflow_run_timeout={"seconds": -1})),
+         grpc.StatusCode.INVALID_ARGUMENT, "trigger.workflow_run_timeout must not be negative"),
+        ("CreateEventTrigger", event_pb2.CreateEventTriggerRequest(
+            namespace="nowhere", trigger=event_pb2.EventTrigger(**_VALID_TRIGGER)),
+         grpc.StatusCode.NOT_FOUND, "namespace 'nowhere' does not exist"),
+        ("DescribeEventTrigger", event_pb2.DescribeEventTriggerRequest(namespace="default"),
+         grpc.StatusCode.INVALID_ARGUMENT, "trigger_id is required"),
+        ("DeleteEventTrigger", event_pb2.DeleteEventTriggerRequest(namespace="default", trigger_id="a\x01"),
+         grpc.StatusCode.INVALID_ARGUMENT, "trigger_id must not contain control characters"),
+        ("ListEventTriggers", event_pb2.ListEventTriggersRequest(namespace="default", page_size=5000),
+         grpc.StatusCode.INVALID_ARGUMENT, "page_size must be between 1 and 1000"),
+        ("ListEventTriggers", event_pb2.ListEventTriggersRequest(namespace="default", next_page_token=b"\xff"),
+         grpc.StatusCode.INVALID_ARGUMENT, "next_page_token is malformed"),
+        ("PublishEvent", event_pb2.PublishEventRequest(
+            namespace="default", event=event_pb2.CloudEvent(**{**_VALID_EVENT, "id": ""})),
+         grpc.StatusCode.INVALID_ARGUMENT, "event.id is required"),
+        ("PublishEvent", event_pb2.PublishEventRequest(
+            namespace="default", event=event_pb2.CloudEvent(**{**_VALID_EVENT, "source": ""})),
+         grpc.StatusCode.INVALID_ARGUMENT, "event.source is required"),
+        ("PublishEvent", event_pb2.PublishEventRequest(
+            namespace="default", event=event_pb2.CloudEvent(**_VALID_EVENT, data=b"{oops")),
+         grpc.StatusCode.INVALID_ARGUMENT, "event.data must be UTF-8 JSON"),
+        ("PublishEvent", event_pb2.PublishEventRequest(
+            namespace="default", event=event_pb2.CloudEvent(**_VALID_EVENT, data=b"1" * (3 * 1024 * 1024))),
+         grpc.StatusCode.INVALID_ARGUMENT, "over the server's payload limit"),
+        ("PublishEvent", event_pb2.PublishEventRequest(
+            namespace="default", event=event_pb2.CloudEvent(**_VALID_EVENT, time={"seconds": 10**12})),
+         grpc.StatusCode.INVALID_ARGUMENT, "event.time"),
+        ("PublishEvent", event_pb2.PublishEventRequest(
+            namespace="nowhere", event=event_pb2.CloudEvent(**_VALID_EVENT)),
+         grpc.StatusCode.NOT_FOUND, "namespace 'nowhere' does not exist"),
+    ],
+)
+async def test_bad_input_on_every_trigger_rpc_is_refused_and_changes_nothing(
+    client: Client, rpc: str, request_message: Any, status: grpc.StatusCode, message: str
+) -> None:
+    await client.create_trigger("existing", event_type="e", workflow="W", task_queue="q")
+    with pytest.raises(RPCError) as error:
+        await client.workflow_service.call(rpc, request_message, retry=False)
+    assert error.value.status == status
+    assert message in error.value.message
+    assert [t.trigger_id async for t in client.list_triggers()] == ["existing"]
+    assert await _executions(client) == []
+    # The event was not recorded: publishing it properly now starts its workflow.
+    result = await client.publish_event(id="e-1", source="s", type="e")
+    assert not result.duplicate and len(result.workflows) == 1
+
+
+async def test_dedupe_rows_expire_after_the_window_and_are_swept(store_url: str) -> None:
+    clock = ManualClock()
+    server = FlowForgeServer(ServerConfig(store=store_url, port=0, clock=clock, event_dedupe_window_s=60,
+                                          event_dedupe_sweep_interval_s=0.05))
+    await server.start()
+    try:
+        async with await Client.connect(f"127.0.0.1:{server.port}") as client:
+            await _order_trigger(client)
+            first = await client.publish_event(id="evt-old", source=SHOP, type="order.paid")
+            clock.advance(59 * 1_000_000)
+            assert (await client.publish_event(id="evt-old", source=SHOP, type="order.paid")).duplicate
+
+            async def dedupe_row() -> Any:
+                return await server.engine.read(lambda tx: tx.get_event_dedupe("default", SHOP, "evt-old"))
+
+            assert await dedupe_row() is not None
+            clock.advance(1_000_000)  # the window has ended: the sweeper deletes the row
+            await wait_until(lambda: _is_none(dedupe_row()), timeout=30, what="the sweeper to delete the row")
+
+            # After the window the event counts as new; its workflow id is still running,
+            # so nothing new starts (the workflow id is the second guard) ...
+            again = await client.publish_event(id="evt-old", source=SHOP, type="order.paid")
+            assert not again.duplicate and again.workflows[0].started is False
+            assert again.workflows[0].run_id == first.workflows[0].run_id
+            # ... and once that run has closed, a new run of the same id starts.
+            await client.get_workflow_handle(first.workflows[0].workflow_id).terminate(reason="test")
+            clock.advance(61 * 1_000_000)
+            third = await client.publish_event(id="evt-old", source=SHOP, type="order.paid")
+            assert third.workflows[0].started and third.workflows[0].workflow_id == first.workflows[0].workflow_id
+            assert third.workflows[0].run_id != first.workflows[0].run_id
+    finally:
+        await server.stop()
+
+
+async def _is_none(value: Any) -> bool:
+    return (await value) is None
