@@ -109,7 +109,7 @@ def _trigger_parser(commands: Any) -> None:
     create.add_argument("--workflow-type", required=True)
     create.add_argument("--task-queue", required=True)
     create.add_argument("--filter", action="append", default=[],
-                        help="condition PATH OP JSON, OP one of ==, != , in, not in (repeat: all must hold)")
+                        help="condition PATH OP JSON, OP one of ==, !=, in, not in (repeat: all must hold)")
     create.add_argument("--input", action="append", default=[],
                         help="event path of a workflow argument, e.g. data.order_id (repeat for several)")
     create.add_argument("--id-prefix", default=None, help="workflow id prefix (default TRIGGER_ID-)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from typing import Any, AsyncIterator, Optional
 
 import aiohttp
@@ -19,7 +20,7 @@ from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.server.clock import ManualClock
 from flowforge.server.webhook import SIGNATURE_HEADER, sign
 from flowforge.worker import Worker
-from tests.integration._processes import wait_until
+from tests.integration._processes import _env, wait_until
 
 SECRET = "webhook-secret-for-tests"
 SHOP = "https://shop.example.com"
@@ -359,3 +360,49 @@ async def test_dedupe_rows_expire_after_the_window_and_are_swept(store_url: str)
 
 async def _is_none(value: Any) -> bool:
     return (await value) is None
+
+
+async def _flowforge(*args: str) -> tuple[int, str, str]:
+    """The CLI in a child process; the loop keeps serving the in-process server meanwhile."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "flowforge.cli", *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env=_env(),
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
+    return process.returncode or 0, stdout.decode(), stderr.decode()
+
+
+async def test_the_cli_creates_lists_and_deletes_triggers_and_publishes_events() -> None:
+    # The CLI is a client of the RPCs above: one (in-memory SQLite) server suffices.
+    server = FlowForgeServer(ServerConfig(store=":memory:", port=0))
+    await server.start()
+    try:
+        async with await Client.connect(f"127.0.0.1:{server.port}") as client:
+            await _cli_session(client, ["--address", f"127.0.0.1:{server.port}"])
+    finally:
+        await server.stop()
+
+
+async def _cli_session(client: Client, address: list[str]) -> None:
+    code, out, err = await _flowforge(
+        "trigger", "create", "--trigger-id", "cli-orders", "--event-type", "order.paid", "--workflow-type",
+        "OrderPaid", "--task-queue", "orders", "--filter", 'data.currency == "EUR"', "--input", "data.order_id",
+        *address,
+    )
+    assert code == 0 and "trigger cli-orders created" in out, err
+    code, out, err = await _flowforge("trigger", "list", "--output", "json", *address)
+    assert code == 0, err
+    [listed] = json.loads(out)
+    assert listed["filter"] == ['data.currency == "EUR"'] and listed["input_paths"] == ["data.order_id"]
+    publish = ["event", "publish", "--id", "cli-1", "--source", SHOP, "--type", "order.paid",
+               "--data", '{"currency": "EUR", "order_id": "o-1"}', *address]
+    code, out, err = await _flowforge(*publish)
+    assert code == 0 and json.loads(out)["duplicate"] is False, err
+    code, out, err = await _flowforge(*publish)
+    assert code == 0 and json.loads(out)["duplicate"] is True, err
+    assert len(await _executions(client)) == 1
+    code, out, err = await _flowforge("trigger", "create", "--trigger-id", "bad", "--event-type", "e",
+                                      "--workflow-type", "W", "--task-queue", "q", "--filter", "data.x = 1", *address)
+    assert code == 1 and "INVALID_ARGUMENT" in err and "data.x = 1" in err
+    code, out, err = await _flowforge("trigger", "delete", "--trigger-id", "cli-orders", *address)
+    assert code == 0 and [t async for t in client.list_triggers()] == []
