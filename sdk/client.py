@@ -88,6 +88,19 @@ def _call_arguments(arg: Any, args: Sequence[Any]) -> list[Any]:
     return [arg] if arg is not _NO_ARGUMENT else list(args)
 
 
+def _set_workflow_timeouts(
+    message: Any, execution: Optional[timedelta], run: Optional[timedelta], task: Optional[timedelta]
+) -> None:
+    """Sets the workflow_{execution,run,task}_timeout fields that are given."""
+    for field, timeout in (
+        (message.workflow_execution_timeout, execution),
+        (message.workflow_run_timeout, run),
+        (message.workflow_task_timeout, task),
+    ):
+        if timeout is not None:
+            field.FromTimedelta(timeout)
+
+
 def _timestamp_to_datetime(timestamp: Any, present: bool) -> Optional[datetime]:
     return timestamp.ToDatetime(tzinfo=timezone.utc) if present else None
 
@@ -717,13 +730,7 @@ class Client:
             request_id=request_id or str(uuid.uuid4()),
             identity=self._identity,
         )
-        for field, timeout in (
-            (request.workflow_execution_timeout, execution_timeout),
-            (request.workflow_run_timeout, run_timeout),
-            (request.workflow_task_timeout, task_timeout),
-        ):
-            if timeout is not None:
-                field.FromTimedelta(timeout)
+        _set_workflow_timeouts(request, execution_timeout, run_timeout, task_timeout)
         try:
             response = await self._workflow_service.call("StartWorkflowExecution", request)
         except RPCError as error:
@@ -861,13 +868,7 @@ class Client:
             trigger_id=trigger_id, event_type=event_type, filter=list(filter), input_paths=list(input_paths),
             workflow_type=workflow_type, task_queue=task_queue, workflow_id_prefix=id_prefix or "",
         )
-        for field, timeout in (
-            (trigger.workflow_execution_timeout, execution_timeout),
-            (trigger.workflow_run_timeout, run_timeout),
-            (trigger.workflow_task_timeout, task_timeout),
-        ):
-            if timeout is not None:
-                field.FromTimedelta(timeout)
+        _set_workflow_timeouts(trigger, execution_timeout, run_timeout, task_timeout)
         response = await self._workflow_service.call(
             "CreateEventTrigger", event_pb2.CreateEventTriggerRequest(namespace=self._namespace, trigger=trigger)
         )
