@@ -28,7 +28,7 @@ import json
 import logging
 import random
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from flowforge import exceptions, workflow
 from flowforge._determinism import DeterminismGuard
@@ -53,6 +53,7 @@ _COMMAND_EVENT_TYPES = frozenset(
         "TimerStarted",
         "TimerCanceled",
         "ActivityTaskCancelRequested",
+        "MarkerRecorded",
         "WorkflowExecutionCompleted",
         "WorkflowExecutionFailed",
         "WorkflowExecutionCanceled",
@@ -71,6 +72,11 @@ _DELIVERED_EVENT_TYPES = frozenset(
     }
 )
 _WORKFLOW_TASK_NOT_COMPLETED = frozenset({"WorkflowTaskFailed", "WorkflowTaskTimedOut"})
+
+# Versioning: the marker workflow.patched() records, and the keys of its details.
+PATCH_MARKER_NAME = "patch"
+_PATCH_ID_DETAIL = "patch_id"
+_DEPRECATED_DETAIL = "deprecated"
 
 _TIMEOUT_FIELDS = (
     "schedule_to_close_timeout",
@@ -115,6 +121,8 @@ def _command_signature(command: command_pb2.Command) -> tuple[str, str, dict[str
     if kind == "request_cancel_activity_task":
         fields = {"activity_id": command.request_cancel_activity_task.activity_id}
         return "RequestCancelActivityTask", "ActivityTaskCancelRequested", fields
+    if kind == "record_marker":
+        return "RecordMarker", "MarkerRecorded", _marker_fields(command.record_marker.details)
     if kind == "complete_workflow_execution":
         return "CompleteWorkflowExecution", "WorkflowExecutionCompleted", {}
     if kind == "fail_workflow_execution":
@@ -122,6 +130,17 @@ def _command_signature(command: command_pb2.Command) -> tuple[str, str, dict[str
     if kind == "cancel_workflow_execution":
         return "CancelWorkflowExecution", "WorkflowExecutionCanceled", {}
     raise ValueError(f"unknown command {kind!r}")
+
+
+def _marker_fields(details: Mapping[str, common_pb2.Payloads]) -> dict[str, str]:
+    """What replay compares of a marker: its patch id (the deprecated flag may change)."""
+    patch_id = details.get(_PATCH_ID_DETAIL)
+    return {"patch_id": str(default_converter.from_payloads(patch_id)[0]) if patch_id is not None else ""}
+
+
+def _recorded_marker_details(attributes: dict[str, Any]) -> dict[str, common_pb2.Payloads]:
+    details = attributes.get("details") or {}
+    return {key: json_dict_to_message(value, common_pb2.Payloads) for key, value in details.items()}
 
 
 def _describe_command(command: command_pb2.Command) -> str:
@@ -346,6 +365,13 @@ class WorkflowInstance(workflow._Runtime):
         # The last activation was the current workflow task: the next event must complete it.
         self._awaiting_task_close = False
 
+        # Versioning: the WorkflowTaskCompleted event id of each patch marker in the
+        # history given to activate() (so replay knows where each was recorded), and
+        # what patched() answered per patch id.
+        self._patch_markers: dict[str, int] = {}
+        self._patches_memo: dict[str, bool] = {}
+        self._running_task_completed_event_id = 0
+
         # Activities and timers, by their deterministic ids.
         self._activity_seq = 0
         self._timer_seq = 0
@@ -390,7 +416,9 @@ class WorkflowInstance(workflow._Runtime):
                 "this instance failed an earlier activation; replay the history on a new instance"
             )
         try:
-            for event, following in self._new_events_with_successors(history):
+            events = self._new_events_with_successors(history)
+            self._note_patch_markers(event for event, _ in events)
+            for event, following in events:
                 self._process(event, following)
                 self._last_event_id = event.event_id
                 self._last_event_type = event.event_type
@@ -466,6 +494,8 @@ class WorkflowInstance(workflow._Runtime):
         self._awaiting_task_close = following is None
 
     def _run_workflow_task(self, started: common_pb2.HistoryEvent, *, replaying: bool) -> None:
+        # Nothing is written between a WorkflowTaskStarted and the event that closes it.
+        self._running_task_completed_event_id = started.event_id + 1
         self._time = started.event_time.ToNanoseconds() / 1e9
         self._now = started.event_time.ToDatetime(tzinfo=timezone.utc)
         self._replaying = replaying
@@ -490,6 +520,8 @@ class WorkflowInstance(workflow._Runtime):
     def _match_command_event(self, event: common_pb2.HistoryEvent) -> None:
         attributes = _attributes(event)
         event_fields = self._command_event_fields(event, attributes)
+        if self._is_unclaimed_deprecated_patch(event, attributes, event_fields):
+            return
         recorded = f"history event {event.event_id} {_signature(event.event_type, event_fields)}"
         if not self._unmatched:
             raise exceptions.NonDeterminismError(
@@ -515,6 +547,8 @@ class WorkflowInstance(workflow._Runtime):
             }
         if event.event_type in ("TimerStarted", "TimerCanceled"):
             return {"timer_id": str(attributes.get("timer_id", ""))}
+        if event.event_type == "MarkerRecorded":
+            return _marker_fields(_recorded_marker_details(attributes))
         if event.event_type == "ActivityTaskCancelRequested":
             activity = self._activities_by_scheduled_event.get(int(attributes.get("scheduled_event_id", 0)))
             return {"activity_id": activity.activity_id if activity is not None else ""}
@@ -718,6 +752,59 @@ class WorkflowInstance(workflow._Runtime):
                     visited.add(dependency)
                     pending.append(dependency)
         return False
+
+    # ----------------------------------------------------------------- versioning (patched)
+
+    def _note_patch_markers(self, events: Any) -> None:
+        for event in events:
+            if event.event_type != "MarkerRecorded":
+                continue
+            attributes = _attributes(event)
+            if attributes.get("marker_name") != PATCH_MARKER_NAME:
+                continue
+            patch_id = _marker_fields(_recorded_marker_details(attributes))["patch_id"]
+            completed_event_id = int(attributes.get("workflow_task_completed_event_id", 0))
+            self._patch_markers.setdefault(patch_id, completed_event_id)
+
+    def _is_unclaimed_deprecated_patch(
+        self, event: common_pb2.HistoryEvent, attributes: dict[str, Any], event_fields: dict[str, str]
+    ) -> bool:
+        """A deprecated patch marker the code no longer asks for: replay skips it.
+
+        That is what lets ``deprecate_patch(id)`` be deleted once the executions
+        that ran the ``patched(id)`` version are gone.
+        """
+        if event.event_type != "MarkerRecorded" or attributes.get("marker_name") != PATCH_MARKER_NAME:
+            return False
+        deprecated = _recorded_marker_details(attributes).get(_DEPRECATED_DETAIL)
+        if deprecated is None or not default_converter.from_payloads(deprecated)[0]:
+            return False
+        if self._unmatched and _command_signature(self._unmatched[0])[1:] == ("MarkerRecorded", event_fields):
+            return False
+        return True
+
+    def workflow_patch(self, patch_id: str, *, deprecated: bool) -> bool:
+        memoized = self._patches_memo.get(patch_id)
+        if memoized is not None:
+            return memoized
+        recorded_at = self._patch_markers.get(patch_id)
+        use_patch = not self._replaying or (
+            recorded_at is not None and recorded_at <= self._running_task_completed_event_id
+        )
+        if use_patch:
+            details = {
+                _PATCH_ID_DETAIL: default_converter.to_payloads([patch_id]),
+                _DEPRECATED_DETAIL: default_converter.to_payloads([deprecated]),
+            }
+            self._commands.append(
+                command_pb2.Command(
+                    record_marker=command_pb2.RecordMarkerCommandAttributes(
+                        marker_name=PATCH_MARKER_NAME, details=details
+                    )
+                )
+            )
+        self._patches_memo[patch_id] = use_patch
+        return use_patch
 
     # ----------------------------------------------------------------- workflow._Runtime
 

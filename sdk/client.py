@@ -422,12 +422,15 @@ class WorkflowExecutionDescription(WorkflowExecution):
         origin: What started the run when it was not a direct start, as recorded
             in ``WorkflowExecutionStarted`` (e.g. ``{"kind": "schedule",
             "schedule_id": ..., "nominal_time": ...}``); ``None`` for a direct start.
+        first_worker_build_id: The build id of the worker that completed the
+            run's first workflow task (``Worker(build_id=...)``); empty until then.
     """
 
     pending_activities: list[PendingActivity]
     pending_workflow_task: Optional[PendingWorkflowTask]
     dag: list[DagNode]
     origin: Optional[dict[str, Any]] = None
+    first_worker_build_id: str = ""
 
     @classmethod
     def _from_describe_response(
@@ -481,6 +484,7 @@ class WorkflowExecutionDescription(WorkflowExecution):
                 for node in proto.dag
             ],
             origin=json.loads(proto.origin_json) if proto.origin_json else None,
+            first_worker_build_id=proto.first_worker_build_id,
         )
 
 

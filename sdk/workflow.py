@@ -43,10 +43,12 @@ __all__ = [
     "ActivityHandle",
     "Info",
     "defn",
+    "deprecate_patch",
     "execute_activity",
     "info",
     "logger",
     "now",
+    "patched",
     "query",
     "random",
     "run",
@@ -386,6 +388,9 @@ class _Runtime(abc.ABC):
     @abc.abstractmethod
     def workflow_wait_condition(self, fn: Callable[[], bool]) -> asyncio.Future[None]: ...
 
+    @abc.abstractmethod
+    def workflow_patch(self, patch_id: str, *, deprecated: bool) -> bool: ...
+
 
 def info() -> Info:
     """Facts about the running workflow execution (ids, type, task queue, start time)."""
@@ -444,6 +449,60 @@ async def wait_condition(
         await satisfied
     else:
         await asyncio.wait_for(satisfied, _seconds(timeout))
+
+
+# --------------------------------------------------------------------------- versioning
+
+
+def patched(patch_id: str) -> bool:
+    """Whether this execution takes the new branch of a code change named ``patch_id``.
+
+    Change workflow code that running executions may replay like this::
+
+        if workflow.patched("express-shipping"):
+            carrier = await workflow.execute_activity(book_express, order, ...)
+        else:
+            carrier = await workflow.execute_activity(book_standard, order, ...)
+
+    The first call in an execution decides, and every later call for the same
+    ``patch_id`` in that execution returns the same value:
+
+    - when the code runs for the first time (not replaying), it records a
+      ``MarkerRecorded`` event for ``patch_id`` in history and returns ``True``;
+    - when it replays history, it returns ``True`` only if history holds that
+      marker at this point, so executions that ran the old code replay the old
+      branch unchanged.
+
+    Once no execution that ran the old code is left, replace the call with
+    :func:`deprecate_patch` (see docs/determinism.md, "Versioning").
+
+    Args:
+        patch_id: Names the change; unique within the workflow.
+
+    Returns:
+        ``True`` for the new branch, ``False`` for the old one.
+    """
+    return _Runtime.current().workflow_patch(_patch_id(patch_id), deprecated=False)
+
+
+def deprecate_patch(patch_id: str) -> None:
+    """Marks a :func:`patched` change whose old branch no execution runs any more.
+
+    Call it where ``patched(patch_id)`` was, keeping only the new branch. It
+    replays executions that recorded the patch marker, and records a marker
+    flagged as deprecated in new executions, which replay also when the call is
+    removed altogether later.
+
+    Args:
+        patch_id: The id given to :func:`patched`.
+    """
+    _Runtime.current().workflow_patch(_patch_id(patch_id), deprecated=True)
+
+
+def _patch_id(patch_id: str) -> str:
+    if not isinstance(patch_id, str) or not patch_id:
+        raise ValueError(f"a patch id must be a non-empty string, not {patch_id!r}")
+    return patch_id
 
 
 def _seconds(duration: Union[timedelta, float]) -> float:

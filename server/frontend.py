@@ -100,6 +100,12 @@ def _namespace_proto(row: NamespaceRow) -> pb.Namespace:
     )
 
 
+def _first_worker_build_id(events: list[HistoryEventRow]) -> str:
+    """Versioning: the build id in the run's first WorkflowTaskCompleted event."""
+    first_completed = next((e for e in events if e.event_type == "WorkflowTaskCompleted"), None)
+    return json.loads(first_completed.attributes).get("worker_build_id", "") if first_completed else ""
+
+
 def _activity_task_proto(leased: LeasedActivityTask) -> pb.PollActivityTaskQueueResponse:
     task = leased.task
     options = json.loads(task.options)
@@ -228,6 +234,7 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
             start_time=_timestamp(row.start_us), close_time=_timestamp(row.close_us),
             history_length=row.next_event_id - 1, dag=_dag(events, tasks),
         )
+        response.first_worker_build_id = _first_worker_build_id(events)
         origin = json.loads(events[0].attributes).get("origin") if events else None
         if origin:
             response.origin_json = json.dumps(origin, sort_keys=True)
@@ -380,6 +387,7 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
         leased = await self._engine.complete_workflow_task(
             request.task_token, request.namespace, request.commands,
             _name(request.identity, "identity", required=False), min(request.eager_activity_slots, 1000),
+            _name(request.worker_build_id, "worker_build_id", required=False),
         )
         return pb.RespondWorkflowTaskCompletedResponse(activity_tasks=[_activity_task_proto(t) for t in leased])
 

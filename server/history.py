@@ -635,9 +635,12 @@ class HistoryEngine:
 
     async def complete_workflow_task(
         self, raw_token: bytes, namespace: str, commands: Sequence[command_pb2.Command], identity: str,
-        eager_activity_slots: int,
+        eager_activity_slots: int, worker_build_id: str = "",
     ) -> list[LeasedActivityTask]:
-        """Records the commands of a workflow task; returns eagerly leased activity tasks."""
+        """Records the commands of a workflow task; returns eagerly leased activity tasks.
+
+        ``worker_build_id`` (the build of the worker that ran the task) is recorded
+        in the WorkflowTaskCompleted event."""
         token = self._token(raw_token, namespace, WORKFLOW)
         self._validate_commands(commands)
 
@@ -664,7 +667,7 @@ class HistoryEngine:
             completed_id = m.append(
                 "WorkflowTaskCompleted",
                 {"scheduled_event_id": row.wft_scheduled_event_id, "started_event_id": row.wft_started_event_id,
-                 "identity": identity},
+                 "identity": identity, "worker_build_id": worker_build_id},
             )
             row.wft_state = "NONE"
             row.wft_attempt = 1
@@ -736,6 +739,12 @@ class HistoryEngine:
                 if t.timer_id in timer_ids:
                     raise InvalidArgument(f"{where}: timer_id {t.timer_id!r} is used twice")
                 timer_ids.add(t.timer_id)
+            elif kind == "record_marker":
+                marker = command.record_marker
+                if not marker.marker_name:
+                    raise InvalidArgument(f"{where}: marker_name is required")
+                for key, payloads in marker.details.items():
+                    self.check_payloads(payloads, f"the detail {key!r} of marker {marker.marker_name!r}")
             elif kind == "complete_workflow_execution":
                 self.check_payloads(command.complete_workflow_execution.result, "the workflow result")
             elif kind == "fail_workflow_execution":
@@ -783,6 +792,14 @@ class HistoryEngine:
             elif task is not None:
                 task.cancel_requested = 1
                 await m.tx.update_task(task)
+        elif kind == "record_marker":
+            marker = command.record_marker
+            m.append(
+                "MarkerRecorded",
+                {"marker_name": marker.marker_name,
+                 "details": {key: payloads_json(value) for key, value in sorted(marker.details.items())},
+                 "workflow_task_completed_event_id": completed_id},
+            )
         elif kind == "complete_workflow_execution":
             m.append(
                 "WorkflowExecutionCompleted",

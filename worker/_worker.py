@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import hashlib
+import inspect
 import logging
 import signal
 import threading
@@ -30,6 +32,26 @@ def _workflow_definitions(workflows: Sequence[type]) -> dict[str, workflow._Defi
             raise ValueError(f"more than one workflow is registered as {definition.name!r}")
         definitions[definition.name] = definition
     return definitions
+
+
+def _default_build_id(workflows: Sequence[type]) -> str:
+    """Versioning: a stable hash of the workflow classes' code, the default build id.
+
+    It changes when the source of a workflow class changes (or its bytecode, for
+    a class whose source cannot be read), so each deployment of changed workflow
+    code gets a new build id without anyone choosing one.
+    """
+    digest = hashlib.sha256()
+    for definition in sorted((workflow._Definition.from_class(cls) for cls in workflows), key=lambda d: d.name):
+        digest.update(definition.name.encode() + b"\0")
+        try:
+            code = inspect.getsource(definition.cls).encode()
+        except (OSError, TypeError):
+            code = b"".join(
+                member.__code__.co_code for member in vars(definition.cls).values() if hasattr(member, "__code__")
+            )
+        digest.update(code + b"\0")
+    return digest.hexdigest()[:20]
 
 
 def _activity_definitions(
@@ -86,6 +108,10 @@ class Worker:
         activity_executor: Runs synchronous activities; by default a thread pool
             the worker creates and shuts down. It must run callables in threads of
             this process (the activity context travels in context variables).
+        build_id: Names the build of the workflow code this worker runs; recorded
+            in every WorkflowTaskCompleted event, and ``describe()`` shows the one
+            that ran an execution's first workflow task. Defaults to
+            a hash of the source of ``workflows``, which changes with their code.
 
     Raises:
         ValueError: Nothing to run, a name registered twice, or a limit below 1.
@@ -106,6 +132,7 @@ class Worker:
         graceful_shutdown_timeout: timedelta = timedelta(seconds=10),
         identity: Optional[str] = None,
         activity_executor: Optional[concurrent.futures.Executor] = None,
+        build_id: Optional[str] = None,
     ) -> None:
         if not task_queue:
             raise ValueError("task_queue must not be empty")
@@ -123,6 +150,7 @@ class Worker:
         activity_definitions = _activity_definitions(activities)
 
         self._task_queue = task_queue
+        self._build_id = build_id or _default_build_id(workflows)
         self._graceful_shutdown_timeout = graceful_shutdown_timeout
         worker_identity = identity or client.identity
         self._activity_worker: Optional[ActivityWorker] = None
@@ -151,6 +179,7 @@ class Worker:
                 max_concurrent_polls=max_concurrent_workflow_task_polls,
                 cache_size=_WORKFLOW_CACHE_SIZE,
                 activity_worker=self._activity_worker,
+                build_id=self._build_id,
             )
         self._started = False
         self._shutdown_requested: Optional[asyncio.Event] = None
@@ -160,6 +189,11 @@ class Worker:
     def task_queue(self) -> str:
         """The task queue this worker polls."""
         return self._task_queue
+
+    @property
+    def build_id(self) -> str:
+        """The build id this worker records in the workflow tasks it completes."""
+        return self._build_id
 
     def _parts(self) -> list[ActivityWorker | WorkflowWorker]:
         return [part for part in (self._workflow_worker, self._activity_worker) if part is not None]

@@ -89,6 +89,7 @@ class WorkflowWorker:
         cache_size: How many workflow instances to keep between tasks.
         activity_worker: The activity worker of the same task queue, if this worker
             runs activities too; it takes activity tasks handed back eagerly.
+        build_id: The build of the workflow code, reported with each completed task.
     """
 
     def __init__(
@@ -104,6 +105,7 @@ class WorkflowWorker:
         max_concurrent_polls: int,
         cache_size: int,
         activity_worker: Optional[ActivityWorker],
+        build_id: str,
     ) -> None:
         self._service = service
         self._namespace = namespace
@@ -114,6 +116,7 @@ class WorkflowWorker:
         self._max_concurrent_tasks = max_concurrent_tasks
         self._max_concurrent_polls = max_concurrent_polls
         self._activity_worker = activity_worker
+        self._build_id = build_id
         self._cache = _RunCache(cache_size)
         self._slots = TaskSlots(max_concurrent_tasks)
         self._executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
@@ -254,6 +257,7 @@ class WorkflowWorker:
             commands=commands,
             identity=self._identity,
             eager_activity_slots=eager_slots,
+            worker_build_id=self._build_id,
         )
         try:
             response = await self._service.call("RespondWorkflowTaskCompleted", request)

@@ -8,7 +8,6 @@ terminates the execution.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import os
 import random
@@ -28,6 +27,8 @@ from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.worker import Worker
 from tests.conftest import STORE_KINDS
 from tests.integration import _shortid
+from tests.integration._processes import wait_until
+from tests.integration._reliability import DEADLINE_S, events, of_type
 
 TASK_QUEUE = "determinism-guard"
 # A port nothing listens on: the calls below fail after the guard has seen them.
@@ -122,14 +123,10 @@ class _serving:
 
 
 async def _first_workflow_task_failure(handle: WorkflowHandle) -> HistoryEvent:
-    deadline = asyncio.get_running_loop().time() + 30
-    while asyncio.get_running_loop().time() < deadline:
-        history = await handle.fetch_history()
-        failed = [e for e in history.events if e.event_type == "WorkflowTaskFailed"]
-        if failed:
-            return failed[0]
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no WorkflowTaskFailed event in {handle} within 30s")
+    async def failures() -> list[HistoryEvent]:
+        return of_type(await events(handle), "WorkflowTaskFailed")
+
+    return (await wait_until(failures, timeout=DEADLINE_S, what=f"a WorkflowTaskFailed event in {handle}"))[0]
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -1,19 +1,23 @@
-"""Records the sample's histories into tests/replay/histories (run by hand when the
+"""Records the samples' histories into tests/replay/histories (run by hand when a
 sample changes on purpose; the replay tests then pin the new behaviour):
 
-    python -m tests.replay.record
+    python -m tests.replay.record                 # every sample
+    python -m tests.replay.record shipping        # one sample
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import tempfile
 from pathlib import Path
+from typing import Awaitable, Callable
 
 from flowforge import Client
 from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.worker import Worker
 from samples.onboarding.workflows import ACTIVITIES, TASK_QUEUE, Onboarding
+from tests.replay import shipping
 
 HISTORIES = Path(__file__).parent / "histories"
 REQUESTS = {
@@ -24,22 +28,55 @@ REQUESTS = {
 }
 
 
-async def record() -> None:
+async def record_onboarding(client: Client) -> None:
+    async with Worker(client, task_queue=TASK_QUEUE, workflows=[Onboarding], activities=ACTIVITIES):
+        for workflow_id, request in REQUESTS.items():
+            handle = await client.start_workflow(Onboarding.run, request, id=workflow_id, task_queue=TASK_QUEUE)
+            await handle.result()
+            await _save(client, workflow_id)
+
+
+# Versioning: one history per version of the Shipping workflow, each run by a worker
+# deployed with that version only (see tests/replay/shipping.py).
+SHIPPING_VERSIONS = {
+    "shipping-before-patch": shipping.ShippingBeforePatch,
+    "shipping-patched": shipping.Shipping,
+    "shipping-patch-deprecated": shipping.ShippingPatchDeprecated,
+}
+
+
+async def record_shipping(client: Client) -> None:
+    for workflow_id, version in SHIPPING_VERSIONS.items():
+        async with Worker(client, task_queue=shipping.TASK_QUEUE, workflows=[version], activities=shipping.ACTIVITIES):
+            order = shipping.Order(order_id=workflow_id, weight_kg=2.5)
+            handle = await client.start_workflow(version.run, order, id=workflow_id, task_queue=shipping.TASK_QUEUE)
+            await handle.result()
+            await _save(client, workflow_id)
+
+
+async def _save(client: Client, workflow_id: str) -> None:
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    (HISTORIES / f"{workflow_id}.json").write_text(history.to_json() + "\n")
+
+
+RECORDERS: dict[str, Callable[[Client], Awaitable[None]]] = {
+    "onboarding": record_onboarding,
+    "shipping": record_shipping,
+}
+
+
+async def record(samples: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         server = FlowForgeServer(ServerConfig(store=str(Path(tmp) / "record.db"), port=0))
         await server.start()
         try:
             client = await Client.connect(f"127.0.0.1:{server.port}")
-            async with Worker(client, task_queue=TASK_QUEUE, workflows=[Onboarding], activities=ACTIVITIES):
-                for workflow_id, request in REQUESTS.items():
-                    handle = await client.start_workflow(Onboarding.run, request, id=workflow_id, task_queue=TASK_QUEUE)
-                    await handle.result()
-                    history = await handle.fetch_history()
-                    (HISTORIES / f"{workflow_id}.json").write_text(history.to_json() + "\n")
+            for sample in samples:
+                await RECORDERS[sample](client)
             await client.close()
         finally:
             await server.stop()
 
 
 if __name__ == "__main__":
-    asyncio.run(record())
+    asyncio.run(record(sys.argv[1:] or list(RECORDERS)))

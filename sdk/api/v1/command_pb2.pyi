@@ -11,7 +11,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Command(_message.Message):
-    __slots__ = ("schedule_activity_task", "start_timer", "cancel_timer", "request_cancel_activity_task", "complete_workflow_execution", "fail_workflow_execution", "cancel_workflow_execution")
+    __slots__ = ("schedule_activity_task", "start_timer", "cancel_timer", "request_cancel_activity_task", "complete_workflow_execution", "fail_workflow_execution", "cancel_workflow_execution", "record_marker")
     SCHEDULE_ACTIVITY_TASK_FIELD_NUMBER: _ClassVar[int]
     START_TIMER_FIELD_NUMBER: _ClassVar[int]
     CANCEL_TIMER_FIELD_NUMBER: _ClassVar[int]
@@ -19,6 +19,7 @@ class Command(_message.Message):
     COMPLETE_WORKFLOW_EXECUTION_FIELD_NUMBER: _ClassVar[int]
     FAIL_WORKFLOW_EXECUTION_FIELD_NUMBER: _ClassVar[int]
     CANCEL_WORKFLOW_EXECUTION_FIELD_NUMBER: _ClassVar[int]
+    RECORD_MARKER_FIELD_NUMBER: _ClassVar[int]
     schedule_activity_task: ScheduleActivityTaskCommandAttributes
     start_timer: StartTimerCommandAttributes
     cancel_timer: CancelTimerCommandAttributes
@@ -26,7 +27,8 @@ class Command(_message.Message):
     complete_workflow_execution: CompleteWorkflowExecutionCommandAttributes
     fail_workflow_execution: FailWorkflowExecutionCommandAttributes
     cancel_workflow_execution: CancelWorkflowExecutionCommandAttributes
-    def __init__(self, schedule_activity_task: _Optional[_Union[ScheduleActivityTaskCommandAttributes, _Mapping]] = ..., start_timer: _Optional[_Union[StartTimerCommandAttributes, _Mapping]] = ..., cancel_timer: _Optional[_Union[CancelTimerCommandAttributes, _Mapping]] = ..., request_cancel_activity_task: _Optional[_Union[RequestCancelActivityTaskCommandAttributes, _Mapping]] = ..., complete_workflow_execution: _Optional[_Union[CompleteWorkflowExecutionCommandAttributes, _Mapping]] = ..., fail_workflow_execution: _Optional[_Union[FailWorkflowExecutionCommandAttributes, _Mapping]] = ..., cancel_workflow_execution: _Optional[_Union[CancelWorkflowExecutionCommandAttributes, _Mapping]] = ...) -> None: ...
+    record_marker: RecordMarkerCommandAttributes
+    def __init__(self, schedule_activity_task: _Optional[_Union[ScheduleActivityTaskCommandAttributes, _Mapping]] = ..., start_timer: _Optional[_Union[StartTimerCommandAttributes, _Mapping]] = ..., cancel_timer: _Optional[_Union[CancelTimerCommandAttributes, _Mapping]] = ..., request_cancel_activity_task: _Optional[_Union[RequestCancelActivityTaskCommandAttributes, _Mapping]] = ..., complete_workflow_execution: _Optional[_Union[CompleteWorkflowExecutionCommandAttributes, _Mapping]] = ..., fail_workflow_execution: _Optional[_Union[FailWorkflowExecutionCommandAttributes, _Mapping]] = ..., cancel_workflow_execution: _Optional[_Union[CancelWorkflowExecutionCommandAttributes, _Mapping]] = ..., record_marker: _Optional[_Union[RecordMarkerCommandAttributes, _Mapping]] = ...) -> None: ...
 
 class ScheduleActivityTaskCommandAttributes(_message.Message):
     __slots__ = ("activity_id", "activity_type", "task_queue", "input", "schedule_to_close_timeout", "schedule_to_start_timeout", "start_to_close_timeout", "heartbeat_timeout", "retry_policy", "depends_on_activity_ids", "cancellation_type")
@@ -91,3 +93,18 @@ class CancelWorkflowExecutionCommandAttributes(_message.Message):
     DETAILS_FIELD_NUMBER: _ClassVar[int]
     details: _common_pb2.Payloads
     def __init__(self, details: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ...) -> None: ...
+
+class RecordMarkerCommandAttributes(_message.Message):
+    __slots__ = ("marker_name", "details")
+    class DetailsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: _common_pb2.Payloads
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ...) -> None: ...
+    MARKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_FIELD_NUMBER: _ClassVar[int]
+    marker_name: str
+    details: _containers.MessageMap[str, _common_pb2.Payloads]
+    def __init__(self, marker_name: _Optional[str] = ..., details: _Optional[_Mapping[str, _common_pb2.Payloads]] = ...) -> None: ...

@@ -166,7 +166,7 @@ class DescribeWorkflowExecutionRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ...) -> None: ...
 
 class DescribeWorkflowExecutionResponse(_message.Message):
-    __slots__ = ("execution", "workflow_type", "task_queue", "status", "start_time", "close_time", "history_length", "pending_activities", "pending_workflow_task", "dag", "origin_json")
+    __slots__ = ("execution", "workflow_type", "task_queue", "status", "start_time", "close_time", "history_length", "pending_activities", "pending_workflow_task", "dag", "origin_json", "first_worker_build_id")
     EXECUTION_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_TYPE_FIELD_NUMBER: _ClassVar[int]
     TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
@@ -178,6 +178,7 @@ class DescribeWorkflowExecutionResponse(_message.Message):
     PENDING_WORKFLOW_TASK_FIELD_NUMBER: _ClassVar[int]
     DAG_FIELD_NUMBER: _ClassVar[int]
     ORIGIN_JSON_FIELD_NUMBER: _ClassVar[int]
+    FIRST_WORKER_BUILD_ID_FIELD_NUMBER: _ClassVar[int]
     execution: _common_pb2.WorkflowExecution
     workflow_type: str
     task_queue: str
@@ -189,7 +190,8 @@ class DescribeWorkflowExecutionResponse(_message.Message):
     pending_workflow_task: PendingWorkflowTask
     dag: _containers.RepeatedCompositeFieldContainer[DagNode]
     origin_json: str
-    def __init__(self, execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.WorkflowExecutionStatus, str]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., close_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., history_length: _Optional[int] = ..., pending_activities: _Optional[_Iterable[_Union[PendingActivity, _Mapping]]] = ..., pending_workflow_task: _Optional[_Union[PendingWorkflowTask, _Mapping]] = ..., dag: _Optional[_Iterable[_Union[DagNode, _Mapping]]] = ..., origin_json: _Optional[str] = ...) -> None: ...
+    first_worker_build_id: str
+    def __init__(self, execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.WorkflowExecutionStatus, str]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., close_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., history_length: _Optional[int] = ..., pending_activities: _Optional[_Iterable[_Union[PendingActivity, _Mapping]]] = ..., pending_workflow_task: _Optional[_Union[PendingWorkflowTask, _Mapping]] = ..., dag: _Optional[_Iterable[_Union[DagNode, _Mapping]]] = ..., origin_json: _Optional[str] = ..., first_worker_build_id: _Optional[str] = ...) -> None: ...
 
 class GetWorkflowExecutionHistoryRequest(_message.Message):
     __slots__ = ("namespace", "execution", "after_event_id", "maximum_page_size", "wait_new_event", "close_event_only", "wait_timeout")
@@ -342,18 +344,20 @@ class PollWorkflowTaskQueueResponse(_message.Message):
     def __init__(self, task_token: _Optional[bytes] = ..., workflow_execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., workflow_type: _Optional[str] = ..., history: _Optional[_Iterable[_Union[_common_pb2.HistoryEvent, _Mapping]]] = ..., attempt: _Optional[int] = ..., task_queue: _Optional[str] = ...) -> None: ...
 
 class RespondWorkflowTaskCompletedRequest(_message.Message):
-    __slots__ = ("namespace", "task_token", "commands", "identity", "eager_activity_slots")
+    __slots__ = ("namespace", "task_token", "commands", "identity", "eager_activity_slots", "worker_build_id")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     TASK_TOKEN_FIELD_NUMBER: _ClassVar[int]
     COMMANDS_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     EAGER_ACTIVITY_SLOTS_FIELD_NUMBER: _ClassVar[int]
+    WORKER_BUILD_ID_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     task_token: bytes
     commands: _containers.RepeatedCompositeFieldContainer[_command_pb2.Command]
     identity: str
     eager_activity_slots: int
-    def __init__(self, namespace: _Optional[str] = ..., task_token: _Optional[bytes] = ..., commands: _Optional[_Iterable[_Union[_command_pb2.Command, _Mapping]]] = ..., identity: _Optional[str] = ..., eager_activity_slots: _Optional[int] = ...) -> None: ...
+    worker_build_id: str
+    def __init__(self, namespace: _Optional[str] = ..., task_token: _Optional[bytes] = ..., commands: _Optional[_Iterable[_Union[_command_pb2.Command, _Mapping]]] = ..., identity: _Optional[str] = ..., eager_activity_slots: _Optional[int] = ..., worker_build_id: _Optional[str] = ...) -> None: ...
 
 class RespondWorkflowTaskCompletedResponse(_message.Message):
     __slots__ = ("activity_tasks",)
