@@ -56,6 +56,20 @@ __all__ = [
     "PublishEventResult",
     "RPCRetryConfig",
     "TriggeredWorkflow",
+    "Schedule",
+    "ScheduleActionResult",
+    "ScheduleActionStartWorkflow",
+    "ScheduleDescription",
+    "ScheduleHandle",
+    "ScheduleInfo",
+    "ScheduleIntervalSpec",
+    "ScheduleMisfirePolicy",
+    "ScheduleOverlapPolicy",
+    "SchedulePolicy",
+    "ScheduleSpec",
+    "ScheduleState",
+    "SchedulerLeaderChange",
+    "SchedulerStatus",
     "WorkflowExecution",
     "WorkflowExecutionDescription",
     "WorkflowHandle",
@@ -962,6 +976,59 @@ class Client:
             ],
         )
 
+    # schedules (docs/schedules.md)
+
+    async def create_schedule(self, id: str, schedule: Schedule) -> ScheduleHandle:
+        """Creates a schedule; the server's leader-elected scheduler fires it.
+
+        Args:
+            id: The schedule id, unique in the namespace.
+            schedule: What to start, when, and under which policies.
+
+        Returns:
+            A handle to the new schedule.
+
+        Raises:
+            RPCError: ``INVALID_ARGUMENT`` for an invalid cron expression, unknown time
+                zone or bad interval; ``ALREADY_EXISTS`` if the id is taken (nothing is
+                changed either way).
+        """
+        await self._workflow_service.call(
+            "CreateSchedule",
+            workflow_service_pb2.CreateScheduleRequest(
+                namespace=self._namespace, schedule_id=id, identity=self._identity,
+                schedule=_schedule._schedule_to_proto(schedule, self),
+            ),
+        )
+        return ScheduleHandle(self, id)
+
+    def get_schedule_handle(self, id: str) -> ScheduleHandle:
+        """A handle to an existing schedule; no call is made."""
+        return ScheduleHandle(self, id)
+
+    async def list_schedules(self, *, page_size: int = _LIST_PAGE_SIZE) -> AsyncIterator[ScheduleDescription]:
+        """Iterates over the namespace's schedules in id order (use ``async for``).
+
+        Raises:
+            RPCError: The server refused the listing.
+        """
+        request = workflow_service_pb2.ListSchedulesRequest(namespace=self._namespace, page_size=page_size)
+        while True:
+            response = await self._workflow_service.call("ListSchedules", request)
+            for entry in response.schedules:
+                yield _schedule._description(entry.schedule_id, entry.schedule, entry.info, self)
+            if not response.next_page_token:
+                return
+            request.next_page_token = response.next_page_token
+
+    async def get_scheduler_status(self) -> SchedulerStatus:
+        """Which server replica leads the scheduler, with which fencing token, and
+        the answering replica's own view (leader changes, refused writes)."""
+        response = await self._workflow_service.call(
+            "GetSchedulerStatus", workflow_service_pb2.GetSchedulerStatusRequest()
+        )
+        return _schedule._status(response)
+
     async def close(self) -> None:
         """Closes the connection; calls in flight are cancelled."""
         await self._workflow_service.close()
@@ -1171,3 +1238,23 @@ class WorkflowHandle:
                 identity=self._client.identity,
             ),
         )
+
+
+# Schedules live in their own module, which builds on the helpers above.
+from flowforge import _schedule  # noqa: E402
+from flowforge._schedule import (  # noqa: E402
+    Schedule,
+    ScheduleActionResult,
+    ScheduleActionStartWorkflow,
+    ScheduleDescription,
+    ScheduleHandle,
+    ScheduleInfo,
+    ScheduleIntervalSpec,
+    ScheduleMisfirePolicy,
+    ScheduleOverlapPolicy,
+    SchedulePolicy,
+    ScheduleSpec,
+    ScheduleState,
+    SchedulerLeaderChange,
+    SchedulerStatus,
+)

@@ -18,6 +18,7 @@ from flowforge.server.frontend import WorkflowService
 from flowforge.server.clock import Clock, SystemClock
 from flowforge.server.history import EngineConfig, HistoryEngine
 from flowforge.server.matching import Matching
+from flowforge.server.scheduler import Scheduler, SchedulerConfig, Schedules
 from flowforge.server.stores.base import Store
 from flowforge.server.timers import Timekeeper
 from flowforge.server.webhook import EventWebhook
@@ -57,6 +58,8 @@ class ServerConfig:
     re-publish within it starts nothing."""
     event_dedupe_sweep_interval_s: float = 60.0
     """How often dedupe rows past their window are deleted."""
+    scheduler: SchedulerConfig = dataclasses.field(default_factory=SchedulerConfig)
+    """Leader election and timing of the schedule scheduler (docs/schedules.md)."""
 
 
 def open_store(url: str) -> Store:
@@ -84,6 +87,8 @@ class FlowForgeServer:
             self.engine, dedupe_window_s=config.event_dedupe_window_s,
             sweep_interval_s=config.event_dedupe_sweep_interval_s,
         )
+        self.scheduler = Scheduler(self.engine, config.scheduler)
+        self.schedules = Schedules(self.engine, wake=self.scheduler.wake)
         self._grpc: Optional[grpc.aio.Server] = None
         self._webhook: Optional[EventWebhook] = None
         self.port: Optional[int] = None
@@ -94,6 +99,7 @@ class FlowForgeServer:
         await self.store.open()
         await self.engine.start()
         self.timekeeper.start()
+        self.scheduler.start()
         server = grpc.aio.server(
             options=[
                 ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
@@ -101,7 +107,10 @@ class FlowForgeServer:
                 ("grpc.so_reuseport", 0),
             ]
         )
-        service = WorkflowService(self.engine, Matching(self.engine, self.config.poll_recheck_interval_s), self.events)
+        service = WorkflowService(
+            self.engine, Matching(self.engine, self.config.poll_recheck_interval_s), self.events,
+            self.schedules, self.scheduler,
+        )
         workflow_service_pb2_grpc.add_WorkflowServiceServicer_to_server(service, server)
         self.port = server.add_insecure_port(f"{self.config.host}:{self.config.port}")
         if self.port == 0:
@@ -131,6 +140,7 @@ class FlowForgeServer:
         if self._grpc is not None:
             await self._grpc.stop(self.config.shutdown_grace_s)
             self._grpc = None
+        await self.scheduler.stop()
         await self.timekeeper.stop()
         await self.store.close()
 

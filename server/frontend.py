@@ -20,6 +20,8 @@ from flowforge.server.errors import InvalidArgument, ServiceError, Unimplemented
 from flowforge.server.events import EventRouter, PublishedEvent, trigger_row
 from flowforge.server.history import HistoryEngine, LeasedActivityTask
 from flowforge.server.matching import Matching
+from flowforge.server import _schedule_proto
+from flowforge.server.scheduler import Scheduler, Schedules
 from flowforge.server.stores.base import EventTriggerRow, ExecutionRow, HistoryEventRow, NamespaceRow, TaskRow
 
 __all__ = ["WorkflowService"]
@@ -172,10 +174,14 @@ def _execution_info(row: ExecutionRow) -> pb.WorkflowExecutionInfo:
 class WorkflowService(pb_grpc.WorkflowServiceServicer):
     """gRPC ``flowforge.api.v1.WorkflowService`` over one history engine."""
 
-    def __init__(self, engine: HistoryEngine, matching: Matching, events: EventRouter) -> None:
+    def __init__(
+        self, engine: HistoryEngine, matching: Matching, events: EventRouter, schedules: Schedules, scheduler: Scheduler
+    ) -> None:
         self._engine = engine
         self._matching = matching
         self._events = events
+        self._schedules = schedules
+        self._scheduler = scheduler
 
     # namespaces
 
@@ -564,3 +570,78 @@ def _trigger_proto(row: EventTriggerRow) -> event_pb2.EventTrigger:
         if seconds:
             field.FromMicroseconds(int(seconds * 1_000_000))
     return trigger
+
+    # schedules (docs/schedules.md)
+
+    def _schedule_key(self, request: Any) -> tuple[str, str]:
+        return _name(request.namespace, "namespace"), _name(request.schedule_id, "schedule_id")
+
+    @_rpc
+    async def CreateSchedule(self, request: pb.CreateScheduleRequest, context: Any) -> pb.CreateScheduleResponse:
+        namespace, schedule_id = self._schedule_key(request)
+        schedule = request.schedule
+        if not schedule.HasField("action"):
+            raise InvalidArgument("schedule.action is required: the workflow each fire starts")
+        self._engine.check_payloads(schedule.action.input, "the schedule's workflow input")
+        await self._schedules.create(
+            namespace, schedule_id, _schedule_proto.spec_document(schedule.spec),
+            _schedule_proto.action_document(schedule.action, _name),
+            _schedule_proto.policy_document(schedule.policy), schedule.state.paused, schedule.state.note,
+        )
+        return pb.CreateScheduleResponse()
+
+    @_rpc
+    async def DescribeSchedule(self, request: pb.DescribeScheduleRequest, context: Any) -> pb.DescribeScheduleResponse:
+        row, upcoming = await self._schedules.describe(*self._schedule_key(request))
+        schedule, info = _schedule_proto.schedule_proto(row, upcoming)
+        return pb.DescribeScheduleResponse(schedule=schedule, info=info)
+
+    @_rpc
+    async def ListSchedules(self, request: pb.ListSchedulesRequest, context: Any) -> pb.ListSchedulesResponse:
+        namespace = _name(request.namespace, "namespace")
+        page_size = request.page_size or 100
+        if not 0 < page_size <= 1000:
+            raise InvalidArgument("page_size must be between 1 and 1000")
+        try:
+            after = request.next_page_token.decode()
+        except UnicodeDecodeError:
+            raise InvalidArgument("next_page_token is malformed; pass back the one the last page returned") from None
+        rows = await self._schedules.list(namespace, after=after, limit=page_size)
+        response = pb.ListSchedulesResponse(
+            next_page_token=rows[-1].schedule_id.encode() if len(rows) == page_size else b""
+        )
+        for row in rows:
+            schedule, info = _schedule_proto.schedule_proto(row, [])
+            response.schedules.add(schedule_id=row.schedule_id, schedule=schedule, info=info)
+        return response
+
+    @_rpc
+    async def PatchSchedule(self, request: pb.PatchScheduleRequest, context: Any) -> pb.PatchScheduleResponse:
+        namespace, schedule_id = self._schedule_key(request)
+        backfills = []
+        for backfill in request.backfills:
+            if not backfill.HasField("start_time") or not backfill.HasField("end_time"):
+                raise InvalidArgument("a backfill needs start_time and end_time")
+            backfills.append((
+                backfill.start_time.ToMicroseconds(), backfill.end_time.ToMicroseconds(),
+                _schedule_proto.overlap_name(backfill.overlap),
+            ))
+        trigger = _schedule_proto.overlap_name(request.trigger.overlap) if request.HasField("trigger") else None
+        if not (request.pause or request.unpause or trigger is not None or backfills):
+            raise InvalidArgument("nothing to do: set pause, unpause, trigger or backfills")
+        await self._schedules.update(
+            namespace, schedule_id, pause=request.pause, unpause=request.unpause,
+            note=_name(request.note, "note", required=False), trigger=trigger, backfills=tuple(backfills),
+        )
+        return pb.PatchScheduleResponse()
+
+    @_rpc
+    async def DeleteSchedule(self, request: pb.DeleteScheduleRequest, context: Any) -> pb.DeleteScheduleResponse:
+        await self._schedules.delete(*self._schedule_key(request))
+        return pb.DeleteScheduleResponse()
+
+    @_rpc
+    async def GetSchedulerStatus(
+        self, request: pb.GetSchedulerStatusRequest, context: Any
+    ) -> pb.GetSchedulerStatusResponse:
+        return _schedule_proto.status_proto(await self._scheduler.status())

@@ -510,8 +510,12 @@ class HistoryEngine:
             )
         )
 
-    async def request_cancel(self, namespace: str, workflow_id: str, run_id: str, reason: str, identity: str) -> None:
-        """Delivers WorkflowExecutionCancelRequested to the workflow (once)."""
+    async def request_cancel(
+        self, namespace: str, workflow_id: str, run_id: str, reason: str, identity: str,
+        tx: Optional[Transaction] = None,
+    ) -> None:
+        """Delivers WorkflowExecutionCancelRequested to the workflow (once); joins
+        ``tx`` when given (the scheduler's CANCEL_OTHER)."""
         await self.ensure_namespace(namespace)
 
         async def body(tx: Transaction) -> None:
@@ -525,10 +529,14 @@ class HistoryEngine:
             m.deliver([("WorkflowExecutionCancelRequested", {"reason": reason, "identity": identity})])
             await m.save()
 
-        await self._transaction(body)
+        await (body(tx) if tx is not None else self._transaction(body))
 
-    async def terminate(self, namespace: str, workflow_id: str, run_id: str, reason: str, identity: str) -> None:
-        """Closes the run at once as TERMINATED; its tasks and timers are dropped."""
+    async def terminate(
+        self, namespace: str, workflow_id: str, run_id: str, reason: str, identity: str,
+        tx: Optional[Transaction] = None,
+    ) -> None:
+        """Closes the run at once as TERMINATED; its tasks and timers are dropped.
+        Joins ``tx`` when given (the scheduler's TERMINATE_OTHER)."""
         await self.ensure_namespace(namespace)
 
         async def body(tx: Transaction) -> None:
@@ -541,7 +549,7 @@ class HistoryEngine:
             m.close("TERMINATED")
             await m.save()
 
-        await self._transaction(body)
+        await (body(tx) if tx is not None else self._transaction(body))
 
     def _abandon_started_workflow_task(self, m: _Mutation, *, cause: str, message: str) -> None:
         """Keeps a started workflow task's events closed before the run closes."""

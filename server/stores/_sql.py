@@ -16,8 +16,11 @@ from flowforge.server.stores.base import (
     EventDedupeRow,
     EventTriggerRow,
     ExecutionRow,
+    FencingTokenRejected,
     HistoryEventRow,
+    LeaseRow,
     NamespaceRow,
+    ScheduleRow,
     TaskRow,
     TimerRow,
     Transaction,
@@ -38,9 +41,13 @@ _NAMESPACE_COLUMNS = _columns(NamespaceRow)
 _EVENT_COLUMNS = _columns(HistoryEventRow)
 _EVENT_TRIGGER_COLUMNS = _columns(EventTriggerRow)
 _EVENT_DEDUPE_COLUMNS = _columns(EventDedupeRow)
+_SCHEDULE_COLUMNS = _columns(ScheduleRow)
+_LEASE_COLUMNS = _columns(LeaseRow)
 
 _SELECT_EXECUTION = f"SELECT {', '.join(_EXECUTION_COLUMNS)} FROM executions"
 _SELECT_TASK = f"SELECT {', '.join(_TASK_COLUMNS)} FROM tasks"
+_SELECT_SCHEDULE = f"SELECT {', '.join(_SCHEDULE_COLUMNS)} FROM schedules"
+_SCHEDULER_LEASE = "scheduler"
 
 
 def _placeholders(count: int) -> str:
@@ -398,4 +405,93 @@ class SQLTransaction(Transaction, abc.ABC):
             " (SELECT namespace, source, event_id FROM event_dedupe WHERE expires_us <= ?"
             " ORDER BY expires_us LIMIT ?)",
             (now_us, limit),
+        )
+    # schedules and leader leases
+
+    async def get_schedule(self, namespace: str, schedule_id: str) -> Optional[ScheduleRow]:
+        return await self._one(
+            ScheduleRow, f"{_SELECT_SCHEDULE} WHERE namespace = ? AND schedule_id = ?", (namespace, schedule_id)
+        )
+
+    async def insert_schedule(self, row: ScheduleRow) -> bool:
+        return (
+            await self._execute(
+                f"INSERT INTO schedules ({', '.join(_SCHEDULE_COLUMNS)})"
+                f" VALUES ({_placeholders(len(_SCHEDULE_COLUMNS))}) ON CONFLICT (namespace, schedule_id) DO NOTHING",
+                dataclasses.astuple(row),
+            )
+            == 1
+        )
+
+    async def update_schedule(self, row: ScheduleRow, expected_version: int, fencing_token: Optional[int]) -> None:
+        columns = [c for c in _SCHEDULE_COLUMNS if c not in ("namespace", "schedule_id", "version", "fencing_token")]
+        sql = (
+            f"UPDATE schedules SET {', '.join(f'{c} = ?' for c in columns)}, version = ?, fencing_token = ?"
+            " WHERE namespace = ? AND schedule_id = ? AND version = ?"
+        )
+        params: list[Any] = [getattr(row, c) for c in columns]
+        params += [expected_version + 1, fencing_token if fencing_token is not None else row.fencing_token]
+        params += [row.namespace, row.schedule_id, expected_version]
+        if fencing_token is not None:
+            # Checked by the statement that writes, against the newest committed lease.
+            sql += " AND fencing_token <= ? AND ? >= (SELECT fencing_token FROM leases WHERE name = ?)"
+            params += [fencing_token, fencing_token, _SCHEDULER_LEASE]
+        if await self._execute(sql, params) == 1:
+            row.version = expected_version + 1
+            if fencing_token is not None:
+                row.fencing_token = fencing_token
+            return
+        current = await self.get_schedule(row.namespace, row.schedule_id)
+        if current is not None and current.version == expected_version and fencing_token is not None:
+            raise FencingTokenRejected(f"fencing token {fencing_token} is stale")
+        raise ConcurrencyConflict(row.schedule_id)
+
+    async def delete_schedule(self, namespace: str, schedule_id: str) -> bool:
+        return (
+            await self._execute("DELETE FROM schedules WHERE namespace = ? AND schedule_id = ?", (namespace, schedule_id))
+            == 1
+        )
+
+    async def list_schedules(self, namespace: str, *, after: str, limit: int) -> list[ScheduleRow]:
+        return await self._all(
+            ScheduleRow,
+            f"{_SELECT_SCHEDULE} WHERE namespace = ? AND schedule_id > ? ORDER BY schedule_id LIMIT ?",
+            (namespace, after, limit),
+        )
+
+    async def due_schedules(self, now_us: int, limit: int) -> list[tuple[str, str]]:
+        records = await self._fetchall(
+            "SELECT namespace, schedule_id FROM schedules WHERE next_action_us IS NOT NULL AND next_action_us <= ?"
+            " ORDER BY next_action_us LIMIT ?",
+            (now_us, limit),
+        )
+        return [(r[0], r[1]) for r in records]
+
+    async def next_schedule_action_us(self) -> Optional[int]:
+        record = await self._fetchone("SELECT MIN(next_action_us) FROM schedules WHERE next_action_us IS NOT NULL")
+        return None if record is None or record[0] is None else int(record[0])
+
+    async def get_lease(self, name: str) -> Optional[LeaseRow]:
+        return await self._one(LeaseRow, f"SELECT {', '.join(_LEASE_COLUMNS)} FROM leases WHERE name = ?", (name,))
+
+    async def acquire_lease(self, name: str, holder: str, now_us: int, ttl_us: int) -> Optional[LeaseRow]:
+        if await self._execute(
+            f"INSERT INTO leases ({', '.join(_LEASE_COLUMNS)}) VALUES (?, ?, 1, ?, ?) ON CONFLICT (name) DO NOTHING",
+            (name, holder, now_us, now_us + ttl_us),
+        ):
+            return await self.get_lease(name)
+        return await self._one(
+            LeaseRow,
+            "UPDATE leases SET holder = ?, fencing_token = fencing_token + 1, acquired_us = ?, expires_us = ?"
+            f" WHERE name = ? AND expires_us <= ? RETURNING {', '.join(_LEASE_COLUMNS)}",
+            (holder, now_us, now_us + ttl_us, name, now_us),
+        )
+
+    async def renew_lease(self, name: str, holder: str, fencing_token: int, expires_us: int) -> bool:
+        return (
+            await self._execute(
+                "UPDATE leases SET expires_us = ? WHERE name = ? AND holder = ? AND fencing_token = ?",
+                (expires_us, name, holder, fencing_token),
+            )
+            == 1
         )

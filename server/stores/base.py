@@ -22,9 +22,12 @@ __all__ = [
     "EventDedupeRow",
     "EventTriggerRow",
     "ExecutionRow",
+    "FencingTokenRejected",
     "HistoryEventRow",
+    "LeaseRow",
     "NamespaceRow",
     "Notifier",
+    "ScheduleRow",
     "Store",
     "StoreUnavailable",
     "TaskRow",
@@ -157,6 +160,39 @@ class EventDedupeRow:
     expires_us: int
     outcome: str
     """JSON list of ``{trigger_id, workflow_id, run_id, started}``."""
+# ---------------------------------------------------------------- schedules
+
+
+class FencingTokenRejected(Exception):
+    """A scheduler write carried a fencing token lower than the highest the store has
+    seen: another replica took the lease over. The writer must stop acting as leader."""
+
+
+@dataclasses.dataclass
+class ScheduleRow:
+    namespace: str
+    schedule_id: str
+    spec: str
+    action: str
+    policy: str
+    paused: int
+    note: str
+    state: str
+    cursor_us: int
+    next_action_us: Optional[int]
+    create_us: int
+    update_us: int
+    version: int
+    fencing_token: int
+
+
+@dataclasses.dataclass
+class LeaseRow:
+    name: str
+    holder: str
+    fencing_token: int
+    acquired_us: int
+    expires_us: int
 
 
 class Transaction(abc.ABC):
@@ -319,6 +355,51 @@ class Transaction(abc.ABC):
     @abc.abstractmethod
     async def delete_expired_event_dedupe(self, now_us: int, limit: int) -> int:
         """Deletes up to ``limit`` rows whose window ended; returns how many."""
+    # schedules and leader leases (docs/schedules.md)
+
+    @abc.abstractmethod
+    async def get_schedule(self, namespace: str, schedule_id: str) -> Optional[ScheduleRow]: ...
+
+    @abc.abstractmethod
+    async def insert_schedule(self, row: ScheduleRow) -> bool:
+        """Inserts the schedule; False (nothing written) if the id is taken."""
+
+    @abc.abstractmethod
+    async def update_schedule(self, row: ScheduleRow, expected_version: int, fencing_token: Optional[int]) -> None:
+        """Writes ``row`` with ``version = expected_version + 1``.
+
+        A scheduler write passes its ``fencing_token``: it is refused with
+        :class:`FencingTokenRejected` if the token is lower than the ``scheduler``
+        lease's current token or than the token that last wrote the row. API writes
+        pass None and keep the row's token. Raises :class:`ConcurrencyConflict` if the
+        stored version is not ``expected_version``.
+        """
+
+    @abc.abstractmethod
+    async def delete_schedule(self, namespace: str, schedule_id: str) -> bool: ...
+
+    @abc.abstractmethod
+    async def list_schedules(self, namespace: str, *, after: str, limit: int) -> list[ScheduleRow]:
+        """Schedules ordered by id, those after ``after`` (keyset cursor)."""
+
+    @abc.abstractmethod
+    async def due_schedules(self, now_us: int, limit: int) -> list[tuple[str, str]]:
+        """(namespace, schedule_id) of schedules whose next action is due."""
+
+    @abc.abstractmethod
+    async def next_schedule_action_us(self) -> Optional[int]: ...
+
+    @abc.abstractmethod
+    async def get_lease(self, name: str) -> Optional[LeaseRow]: ...
+
+    @abc.abstractmethod
+    async def acquire_lease(self, name: str, holder: str, now_us: int, ttl_us: int) -> Optional[LeaseRow]:
+        """Takes the lease if nobody holds it or its holder let it expire, with a
+        fencing token one higher than the last; None if someone else holds it."""
+
+    @abc.abstractmethod
+    async def renew_lease(self, name: str, holder: str, fencing_token: int, expires_us: int) -> bool:
+        """Extends the lease if ``holder`` still holds it with ``fencing_token``."""
 
     def __init__(self) -> None:
         self.channels: set[str] = set()

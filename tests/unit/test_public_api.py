@@ -18,7 +18,7 @@ EXPORTS = {
         "FlowForgeError", "NonDeterminismError", "RPCError", "RetryState", "TerminatedError", "TimeoutError",
         "TimeoutType", "WorkflowAlreadyStartedError", "WorkflowFailureError",
     ],
-    "flowforge.server": ["EngineConfig", "FlowForgeServer", "ServerConfig"],
+    "flowforge.server": ["EngineConfig", "FlowForgeServer", "SchedulerConfig", "ServerConfig"],
 }
 
 

@@ -22,12 +22,38 @@ class WorkflowTaskFailedCause(int, metaclass=_enum_type_wrapper.EnumTypeWrapper)
     WORKFLOW_TASK_FAILED_CAUSE_UNKNOWN_WORKFLOW_TYPE: _ClassVar[WorkflowTaskFailedCause]
     WORKFLOW_TASK_FAILED_CAUSE_BAD_COMMAND: _ClassVar[WorkflowTaskFailedCause]
     WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND: _ClassVar[WorkflowTaskFailedCause]
+
+class ScheduleOverlapPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SCHEDULE_OVERLAP_POLICY_UNSPECIFIED: _ClassVar[ScheduleOverlapPolicy]
+    SCHEDULE_OVERLAP_POLICY_SKIP: _ClassVar[ScheduleOverlapPolicy]
+    SCHEDULE_OVERLAP_POLICY_BUFFER_ONE: _ClassVar[ScheduleOverlapPolicy]
+    SCHEDULE_OVERLAP_POLICY_ALLOW_ALL: _ClassVar[ScheduleOverlapPolicy]
+    SCHEDULE_OVERLAP_POLICY_CANCEL_OTHER: _ClassVar[ScheduleOverlapPolicy]
+    SCHEDULE_OVERLAP_POLICY_TERMINATE_OTHER: _ClassVar[ScheduleOverlapPolicy]
+
+class ScheduleMisfirePolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SCHEDULE_MISFIRE_POLICY_UNSPECIFIED: _ClassVar[ScheduleMisfirePolicy]
+    SCHEDULE_MISFIRE_POLICY_SKIP: _ClassVar[ScheduleMisfirePolicy]
+    SCHEDULE_MISFIRE_POLICY_RUN_ONCE: _ClassVar[ScheduleMisfirePolicy]
+    SCHEDULE_MISFIRE_POLICY_CATCH_UP: _ClassVar[ScheduleMisfirePolicy]
 WORKFLOW_TASK_FAILED_CAUSE_UNSPECIFIED: WorkflowTaskFailedCause
 WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE: WorkflowTaskFailedCause
 WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR: WorkflowTaskFailedCause
 WORKFLOW_TASK_FAILED_CAUSE_UNKNOWN_WORKFLOW_TYPE: WorkflowTaskFailedCause
 WORKFLOW_TASK_FAILED_CAUSE_BAD_COMMAND: WorkflowTaskFailedCause
 WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND: WorkflowTaskFailedCause
+SCHEDULE_OVERLAP_POLICY_UNSPECIFIED: ScheduleOverlapPolicy
+SCHEDULE_OVERLAP_POLICY_SKIP: ScheduleOverlapPolicy
+SCHEDULE_OVERLAP_POLICY_BUFFER_ONE: ScheduleOverlapPolicy
+SCHEDULE_OVERLAP_POLICY_ALLOW_ALL: ScheduleOverlapPolicy
+SCHEDULE_OVERLAP_POLICY_CANCEL_OTHER: ScheduleOverlapPolicy
+SCHEDULE_OVERLAP_POLICY_TERMINATE_OTHER: ScheduleOverlapPolicy
+SCHEDULE_MISFIRE_POLICY_UNSPECIFIED: ScheduleMisfirePolicy
+SCHEDULE_MISFIRE_POLICY_SKIP: ScheduleMisfirePolicy
+SCHEDULE_MISFIRE_POLICY_RUN_ONCE: ScheduleMisfirePolicy
+SCHEDULE_MISFIRE_POLICY_CATCH_UP: ScheduleMisfirePolicy
 
 class Namespace(_message.Message):
     __slots__ = ("name", "description", "retention", "create_time")
@@ -494,3 +520,253 @@ class RespondActivityTaskCanceledRequest(_message.Message):
 class RespondActivityTaskCanceledResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class ScheduleIntervalSpec(_message.Message):
+    __slots__ = ("every", "offset")
+    EVERY_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    every: _duration_pb2.Duration
+    offset: _duration_pb2.Duration
+    def __init__(self, every: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., offset: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class ScheduleSpec(_message.Message):
+    __slots__ = ("cron_expressions", "intervals", "time_zone_name")
+    CRON_EXPRESSIONS_FIELD_NUMBER: _ClassVar[int]
+    INTERVALS_FIELD_NUMBER: _ClassVar[int]
+    TIME_ZONE_NAME_FIELD_NUMBER: _ClassVar[int]
+    cron_expressions: _containers.RepeatedScalarFieldContainer[str]
+    intervals: _containers.RepeatedCompositeFieldContainer[ScheduleIntervalSpec]
+    time_zone_name: str
+    def __init__(self, cron_expressions: _Optional[_Iterable[str]] = ..., intervals: _Optional[_Iterable[_Union[ScheduleIntervalSpec, _Mapping]]] = ..., time_zone_name: _Optional[str] = ...) -> None: ...
+
+class ScheduleActionStartWorkflow(_message.Message):
+    __slots__ = ("workflow_id", "workflow_type", "task_queue", "input", "workflow_execution_timeout", "workflow_run_timeout", "workflow_task_timeout")
+    WORKFLOW_ID_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_TYPE_FIELD_NUMBER: _ClassVar[int]
+    TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_EXECUTION_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_RUN_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_TASK_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    workflow_id: str
+    workflow_type: str
+    task_queue: str
+    input: _common_pb2.Payloads
+    workflow_execution_timeout: _duration_pb2.Duration
+    workflow_run_timeout: _duration_pb2.Duration
+    workflow_task_timeout: _duration_pb2.Duration
+    def __init__(self, workflow_id: _Optional[str] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., workflow_execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_run_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_task_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class SchedulePolicy(_message.Message):
+    __slots__ = ("overlap", "catchup_window", "misfire")
+    OVERLAP_FIELD_NUMBER: _ClassVar[int]
+    CATCHUP_WINDOW_FIELD_NUMBER: _ClassVar[int]
+    MISFIRE_FIELD_NUMBER: _ClassVar[int]
+    overlap: ScheduleOverlapPolicy
+    catchup_window: _duration_pb2.Duration
+    misfire: ScheduleMisfirePolicy
+    def __init__(self, overlap: _Optional[_Union[ScheduleOverlapPolicy, str]] = ..., catchup_window: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., misfire: _Optional[_Union[ScheduleMisfirePolicy, str]] = ...) -> None: ...
+
+class ScheduleState(_message.Message):
+    __slots__ = ("paused", "note")
+    PAUSED_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    paused: bool
+    note: str
+    def __init__(self, paused: _Optional[bool] = ..., note: _Optional[str] = ...) -> None: ...
+
+class Schedule(_message.Message):
+    __slots__ = ("spec", "action", "policy", "state")
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    spec: ScheduleSpec
+    action: ScheduleActionStartWorkflow
+    policy: SchedulePolicy
+    state: ScheduleState
+    def __init__(self, spec: _Optional[_Union[ScheduleSpec, _Mapping]] = ..., action: _Optional[_Union[ScheduleActionStartWorkflow, _Mapping]] = ..., policy: _Optional[_Union[SchedulePolicy, _Mapping]] = ..., state: _Optional[_Union[ScheduleState, _Mapping]] = ...) -> None: ...
+
+class ScheduleActionResult(_message.Message):
+    __slots__ = ("nominal_time", "actual_time", "execution", "trigger")
+    NOMINAL_TIME_FIELD_NUMBER: _ClassVar[int]
+    ACTUAL_TIME_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_FIELD_NUMBER: _ClassVar[int]
+    TRIGGER_FIELD_NUMBER: _ClassVar[int]
+    nominal_time: _timestamp_pb2.Timestamp
+    actual_time: _timestamp_pb2.Timestamp
+    execution: _common_pb2.WorkflowExecution
+    trigger: str
+    def __init__(self, nominal_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actual_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., trigger: _Optional[str] = ...) -> None: ...
+
+class ScheduleInfo(_message.Message):
+    __slots__ = ("action_count", "skipped_count", "missed_count", "running_workflows", "recent_actions", "next_action_times", "buffered_count", "create_time", "update_time")
+    ACTION_COUNT_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    MISSED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_WORKFLOWS_FIELD_NUMBER: _ClassVar[int]
+    RECENT_ACTIONS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_ACTION_TIMES_FIELD_NUMBER: _ClassVar[int]
+    BUFFERED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    action_count: int
+    skipped_count: int
+    missed_count: int
+    running_workflows: _containers.RepeatedCompositeFieldContainer[_common_pb2.WorkflowExecution]
+    recent_actions: _containers.RepeatedCompositeFieldContainer[ScheduleActionResult]
+    next_action_times: _containers.RepeatedCompositeFieldContainer[_timestamp_pb2.Timestamp]
+    buffered_count: int
+    create_time: _timestamp_pb2.Timestamp
+    update_time: _timestamp_pb2.Timestamp
+    def __init__(self, action_count: _Optional[int] = ..., skipped_count: _Optional[int] = ..., missed_count: _Optional[int] = ..., running_workflows: _Optional[_Iterable[_Union[_common_pb2.WorkflowExecution, _Mapping]]] = ..., recent_actions: _Optional[_Iterable[_Union[ScheduleActionResult, _Mapping]]] = ..., next_action_times: _Optional[_Iterable[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]]] = ..., buffered_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class CreateScheduleRequest(_message.Message):
+    __slots__ = ("namespace", "schedule_id", "schedule", "identity")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_ID_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    schedule_id: str
+    schedule: Schedule
+    identity: str
+    def __init__(self, namespace: _Optional[str] = ..., schedule_id: _Optional[str] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ..., identity: _Optional[str] = ...) -> None: ...
+
+class CreateScheduleResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class DescribeScheduleRequest(_message.Message):
+    __slots__ = ("namespace", "schedule_id")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_ID_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    schedule_id: str
+    def __init__(self, namespace: _Optional[str] = ..., schedule_id: _Optional[str] = ...) -> None: ...
+
+class DescribeScheduleResponse(_message.Message):
+    __slots__ = ("schedule", "info")
+    SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    INFO_FIELD_NUMBER: _ClassVar[int]
+    schedule: Schedule
+    info: ScheduleInfo
+    def __init__(self, schedule: _Optional[_Union[Schedule, _Mapping]] = ..., info: _Optional[_Union[ScheduleInfo, _Mapping]] = ...) -> None: ...
+
+class ListSchedulesRequest(_message.Message):
+    __slots__ = ("namespace", "page_size", "next_page_token")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    page_size: int
+    next_page_token: bytes
+    def __init__(self, namespace: _Optional[str] = ..., page_size: _Optional[int] = ..., next_page_token: _Optional[bytes] = ...) -> None: ...
+
+class ScheduleListEntry(_message.Message):
+    __slots__ = ("schedule_id", "schedule", "info")
+    SCHEDULE_ID_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    INFO_FIELD_NUMBER: _ClassVar[int]
+    schedule_id: str
+    schedule: Schedule
+    info: ScheduleInfo
+    def __init__(self, schedule_id: _Optional[str] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ..., info: _Optional[_Union[ScheduleInfo, _Mapping]] = ...) -> None: ...
+
+class ListSchedulesResponse(_message.Message):
+    __slots__ = ("schedules", "next_page_token")
+    SCHEDULES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    schedules: _containers.RepeatedCompositeFieldContainer[ScheduleListEntry]
+    next_page_token: bytes
+    def __init__(self, schedules: _Optional[_Iterable[_Union[ScheduleListEntry, _Mapping]]] = ..., next_page_token: _Optional[bytes] = ...) -> None: ...
+
+class ScheduleTrigger(_message.Message):
+    __slots__ = ("overlap",)
+    OVERLAP_FIELD_NUMBER: _ClassVar[int]
+    overlap: ScheduleOverlapPolicy
+    def __init__(self, overlap: _Optional[_Union[ScheduleOverlapPolicy, str]] = ...) -> None: ...
+
+class ScheduleBackfill(_message.Message):
+    __slots__ = ("start_time", "end_time", "overlap")
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    OVERLAP_FIELD_NUMBER: _ClassVar[int]
+    start_time: _timestamp_pb2.Timestamp
+    end_time: _timestamp_pb2.Timestamp
+    overlap: ScheduleOverlapPolicy
+    def __init__(self, start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., overlap: _Optional[_Union[ScheduleOverlapPolicy, str]] = ...) -> None: ...
+
+class PatchScheduleRequest(_message.Message):
+    __slots__ = ("namespace", "schedule_id", "pause", "unpause", "note", "trigger", "backfills", "identity")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_ID_FIELD_NUMBER: _ClassVar[int]
+    PAUSE_FIELD_NUMBER: _ClassVar[int]
+    UNPAUSE_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    TRIGGER_FIELD_NUMBER: _ClassVar[int]
+    BACKFILLS_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    schedule_id: str
+    pause: bool
+    unpause: bool
+    note: str
+    trigger: ScheduleTrigger
+    backfills: _containers.RepeatedCompositeFieldContainer[ScheduleBackfill]
+    identity: str
+    def __init__(self, namespace: _Optional[str] = ..., schedule_id: _Optional[str] = ..., pause: _Optional[bool] = ..., unpause: _Optional[bool] = ..., note: _Optional[str] = ..., trigger: _Optional[_Union[ScheduleTrigger, _Mapping]] = ..., backfills: _Optional[_Iterable[_Union[ScheduleBackfill, _Mapping]]] = ..., identity: _Optional[str] = ...) -> None: ...
+
+class PatchScheduleResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class DeleteScheduleRequest(_message.Message):
+    __slots__ = ("namespace", "schedule_id", "identity")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_ID_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    schedule_id: str
+    identity: str
+    def __init__(self, namespace: _Optional[str] = ..., schedule_id: _Optional[str] = ..., identity: _Optional[str] = ...) -> None: ...
+
+class DeleteScheduleResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetSchedulerStatusRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class SchedulerLeaderChange(_message.Message):
+    __slots__ = ("time", "event", "fencing_token", "holder")
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    FENCING_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
+    time: _timestamp_pb2.Timestamp
+    event: str
+    fencing_token: int
+    holder: str
+    def __init__(self, time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., event: _Optional[str] = ..., fencing_token: _Optional[int] = ..., holder: _Optional[str] = ...) -> None: ...
+
+class GetSchedulerStatusResponse(_message.Message):
+    __slots__ = ("leader_identity", "fencing_token", "leader_since", "lease_expire_time", "replica_identity", "replica_is_leader", "replica_rejected_writes", "replica_leader_changes")
+    LEADER_IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    FENCING_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    LEADER_SINCE_FIELD_NUMBER: _ClassVar[int]
+    LEASE_EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_IS_LEADER_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_REJECTED_WRITES_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_LEADER_CHANGES_FIELD_NUMBER: _ClassVar[int]
+    leader_identity: str
+    fencing_token: int
+    leader_since: _timestamp_pb2.Timestamp
+    lease_expire_time: _timestamp_pb2.Timestamp
+    replica_identity: str
+    replica_is_leader: bool
+    replica_rejected_writes: int
+    replica_leader_changes: _containers.RepeatedCompositeFieldContainer[SchedulerLeaderChange]
+    def __init__(self, leader_identity: _Optional[str] = ..., fencing_token: _Optional[int] = ..., leader_since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., replica_identity: _Optional[str] = ..., replica_is_leader: _Optional[bool] = ..., replica_rejected_writes: _Optional[int] = ..., replica_leader_changes: _Optional[_Iterable[_Union[SchedulerLeaderChange, _Mapping]]] = ...) -> None: ...

@@ -157,6 +157,36 @@ class WorkflowServiceStub:
                 request_serializer=flowforge_dot_api_dot_v1_dot_event__pb2.PublishEventRequest.SerializeToString,
                 response_deserializer=flowforge_dot_api_dot_v1_dot_event__pb2.PublishEventResponse.FromString,
                 _registered_method=True)
+        self.CreateSchedule = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/CreateSchedule',
+                request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.CreateScheduleRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.CreateScheduleResponse.FromString,
+                _registered_method=True)
+        self.DescribeSchedule = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/DescribeSchedule',
+                request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DescribeScheduleRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DescribeScheduleResponse.FromString,
+                _registered_method=True)
+        self.ListSchedules = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/ListSchedules',
+                request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.ListSchedulesRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.ListSchedulesResponse.FromString,
+                _registered_method=True)
+        self.PatchSchedule = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/PatchSchedule',
+                request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.PatchScheduleRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.PatchScheduleResponse.FromString,
+                _registered_method=True)
+        self.DeleteSchedule = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/DeleteSchedule',
+                request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DeleteScheduleRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DeleteScheduleResponse.FromString,
+                _registered_method=True)
+        self.GetSchedulerStatus = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/GetSchedulerStatus',
+                request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetSchedulerStatusRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetSchedulerStatusResponse.FromString,
+                _registered_method=True)
 
 
 class WorkflowServiceServicer:
@@ -313,6 +343,47 @@ class WorkflowServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateSchedule(self, request, context):
+        """Schedules (docs/schedules.md): INVALID_ARGUMENT for a bad cron expression,
+        time zone or policy, NOT_FOUND for an unknown schedule id, ALREADY_EXISTS for
+        a duplicate create.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeSchedule(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSchedules(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PatchSchedule(self, request, context):
+        """Pause, unpause, trigger now or backfill.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteSchedule(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetSchedulerStatus(self, request, context):
+        """Which replica leads the scheduler, with which fencing token.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkflowServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -430,6 +501,36 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.PublishEvent,
                     request_deserializer=flowforge_dot_api_dot_v1_dot_event__pb2.PublishEventRequest.FromString,
                     response_serializer=flowforge_dot_api_dot_v1_dot_event__pb2.PublishEventResponse.SerializeToString,
+            ),
+            'CreateSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateSchedule,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.CreateScheduleRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.CreateScheduleResponse.SerializeToString,
+            ),
+            'DescribeSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeSchedule,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DescribeScheduleRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DescribeScheduleResponse.SerializeToString,
+            ),
+            'ListSchedules': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSchedules,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.ListSchedulesRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.ListSchedulesResponse.SerializeToString,
+            ),
+            'PatchSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.PatchSchedule,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.PatchScheduleRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.PatchScheduleResponse.SerializeToString,
+            ),
+            'DeleteSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteSchedule,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DeleteScheduleRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DeleteScheduleResponse.SerializeToString,
+            ),
+            'GetSchedulerStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSchedulerStatus,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetSchedulerStatusRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetSchedulerStatusResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1060,6 +1161,168 @@ class WorkflowService:
             '/flowforge.api.v1.WorkflowService/PublishEvent',
             flowforge_dot_api_dot_v1_dot_event__pb2.PublishEventRequest.SerializeToString,
             flowforge_dot_api_dot_v1_dot_event__pb2.PublishEventResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/CreateSchedule',
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.CreateScheduleRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.CreateScheduleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/DescribeSchedule',
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DescribeScheduleRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DescribeScheduleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSchedules(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/ListSchedules',
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.ListSchedulesRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.ListSchedulesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PatchSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/PatchSchedule',
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.PatchScheduleRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.PatchScheduleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/DeleteSchedule',
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DeleteScheduleRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DeleteScheduleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSchedulerStatus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/GetSchedulerStatus',
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetSchedulerStatusRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetSchedulerStatusResponse.FromString,
             options,
             channel_credentials,
             insecure,
