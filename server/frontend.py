@@ -556,21 +556,6 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
         )
 
 
-def _trigger_proto(row: EventTriggerRow) -> event_pb2.EventTrigger:
-    trigger = event_pb2.EventTrigger(
-        trigger_id=row.trigger_id, event_type=row.event_type, filter=json.loads(row.filter),
-        input_paths=json.loads(row.input_paths), workflow_type=row.workflow_type, task_queue=row.task_queue,
-        workflow_id_prefix=row.workflow_id_prefix, create_time=_timestamp(row.create_us),
-    )
-    for field, seconds in (
-        (trigger.workflow_execution_timeout, row.execution_timeout_s),
-        (trigger.workflow_run_timeout, row.run_timeout_s),
-        (trigger.workflow_task_timeout, row.task_timeout_s),
-    ):
-        if seconds:
-            field.FromMicroseconds(int(seconds * 1_000_000))
-    return trigger
-
     # schedules (docs/schedules.md)
 
     def _schedule_key(self, request: Any) -> tuple[str, str]:
@@ -645,3 +630,19 @@ def _trigger_proto(row: EventTriggerRow) -> event_pb2.EventTrigger:
         self, request: pb.GetSchedulerStatusRequest, context: Any
     ) -> pb.GetSchedulerStatusResponse:
         return _schedule_proto.status_proto(await self._scheduler.status())
+
+
+def _trigger_proto(row: EventTriggerRow) -> event_pb2.EventTrigger:
+    trigger = event_pb2.EventTrigger(
+        trigger_id=row.trigger_id, event_type=row.event_type, filter=json.loads(row.filter),
+        input_paths=json.loads(row.input_paths), workflow_type=row.workflow_type, task_queue=row.task_queue,
+        workflow_id_prefix=row.workflow_id_prefix, create_time=_timestamp(row.create_us),
+    )
+    for field, seconds in (
+        (trigger.workflow_execution_timeout, row.execution_timeout_s),
+        (trigger.workflow_run_timeout, row.run_timeout_s),
+        (trigger.workflow_task_timeout, row.task_timeout_s),
+    ):
+        if seconds:
+            field.FromMicroseconds(int(seconds * 1_000_000))
+    return trigger
