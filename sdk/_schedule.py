@@ -22,7 +22,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from flowforge.api.v1 import workflow_service_pb2 as pb
-from flowforge.client import _NO_ARGUMENT, _call_arguments, _workflow_type_and_result_hint
+from flowforge.client import _NO_ARGUMENT, _call_arguments, _set_workflow_timeouts, _workflow_type_and_result_hint
 
 if TYPE_CHECKING:
     from flowforge.client import Client
@@ -336,13 +336,7 @@ def _schedule_to_proto(schedule: Schedule, client: Client) -> pb.Schedule:
         added = proto.spec.intervals.add()
         added.every.FromTimedelta(interval.every)
         added.offset.FromTimedelta(interval.offset)
-    for field, timeout in (
-        (proto.action.workflow_execution_timeout, action.execution_timeout),
-        (proto.action.workflow_run_timeout, action.run_timeout),
-        (proto.action.workflow_task_timeout, action.task_timeout),
-    ):
-        if timeout is not None:
-            field.FromTimedelta(timeout)
+    _set_workflow_timeouts(proto.action, action.execution_timeout, action.run_timeout, action.task_timeout)
     return proto
 
 
