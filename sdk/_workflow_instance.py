@@ -23,10 +23,12 @@ import collections
 import contextvars
 import dataclasses
 import functools
+import inspect
 import itertools
 import json
 import logging
 import random
+import typing
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Mapping, Optional, Sequence
 
@@ -69,6 +71,7 @@ _DELIVERED_EVENT_TYPES = frozenset(
         "ActivityTaskCanceled",
         "TimerFired",
         "WorkflowExecutionCancelRequested",
+        "WorkflowExecutionSignaled",
     }
 )
 _WORKFLOW_TASK_NOT_COMPLETED = frozenset({"WorkflowTaskFailed", "WorkflowTaskTimedOut"})
@@ -141,6 +144,16 @@ def _marker_fields(details: Mapping[str, common_pb2.Payloads]) -> dict[str, str]
 def _recorded_marker_details(attributes: dict[str, Any]) -> dict[str, common_pb2.Payloads]:
     details = attributes.get("details") or {}
     return {key: json_dict_to_message(value, common_pb2.Payloads) for key, value in details.items()}
+
+
+def _parameter_hints(fn: Callable[..., Any]) -> list[Any]:
+    """The type hints of a handler's parameters after ``self``, in order (None where absent)."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except (NameError, TypeError):
+        hints = {}
+    parameters = list(inspect.signature(fn).parameters.values())[1:]
+    return [hints.get(parameter.name) for parameter in parameters]
 
 
 def _describe_command(command: command_pb2.Command) -> str:
@@ -348,6 +361,11 @@ class WorkflowInstance(workflow._Runtime):
         self._run_task: Optional[asyncio.Task[Any]] = None
         self._cancel_requested = False
         self._closed = False
+        self._object: Any = None
+        # A FailureError raised by a signal handler: it fails the workflow.
+        self._handler_failure: Optional[exceptions.FailureError] = None
+        # Any other exception of a signal handler: it fails the workflow task.
+        self._handler_error: Optional[BaseException] = None
 
         # Where replay stands.
         self._last_event_id = 0
@@ -513,6 +531,8 @@ class WorkflowInstance(workflow._Runtime):
             if self._run_task is not None and self._run_task.done() and not self._run_task.cancelled():
                 self._run_task.exception()  # e.g. the refused connection: reported as the violation instead
             raise exceptions.NonDeterminismError(guard.violation)
+        if self._handler_error is not None:
+            raise self._handler_error
         self._close_if_finished()
         self._unmatched = collections.deque(self._commands)
         self._unmatched_task_started_event_id = started.event_id
@@ -572,6 +592,8 @@ class WorkflowInstance(workflow._Runtime):
             self._fire_timer(str(attributes["timer_id"]))
         elif event.event_type == "WorkflowExecutionCancelRequested":
             self._request_cancel()
+        elif event.event_type == "WorkflowExecutionSignaled":
+            self._deliver_signal(attributes)
         else:
             self._resolve_activity(event, attributes)
 
@@ -592,8 +614,14 @@ class WorkflowInstance(workflow._Runtime):
         )
 
     async def _run_workflow(self, args: list[Any]) -> Any:
-        workflow_object = self._definition.cls()
-        return await self._definition.run_fn(workflow_object, *args)
+        return await self._definition.run_fn(self._workflow_object(), *args)
+
+    def _workflow_object(self) -> Any:
+        """The instance of the workflow class, made on first use inside the loop
+        (by the run method or a signal handler, whichever runs first)."""
+        if self._object is None:
+            self._object = self._definition.cls()
+        return self._object
 
     def _request_cancel(self) -> None:
         if self._cancel_requested:
@@ -646,6 +674,16 @@ class WorkflowInstance(workflow._Runtime):
         return error
 
     def _close_if_finished(self) -> None:
+        if self._handler_failure is not None and not self._closed:
+            self._closed = True
+            self._commands.append(
+                command_pb2.Command(
+                    fail_workflow_execution=command_pb2.FailWorkflowExecutionCommandAttributes(
+                        failure=error_to_failure(self._handler_failure, self._converter)
+                    )
+                )
+            )
+            return
         task = self._run_task
         if self._closed or task is None or not task.done():
             return
@@ -681,6 +719,139 @@ class WorkflowInstance(workflow._Runtime):
                     )
                 )
             )
+
+    # ----------------------------------------------------------------- signals and queries
+
+    def _deliver_signal(self, attributes: dict[str, Any]) -> None:
+        """Runs the signal's handler on the workflow loop, in history order.
+
+        A signal the workflow has no handler for, or whose input does not fit the
+        handler's parameters, is dropped with a warning (as Temporal does when no
+        handler is ever registered); the execution goes on.
+        """
+        name = str(attributes.get("signal_name", ""))
+        payloads = json_dict_to_message(attributes.get("input"), common_pb2.Payloads)
+        definition = self._definition.signals.get(name)
+        if definition is None:
+            known = ", ".join(sorted(self._definition.signals)) or "none"
+            self._loop.enqueue(
+                asyncio.Handle(
+                    workflow.logger.warning,
+                    (f"dropping signal {name!r}: the workflow has no handler for it (handlers: {known})",),
+                    self._loop,
+                )
+            )
+            return
+        try:
+            args = self._converter.from_payloads(payloads, _parameter_hints(definition.fn))
+            inspect.signature(definition.fn).bind(None, *args)
+        except (TypeError, ValueError) as error:
+            self._loop.enqueue(
+                asyncio.Handle(
+                    workflow.logger.warning,
+                    (f"dropping signal {name!r}: its input does not fit the handler ({error})",),
+                    self._loop,
+                )
+            )
+            return
+        if inspect.iscoroutinefunction(definition.fn):
+            self._loop.create_task(self._run_async_signal_handler(definition.fn, args), name=f"signal {name}")
+        else:
+            self._loop.enqueue(asyncio.Handle(self._run_signal_handler, (definition.fn, args), self._loop))
+
+    def _run_signal_handler(self, fn: Callable[..., Any], args: list[Any]) -> None:
+        try:
+            fn(self._workflow_object(), *args)
+        except Exception as error:
+            self._on_signal_handler_error(error)
+
+    async def _run_async_signal_handler(self, fn: Callable[..., Any], args: list[Any]) -> None:
+        try:
+            await fn(self._workflow_object(), *args)
+        except asyncio.CancelledError:
+            if not self._cancel_requested:
+                raise
+        except Exception as error:
+            self._on_signal_handler_error(error)
+
+    def _on_signal_handler_error(self, error: Exception) -> None:
+        # Temporal's rule, as for the run method: a FailureError fails the workflow,
+        # anything else (a bug) fails the workflow task, which is retried.
+        if isinstance(error, exceptions.FailureError):
+            self._handler_failure = self._handler_failure or error
+        else:
+            self._handler_error = self._handler_error or error
+
+    def query(self, query_type: str, args: common_pb2.Payloads) -> common_pb2.Payloads:
+        """Answers a query from the state the last activation left.
+
+        The handler runs on the workflow loop (so ``workflow.info()`` and friends
+        work) under the determinism guard; it must not await or issue commands.
+
+        Raises:
+            KeyError: The workflow has no query handler of that name; the message
+                lists the ones it has.
+            Exception: Whatever the handler raised, or a RuntimeError if it tried
+                to change the execution (issue a command) or returned an awaitable.
+        """
+        definition = self._definition.queries.get(query_type)
+        if definition is None:
+            known = ", ".join(sorted(self._definition.queries)) or "none"
+            raise KeyError(f"workflow {self._definition.name!r} has no query {query_type!r} (queries: {known})")
+        values = self._converter.from_payloads(args, _parameter_hints(definition.fn))
+        commands_before = len(self._commands)
+        outer_loop = asyncio.events._get_running_loop()
+        asyncio.events._set_running_loop(self._loop)
+        guard = DeterminismGuard(boundary=WorkflowInstance.query.__code__)
+        try:
+            with guard:
+                result = definition.fn(self._workflow_object(), *values)
+        finally:
+            asyncio.events._set_running_loop(outer_loop)
+            added = self._commands[commands_before:]
+            del self._commands[commands_before:]
+        if guard.violation is not None:
+            raise exceptions.NonDeterminismError(guard.violation)
+        if added or inspect.isawaitable(result):
+            if inspect.iscoroutine(result):
+                result.close()
+            raise RuntimeError(
+                f"query handler {query_type!r} tried to change the workflow (awaited, or started an activity "
+                "or a timer); a query handler only reads state"
+            )
+        return self._converter.to_payloads([result])
+
+    def is_current(self, history: Sequence[common_pb2.HistoryEvent]) -> bool:
+        """Whether this instance's state is what a replay of ``history`` would give:
+        it processed every event of it that workflow code sees, and its last workflow
+        task completed (the events after are only that task's completion and commands)."""
+        if self._spent or self._last_event_id == 0:
+            return False
+        later = [e for e in history if e.event_id > self._last_event_id]
+        return all(
+            e.event_type in _COMMAND_EVENT_TYPES or e.event_type in ("WorkflowTaskCompleted", "WorkflowTaskScheduled")
+            for e in later
+        ) and (not self._awaiting_task_close or later[0].event_type == "WorkflowTaskCompleted")
+
+    def run_pending_events(self) -> None:
+        """Delivers events history holds past the last workflow task (e.g. a signal
+        not yet processed) and runs the code on them, discarding its commands.
+
+        For queries on a throw-away instance only: afterwards the instance no
+        longer matches history and must not be activated again.
+        """
+        if not self._pending_batch:
+            return
+        self._spent = True
+        self._replaying = True
+        batch, self._pending_batch = self._pending_batch, []
+        for event in batch:
+            self._deliver(event)
+        guard = DeterminismGuard(boundary=_WorkflowEventLoop.run_until_quiescent.__code__)
+        with guard:
+            self._loop.run_until_quiescent()
+        if guard.violation is not None:
+            raise exceptions.NonDeterminismError(guard.violation)
 
     # ----------------------------------------------------------------- timers (for the loop)
 

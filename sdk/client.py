@@ -77,6 +77,11 @@ __all__ = [
 ]
 
 _SIGNAL_DEFINITION_ATTRIBUTE = "__flowforge_signal_definition__"
+_QUERY_DEFINITION_ATTRIBUTE = "__flowforge_query_definition__"
+# How long a query waits for a worker's answer by default.
+_QUERY_TIMEOUT = timedelta(seconds=30)
+# Matches the server's margin: it answers "no worker answered" this long before the deadline.
+_QUERY_ANSWER_MARGIN = timedelta(seconds=1)
 
 # How long one GetWorkflowExecutionHistory long poll waits on the server before
 # answering empty, and how much longer the client allows for the answer to arrive.
@@ -166,6 +171,21 @@ def _signal_name(signal: Any) -> str:
             f"{signal!r} is not a signal: pass a @workflow.signal method or a signal name"
         )
     return definition.name
+
+
+def _query_name_and_result_hint(query: Any) -> tuple[str, Any]:
+    if isinstance(query, str):
+        if not query:
+            raise ValueError("the query name must not be empty")
+        return query, None
+    definition = getattr(query, _QUERY_DEFINITION_ATTRIBUTE, None)
+    if definition is None:
+        raise TypeError(f"{query!r} is not a query: pass a @workflow.query method or a query name")
+    try:
+        hint = typing.get_type_hints(definition.fn).get("return")
+    except (NameError, TypeError):
+        hint = None
+    return definition.name, hint
 
 
 # ---------------------------------------------------------------------------
@@ -713,8 +733,10 @@ class Client:
         execution_timeout: Optional[timedelta] = None,
         run_timeout: Optional[timedelta] = None,
         task_timeout: Optional[timedelta] = None,
+        start_signal: Optional[Callable[..., Any] | str] = None,
+        start_signal_args: Sequence[Any] = (),
     ) -> WorkflowHandle:
-        """Starts a workflow execution.
+        """Starts a workflow execution (or, with ``start_signal``, signals it).
 
         Args:
             workflow: The ``@workflow.run`` method (its return hint then decodes the
@@ -730,9 +752,15 @@ class Client:
                 continue-as-new included.
             run_timeout: Limit on one run.
             task_timeout: Limit on one workflow task.
+            start_signal: Signal-with-start: the ``@workflow.signal`` method or signal
+                name to deliver. In one atomic call the server signals the running
+                execution of ``id`` if there is one (nothing is started, and the
+                handle points at that run), else starts a new run whose first event
+                after the start is this signal. Never ``WorkflowAlreadyStartedError``.
+            start_signal_args: The signal's arguments.
 
         Returns:
-            A handle to the started run.
+            A handle to the started (or, with ``start_signal``, the signalled) run.
 
         Raises:
             WorkflowAlreadyStartedError: The workflow id already has a running execution.
@@ -749,6 +777,11 @@ class Client:
             identity=self._identity,
         )
         _set_workflow_timeouts(request, execution_timeout, run_timeout, task_timeout)
+        if start_signal is not None:
+            request.start_signal = _signal_name(start_signal)
+            request.start_signal_input.CopyFrom(self._data_converter.to_payloads(start_signal_args))
+        elif start_signal_args:
+            raise ValueError("start_signal_args needs start_signal")
         try:
             response = await self._workflow_service.call("StartWorkflowExecution", request)
         except RPCError as error:
@@ -1194,7 +1227,8 @@ class WorkflowHandle:
             args: All arguments, for a signal taking several; not with ``arg``.
 
         Raises:
-            RPCError: ``NOT_FOUND`` when there is no such running execution.
+            RPCError: ``NOT_FOUND`` for an unknown execution, ``FAILED_PRECONDITION``
+                for a closed one; the signal is then not recorded.
         """
         request = workflow_service_pb2.SignalWorkflowExecutionRequest(
             namespace=self._client.namespace,
@@ -1206,6 +1240,58 @@ class WorkflowHandle:
             request_id=str(uuid.uuid4()),
         )
         await self._client.workflow_service.call("SignalWorkflowExecution", request)
+
+    async def query(
+        self,
+        query: Callable[..., Any] | str,
+        arg: Any = _NO_ARGUMENT,
+        *,
+        args: Sequence[Any] = (),
+        result_type: Any = None,
+        timeout: timedelta = _QUERY_TIMEOUT,
+    ) -> Any:
+        """Asks the execution a question, answered by its ``@workflow.query`` handler.
+
+        A worker of the workflow's task queue answers from the run's current state
+        (its cached instance, or a replay of the history); closed runs can be queried
+        too, as long as such a worker runs. A query adds nothing to history.
+
+        Args:
+            query: The ``@workflow.query`` method or the query's name.
+            arg: The query's single argument, if it takes one.
+            args: All arguments, for a query taking several; not with ``arg``.
+            result_type: The type to decode the answer into; defaults to the
+                method's return hint (plain JSON for a name).
+            timeout: How long to wait for a worker to answer.
+
+        Returns:
+            The handler's return value.
+
+        Raises:
+            RPCError: ``INVALID_ARGUMENT`` when the workflow has no such query (the
+                message lists the ones it has) or the handler raised;
+                ``DEADLINE_EXCEEDED`` when no worker answered within ``timeout``;
+                ``NOT_FOUND`` for an unknown execution.
+        """
+        name, hint = _query_name_and_result_hint(query)
+        request = workflow_service_pb2.QueryWorkflowRequest(
+            namespace=self._client.namespace,
+            execution=self._execution(),
+            query=workflow_service_pb2.WorkflowQuery(
+                query_type=name,
+                query_args=self._client.data_converter.to_payloads(_call_arguments(arg, args)),
+            ),
+        )
+        # The server waits for a worker until just before the call's deadline, then
+        # answers DEADLINE_EXCEEDED itself; not retried, as waiting again would
+        # double the caller's timeout.
+        response = await self._client.workflow_service.call(
+            "QueryWorkflow", request, retry=False, timeout=timeout + _QUERY_ANSWER_MARGIN
+        )
+        values = self._client.data_converter.from_payloads(
+            response.query_result, [result_type if result_type is not None else hint]
+        )
+        return values[0] if values else None
 
     async def cancel(self, reason: str = "") -> None:
         """Asks the execution to cancel; the workflow code decides how.

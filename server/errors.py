@@ -6,6 +6,7 @@ import grpc
 
 __all__ = [
     "AlreadyExists",
+    "DeadlineExceeded",
     "FailedPrecondition",
     "InvalidArgument",
     "NotFound",
@@ -47,3 +48,7 @@ class Unavailable(ServiceError):
 
 class Unimplemented(ServiceError):
     status = grpc.StatusCode.UNIMPLEMENTED
+
+
+class DeadlineExceeded(ServiceError):
+    status = grpc.StatusCode.DEADLINE_EXCEEDED

@@ -16,9 +16,9 @@ from google.protobuf import duration_pb2, timestamp_pb2
 
 from flowforge.api.v1 import common_pb2, event_pb2, workflow_service_pb2 as pb, workflow_service_pb2_grpc as pb_grpc
 from flowforge.server._events import duration_s, failure_from_json
-from flowforge.server.errors import InvalidArgument, ServiceError, Unimplemented
+from flowforge.server.errors import InvalidArgument, ServiceError
 from flowforge.server.events import EventRouter, PublishedEvent, trigger_row
-from flowforge.server.history import HistoryEngine, LeasedActivityTask
+from flowforge.server.history import HistoryEngine, LeasedActivityTask, LeasedQuery, StartSignal
 from flowforge.server.matching import Matching
 from flowforge.server import _schedule_proto
 from flowforge.server.scheduler import Scheduler, Schedules
@@ -31,6 +31,10 @@ log = logging.getLogger("flowforge.server.frontend")
 _MAX_NAME = 1000
 _MAX_POLL_TIMEOUT_S = 600.0
 _DEFAULT_POLL_TIMEOUT_S = 60.0
+# How long a query waits for a worker when the caller set no deadline, and at most.
+_DEFAULT_QUERY_TIMEOUT_S = 30.0
+_MAX_QUERY_TIMEOUT_S = 600.0
+_MAX_QUERY_ERROR = 4000
 # Leave time for the empty answer to reach a caller whose deadline is near.
 _DEADLINE_MARGIN_S = 1.0
 _Response = TypeVar("_Response")
@@ -162,6 +166,15 @@ def _dag(events: list[HistoryEventRow], tasks: list[TaskRow]) -> list[pb.DagNode
     return list(nodes.values())
 
 
+def _start_signal(request: pb.StartWorkflowExecutionRequest) -> Optional[StartSignal]:
+    """The signal of a signal-with-start, if the request carries one."""
+    if not request.start_signal:
+        if request.start_signal_input.payloads:
+            raise InvalidArgument("start_signal_input is set but start_signal (the signal name) is empty")
+        return None
+    return StartSignal(_name(request.start_signal, "start_signal"), request.start_signal_input)
+
+
 def _execution_info(row: ExecutionRow) -> pb.WorkflowExecutionInfo:
     return pb.WorkflowExecutionInfo(
         execution=common_pb2.WorkflowExecution(workflow_id=row.workflow_id, run_id=row.run_id),
@@ -218,6 +231,7 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
             execution_timeout_s=_seconds(request.workflow_execution_timeout, "workflow_execution_timeout"),
             run_timeout_s=_seconds(request.workflow_run_timeout, "workflow_run_timeout"),
             task_timeout_s=_seconds(request.workflow_task_timeout, "workflow_task_timeout"),
+            start_signal=_start_signal(request),
         )
         return pb.StartWorkflowExecutionResponse(run_id=run_id, started=started)
 
@@ -322,9 +336,13 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
     async def SignalWorkflowExecution(
         self, request: pb.SignalWorkflowExecutionRequest, context: Any
     ) -> pb.SignalWorkflowExecutionResponse:
-        raise Unimplemented(
-            "signals are not implemented yet (they come with the signals/queries issue); use cancel or terminate"
+        namespace, workflow_id, run_id = self._execution(request)
+        await self._engine.signal_workflow(
+            namespace, workflow_id, run_id, StartSignal(_name(request.signal_name, "signal_name"), request.input),
+            _name(request.identity, "identity", required=False),
+            _name(request.request_id, "request_id", required=False),
         )
+        return pb.SignalWorkflowExecutionResponse()
 
     @_rpc
     async def RequestCancelWorkflowExecution(
@@ -374,6 +392,8 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
         timeout = self._poll_timeout(request, context)
         await self._engine.ensure_namespace(namespace)
         leased = await self._matching.poll_workflow_task(namespace, task_queue, identity, timeout)
+        if isinstance(leased, LeasedQuery):
+            return await self._hand_over_query(leased, context)
         if leased is None or not await self._hand_over(leased.token, context):
             return pb.PollWorkflowTaskQueueResponse()
         row = leased.execution
@@ -407,6 +427,51 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
             _name(request.identity, "identity", required=False),
         )
         return pb.RespondWorkflowTaskFailedResponse()
+
+    # queries (signals and queries feature)
+
+    async def _hand_over_query(self, leased: LeasedQuery, context: Any) -> pb.PollWorkflowTaskQueueResponse:
+        if context.cancelled() or context.done():
+            await self._engine.release_query(leased.token)
+            return pb.PollWorkflowTaskQueueResponse()
+        query = leased.query
+        return pb.PollWorkflowTaskQueueResponse(
+            task_token=leased.token,
+            workflow_execution=common_pb2.WorkflowExecution(workflow_id=query.workflow_id, run_id=query.run_id),
+            workflow_type=query.workflow_type, history=[_event_proto(e) for e in leased.history], attempt=1,
+            task_queue=query.task_queue,
+            query=pb.WorkflowQuery(
+                query_type=query.query_type, query_args=common_pb2.Payloads.FromString(query.args)
+            ),
+        )
+
+    @_rpc
+    async def QueryWorkflow(self, request: pb.QueryWorkflowRequest, context: Any) -> pb.QueryWorkflowResponse:
+        namespace, workflow_id, run_id = self._execution(request)
+        query_type = _name(request.query.query_type, "query.query_type")
+        timeout = _DEFAULT_QUERY_TIMEOUT_S
+        remaining = context.time_remaining()
+        if remaining is not None:
+            timeout = max(0.0, min(_MAX_QUERY_TIMEOUT_S, remaining - _DEADLINE_MARGIN_S))
+        result = await self._engine.query_workflow(
+            namespace, workflow_id, run_id, query_type, request.query.query_args, timeout
+        )
+        return pb.QueryWorkflowResponse(query_result=result)
+
+    @_rpc
+    async def RespondQueryTaskCompleted(
+        self, request: pb.RespondQueryTaskCompletedRequest, context: Any
+    ) -> pb.RespondQueryTaskCompletedResponse:
+        if request.completed_type == pb.QUERY_RESULT_TYPE_ANSWERED:
+            await self._engine.answer_query(request.task_token, request.namespace, request.query_result, None)
+        elif request.completed_type == pb.QUERY_RESULT_TYPE_FAILED:
+            if request.query_result.payloads:
+                raise InvalidArgument("a FAILED query answer carries an error_message, not a query_result")
+            message = request.error_message[:_MAX_QUERY_ERROR] or "the worker gave no reason"
+            await self._engine.answer_query(request.task_token, request.namespace, None, message)
+        else:
+            raise InvalidArgument("completed_type must be QUERY_RESULT_TYPE_ANSWERED or QUERY_RESULT_TYPE_FAILED")
+        return pb.RespondQueryTaskCompletedResponse()
 
     # activity tasks
 

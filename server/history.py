@@ -39,6 +39,7 @@ from flowforge.server._events import duration_s, failure_json, payloads_json
 from flowforge.server.clock import Clock, SystemClock
 from flowforge.server.errors import (
     AlreadyExists,
+    DeadlineExceeded,
     FailedPrecondition,
     InvalidArgument,
     NotFound,
@@ -51,6 +52,7 @@ from flowforge.server.stores.base import (
     ExecutionRow,
     HistoryEventRow,
     NamespaceRow,
+    QueryRow,
     Store,
     StoreUnavailable,
     TaskRow,
@@ -59,7 +61,9 @@ from flowforge.server.stores.base import (
 )
 from flowforge.server.tokens import TaskToken, TokenSigner
 
-__all__ = ["EngineConfig", "HistoryEngine", "LeasedActivityTask", "LeasedWorkflowTask", "now_us"]
+__all__ = [
+    "EngineConfig", "HistoryEngine", "LeasedActivityTask", "LeasedQuery", "LeasedWorkflowTask", "StartSignal", "now_us",
+]
 
 log = logging.getLogger("flowforge.server.history")
 
@@ -67,6 +71,11 @@ _T = TypeVar("_T")
 
 WORKFLOW = "WORKFLOW"
 ACTIVITY = "ACTIVITY"
+QUERY = "QUERY"
+# How long a worker may take to answer a query before it is offered to another.
+_QUERY_LEASE_S = 10.0
+# How long a query row outlives its caller's deadline before the sweep may delete it.
+_QUERY_ROW_GRACE_S = 60.0
 _SECRET_KEY = "task_token_secret"
 # A started event's "started_event_id" placeholder, resolved when the events are
 # appended: buffered events get their ids only then.
@@ -84,6 +93,11 @@ def queue_channel(namespace: str, kind: str, task_queue: str) -> str:
 
 def run_channel(run_id: str) -> str:
     return f"r:{run_id}"
+
+
+def query_answer_channel(query_id: int) -> str:
+    """Woken when a worker answered the query."""
+    return f"qa:{query_id}"
 
 
 def close_channel(run_id: str) -> str:
@@ -104,11 +118,32 @@ class EngineConfig:
     default_history_wait_s: float = 60.0
 
 
+@dataclasses.dataclass(frozen=True)
+class StartSignal:
+    """A signal to deliver: by SignalWorkflowExecution, or with a start (signal-with-start)."""
+
+    name: str
+    input: common_pb2.Payloads
+
+    def attributes(self, identity: str) -> dict[str, Any]:
+        """The attributes of its WorkflowExecutionSignaled event."""
+        return {"signal_name": self.name, "input": payloads_json(self.input), "identity": identity}
+
+
 @dataclasses.dataclass
 class LeasedWorkflowTask:
     token: bytes
     execution: ExecutionRow
     task: TaskRow
+    history: list[HistoryEventRow]
+
+
+@dataclasses.dataclass
+class LeasedQuery:
+    """A query leased to a poll, with the history of the run it asks."""
+
+    token: bytes
+    query: QueryRow
     history: list[HistoryEventRow]
 
 
@@ -375,6 +410,7 @@ class HistoryEngine:
         task_timeout_s: float,
         origin: Optional[dict[str, Any]] = None,
         tx: Optional[Transaction] = None,
+        start_signal: Optional[StartSignal] = None,
     ) -> tuple[str, bool]:
         """Starts a run; returns (run_id, started). A repeated request_id returns the
         first run with started=False; a running workflow id gives ALREADY_EXISTS.
@@ -387,14 +423,24 @@ class HistoryEngine:
                 recorded as ``origin`` in ``WorkflowExecutionStarted``.
             tx: A transaction to join instead of running one: the scheduler admits
                 a fire and records it on the schedule atomically. The caller commits.
+            start_signal: Signal-with-start: a running workflow id is signalled
+                instead (started=False), and a new run gets the signal right after its start.
         """
         self.check_payloads(input, "the workflow input")
+        if start_signal is not None:
+            self.check_payloads(start_signal.input, "the signal input")
         await self.ensure_namespace(namespace)
 
         async def body(tx: Transaction) -> tuple[str, bool]:
             earlier = await tx.get_request_run_id(namespace, request_id)
             if earlier is not None:
                 return earlier, False
+            if start_signal is not None:
+                running = await tx.get_latest_execution(namespace, workflow_id)
+                if running is not None and running.status == "RUNNING":
+                    await self._signal(tx, running, start_signal, identity)
+                    await tx.insert_request_id(namespace, request_id, running.run_id, self.clock.now_us())
+                    return running.run_id, False
             now = self.clock.now_us()
             run_id = str(uuid.uuid4())
             # The run closes at the earlier of its execution and run timeouts (0 = none).
@@ -425,10 +471,14 @@ class HistoryEngine:
                     **({"origin": origin} if origin else {}),
                 },
             )
+            if start_signal is not None:
+                m.append("WorkflowExecutionSignaled", start_signal.attributes(identity))
             m.schedule_workflow_task(attempt=1)
             try:
                 await m.save()
             except DuplicateRunningExecution:
+                if start_signal is not None:
+                    raise ConcurrencyConflict(workflow_id) from None  # started meanwhile: run again, signal it
                 running = await tx.get_latest_execution(namespace, workflow_id)
                 raise AlreadyExists(
                     f"workflow id {workflow_id!r} already has a running execution"
@@ -563,6 +613,171 @@ class HistoryEngine:
                 },
             )
         m.flush_buffered()
+
+    # ------------------------------------------------------------ signals
+
+    # A signal's request id shares the request_ids table with starts, under its own prefix.
+    _SIGNAL_REQUEST_PREFIX = "signal:"
+
+    async def signal_workflow(
+        self, namespace: str, workflow_id: str, run_id: str, signal: StartSignal, identity: str, request_id: str
+    ) -> None:
+        """Delivers WorkflowExecutionSignaled to a running execution, once per request id.
+
+        The event is appended and a workflow task scheduled in one transaction, or
+        buffered while a workflow task is started (appended when it closes). A closed
+        execution gives FAILED_PRECONDITION, an unknown one NOT_FOUND; both change nothing.
+        """
+        self.check_payloads(signal.input, "the signal input")
+        await self.ensure_namespace(namespace)
+
+        async def body(tx: Transaction) -> None:
+            row = await self.resolve_execution(tx, namespace, workflow_id, run_id)
+            key = self._SIGNAL_REQUEST_PREFIX + request_id if request_id else ""
+            if key and await tx.get_request_run_id(namespace, key) is not None:
+                return  # a retry of a signal already delivered
+            if row.status != "RUNNING":
+                raise FailedPrecondition(
+                    f"workflow {row.workflow_id!r} run {row.run_id} is already {row.status}; a closed"
+                    " execution takes no signals"
+                )
+            await self._signal(tx, row, signal, identity)
+            if key:
+                await tx.insert_request_id(namespace, key, row.run_id, self.clock.now_us())
+
+        await self._transaction(body)
+
+    async def _signal(self, tx: Transaction, row: ExecutionRow, signal: StartSignal, identity: str) -> None:
+        m = _Mutation(tx, row, self.clock.now_us())
+        m.deliver([("WorkflowExecutionSignaled", signal.attributes(identity))])
+        await m.save()
+
+    # ------------------------------------------------------------ queries
+    #
+    # A query is answered by a worker, through the store, so that the replica that
+    # took the call and the one the worker polls need not be the same: the call
+    # writes a workflow_queries row and wakes the task queue's pollers; a poll leases
+    # the row (before workflow tasks: queries are short and someone is waiting) and
+    # returns it with the run's history; the worker's answer is written to the row
+    # and wakes the caller, who reads it and deletes the row. Nothing touches the
+    # execution row or its history, so a query works on closed runs too.
+
+    async def query_workflow(
+        self, namespace: str, workflow_id: str, run_id: str, query_type: str, args: common_pb2.Payloads,
+        timeout_s: float,
+    ) -> common_pb2.Payloads:
+        """Asks a worker of the run's task queue to answer a query; waits up to ``timeout_s``.
+
+        Raises INVALID_ARGUMENT when the worker reports the query failed (no such
+        handler, the handler raised, the replay failed), DEADLINE_EXCEEDED when no
+        worker answered in time.
+        """
+        self.check_payloads(args, "the query arguments")
+        await self.ensure_namespace(namespace)
+        deadline = time.monotonic() + timeout_s
+
+        async def ask(tx: Transaction) -> QueryRow:
+            row = await self.resolve_execution(tx, namespace, workflow_id, run_id)
+            now = self.clock.now_us()
+            await tx.delete_expired_queries(now)
+            query = QueryRow(
+                query_id=None, namespace=namespace, run_id=row.run_id, workflow_id=row.workflow_id,
+                workflow_type=row.workflow_type, task_queue=row.task_queue, query_type=query_type,
+                args=args.SerializeToString(), state="PENDING", visible_us=now, fencing_token=0, answer=None,
+                error=None, create_us=now, expires_us=now + _us(timeout_s + _QUERY_ROW_GRACE_S),
+            )
+            await tx.insert_query(query)
+            tx.notify_after_commit(queue_channel(namespace, WORKFLOW, row.task_queue))
+            return query
+
+        query = await self._transaction(ask)
+        assert query.query_id is not None
+        query_id = query.query_id
+        try:
+            while True:
+                wake = self.store.notifier.listen(query_answer_channel(query_id))
+                current = await self.read(lambda tx: tx.get_query(namespace, query_id))
+                if current is not None and current.state == "ANSWERED":
+                    if current.error is not None:
+                        raise InvalidArgument(f"query {query_type!r} failed: {current.error}")
+                    answer = common_pb2.Payloads()
+                    answer.ParseFromString(current.answer or b"")
+                    return answer
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise DeadlineExceeded(
+                        f"no worker answered query {query_type!r} of workflow {query.workflow_id!r} within"
+                        f" {timeout_s:g}s; is a worker for workflow type {query.workflow_type!r} polling task"
+                        f" queue {query.task_queue!r}?"
+                    )
+                # Re-check now and then: with several replicas a notification may be lost.
+                await self.store.wait_for_notification(wake, min(remaining, 1.0))
+        finally:
+            await self._transaction(lambda tx: tx.delete_query(namespace, query_id))
+
+    async def has_visible_query(self, namespace: str, task_queue: str) -> bool:
+        """Whether a poll of the queue would find a query now (a read, no lock)."""
+        return await self.read(lambda tx: tx.has_visible_query(namespace, task_queue, self.clock.now_us()))
+
+    async def try_lease_query(self, namespace: str, task_queue: str) -> Optional[LeasedQuery]:
+        """Leases the oldest visible query of the queue, with its run's history, or returns None."""
+
+        async def body(tx: Transaction) -> Optional[QueryRow]:
+            now = self.clock.now_us()
+            query = await tx.lease_next_query(namespace, task_queue, now)
+            if query is None:
+                return None
+            query.fencing_token += 1
+            query.visible_us = now + _us(_QUERY_LEASE_S)
+            await tx.update_query(query)
+            return query
+
+        query = await self._transaction(body, shielded=False)
+        if query is None:
+            return None
+        history = await self.read(lambda tx: tx.read_events(namespace, query.run_id))
+        return LeasedQuery(self._sign_query(query), query, history)
+
+    def _sign_query(self, query: QueryRow) -> bytes:
+        assert query.query_id is not None
+        return self.signer.sign(TaskToken(query.namespace, query.query_id, query.fencing_token, QUERY, query.run_id))
+
+    async def release_query(self, raw_token: bytes) -> None:
+        """Offers a query leased to a poll whose caller went away to the next poll at once."""
+        token = self.signer.verify(raw_token, QUERY)
+
+        async def body(tx: Transaction) -> None:
+            query = await tx.get_query(token.namespace, token.task_id, for_update=True)
+            if query is not None and query.state == "PENDING" and query.fencing_token == token.fencing_token:
+                query.visible_us = self.clock.now_us()
+                await tx.update_query(query)
+                tx.notify_after_commit(queue_channel(query.namespace, WORKFLOW, query.task_queue))
+
+        await self._transaction(body)
+
+    async def answer_query(
+        self, raw_token: bytes, namespace: str, answer: Optional[common_pb2.Payloads], error: Optional[str]
+    ) -> None:
+        """Records a worker's answer (or the query's failure) and wakes the caller.
+        FAILED_PRECONDITION if the lease is gone (answered already, or the caller gave up)."""
+        token = self._token(raw_token, namespace, QUERY)
+        if answer is not None:
+            self.check_payloads(answer, "the query result")
+
+        async def body(tx: Transaction) -> None:
+            query = await tx.get_query(token.namespace, token.task_id, for_update=True)
+            if query is None or query.state != "PENDING" or query.fencing_token != token.fencing_token:
+                raise FailedPrecondition(
+                    "this query is no longer leased with this token (answered already, its lease expired,"
+                    " or its caller gave up); the answer changes nothing"
+                )
+            query.state = "ANSWERED"
+            query.answer = answer.SerializeToString() if answer is not None else None
+            query.error = error if answer is None else None
+            await tx.update_query(query)
+            tx.notify_after_commit(query_answer_channel(query.query_id or 0))
+
+        await self._transaction(body)
 
     # ------------------------------------------------------------ workflow tasks
 

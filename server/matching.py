@@ -9,9 +9,17 @@ tasks whose retry backoff has ended and covers a lost cross-replica notification
 from __future__ import annotations
 
 import time
-from typing import Awaitable, Callable, Optional, TypeVar
+from typing import Awaitable, Callable, Optional, TypeVar, Union
 
-from flowforge.server.history import ACTIVITY, WORKFLOW, HistoryEngine, LeasedActivityTask, LeasedWorkflowTask, queue_channel
+from flowforge.server.history import (
+    ACTIVITY,
+    WORKFLOW,
+    HistoryEngine,
+    LeasedActivityTask,
+    LeasedQuery,
+    LeasedWorkflowTask,
+    queue_channel,
+)
 
 __all__ = ["Matching"]
 
@@ -27,12 +35,20 @@ class Matching:
 
     async def poll_workflow_task(
         self, namespace: str, task_queue: str, identity: str, timeout_s: float
-    ) -> Optional[LeasedWorkflowTask]:
-        return await self._poll(
-            queue_channel(namespace, WORKFLOW, task_queue), timeout_s,
-            lambda: self._engine.has_visible_task(namespace, WORKFLOW, task_queue),
-            lambda: self._engine.try_lease_workflow_task(namespace, task_queue, identity),
-        )
+    ) -> Union[LeasedWorkflowTask, LeasedQuery, None]:
+        """A workflow task or a query of the queue; queries first, as a caller waits on each."""
+
+        async def has_task() -> bool:
+            return await self._engine.has_visible_query(namespace, task_queue) or await self._engine.has_visible_task(
+                namespace, WORKFLOW, task_queue
+            )
+
+        async def try_lease() -> Union[LeasedWorkflowTask, LeasedQuery, None]:
+            return await self._engine.try_lease_query(namespace, task_queue) or await self._engine.try_lease_workflow_task(
+                namespace, task_queue, identity
+            )
+
+        return await self._poll(queue_channel(namespace, WORKFLOW, task_queue), timeout_s, has_task, try_lease)
 
     async def poll_activity_task(
         self, namespace: str, task_queue: str, identity: str, timeout_s: float

@@ -21,6 +21,7 @@ __all__ = ["TaskToken", "TokenSigner"]
 
 _PREFIX = b"ff1."
 _MAX_TOKEN_BYTES = 1024
+_KIND_NAMES = {"WORKFLOW": "a workflow task", "ACTIVITY": "an activity task", "QUERY": "a query"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,7 +29,7 @@ class TaskToken:
     namespace: str
     task_id: int
     fencing_token: int
-    kind: str  # "WORKFLOW" or "ACTIVITY"
+    kind: str  # "WORKFLOW", "ACTIVITY" or "QUERY"
     run_id: str
 
 
@@ -78,7 +79,6 @@ class TokenSigner:
             raise invalid from None
         if expected_kind is not None and kind != expected_kind:
             raise InvalidArgument(
-                f"this is a{'n activity' if kind == 'ACTIVITY' else ' workflow'} task token;"
-                f" the call needs a{'n activity' if expected_kind == 'ACTIVITY' else ' workflow'} task token"
+                f"this is {_KIND_NAMES.get(kind, kind)} token; the call needs {_KIND_NAMES[expected_kind]} token"
             )
         return TaskToken(namespace, int(task_id), int(fencing_token), kind, run_id)

@@ -21,7 +21,7 @@ import grpc
 from flowforge import workflow
 from flowforge._rpc import WorkflowServiceClient
 from flowforge._workflow_instance import HistoryContinuityError, WorkflowInstance
-from flowforge.api.v1 import command_pb2, workflow_service_pb2
+from flowforge.api.v1 import command_pb2, common_pb2, workflow_service_pb2
 from flowforge.converter import DataConverter, error_to_failure
 from flowforge.exceptions import ApplicationError, NonDeterminismError, RPCError
 from flowforge.worker._activity_worker import ActivityWorker
@@ -58,6 +58,11 @@ class _RunCache:
         self._instances[run_id] = instance
         while len(self._instances) > self._capacity:
             self._instances.popitem(last=False)
+
+    def put_if_absent(self, run_id: str, instance: WorkflowInstance) -> None:
+        """Puts back an instance a query borrowed, unless a workflow task put a newer one meanwhile."""
+        if run_id not in self._instances:
+            self.put(run_id, instance)
 
 
 _CLOSING_COMMANDS = frozenset(
@@ -177,6 +182,9 @@ class WorkflowWorker:
             self._slots.release()
 
     async def _run(self, task: workflow_service_pb2.PollWorkflowTaskQueueResponse) -> None:
+        if task.HasField("query"):
+            await self._answer_query(task)
+            return
         definition = self._workflows.get(task.workflow_type)
         if definition is None:
             registered = ", ".join(sorted(self._workflows))
@@ -239,6 +247,60 @@ class WorkflowWorker:
             converter=self._converter,
         )
         return instance, await loop.run_in_executor(self._executor, instance.activate, history)
+
+    # queries (signals and queries feature)
+
+    async def _answer_query(self, task: workflow_service_pb2.PollWorkflowTaskQueueResponse) -> None:
+        """Answers a query from the run's cached instance when it has seen every event
+        that matters, else from a replay of the history on a throw-away instance."""
+        request = workflow_service_pb2.RespondQueryTaskCompletedRequest(
+            namespace=self._namespace, task_token=task.task_token, identity=self._identity
+        )
+        try:
+            request.query_result.CopyFrom(await self._run_query(task))
+            request.completed_type = workflow_service_pb2.QUERY_RESULT_TYPE_ANSWERED
+        except Exception as error:  # the caller gets the reason; nothing else changes
+            request.completed_type = workflow_service_pb2.QUERY_RESULT_TYPE_FAILED
+            request.error_message = error.args[0] if isinstance(error, KeyError) else f"{type(error).__name__}: {error}"
+        try:
+            await self._service.call("RespondQueryTaskCompleted", request)
+        except RPCError as rpc_error:
+            level = logging.WARNING if rpc_error.status in LEASE_LOST_STATUSES else logging.ERROR
+            logger.log(level, "answering a query of %s failed (%s)", _describe(task), rpc_error)
+
+    async def _run_query(self, task: workflow_service_pb2.PollWorkflowTaskQueueResponse) -> common_pb2.Payloads:
+        definition = self._workflows.get(task.workflow_type)
+        if definition is None:
+            raise KeyError(
+                f"workflow type {task.workflow_type!r} is not registered on the worker that took the query"
+                f" (task queue {self._task_queue!r}; registered: {', '.join(sorted(self._workflows))})"
+            )
+        loop = asyncio.get_running_loop()
+        history = list(task.history)
+        execution = task.workflow_execution
+        cached = self._cache.take(execution.run_id)
+        if cached is not None and cached.is_current(history):
+            try:
+                return await loop.run_in_executor(self._executor, cached.query, task.query.query_type, task.query.query_args)
+            finally:
+                self._cache.put_if_absent(execution.run_id, cached)
+        if cached is not None:
+            self._cache.put_if_absent(execution.run_id, cached)
+        instance = WorkflowInstance(
+            definition,
+            namespace=self._namespace,
+            workflow_id=execution.workflow_id,
+            run_id=execution.run_id,
+            task_queue=task.task_queue or self._task_queue,
+            converter=self._converter,
+        )
+
+        def replay_and_query() -> common_pb2.Payloads:
+            instance.activate(history)
+            instance.run_pending_events()
+            return instance.query(task.query.query_type, task.query.query_args)
+
+        return await loop.run_in_executor(self._executor, replay_and_query)
 
     async def _complete(
         self,

@@ -27,6 +27,7 @@ __all__ = [
     "LeaseRow",
     "NamespaceRow",
     "Notifier",
+    "QueryRow",
     "ScheduleRow",
     "Store",
     "StoreUnavailable",
@@ -195,6 +196,30 @@ class LeaseRow:
     expires_us: int
 
 
+# ------------------------------------------------------------------ queries
+
+
+@dataclasses.dataclass
+class QueryRow:
+    """A query in flight (table ``workflow_queries``)."""
+
+    query_id: Optional[int]
+    namespace: str
+    run_id: str
+    workflow_id: str
+    workflow_type: str
+    task_queue: str
+    query_type: str
+    args: bytes
+    state: str
+    visible_us: int
+    fencing_token: int
+    answer: Optional[bytes]
+    error: Optional[str]
+    create_us: int
+    expires_us: int
+
+
 class Transaction(abc.ABC):
     """The operations the engine performs inside one atomic transaction.
 
@@ -313,6 +338,33 @@ class Transaction(abc.ABC):
     @abc.abstractmethod
     async def next_deadline_us(self) -> Optional[int]:
         """The earliest lease expiry, pending deadline, timer or execution deadline."""
+
+    # queries (signals and queries feature)
+
+    @abc.abstractmethod
+    async def insert_query(self, row: QueryRow) -> int:
+        """Inserts a query row and returns its id."""
+
+    @abc.abstractmethod
+    async def get_query(self, namespace: str, query_id: int, *, for_update: bool = False) -> Optional[QueryRow]: ...
+
+    @abc.abstractmethod
+    async def lease_next_query(self, namespace: str, task_queue: str, now_us: int) -> Optional[QueryRow]:
+        """Locks and returns the oldest visible pending query of a task queue (skipping
+        rows other transactions hold), or None. The caller then updates it."""
+
+    @abc.abstractmethod
+    async def has_visible_query(self, namespace: str, task_queue: str, now_us: int) -> bool: ...
+
+    @abc.abstractmethod
+    async def update_query(self, row: QueryRow) -> None: ...
+
+    @abc.abstractmethod
+    async def delete_query(self, namespace: str, query_id: int) -> None: ...
+
+    @abc.abstractmethod
+    async def delete_expired_queries(self, now_us: int) -> None:
+        """Deletes the rows whose caller gave up without cleaning up (its server died)."""
 
     @abc.abstractmethod
     async def get_metadata(self, key: str) -> Optional[str]: ...

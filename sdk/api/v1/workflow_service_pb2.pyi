@@ -38,6 +38,12 @@ class ScheduleMisfirePolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SCHEDULE_MISFIRE_POLICY_SKIP: _ClassVar[ScheduleMisfirePolicy]
     SCHEDULE_MISFIRE_POLICY_RUN_ONCE: _ClassVar[ScheduleMisfirePolicy]
     SCHEDULE_MISFIRE_POLICY_CATCH_UP: _ClassVar[ScheduleMisfirePolicy]
+
+class QueryResultType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    QUERY_RESULT_TYPE_UNSPECIFIED: _ClassVar[QueryResultType]
+    QUERY_RESULT_TYPE_ANSWERED: _ClassVar[QueryResultType]
+    QUERY_RESULT_TYPE_FAILED: _ClassVar[QueryResultType]
 WORKFLOW_TASK_FAILED_CAUSE_UNSPECIFIED: WorkflowTaskFailedCause
 WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE: WorkflowTaskFailedCause
 WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR: WorkflowTaskFailedCause
@@ -54,6 +60,9 @@ SCHEDULE_MISFIRE_POLICY_UNSPECIFIED: ScheduleMisfirePolicy
 SCHEDULE_MISFIRE_POLICY_SKIP: ScheduleMisfirePolicy
 SCHEDULE_MISFIRE_POLICY_RUN_ONCE: ScheduleMisfirePolicy
 SCHEDULE_MISFIRE_POLICY_CATCH_UP: ScheduleMisfirePolicy
+QUERY_RESULT_TYPE_UNSPECIFIED: QueryResultType
+QUERY_RESULT_TYPE_ANSWERED: QueryResultType
+QUERY_RESULT_TYPE_FAILED: QueryResultType
 
 class Namespace(_message.Message):
     __slots__ = ("name", "description", "retention", "create_time")
@@ -106,7 +115,7 @@ class ListNamespacesResponse(_message.Message):
     def __init__(self, namespaces: _Optional[_Iterable[_Union[Namespace, _Mapping]]] = ...) -> None: ...
 
 class StartWorkflowExecutionRequest(_message.Message):
-    __slots__ = ("namespace", "workflow_id", "workflow_type", "task_queue", "input", "request_id", "identity", "workflow_execution_timeout", "workflow_run_timeout", "workflow_task_timeout")
+    __slots__ = ("namespace", "workflow_id", "workflow_type", "task_queue", "input", "request_id", "identity", "workflow_execution_timeout", "workflow_run_timeout", "workflow_task_timeout", "start_signal", "start_signal_input")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_ID_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -117,6 +126,8 @@ class StartWorkflowExecutionRequest(_message.Message):
     WORKFLOW_EXECUTION_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_RUN_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_TASK_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    START_SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    START_SIGNAL_INPUT_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     workflow_id: str
     workflow_type: str
@@ -127,7 +138,9 @@ class StartWorkflowExecutionRequest(_message.Message):
     workflow_execution_timeout: _duration_pb2.Duration
     workflow_run_timeout: _duration_pb2.Duration
     workflow_task_timeout: _duration_pb2.Duration
-    def __init__(self, namespace: _Optional[str] = ..., workflow_id: _Optional[str] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., request_id: _Optional[str] = ..., identity: _Optional[str] = ..., workflow_execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_run_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_task_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    start_signal: str
+    start_signal_input: _common_pb2.Payloads
+    def __init__(self, namespace: _Optional[str] = ..., workflow_id: _Optional[str] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., request_id: _Optional[str] = ..., identity: _Optional[str] = ..., workflow_execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_run_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_task_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., start_signal: _Optional[str] = ..., start_signal_input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ...) -> None: ...
 
 class StartWorkflowExecutionResponse(_message.Message):
     __slots__ = ("run_id", "started")
@@ -354,20 +367,22 @@ class PollWorkflowTaskQueueRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., task_queue: _Optional[str] = ..., identity: _Optional[str] = ..., poll_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class PollWorkflowTaskQueueResponse(_message.Message):
-    __slots__ = ("task_token", "workflow_execution", "workflow_type", "history", "attempt", "task_queue")
+    __slots__ = ("task_token", "workflow_execution", "workflow_type", "history", "attempt", "task_queue", "query")
     TASK_TOKEN_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_EXECUTION_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_TYPE_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
     task_token: bytes
     workflow_execution: _common_pb2.WorkflowExecution
     workflow_type: str
     history: _containers.RepeatedCompositeFieldContainer[_common_pb2.HistoryEvent]
     attempt: int
     task_queue: str
-    def __init__(self, task_token: _Optional[bytes] = ..., workflow_execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., workflow_type: _Optional[str] = ..., history: _Optional[_Iterable[_Union[_common_pb2.HistoryEvent, _Mapping]]] = ..., attempt: _Optional[int] = ..., task_queue: _Optional[str] = ...) -> None: ...
+    query: WorkflowQuery
+    def __init__(self, task_token: _Optional[bytes] = ..., workflow_execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., workflow_type: _Optional[str] = ..., history: _Optional[_Iterable[_Union[_common_pb2.HistoryEvent, _Mapping]]] = ..., attempt: _Optional[int] = ..., task_queue: _Optional[str] = ..., query: _Optional[_Union[WorkflowQuery, _Mapping]] = ...) -> None: ...
 
 class RespondWorkflowTaskCompletedRequest(_message.Message):
     __slots__ = ("namespace", "task_token", "commands", "identity", "eager_activity_slots", "worker_build_id")
@@ -770,3 +785,47 @@ class GetSchedulerStatusResponse(_message.Message):
     replica_rejected_writes: int
     replica_leader_changes: _containers.RepeatedCompositeFieldContainer[SchedulerLeaderChange]
     def __init__(self, leader_identity: _Optional[str] = ..., fencing_token: _Optional[int] = ..., leader_since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., replica_identity: _Optional[str] = ..., replica_is_leader: _Optional[bool] = ..., replica_rejected_writes: _Optional[int] = ..., replica_leader_changes: _Optional[_Iterable[_Union[SchedulerLeaderChange, _Mapping]]] = ...) -> None: ...
+
+class WorkflowQuery(_message.Message):
+    __slots__ = ("query_type", "query_args")
+    QUERY_TYPE_FIELD_NUMBER: _ClassVar[int]
+    QUERY_ARGS_FIELD_NUMBER: _ClassVar[int]
+    query_type: str
+    query_args: _common_pb2.Payloads
+    def __init__(self, query_type: _Optional[str] = ..., query_args: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ...) -> None: ...
+
+class QueryWorkflowRequest(_message.Message):
+    __slots__ = ("namespace", "execution", "query")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    execution: _common_pb2.WorkflowExecution
+    query: WorkflowQuery
+    def __init__(self, namespace: _Optional[str] = ..., execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., query: _Optional[_Union[WorkflowQuery, _Mapping]] = ...) -> None: ...
+
+class QueryWorkflowResponse(_message.Message):
+    __slots__ = ("query_result",)
+    QUERY_RESULT_FIELD_NUMBER: _ClassVar[int]
+    query_result: _common_pb2.Payloads
+    def __init__(self, query_result: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ...) -> None: ...
+
+class RespondQueryTaskCompletedRequest(_message.Message):
+    __slots__ = ("namespace", "task_token", "completed_type", "query_result", "error_message", "identity")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    TASK_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    COMPLETED_TYPE_FIELD_NUMBER: _ClassVar[int]
+    QUERY_RESULT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    task_token: bytes
+    completed_type: QueryResultType
+    query_result: _common_pb2.Payloads
+    error_message: str
+    identity: str
+    def __init__(self, namespace: _Optional[str] = ..., task_token: _Optional[bytes] = ..., completed_type: _Optional[_Union[QueryResultType, str]] = ..., query_result: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., error_message: _Optional[str] = ..., identity: _Optional[str] = ...) -> None: ...
+
+class RespondQueryTaskCompletedResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

@@ -187,6 +187,16 @@ class WorkflowServiceStub:
                 request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetSchedulerStatusRequest.SerializeToString,
                 response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetSchedulerStatusResponse.FromString,
                 _registered_method=True)
+        self.QueryWorkflow = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/QueryWorkflow',
+                request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.QueryWorkflowRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.QueryWorkflowResponse.FromString,
+                _registered_method=True)
+        self.RespondQueryTaskCompleted = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/RespondQueryTaskCompleted',
+                request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondQueryTaskCompletedRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondQueryTaskCompletedResponse.FromString,
+                _registered_method=True)
 
 
 class WorkflowServiceServicer:
@@ -384,6 +394,23 @@ class WorkflowServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def QueryWorkflow(self, request, context):
+        """Signals and queries.
+        Answered by a worker of the run's task queue that replays the run (running or
+        closed); the server only relays it. DEADLINE_EXCEEDED when no worker answered
+        in time, INVALID_ARGUMENT when the workflow has no such query or its handler failed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RespondQueryTaskCompleted(self, request, context):
+        """The answer of a worker to a query it got from PollWorkflowTaskQueue.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkflowServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -531,6 +558,16 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.GetSchedulerStatus,
                     request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetSchedulerStatusRequest.FromString,
                     response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetSchedulerStatusResponse.SerializeToString,
+            ),
+            'QueryWorkflow': grpc.unary_unary_rpc_method_handler(
+                    servicer.QueryWorkflow,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.QueryWorkflowRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.QueryWorkflowResponse.SerializeToString,
+            ),
+            'RespondQueryTaskCompleted': grpc.unary_unary_rpc_method_handler(
+                    servicer.RespondQueryTaskCompleted,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondQueryTaskCompletedRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondQueryTaskCompletedResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1323,6 +1360,60 @@ class WorkflowService:
             '/flowforge.api.v1.WorkflowService/GetSchedulerStatus',
             flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetSchedulerStatusRequest.SerializeToString,
             flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetSchedulerStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def QueryWorkflow(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/QueryWorkflow',
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.QueryWorkflowRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.QueryWorkflowResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RespondQueryTaskCompleted(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/RespondQueryTaskCompleted',
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondQueryTaskCompletedRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondQueryTaskCompletedResponse.FromString,
             options,
             channel_credentials,
             insecure,
