@@ -35,6 +35,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from flowforge import exceptions, workflow
 from flowforge._determinism import DeterminismGuard
 from flowforge.api.v1 import command_pb2, common_pb2
+from flowforge.common import _search_attributes_from_proto, _search_attributes_to_proto
 from flowforge.converter import (
     DataConverter,
     default_converter,
@@ -59,6 +60,7 @@ _COMMAND_EVENT_TYPES = frozenset(
         "WorkflowExecutionCompleted",
         "WorkflowExecutionFailed",
         "WorkflowExecutionCanceled",
+        "UpsertWorkflowSearchAttributes",
     }
 )
 # Events delivered to workflow code, in batches, when the next workflow task runs.
@@ -132,6 +134,9 @@ def _command_signature(command: command_pb2.Command) -> tuple[str, str, dict[str
         return "FailWorkflowExecution", "WorkflowExecutionFailed", {}
     if kind == "cancel_workflow_execution":
         return "CancelWorkflowExecution", "WorkflowExecutionCanceled", {}
+    if kind == "upsert_workflow_search_attributes":
+        names = command.upsert_workflow_search_attributes.search_attributes.indexed_fields
+        return "UpsertWorkflowSearchAttributes", "UpsertWorkflowSearchAttributes", {"names": ",".join(sorted(names))}
     raise ValueError(f"unknown command {kind!r}")
 
 
@@ -358,6 +363,7 @@ class WorkflowInstance(workflow._Runtime):
         self._loop = _WorkflowEventLoop(self)  # type: ignore[abstract]  # see its docstring
         self._random = random.Random(run_id)
         self._info: Optional[workflow.Info] = None
+        self._memo = common_pb2.Memo()
         self._run_task: Optional[asyncio.Task[Any]] = None
         self._cancel_requested = False
         self._closed = False
@@ -572,6 +578,10 @@ class WorkflowInstance(workflow._Runtime):
         if event.event_type == "ActivityTaskCancelRequested":
             activity = self._activities_by_scheduled_event.get(int(attributes.get("scheduled_event_id", 0)))
             return {"activity_id": activity.activity_id if activity is not None else ""}
+        if event.event_type == "UpsertWorkflowSearchAttributes":
+            # Names only: a new deployment may compute other values without breaking replay.
+            names = (attributes.get("search_attributes") or {}).get("indexed_fields") or {}
+            return {"names": ",".join(sorted(names))}
         return {}
 
     def _check_all_commands_matched(self) -> None:
@@ -606,7 +616,11 @@ class WorkflowInstance(workflow._Runtime):
             namespace=self._namespace,
             attempt=1,
             start_time=event.event_time.ToDatetime(tzinfo=timezone.utc),
+            search_attributes=_search_attributes_from_proto(
+                json_dict_to_message(attributes.get("search_attributes"), common_pb2.SearchAttributes)
+            ),
         )
+        self._memo = json_dict_to_message(attributes.get("memo"), common_pb2.Memo)
         payloads = json_dict_to_message(attributes.get("input"), common_pb2.Payloads)
         args = self._converter.from_payloads(payloads, self._definition.run_arg_types())
         self._run_task = self._loop.create_task(
@@ -995,6 +1009,31 @@ class WorkflowInstance(workflow._Runtime):
 
     def workflow_wait_condition(self, fn: Callable[[], bool]) -> asyncio.Future[None]:
         return self._loop.wait_for_condition(fn)
+
+    def workflow_upsert_search_attributes(self, attributes: Any) -> None:
+        proto = _search_attributes_to_proto(attributes)
+        if not proto.indexed_fields:
+            raise ValueError("upsert_search_attributes needs at least one attribute")
+        current = self.workflow_info().search_attributes
+        for name in proto.indexed_fields:
+            current.pop(name, None)
+        # Through the wire form, so values read the same as after a replay from history.
+        current.update(_search_attributes_from_proto(proto))
+        self._commands.append(
+            command_pb2.Command(
+                upsert_workflow_search_attributes=command_pb2.UpsertWorkflowSearchAttributesCommandAttributes(
+                    search_attributes=proto
+                )
+            )
+        )
+
+    def workflow_memo_value(self, key: str, type_hint: Any) -> Any:
+        if key not in self._memo.fields:
+            raise KeyError(key)
+        return self._converter.from_payload(self._memo.fields[key], type_hint)
+
+    def workflow_memo_keys(self) -> list[str]:
+        return sorted(self._memo.fields)
 
     def workflow_start_activity(self, call: workflow._ActivityCall) -> ActivityHandle:
         input_payloads = self._converter.to_payloads(call.args)

@@ -3,7 +3,8 @@
     flowforge server start-dev [--db FILE | --in-memory] [--port 7233]
     flowforge server start --store postgresql://user@host:5432/db [--port 7233]
     flowforge workflow start --type T --task-queue Q --workflow-id ID [--input JSON]
-    flowforge workflow list [--output json]
+    flowforge workflow list [--query "WorkflowType = 'X' AND ExecutionStatus = 'Running'"] [--output json]
+    flowforge workflow count [--query QUERY]
     flowforge workflow show --workflow-id ID [--run-id R] [--output json]
     flowforge workflow cancel|terminate --workflow-id ID [--reason TEXT]
     flowforge namespace create NAME | list
@@ -11,6 +12,7 @@
                              [--filter COND ...] [--input PATH ...] [--id-prefix P]
     flowforge trigger list | describe --trigger-id ID | delete --trigger-id ID
     flowforge event publish --id ID --source S --type T [--data JSON] [--subject S]
+    flowforge search-attribute create --name NAME --type Keyword|Int|Double|Bool|Datetime | list
 """
 
 from __future__ import annotations
@@ -74,6 +76,9 @@ def _workflow_parser(commands: Any) -> None:
     start.add_argument("--input", action="append", default=[], help="a JSON argument (repeat for several)")
     listing = workflow.add_parser("list", help="executions, newest first")
     listing.add_argument("--limit", type=int, default=50)
+    counting = workflow.add_parser("count", help="the number of executions a query matches")
+    for parser in (listing, counting):
+        parser.add_argument("--query", "-q", default="", help="a visibility query (docs/visibility.md)")
     show = workflow.add_parser("show", help="an execution's history and DAG")
     for parser in (show,):
         parser.add_argument("--workflow-id", required=True)
@@ -85,7 +90,7 @@ def _workflow_parser(commands: Any) -> None:
         parser.add_argument("--workflow-id", required=True)
         parser.add_argument("--run-id", default=None)
         parser.add_argument("--reason", default="")
-    for parser in (start, listing, show, *(workflow.choices[n] for n in ("cancel", "terminate"))):
+    for parser in (start, listing, counting, show, *(workflow.choices[n] for n in ("cancel", "terminate"))):
         _client_options(parser)
 
 
@@ -134,6 +139,21 @@ def _event_parser(commands: Any) -> None:
     _client_options(publish)
 
 
+_VALUE_TYPES = ("Keyword", "Int", "Double", "Bool", "Datetime")
+
+
+def _search_attribute_parser(commands: Any) -> None:
+    attribute = commands.add_parser("search-attribute", help="custom search attributes of a namespace").add_subparsers(
+        dest="action", required=True
+    )
+    create = attribute.add_parser("create", help="register an attribute and its type (idempotent)")
+    create.add_argument("--name", required=True)
+    create.add_argument("--type", required=True, choices=_VALUE_TYPES, type=lambda t: t.capitalize())
+    listing = attribute.add_parser("list", help="the registered attributes and their types")
+    for parser in (create, listing):
+        _client_options(parser)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flowforge", description="FlowForge: durable workflows for Python")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -142,6 +162,7 @@ def _parser() -> argparse.ArgumentParser:
     _namespace_parser(commands)
     _trigger_parser(commands)
     _event_parser(commands)
+    _search_attribute_parser(commands)
     return parser
 
 
@@ -200,21 +221,24 @@ async def _run_workflow(args: argparse.Namespace) -> None:
             print(handle.run_id)
         elif args.action == "list":
             executions = []
-            async for execution in client.list_workflows():
+            async for execution in client.list_workflows(args.query, page_size=min(max(args.limit, 1), 1000)):
                 executions.append(execution)
                 if len(executions) >= args.limit:
                     break
             if args.output == "json":
                 print(json.dumps([
                     {"workflow_id": e.workflow_id, "run_id": e.run_id, "workflow_type": e.workflow_type,
-                     "status": e.status.name, "start_time": _stamp(e.start_time), "close_time": _stamp(e.close_time)}
+                     "status": e.status.name, "start_time": _stamp(e.start_time), "close_time": _stamp(e.close_time),
+                     "search_attributes": e.search_attributes, "memo": e.memo}
                     for e in executions
-                ], indent=2))
+                ], indent=2, default=lambda value: value.isoformat()))
             else:
                 _print_table([("WORKFLOW ID", "RUN ID", "TYPE", "STATUS", "STARTED", "CLOSED")] + [
                     (e.workflow_id, e.run_id, e.workflow_type, e.status.name, _stamp(e.start_time),
                      _stamp(e.close_time)) for e in executions
                 ])
+        elif args.action == "count":
+            print((await client.count_workflows(args.query)).count)
         elif args.action == "show":
             handle = client.get_workflow_handle(args.workflow_id, run_id=args.run_id)
             history = await handle.fetch_history()
@@ -314,6 +338,22 @@ async def _run_event(args: argparse.Namespace) -> None:
         await client.close()
 
 
+async def _run_search_attribute(args: argparse.Namespace) -> None:
+    from flowforge.client import Client
+    from flowforge.common import SearchAttributeIndexedValueType
+
+    client = await Client.connect(args.address, namespace=args.namespace)
+    try:
+        if args.action == "create":
+            await client.add_search_attributes({args.name: SearchAttributeIndexedValueType[args.type.upper()]})
+            print(f"search attribute {args.name} ({args.type}) registered in namespace {args.namespace}")
+        else:
+            attributes = await client.list_search_attributes()
+            _print_table([("NAME", "TYPE")] + [(name, t.name.capitalize()) for name, t in attributes.items()])
+    finally:
+        await client.close()
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs the command line; returns the process exit code."""
     args = _parser().parse_args(argv)
@@ -326,6 +366,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     runners = {
         "server": _run_server, "workflow": _run_workflow, "namespace": _run_namespace,
         "trigger": _run_trigger, "event": _run_event,
+        "search-attribute": _run_search_attribute,
     }
     try:
         asyncio.run(runners[args.command](args))

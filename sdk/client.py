@@ -23,13 +23,19 @@ import socket
 import typing
 import uuid
 from datetime import datetime, timedelta, timezone
-from typing import Any, AsyncIterator, Callable, Optional, Sequence
+from typing import Any, AsyncIterator, Callable, Mapping, Optional, Sequence
 
 import grpc
 
 from flowforge._rpc import MAX_MESSAGE_BYTES, RPCRetryConfig, WorkflowServiceClient
 from flowforge.api.v1 import common_pb2, event_pb2, workflow_service_pb2
-from flowforge.common import WorkflowExecutionStatus
+from flowforge.common import (
+    SearchAttributeIndexedValueType,
+    SearchAttributeValue,
+    WorkflowExecutionStatus,
+    _search_attributes_from_proto,
+    _search_attributes_to_proto,
+)
 from flowforge.converter import (
     DataConverter,
     default_converter,
@@ -71,6 +77,7 @@ __all__ = [
     "SchedulerLeaderChange",
     "SchedulerStatus",
     "WorkflowExecution",
+    "WorkflowExecutionCount",
     "WorkflowExecutionDescription",
     "WorkflowHandle",
     "WorkflowHistory",
@@ -353,6 +360,9 @@ class WorkflowExecution:
         start_time: When the run started (UTC).
         close_time: When it closed (UTC), ``None`` while it runs.
         history_length: The number of events in its history.
+        search_attributes: Its custom search attributes as they are now (name ->
+            value), set at start and by ``workflow.upsert_search_attributes``.
+        memo: The memo given at start, decoded (name -> value).
         raw: The protobuf message this was built from.
     """
 
@@ -364,10 +374,14 @@ class WorkflowExecution:
     start_time: Optional[datetime]
     close_time: Optional[datetime]
     history_length: int
+    search_attributes: dict[str, SearchAttributeValue]
+    memo: dict[str, Any]
     raw: Any
 
     @classmethod
-    def _from_proto(cls, proto: workflow_service_pb2.WorkflowExecutionInfo) -> WorkflowExecution:
+    def _from_proto(
+        cls, proto: workflow_service_pb2.WorkflowExecutionInfo, converter: DataConverter
+    ) -> WorkflowExecution:
         return cls(
             workflow_id=proto.execution.workflow_id,
             run_id=proto.execution.run_id,
@@ -377,8 +391,25 @@ class WorkflowExecution:
             start_time=_timestamp_to_datetime(proto.start_time, proto.HasField("start_time")),
             close_time=_timestamp_to_datetime(proto.close_time, proto.HasField("close_time")),
             history_length=proto.history_length,
+            search_attributes=_search_attributes_from_proto(proto.search_attributes),
+            memo=_memo_from_proto(proto.memo, converter),
             raw=proto,
         )
+
+
+def _memo_from_proto(memo: common_pb2.Memo, converter: DataConverter) -> dict[str, Any]:
+    return {name: converter.from_payload(memo.fields[name]) for name in sorted(memo.fields)}
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkflowExecutionCount:
+    """How many executions a query matched (:meth:`Client.count_workflows`).
+
+    Attributes:
+        count: The number of runs.
+    """
+
+    count: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -468,7 +499,7 @@ class WorkflowExecutionDescription(WorkflowExecution):
 
     @classmethod
     def _from_describe_response(
-        cls, proto: workflow_service_pb2.DescribeWorkflowExecutionResponse
+        cls, proto: workflow_service_pb2.DescribeWorkflowExecutionResponse, converter: DataConverter
     ) -> WorkflowExecutionDescription:
         pending_task: Optional[PendingWorkflowTask] = None
         if proto.HasField("pending_workflow_task"):
@@ -487,6 +518,8 @@ class WorkflowExecutionDescription(WorkflowExecution):
             start_time=_timestamp_to_datetime(proto.start_time, proto.HasField("start_time")),
             close_time=_timestamp_to_datetime(proto.close_time, proto.HasField("close_time")),
             history_length=proto.history_length,
+            search_attributes=_search_attributes_from_proto(proto.search_attributes),
+            memo=_memo_from_proto(proto.memo, converter),
             raw=proto,
             pending_activities=[
                 PendingActivity(
@@ -735,6 +768,8 @@ class Client:
         task_timeout: Optional[timedelta] = None,
         start_signal: Optional[Callable[..., Any] | str] = None,
         start_signal_args: Sequence[Any] = (),
+        search_attributes: Optional[Mapping[str, SearchAttributeValue]] = None,
+        memo: Optional[Mapping[str, Any]] = None,
     ) -> WorkflowHandle:
         """Starts a workflow execution (or, with ``start_signal``, signals it).
 
@@ -758,13 +793,22 @@ class Client:
                 handle points at that run), else starts a new run whose first event
                 after the start is this signal. Never ``WorkflowAlreadyStartedError``.
             start_signal_args: The signal's arguments.
+            search_attributes: Indexed values to find the run by with
+                :meth:`list_workflows` (name -> ``str``, ``int``, ``float``, ``bool``
+                or aware ``datetime``); each name must be registered in the namespace
+                with that type (:meth:`add_search_attributes`).
+            memo: Unindexed values shown with the run (describe, list), encoded
+                with the data converter.
 
         Returns:
             A handle to the started (or, with ``start_signal``, the signalled) run.
 
         Raises:
             WorkflowAlreadyStartedError: The workflow id already has a running execution.
-            RPCError: The server refused the start.
+            RPCError: The server refused the start (``INVALID_ARGUMENT`` for an
+                unregistered search attribute or a value of the wrong type).
+            TypeError: A search attribute value is of an unsupported type.
+            ValueError: A search attribute value is out of range or a naive datetime.
         """
         workflow_type, result_hint = _workflow_type_and_result_hint(workflow)
         request = workflow_service_pb2.StartWorkflowExecutionRequest(
@@ -782,6 +826,10 @@ class Client:
             request.start_signal_input.CopyFrom(self._data_converter.to_payloads(start_signal_args))
         elif start_signal_args:
             raise ValueError("start_signal_args needs start_signal")
+        if search_attributes:
+            request.search_attributes.CopyFrom(_search_attributes_to_proto(search_attributes))
+        for name, value in (memo or {}).items():
+            request.memo.fields[name].CopyFrom(self._data_converter.to_payload(value))
         try:
             response = await self._workflow_service.call("StartWorkflowExecution", request)
         except RPCError as error:
@@ -812,43 +860,96 @@ class Client:
         workflow_id: Optional[str] = None,
         page_size: int = _LIST_PAGE_SIZE,
     ) -> AsyncIterator[WorkflowExecution]:
-        """Iterates over the runs of the namespace, fetching pages as needed.
+        """Iterates over the runs of the namespace matching a query, newest first.
 
-        Use it with ``async for``. Filters given together must all match.
+        Use it with ``async for``; pages of ``page_size`` runs are fetched as the
+        iteration needs them. Paging is by (start time, run id), so a run started
+        while you iterate never makes another appear twice or go missing.
+
+        ::
+
+            async for run in client.list_workflows(
+                    "WorkflowType = 'Order' AND ExecutionStatus = 'Running' AND Amount >= 100"):
+                print(run.workflow_id, run.search_attributes, run.memo)
 
         Args:
-            query: A visibility query; not supported yet, must be ``None``.
-            status: Only runs with this status.
-            workflow_type: Only runs of this workflow type.
-            workflow_id: Only runs of this workflow id.
-            page_size: Runs fetched per call.
+            query: A visibility query over ``WorkflowId``, ``RunId``, ``WorkflowType``,
+                ``TaskQueue``, ``ExecutionStatus``, ``StartTime``, ``CloseTime`` and
+                the namespace's custom search attributes, with ``=``, ``!=``, ``<``,
+                ``<=``, ``>``, ``>=``, ``BETWEEN``, ``IN``, ``STARTS_WITH``, ``IS [NOT]
+                NULL``, ``AND``, ``OR``, ``NOT`` and parentheses (docs/visibility.md).
+                ``None`` or empty lists every run.
+            status: Only runs with this status (ANDed with the query).
+            workflow_type: Only runs of this workflow type (ANDed with the query).
+            workflow_id: Only runs of this workflow id (ANDed with the query).
+            page_size: Runs fetched per call, 1 to 1000.
 
         Yields:
-            One :class:`WorkflowExecution` per run.
+            One :class:`WorkflowExecution` per run, with its search attributes and memo.
 
         Raises:
-            NotImplementedError: A ``query`` was given.
-            RPCError: The server refused the listing.
+            RPCError: ``INVALID_ARGUMENT`` for a malformed query (the message names
+                the position and what was expected there), or another refusal.
         """
-        if query is not None:
-            raise NotImplementedError(
-                "list queries are not supported yet; "
-                "filter with status=, workflow_type= or workflow_id="
-            )
         request = workflow_service_pb2.ListWorkflowExecutionsRequest(
             namespace=self._namespace,
             page_size=page_size,
             status=status.value if status is not None else 0,
             workflow_type=workflow_type or "",
             workflow_id=workflow_id or "",
+            query=query or "",
         )
         while True:
             response = await self._workflow_service.call("ListWorkflowExecutions", request)
             for info in response.executions:
-                yield WorkflowExecution._from_proto(info)
+                yield WorkflowExecution._from_proto(info, self._data_converter)
             if not response.next_page_token:
                 return
             request.next_page_token = response.next_page_token
+
+    async def count_workflows(self, query: Optional[str] = None) -> WorkflowExecutionCount:
+        """Counts the runs of the namespace matching a query (see :meth:`list_workflows`).
+
+        Raises:
+            RPCError: ``INVALID_ARGUMENT`` for a malformed query, or another refusal.
+        """
+        response = await self._workflow_service.call(
+            "CountWorkflowExecutions",
+            workflow_service_pb2.CountWorkflowExecutionsRequest(namespace=self._namespace, query=query or ""),
+        )
+        return WorkflowExecutionCount(count=response.count)
+
+    async def add_search_attributes(self, attributes: Mapping[str, SearchAttributeIndexedValueType]) -> None:
+        """Registers custom search attributes of the namespace with their types.
+
+        An attribute must be registered before executions use it. Registering one
+        again with the same type does nothing, so a deployment can run this at
+        every start; a type never changes.
+
+        Args:
+            attributes: name -> type, e.g. ``{"CustomerId": SearchAttributeIndexedValueType.KEYWORD}``.
+
+        Raises:
+            RPCError: ``ALREADY_EXISTS`` when a name is registered with another
+                type; ``INVALID_ARGUMENT`` for a bad or reserved name.
+        """
+        await self._workflow_service.call(
+            "AddSearchAttributes",
+            workflow_service_pb2.AddSearchAttributesRequest(
+                namespace=self._namespace,
+                search_attributes={name: int(value_type) for name, value_type in attributes.items()},
+            ),
+        )
+
+    async def list_search_attributes(self) -> dict[str, SearchAttributeIndexedValueType]:
+        """The custom search attributes registered in the namespace: name -> type."""
+        response = await self._workflow_service.call(
+            "ListSearchAttributes", workflow_service_pb2.ListSearchAttributesRequest(namespace=self._namespace)
+        )
+        return {
+            name: SearchAttributeIndexedValueType(value_type)
+            for name, value_type in sorted(response.custom_attributes.items())
+        }
 
     async def register_namespace(
         self, name: str, *, description: str = "", retention: Optional[timedelta] = None
@@ -1192,7 +1293,7 @@ class WorkflowHandle:
                 namespace=self._client.namespace, execution=self._execution()
             ),
         )
-        return WorkflowExecutionDescription._from_describe_response(response)
+        return WorkflowExecutionDescription._from_describe_response(response, self._client.data_converter)
 
     async def fetch_history(self) -> WorkflowHistory:
         """Fetches the run's whole history, page by page.

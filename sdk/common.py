@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from datetime import timedelta
-from typing import Optional, Sequence
+import math
+from datetime import datetime, timedelta, timezone
+from typing import Any, Mapping, Optional, Sequence, Union
 
 from flowforge.api.v1 import common_pb2
 
-__all__ = ["RetryPolicy", "WorkflowExecutionStatus"]
+__all__ = ["RetryPolicy", "SearchAttributeIndexedValueType", "SearchAttributeValue", "WorkflowExecutionStatus"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,3 +73,94 @@ class WorkflowExecutionStatus(enum.IntEnum):
     TERMINATED = 5
     CONTINUED_AS_NEW = 6
     TIMED_OUT = 7
+
+
+# --------------------------------------------------------------------------- visibility
+
+
+class SearchAttributeIndexedValueType(enum.IntEnum):
+    """The type of a custom search attribute, fixed when it is registered in a
+    namespace (``client.add_search_attributes``). Values match the wire enum."""
+
+    KEYWORD = common_pb2.INDEXED_VALUE_TYPE_KEYWORD
+    """An exact-match string (``str``): ids, states, tags."""
+
+    INT = common_pb2.INDEXED_VALUE_TYPE_INT
+    """A signed 64-bit integer (``int``)."""
+
+    DOUBLE = common_pb2.INDEXED_VALUE_TYPE_DOUBLE
+    """A finite floating-point number (``float``; an ``int`` is accepted too)."""
+
+    BOOL = common_pb2.INDEXED_VALUE_TYPE_BOOL
+    """``True`` or ``False``."""
+
+    DATETIME = common_pb2.INDEXED_VALUE_TYPE_DATETIME
+    """A timezone-aware ``datetime``, stored in UTC with microseconds."""
+
+
+SearchAttributeValue = Union[str, int, float, bool, datetime]
+"""A search attribute value; its Python type picks the indexed type (see
+:class:`SearchAttributeIndexedValueType`)."""
+
+_INT64_RANGE = (-(2**63), 2**63 - 1)
+
+
+def _search_attribute_value_to_proto(name: str, value: Any) -> common_pb2.SearchAttributeValue:
+    """The typed wire value of one attribute; ``None`` is an empty value (remove it, in an upsert).
+
+    Raises:
+        TypeError: The value is not one of the supported types.
+        ValueError: It is out of range, not finite, or a naive datetime.
+    """
+    proto = common_pb2.SearchAttributeValue()
+    if value is None:
+        return proto
+    if isinstance(value, bool):
+        proto.bool_value = value
+    elif isinstance(value, int):
+        if not _INT64_RANGE[0] <= value <= _INT64_RANGE[1]:
+            raise ValueError(f"search attribute {name!r}: {value} does not fit in a 64-bit Int")
+        proto.int_value = value
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"search attribute {name!r} must be a finite number, not {value}")
+        proto.double_value = value
+    elif isinstance(value, str):
+        proto.keyword_value = value
+    elif isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValueError(
+                f"search attribute {name!r}: {value.isoformat()} is a naive datetime; give it a timezone"
+                " (e.g. datetime.now(timezone.utc) or workflow.now())"
+            )
+        proto.datetime_value.FromDatetime(value.astimezone(timezone.utc))
+    else:
+        raise TypeError(
+            f"search attribute {name!r} is a {type(value).__name__}; use str (Keyword), int (Int), float"
+            " (Double), bool (Bool) or an aware datetime (Datetime)"
+        )
+    return proto
+
+
+def _search_attributes_to_proto(
+    attributes: Mapping[str, Optional[SearchAttributeValue]],
+) -> common_pb2.SearchAttributes:
+    proto = common_pb2.SearchAttributes()
+    for name, value in attributes.items():
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"search attribute names are non-empty strings, not {name!r}")
+        proto.indexed_fields[name].CopyFrom(_search_attribute_value_to_proto(name, value))
+    return proto
+
+
+def _search_attribute_value_from_proto(proto: common_pb2.SearchAttributeValue) -> Optional[SearchAttributeValue]:
+    kind = proto.WhichOneof("value")
+    if kind == "datetime_value":
+        return proto.datetime_value.ToDatetime(tzinfo=timezone.utc)
+    return getattr(proto, kind) if kind is not None else None
+
+
+def _search_attributes_from_proto(proto: common_pb2.SearchAttributes) -> dict[str, SearchAttributeValue]:
+    """name -> value, sorted by name; entries without a value are left out."""
+    values = {name: _search_attribute_value_from_proto(proto.indexed_fields[name]) for name in sorted(proto.indexed_fields)}
+    return {name: value for name, value in values.items() if value is not None}

@@ -36,7 +36,7 @@ from datetime import datetime, timedelta
 from typing import Any, Awaitable, Callable, Mapping, Optional, Sequence, TypeVar, Union
 
 from flowforge.api.v1 import common_pb2
-from flowforge.common import RetryPolicy
+from flowforge.common import RetryPolicy, SearchAttributeValue
 
 __all__ = [
     "ActivityCancellationType",
@@ -47,6 +47,8 @@ __all__ = [
     "execute_activity",
     "info",
     "logger",
+    "memo",
+    "memo_value",
     "now",
     "patched",
     "query",
@@ -55,6 +57,7 @@ __all__ = [
     "signal",
     "sleep",
     "start_activity",
+    "upsert_search_attributes",
     "uuid4",
     "wait_condition",
 ]
@@ -285,6 +288,10 @@ class Info:
     start_time: datetime
     """When the execution started (UTC)."""
 
+    search_attributes: dict[str, SearchAttributeValue] = dataclasses.field(default_factory=dict)
+    """The run's search attributes as the workflow code sees them now: those given
+    at start, updated by each :func:`upsert_search_attributes`."""
+
 
 class ActivityCancellationType(enum.IntEnum):
     """What cancelling an activity's handle (or the task awaiting it) does."""
@@ -390,6 +397,16 @@ class _Runtime(abc.ABC):
 
     @abc.abstractmethod
     def workflow_patch(self, patch_id: str, *, deprecated: bool) -> bool: ...
+
+    @abc.abstractmethod
+    def workflow_upsert_search_attributes(self, attributes: Mapping[str, Optional[SearchAttributeValue]]) -> None: ...
+
+    @abc.abstractmethod
+    def workflow_memo_value(self, key: str, type_hint: Any) -> Any:
+        """The decoded memo value; raises KeyError if the memo has no ``key``."""
+
+    @abc.abstractmethod
+    def workflow_memo_keys(self) -> list[str]: ...
 
 
 def info() -> Info:
@@ -503,6 +520,57 @@ def _patch_id(patch_id: str) -> str:
     if not isinstance(patch_id, str) or not patch_id:
         raise ValueError(f"a patch id must be a non-empty string, not {patch_id!r}")
     return patch_id
+
+
+# --------------------------------------------------------------------------- visibility
+
+_NO_DEFAULT: Any = object()
+
+
+def upsert_search_attributes(attributes: Mapping[str, Optional[SearchAttributeValue]]) -> None:
+    """Sets search attributes of the running execution; ``None`` removes one.
+
+    The change is recorded in history (an ``UpsertWorkflowSearchAttributes``
+    event) and becomes visible to :meth:`flowforge.Client.list_workflows` when the
+    current workflow task completes, in the same transaction as the event. It
+    shows in ``info().search_attributes`` at once. Each name must be registered
+    in the namespace with the value's type; otherwise the workflow task fails
+    (``BAD_SEARCH_ATTRIBUTES``) and is retried until it is registered.
+
+    Args:
+        attributes: name -> ``str``, ``int``, ``float``, ``bool``, aware ``datetime``
+            (e.g. :func:`now`), or ``None`` to remove the attribute.
+
+    Raises:
+        TypeError: A value is of an unsupported type.
+        ValueError: A value is out of range or a naive datetime.
+    """
+    _Runtime.current().workflow_upsert_search_attributes(attributes)
+
+
+def memo() -> dict[str, Any]:
+    """The memo the execution was started with, decoded as plain JSON values."""
+    runtime = _Runtime.current()
+    return {key: runtime.workflow_memo_value(key, None) for key in runtime.workflow_memo_keys()}
+
+
+def memo_value(key: str, default: Any = _NO_DEFAULT, *, type_hint: Any = None) -> Any:
+    """One value of the memo the execution was started with.
+
+    Args:
+        key: The memo key.
+        default: Returned when the memo has no ``key``.
+        type_hint: The type to decode the value into (e.g. a dataclass).
+
+    Raises:
+        KeyError: The memo has no ``key`` and no default was given.
+    """
+    try:
+        return _Runtime.current().workflow_memo_value(key, type_hint)
+    except KeyError:
+        if default is _NO_DEFAULT:
+            raise KeyError(f"the workflow's memo has no key {key!r}") from None
+        return default
 
 
 def _seconds(duration: Union[timedelta, float]) -> float:

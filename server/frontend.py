@@ -23,6 +23,7 @@ from flowforge.server.matching import Matching
 from flowforge.server import _schedule_proto
 from flowforge.server.scheduler import Scheduler, Schedules
 from flowforge.server.stores.base import EventTriggerRow, ExecutionRow, HistoryEventRow, NamespaceRow, TaskRow
+from flowforge.server.visibility import SYSTEM_ATTRIBUTES
 
 __all__ = ["WorkflowService"]
 
@@ -175,13 +176,30 @@ def _start_signal(request: pb.StartWorkflowExecutionRequest) -> Optional[StartSi
     return StartSignal(_name(request.start_signal, "start_signal"), request.start_signal_input)
 
 
-def _execution_info(row: ExecutionRow) -> pb.WorkflowExecutionInfo:
+def _execution_info(
+    row: ExecutionRow, visibility: tuple[common_pb2.SearchAttributes, common_pb2.Memo]
+) -> pb.WorkflowExecutionInfo:
     return pb.WorkflowExecutionInfo(
         execution=common_pb2.WorkflowExecution(workflow_id=row.workflow_id, run_id=row.run_id),
         workflow_type=row.workflow_type, task_queue=row.task_queue, status=_STATUS_NAMES[row.status],
         start_time=_timestamp(row.start_us), close_time=_timestamp(row.close_us),
-        history_length=row.next_event_id - 1,
+        history_length=row.next_event_id - 1, search_attributes=visibility[0], memo=visibility[1],
     )
+
+
+def _indexed_value_type(value_type: str) -> int:
+    return common_pb2.IndexedValueType.Value(f"INDEXED_VALUE_TYPE_{value_type}")
+
+
+def _page_cursor(token: bytes) -> Optional[tuple[int, str]]:
+    """The (start_us, run_id) keyset cursor inside a list page token."""
+    if not token:
+        return None
+    try:
+        start_us, run_id = json.loads(base64.urlsafe_b64decode(token))
+        return int(start_us), str(run_id)
+    except (ValueError, TypeError):
+        raise InvalidArgument("next_page_token is malformed; pass back the one the last page returned") from None
 
 
 class WorkflowService(pb_grpc.WorkflowServiceServicer):
@@ -232,6 +250,7 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
             run_timeout_s=_seconds(request.workflow_run_timeout, "workflow_run_timeout"),
             task_timeout_s=_seconds(request.workflow_task_timeout, "workflow_task_timeout"),
             start_signal=_start_signal(request),
+            search_attributes=request.search_attributes, memo=request.memo,
         )
         return pb.StartWorkflowExecutionResponse(run_id=run_id, started=started)
 
@@ -258,6 +277,9 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
         origin = json.loads(events[0].attributes).get("origin") if events else None
         if origin:
             response.origin_json = json.dumps(origin, sort_keys=True)
+        search_attributes, memo = await self._engine.visibility(row.namespace, row.run_id)
+        response.search_attributes.CopyFrom(search_attributes)
+        response.memo.CopyFrom(memo)
         for task in tasks:
             if task.kind == "ACTIVITY":
                 pending = response.pending_activities.add(
@@ -303,34 +325,6 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
         return pb.GetWorkflowExecutionHistoryResponse(
             events=[_event_proto(e) for e in events], run_id=resolved_run_id, has_more=has_more
         )
-
-    @_rpc
-    async def ListWorkflowExecutions(
-        self, request: pb.ListWorkflowExecutionsRequest, context: Any
-    ) -> pb.ListWorkflowExecutionsResponse:
-        namespace = _name(request.namespace, "namespace")
-        page_size = request.page_size or 100
-        if not 0 < page_size <= 1000:
-            raise InvalidArgument("page_size must be between 1 and 1000")
-        before = None
-        if request.next_page_token:
-            try:
-                start_us, run_id = json.loads(base64.urlsafe_b64decode(request.next_page_token))
-                before = (int(start_us), str(run_id))
-            except (ValueError, TypeError):
-                raise InvalidArgument("next_page_token is malformed; pass back the one the last page returned") from None
-        status = _STATUS_BY_NUMBER.get(request.status) if request.status else None
-        if request.status and status is None:
-            raise InvalidArgument(f"unknown status {request.status}")
-        rows = await self._engine.list_executions(
-            namespace, page_size=page_size, before=before, status=status,
-            workflow_type=_name(request.workflow_type, "workflow_type", required=False) or None,
-            workflow_id=_name(request.workflow_id, "workflow_id", required=False) or None,
-        )
-        token = b""
-        if len(rows) == page_size:
-            token = base64.urlsafe_b64encode(json.dumps([rows[-1].start_us, rows[-1].run_id]).encode())
-        return pb.ListWorkflowExecutionsResponse(executions=[_execution_info(r) for r in rows], next_page_token=token)
 
     @_rpc
     async def SignalWorkflowExecution(
@@ -695,6 +689,67 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
         self, request: pb.GetSchedulerStatusRequest, context: Any
     ) -> pb.GetSchedulerStatusResponse:
         return _schedule_proto.status_proto(await self._scheduler.status())
+
+    # visibility (docs/visibility.md)
+
+    @_rpc
+    async def ListWorkflowExecutions(
+        self, request: pb.ListWorkflowExecutionsRequest, context: Any
+    ) -> pb.ListWorkflowExecutionsResponse:
+        namespace = _name(request.namespace, "namespace")
+        page_size = request.page_size or 100
+        if not 0 < page_size <= 1000:
+            raise InvalidArgument("page_size must be between 1 and 1000")
+        status = _STATUS_BY_NUMBER.get(request.status) if request.status else None
+        if request.status and status is None:
+            raise InvalidArgument(f"unknown status {request.status}")
+        equal = {
+            column: value for column, value in (
+                ("status", status),
+                ("workflow_type", _name(request.workflow_type, "workflow_type", required=False)),
+                ("workflow_id", _name(request.workflow_id, "workflow_id", required=False)),
+            ) if value
+        }
+        rows, visibility = await self._engine.list_executions(
+            namespace, request.query, page_size=page_size, before=_page_cursor(request.next_page_token), equal=equal
+        )
+        token = b""
+        if len(rows) == page_size:
+            token = base64.urlsafe_b64encode(json.dumps([rows[-1].start_us, rows[-1].run_id]).encode())
+        return pb.ListWorkflowExecutionsResponse(
+            executions=[_execution_info(r, visibility[r.run_id]) for r in rows], next_page_token=token
+        )
+
+    @_rpc
+    async def CountWorkflowExecutions(
+        self, request: pb.CountWorkflowExecutionsRequest, context: Any
+    ) -> pb.CountWorkflowExecutionsResponse:
+        count = await self._engine.count_executions(_name(request.namespace, "namespace"), request.query)
+        return pb.CountWorkflowExecutionsResponse(count=count)
+
+    @_rpc
+    async def AddSearchAttributes(
+        self, request: pb.AddSearchAttributesRequest, context: Any
+    ) -> pb.AddSearchAttributesResponse:
+        if not request.search_attributes:
+            raise InvalidArgument("search_attributes is required: name -> IndexedValueType")
+        attributes = {
+            name: common_pb2.IndexedValueType.Name(value_type).removeprefix("INDEXED_VALUE_TYPE_")
+            if value_type in common_pb2.IndexedValueType.values() else ""
+            for name, value_type in request.search_attributes.items()
+        }
+        await self._engine.add_search_attributes(_name(request.namespace, "namespace"), attributes)
+        return pb.AddSearchAttributesResponse()
+
+    @_rpc
+    async def ListSearchAttributes(
+        self, request: pb.ListSearchAttributesRequest, context: Any
+    ) -> pb.ListSearchAttributesResponse:
+        custom = await self._engine.list_search_attributes(_name(request.namespace, "namespace"))
+        return pb.ListSearchAttributesResponse(
+            custom_attributes={name: _indexed_value_type(t) for name, t in custom.items()},
+            system_attributes={name: _indexed_value_type(t) for name, (_, t) in SYSTEM_ATTRIBUTES.items()},
+        )
 
 
 def _trigger_proto(row: EventTriggerRow) -> event_pb2.EventTrigger:

@@ -34,6 +34,7 @@ from typing import Any, Awaitable, Callable, Optional, Sequence, TypeVar
 from google.protobuf import duration_pb2
 
 from flowforge.api.v1 import command_pb2, common_pb2
+from flowforge.converter import message_to_json_dict
 from flowforge.server import _events
 from flowforge.server._events import duration_s, failure_json, payloads_json
 from flowforge.server.clock import Clock, SystemClock
@@ -60,6 +61,14 @@ from flowforge.server.stores.base import (
     Transaction,
 )
 from flowforge.server.tokens import TaskToken, TokenSigner
+from flowforge.server.visibility import (
+    MAX_ATTRIBUTES_PER_EXECUTION,
+    VALUE_TYPES,
+    check_attribute_name,
+    compile_query,
+    stored_value,
+    value_proto,
+)
 
 __all__ = [
     "EngineConfig", "HistoryEngine", "LeasedActivityTask", "LeasedQuery", "LeasedWorkflowTask", "StartSignal", "now_us",
@@ -411,6 +420,8 @@ class HistoryEngine:
         origin: Optional[dict[str, Any]] = None,
         tx: Optional[Transaction] = None,
         start_signal: Optional[StartSignal] = None,
+        search_attributes: Optional[common_pb2.SearchAttributes] = None,
+        memo: Optional[common_pb2.Memo] = None,
     ) -> tuple[str, bool]:
         """Starts a run; returns (run_id, started). A repeated request_id returns the
         first run with started=False; a running workflow id gives ALREADY_EXISTS.
@@ -429,6 +440,10 @@ class HistoryEngine:
         self.check_payloads(input, "the workflow input")
         if start_signal is not None:
             self.check_payloads(start_signal.input, "the signal input")
+        search_attributes = search_attributes or common_pb2.SearchAttributes()
+        memo = memo or common_pb2.Memo()
+        self._check_search_attribute_names(search_attributes, "search_attributes")
+        self.check_payloads(common_pb2.Payloads(payloads=memo.fields.values()), "the memo")
         await self.ensure_namespace(namespace)
 
         async def body(tx: Transaction) -> tuple[str, bool]:
@@ -469,11 +484,13 @@ class HistoryEngine:
                     "workflow_task_timeout": row.wft_timeout_s, "run_id": run_id,
                     "original_execution_run_id": run_id,
                     **({"origin": origin} if origin else {}),
+                    **self._visibility_attributes(search_attributes, memo),
                 },
             )
             if start_signal is not None:
                 m.append("WorkflowExecutionSignaled", start_signal.attributes(identity))
             m.schedule_workflow_task(attempt=1)
+            values = await self._stored_values(tx, namespace, search_attributes)
             try:
                 await m.save()
             except DuplicateRunningExecution:
@@ -484,6 +501,7 @@ class HistoryEngine:
                     f"workflow id {workflow_id!r} already has a running execution"
                     f" (run_id {running.run_id if running else '?'}); wait for it to close or use another id"
                 ) from None
+            await self._write_visibility(tx, row, values, memo)
             await tx.insert_request_id(namespace, request_id, run_id, now)
             return run_id, True
 
@@ -547,18 +565,6 @@ class HistoryEngine:
                 return current.run_id, events[:page_size], len(events) > page_size
             # Re-check now and then: with several replicas a notification may be lost.
             await self.store.wait_for_notification(wake, min(remaining, 5.0))
-
-    async def list_executions(
-        self, namespace: str, *, page_size: int, before: Optional[tuple[int, str]],
-        status: Optional[str], workflow_type: Optional[str], workflow_id: Optional[str],
-    ) -> list[ExecutionRow]:
-        await self.ensure_namespace(namespace)
-        return await self.read(
-            lambda tx: tx.list_executions(
-                namespace, limit=page_size, before=before, status=status,
-                workflow_type=workflow_type, workflow_id=workflow_id,
-            )
-        )
 
     async def request_cancel(
         self, namespace: str, workflow_id: str, run_id: str, reason: str, identity: str,
@@ -779,6 +785,159 @@ class HistoryEngine:
 
         await self._transaction(body)
 
+    # ------------------------------------------------------------ visibility (docs/visibility.md)
+
+    @staticmethod
+    def _check_search_attribute_names(attributes: common_pb2.SearchAttributes, where: str) -> None:
+        if len(attributes.indexed_fields) > MAX_ATTRIBUTES_PER_EXECUTION:
+            raise InvalidArgument(
+                f"{where}: {len(attributes.indexed_fields)} search attributes; at most"
+                f" {MAX_ATTRIBUTES_PER_EXECUTION} per call"
+            )
+        for name in attributes.indexed_fields:
+            check_attribute_name(name)
+
+    @staticmethod
+    def _visibility_attributes(search_attributes: common_pb2.SearchAttributes, memo: common_pb2.Memo) -> dict[str, Any]:
+        """The WorkflowExecutionStarted attributes for a start's search attributes and memo (if any)."""
+        attributes: dict[str, Any] = {}
+        if search_attributes.indexed_fields:
+            attributes["search_attributes"] = message_to_json_dict(search_attributes)
+        if memo.fields:
+            attributes["memo"] = message_to_json_dict(memo)
+        return attributes
+
+    @staticmethod
+    async def _stored_values(
+        tx: Transaction, namespace: str, attributes: common_pb2.SearchAttributes, *, removals: bool = False
+    ) -> dict[str, Any]:
+        """name -> StoredValue (None: remove), checked against the namespace's registered types."""
+        if not attributes.indexed_fields:
+            return {}
+        types = await tx.get_search_attribute_types(namespace)
+        values: dict[str, Any] = {}
+        for name, value in sorted(attributes.indexed_fields.items()):
+            if name not in types:
+                raise InvalidArgument(
+                    f"search attribute {name!r} is not registered in namespace {namespace!r}; register it first"
+                    f" with `flowforge search-attribute create --name {name} --type Keyword` (or Int, Double, Bool,"
+                    " Datetime) or client.add_search_attributes()"
+                )
+            if removals and value.WhichOneof("value") is None:
+                values[name] = None
+            else:
+                values[name] = stored_value(name, types[name], value)
+        return values
+
+    @staticmethod
+    async def _write_visibility(
+        tx: Transaction, row: ExecutionRow, values: dict[str, Any], memo: Optional[common_pb2.Memo] = None
+    ) -> None:
+        for name, value in values.items():
+            if value is None:
+                await tx.delete_search_attribute(row.run_id, name)
+            else:
+                await tx.set_search_attribute(row.namespace, row.run_id, name, value)
+        if memo is not None and memo.fields:
+            await tx.insert_memo(row.namespace, row.run_id, memo.SerializeToString(deterministic=True))
+
+    async def _invalid_upserts(
+        self, tx: Transaction, namespace: str, commands: Sequence[command_pb2.Command]
+    ) -> Optional[str]:
+        """Why the task's upserts cannot be applied (an unregistered attribute, a wrong type), or None."""
+        for command in commands:
+            if command.WhichOneof("attributes") == "upsert_workflow_search_attributes":
+                try:
+                    await self._stored_values(
+                        tx, namespace, command.upsert_workflow_search_attributes.search_attributes, removals=True
+                    )
+                except InvalidArgument as error:
+                    return error.message
+        return None
+
+    async def _upsert_search_attributes(
+        self, m: _Mutation, upsert: command_pb2.UpsertWorkflowSearchAttributesCommandAttributes, completed_id: int
+    ) -> None:
+        """The event and the new visible values, in the workflow task's transaction."""
+        values = await self._stored_values(m.tx, m.row.namespace, upsert.search_attributes, removals=True)
+        m.append(
+            "UpsertWorkflowSearchAttributes",
+            {"search_attributes": message_to_json_dict(upsert.search_attributes),
+             "workflow_task_completed_event_id": completed_id},
+        )
+        await self._write_visibility(m.tx, m.row, values)
+
+    async def add_search_attributes(self, namespace: str, attributes: dict[str, str]) -> None:
+        """Registers custom attributes (name -> type); the same type again is a no-op."""
+        for name, value_type in attributes.items():
+            check_attribute_name(name)
+            if value_type not in VALUE_TYPES:
+                raise InvalidArgument(f"search attribute {name!r} needs a type: one of {', '.join(VALUE_TYPES)}")
+        await self.ensure_namespace(namespace)
+
+        async def body(tx: Transaction) -> None:
+            existing = await tx.get_search_attribute_types(namespace)
+            for name, value_type in sorted(attributes.items()):
+                if name not in existing:
+                    await tx.insert_search_attribute_type(namespace, name, value_type, self.clock.now_us())
+                elif existing[name] != value_type:
+                    raise AlreadyExists(
+                        f"search attribute {name!r} is already registered in namespace {namespace!r} as"
+                        f" {existing[name]}; a type cannot change, register a new name instead"
+                    )
+
+        await self._transaction(body)
+
+    async def list_search_attributes(self, namespace: str) -> dict[str, str]:
+        await self.ensure_namespace(namespace)
+        return await self.read(lambda tx: tx.get_search_attribute_types(namespace))
+
+    async def list_executions(
+        self, namespace: str, query: str, *, page_size: int, before: Optional[tuple[int, str]],
+        equal: dict[str, str],
+    ) -> tuple[list[ExecutionRow], dict[str, tuple[common_pb2.SearchAttributes, common_pb2.Memo]]]:
+        """The runs matching ``query`` (newest first, one page) and their visibility data."""
+        await self.ensure_namespace(namespace)
+
+        async def body(tx: Transaction) -> tuple[list[ExecutionRow], dict[str, Any]]:
+            condition = compile_query(query, namespace, await tx.get_search_attribute_types(namespace), equal=equal)
+            rows = await tx.list_executions(namespace, condition, limit=page_size, before=before)
+            return rows, await self._visibility_of(tx, namespace, [r.run_id for r in rows])
+
+        return await self.read(body)
+
+    async def count_executions(self, namespace: str, query: str) -> int:
+        await self.ensure_namespace(namespace)
+
+        async def body(tx: Transaction) -> int:
+            condition = compile_query(query, namespace, await tx.get_search_attribute_types(namespace))
+            return await tx.count_executions(namespace, condition)
+
+        return await self.read(body)
+
+    async def visibility(self, namespace: str, run_id: str) -> tuple[common_pb2.SearchAttributes, common_pb2.Memo]:
+        """The run's current search attributes and its memo (for describe)."""
+        found = await self.read(lambda tx: self._visibility_of(tx, namespace, [run_id]))
+        return found[run_id]
+
+    @staticmethod
+    async def _visibility_of(
+        tx: Transaction, namespace: str, run_ids: list[str]
+    ) -> dict[str, tuple[common_pb2.SearchAttributes, common_pb2.Memo]]:
+        types = await tx.get_search_attribute_types(namespace)
+        values = await tx.get_search_attributes(namespace, run_ids)
+        memos = await tx.get_memos(namespace, run_ids)
+        found = {}
+        for run_id in run_ids:
+            attributes = common_pb2.SearchAttributes()
+            for name, value in values.get(run_id, {}).items():
+                attributes.indexed_fields[name].CopyFrom(value_proto(types[name], value))
+            memo = common_pb2.Memo()
+            if run_id in memos:
+                memo.ParseFromString(memos[run_id])
+            found[run_id] = (attributes, memo)
+        return found
+
     # ------------------------------------------------------------ workflow tasks
 
     def _sign(self, task: TaskRow) -> bytes:
@@ -884,6 +1043,16 @@ class HistoryEngine:
                 )
                 await m.save()
                 return []
+            bad_search_attributes = await self._invalid_upserts(tx, row.namespace, commands)
+            if bad_search_attributes is not None:
+                # Temporal's BAD_SEARCH_ATTRIBUTES: retried, so registering the attribute unblocks the run.
+                self._fail_started_workflow_task(
+                    m, task, cause="BAD_SEARCH_ATTRIBUTES",
+                    failure={"message": bad_search_attributes, "source": "server"}, identity=identity,
+                    retry_delay_s=min(2.0 ** (row.wft_attempt - 1), self.config.max_workflow_task_retry_delay_s),
+                )
+                await m.save()
+                return []
             if row.wft_attempt > 1:
                 for event in m.transient_workflow_task_events(task.identity):
                     m.append(event.event_type, json.loads(event.attributes), event.event_us)
@@ -972,6 +1141,8 @@ class HistoryEngine:
                 self.check_payloads(command.complete_workflow_execution.result, "the workflow result")
             elif kind == "fail_workflow_execution":
                 self.check_failure(command.fail_workflow_execution.failure, "the workflow failure")
+            elif kind == "upsert_workflow_search_attributes":
+                self._check_search_attribute_names(command.upsert_workflow_search_attributes.search_attributes, where)
 
     async def _apply_command(
         self, m: _Mutation, command: command_pb2.Command, completed_id: int,
@@ -1037,6 +1208,8 @@ class HistoryEngine:
                  "workflow_task_completed_event_id": completed_id},
             )
             m.close("FAILED")
+        elif kind == "upsert_workflow_search_attributes":
+            await self._upsert_search_attributes(m, command.upsert_workflow_search_attributes, completed_id)
         elif kind == "cancel_workflow_execution":
             m.append(
                 "WorkflowExecutionCanceled",

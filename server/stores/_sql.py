@@ -26,6 +26,7 @@ from flowforge.server.stores.base import (
     TimerRow,
     Transaction,
 )
+from flowforge.server.visibility import CompiledQuery, StoredValue
 
 _Row = TypeVar("_Row")
 
@@ -52,6 +53,20 @@ _SELECT_EXECUTION = f"SELECT {', '.join(_EXECUTION_COLUMNS)} FROM executions"
 _SELECT_TASK = f"SELECT {', '.join(_TASK_COLUMNS)} FROM tasks"
 _SELECT_SCHEDULE = f"SELECT {', '.join(_SCHEDULE_COLUMNS)} FROM schedules"
 _SCHEDULER_LEASE = "scheduler"
+_SELECT_EXECUTION_AS_E = f"SELECT {', '.join('e.' + c for c in _EXECUTION_COLUMNS)} FROM executions e"
+_STORED_VALUE_COLUMNS = _columns(StoredValue)
+
+
+def list_executions_sql(
+    namespace: str, condition: CompiledQuery, *, limit: int, before: Optional[tuple[int, str]]
+) -> tuple[str, list[Any]]:
+    """The statement behind ``list_executions`` (tests EXPLAIN it to show which index serves a query)."""
+    where, params = f"e.namespace = ? AND ({condition.where})", [namespace, *condition.params]
+    if before is not None:
+        where += " AND (e.start_us < ? OR (e.start_us = ? AND e.run_id < ?))"
+        params += [before[0], before[0], before[1]]
+    sql = f"{_SELECT_EXECUTION_AS_E} WHERE {where} ORDER BY e.start_us DESC, e.run_id DESC LIMIT ?"
+    return sql, [*params, limit]
 
 
 def _placeholders(count: int) -> str:
@@ -142,30 +157,6 @@ class SQLTransaction(Transaction, abc.ABC):
         )
         if changed != 1:
             raise ConcurrencyConflict(row.run_id)
-
-    async def list_executions(
-        self,
-        namespace: str,
-        *,
-        limit: int,
-        before: Optional[tuple[int, str]],
-        status: Optional[str],
-        workflow_type: Optional[str],
-        workflow_id: Optional[str],
-    ) -> list[ExecutionRow]:
-        where, params = ["namespace = ?"], [namespace]
-        if before is not None:
-            where.append("(start_us < ? OR (start_us = ? AND run_id < ?))")
-            params += [before[0], before[0], before[1]]
-        for column, value in (("status", status), ("workflow_type", workflow_type), ("workflow_id", workflow_id)):
-            if value:
-                where.append(f"{column} = ?")
-                params.append(value)
-        return await self._all(
-            ExecutionRow,
-            f"{_SELECT_EXECUTION} WHERE {' AND '.join(where)} ORDER BY start_us DESC, run_id DESC LIMIT ?",
-            (*params, limit),
-        )
 
     async def get_request_run_id(self, namespace: str, request_id: str) -> Optional[str]:
         record = await self._fetchone(
@@ -548,3 +539,67 @@ class SQLTransaction(Transaction, abc.ABC):
             )
             == 1
         )
+
+    # visibility (docs/visibility.md): the condition is compiled by
+    # flowforge.server.visibility and carries its values as parameters.
+
+    async def list_executions(
+        self, namespace: str, condition: CompiledQuery, *, limit: int, before: Optional[tuple[int, str]]
+    ) -> list[ExecutionRow]:
+        return await self._all(ExecutionRow, *list_executions_sql(namespace, condition, limit=limit, before=before))
+
+    async def count_executions(self, namespace: str, condition: CompiledQuery) -> int:
+        record = await self._fetchone(
+            f"SELECT COUNT(*) FROM executions e WHERE e.namespace = ? AND ({condition.where})",
+            (namespace, *condition.params),
+        )
+        return int(record[0]) if record is not None else 0
+
+    async def get_search_attribute_types(self, namespace: str) -> dict[str, str]:
+        records = await self._fetchall(
+            "SELECT name, value_type FROM search_attribute_types WHERE namespace = ?", (namespace,)
+        )
+        return {r[0]: r[1] for r in records}
+
+    async def insert_search_attribute_type(self, namespace: str, name: str, value_type: str, now_us: int) -> None:
+        await self._execute(
+            "INSERT INTO search_attribute_types (namespace, name, value_type, create_us) VALUES (?, ?, ?, ?)",
+            (namespace, name, value_type, now_us),
+        )
+
+    async def set_search_attribute(self, namespace: str, run_id: str, name: str, value: StoredValue) -> None:
+        columns = ", ".join(_STORED_VALUE_COLUMNS)
+        await self._execute(
+            f"INSERT INTO search_attributes (namespace, run_id, name, {columns})"
+            f" VALUES ({_placeholders(3 + len(_STORED_VALUE_COLUMNS))}) ON CONFLICT (run_id, name) DO UPDATE SET"
+            f" {', '.join(f'{c} = excluded.{c}' for c in _STORED_VALUE_COLUMNS)}",
+            (namespace, run_id, name, *dataclasses.astuple(value)),
+        )
+
+    async def delete_search_attribute(self, run_id: str, name: str) -> None:
+        await self._execute("DELETE FROM search_attributes WHERE run_id = ? AND name = ?", (run_id, name))
+
+    async def get_search_attributes(self, namespace: str, run_ids: list[str]) -> dict[str, dict[str, StoredValue]]:
+        found: dict[str, dict[str, StoredValue]] = {}
+        if not run_ids:
+            return found
+        records = await self._fetchall(
+            f"SELECT run_id, name, {', '.join(_STORED_VALUE_COLUMNS)} FROM search_attributes"
+            f" WHERE namespace = ? AND run_id IN ({_placeholders(len(run_ids))})",
+            (namespace, *run_ids),
+        )
+        for run_id, name, *values in records:
+            found.setdefault(run_id, {})[name] = StoredValue(*values)
+        return found
+
+    async def insert_memo(self, namespace: str, run_id: str, memo: bytes) -> None:
+        await self._execute("INSERT INTO memos (namespace, run_id, memo) VALUES (?, ?, ?)", (namespace, run_id, memo))
+
+    async def get_memos(self, namespace: str, run_ids: list[str]) -> dict[str, bytes]:
+        if not run_ids:
+            return {}
+        records = await self._fetchall(
+            f"SELECT run_id, memo FROM memos WHERE namespace = ? AND run_id IN ({_placeholders(len(run_ids))})",
+            (namespace, *run_ids),
+        )
+        return {r[0]: bytes(r[1]) for r in records}

@@ -16,6 +16,8 @@ import contextlib
 import dataclasses
 from typing import Optional
 
+from flowforge.server.visibility import CompiledQuery, StoredValue
+
 __all__ = [
     "ConcurrencyConflict",
     "DuplicateRunningExecution",
@@ -253,19 +255,6 @@ class Transaction(abc.ABC):
         :class:`ConcurrencyConflict` if the stored version is not ``expected_version``."""
 
     @abc.abstractmethod
-    async def list_executions(
-        self,
-        namespace: str,
-        *,
-        limit: int,
-        before: Optional[tuple[int, str]],
-        status: Optional[str],
-        workflow_type: Optional[str],
-        workflow_id: Optional[str],
-    ) -> list[ExecutionRow]:
-        """Newest first; ``before`` is the (start_us, run_id) keyset cursor."""
-
-    @abc.abstractmethod
     async def get_request_run_id(self, namespace: str, request_id: str) -> Optional[str]: ...
 
     @abc.abstractmethod
@@ -452,6 +441,43 @@ class Transaction(abc.ABC):
     @abc.abstractmethod
     async def renew_lease(self, name: str, holder: str, fencing_token: int, expires_us: int) -> bool:
         """Extends the lease if ``holder`` still holds it with ``fencing_token``."""
+
+    # visibility (docs/visibility.md)
+
+    @abc.abstractmethod
+    async def list_executions(
+        self, namespace: str, condition: CompiledQuery, *, limit: int, before: Optional[tuple[int, str]]
+    ) -> list[ExecutionRow]:
+        """The runs matching ``condition``, newest first; ``before`` is the
+        (start_us, run_id) keyset cursor of the previous page."""
+
+    @abc.abstractmethod
+    async def count_executions(self, namespace: str, condition: CompiledQuery) -> int: ...
+
+    @abc.abstractmethod
+    async def get_search_attribute_types(self, namespace: str) -> dict[str, str]:
+        """The namespace's custom search attributes: name -> type (KEYWORD, INT, ...)."""
+
+    @abc.abstractmethod
+    async def insert_search_attribute_type(self, namespace: str, name: str, value_type: str, now_us: int) -> None: ...
+
+    @abc.abstractmethod
+    async def set_search_attribute(self, namespace: str, run_id: str, name: str, value: StoredValue) -> None:
+        """Inserts or replaces the run's value of one attribute."""
+
+    @abc.abstractmethod
+    async def delete_search_attribute(self, run_id: str, name: str) -> None: ...
+
+    @abc.abstractmethod
+    async def get_search_attributes(self, namespace: str, run_ids: list[str]) -> dict[str, dict[str, StoredValue]]:
+        """run_id -> name -> value, for the given runs (runs without any are absent)."""
+
+    @abc.abstractmethod
+    async def insert_memo(self, namespace: str, run_id: str, memo: bytes) -> None: ...
+
+    @abc.abstractmethod
+    async def get_memos(self, namespace: str, run_ids: list[str]) -> dict[str, bytes]:
+        """run_id -> serialized Memo, for the given runs that have one."""
 
     def __init__(self) -> None:
         self.channels: set[str] = set()

@@ -602,10 +602,26 @@ async def test_list_workflows_pages_and_filters(server, client):
     assert (first.next_page_token, second.next_page_token) == (b"", b"page-2")
 
 
-async def test_list_workflows_rejects_queries_for_now(client):
-    with pytest.raises(NotImplementedError, match="status="):
-        async for _ in client.list_workflows("WorkflowType = 'Onboarding'"):
-            pass
+async def test_list_workflows_sends_the_query_and_decodes_search_attributes_and_memo(server, client):
+    service, _ = server
+    info = pb.WorkflowExecutionInfo(
+        execution=common_pb2.WorkflowExecution(workflow_id="a", run_id="a-run"),
+        status=common_pb2.WORKFLOW_EXECUTION_STATUS_RUNNING,
+    )
+    info.search_attributes.indexed_fields["Region"].keyword_value = "eu"
+    info.search_attributes.indexed_fields["Amount"].int_value = 7
+    info.search_attributes.indexed_fields["DueAt"].datetime_value.FromSeconds(1714564800)
+    info.memo.fields["note"].CopyFrom(client.data_converter.to_payload({"gift": True}))
+    service.responses["ListWorkflowExecutions"].append(pb.ListWorkflowExecutionsResponse(executions=[info]))
+
+    [listed] = [e async for e in client.list_workflows("WorkflowType = 'Onboarding'", page_size=5)]
+
+    assert listed.search_attributes == {
+        "Amount": 7, "DueAt": datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc), "Region": "eu",
+    }
+    assert listed.memo == {"note": {"gift": True}}
+    [request] = service.requests["ListWorkflowExecutions"]
+    assert (request.query, request.page_size) == ("WorkflowType = 'Onboarding'", 5)
 
 
 # -- signal / cancel / terminate -----------------------------------------------------

@@ -561,6 +561,7 @@ def test_info_describes_the_execution() -> None:
         "namespace": "default",
         "attempt": 1,
         "start_time": h.time_of(1).isoformat(),
+        "search_attributes": {},
     }
 
 

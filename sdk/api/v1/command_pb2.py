@@ -26,7 +26,7 @@ from flowforge.api.v1 import common_pb2 as flowforge_dot_api_dot_v1_dot_common__
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x66lowforge/api/v1/command.proto\x12\x10\x66lowforge.api.v1\x1a\x1d\x66lowforge/api/v1/common.proto\x1a\x1egoogle/protobuf/duration.proto\"\xd3\x05\n\x07\x43ommand\x12Y\n\x16schedule_activity_task\x18\x01 \x01(\x0b\x32\x37.flowforge.api.v1.ScheduleActivityTaskCommandAttributesH\x00\x12\x44\n\x0bstart_timer\x18\x02 \x01(\x0b\x32-.flowforge.api.v1.StartTimerCommandAttributesH\x00\x12\x46\n\x0c\x63\x61ncel_timer\x18\x03 \x01(\x0b\x32..flowforge.api.v1.CancelTimerCommandAttributesH\x00\x12\x64\n\x1crequest_cancel_activity_task\x18\x04 \x01(\x0b\x32<.flowforge.api.v1.RequestCancelActivityTaskCommandAttributesH\x00\x12\x63\n\x1b\x63omplete_workflow_execution\x18\x05 \x01(\x0b\x32<.flowforge.api.v1.CompleteWorkflowExecutionCommandAttributesH\x00\x12[\n\x17\x66\x61il_workflow_execution\x18\x06 \x01(\x0b\x32\x38.flowforge.api.v1.FailWorkflowExecutionCommandAttributesH\x00\x12_\n\x19\x63\x61ncel_workflow_execution\x18\x07 \x01(\x0b\x32:.flowforge.api.v1.CancelWorkflowExecutionCommandAttributesH\x00\x12H\n\rrecord_marker\x18\x1e \x01(\x0b\x32/.flowforge.api.v1.RecordMarkerCommandAttributesH\x00\x42\x0c\n\nattributes\"\x9c\x04\n%ScheduleActivityTaskCommandAttributes\x12\x13\n\x0b\x61\x63tivity_id\x18\x01 \x01(\t\x12\x15\n\ractivity_type\x18\x02 \x01(\t\x12\x12\n\ntask_queue\x18\x03 \x01(\t\x12)\n\x05input\x18\x04 \x01(\x0b\x32\x1a.flowforge.api.v1.Payloads\x12<\n\x19schedule_to_close_timeout\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12<\n\x19schedule_to_start_timeout\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x39\n\x16start_to_close_timeout\x18\x07 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x34\n\x11heartbeat_timeout\x18\x08 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x33\n\x0cretry_policy\x18\t \x01(\x0b\x32\x1d.flowforge.api.v1.RetryPolicy\x12\x1f\n\x17\x64\x65pends_on_activity_ids\x18\n \x03(\t\x12\x45\n\x11\x63\x61ncellation_type\x18\x0b \x01(\x0e\x32*.flowforge.api.v1.ActivityCancellationType\"i\n\x1bStartTimerCommandAttributes\x12\x10\n\x08timer_id\x18\x01 \x01(\t\x12\x38\n\x15start_to_fire_timeout\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\"0\n\x1c\x43\x61ncelTimerCommandAttributes\x12\x10\n\x08timer_id\x18\x01 \x01(\t\"A\n*RequestCancelActivityTaskCommandAttributes\x12\x13\n\x0b\x61\x63tivity_id\x18\x01 \x01(\t\"X\n*CompleteWorkflowExecutionCommandAttributes\x12*\n\x06result\x18\x01 \x01(\x0b\x32\x1a.flowforge.api.v1.Payloads\"T\n&FailWorkflowExecutionCommandAttributes\x12*\n\x07\x66\x61ilure\x18\x01 \x01(\x0b\x32\x19.flowforge.api.v1.Failure\"W\n(CancelWorkflowExecutionCommandAttributes\x12+\n\x07\x64\x65tails\x18\x01 \x01(\x0b\x32\x1a.flowforge.api.v1.Payloads\"\xcf\x01\n\x1dRecordMarkerCommandAttributes\x12\x13\n\x0bmarker_name\x18\x01 \x01(\t\x12M\n\x07\x64\x65tails\x18\x02 \x03(\x0b\x32<.flowforge.api.v1.RecordMarkerCommandAttributes.DetailsEntry\x1aJ\n\x0c\x44\x65tailsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12)\n\x05value\x18\x02 \x01(\x0b\x32\x1a.flowforge.api.v1.Payloads:\x02\x38\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x66lowforge/api/v1/command.proto\x12\x10\x66lowforge.api.v1\x1a\x1d\x66lowforge/api/v1/common.proto\x1a\x1egoogle/protobuf/duration.proto\"\xc3\x06\n\x07\x43ommand\x12Y\n\x16schedule_activity_task\x18\x01 \x01(\x0b\x32\x37.flowforge.api.v1.ScheduleActivityTaskCommandAttributesH\x00\x12\x44\n\x0bstart_timer\x18\x02 \x01(\x0b\x32-.flowforge.api.v1.StartTimerCommandAttributesH\x00\x12\x46\n\x0c\x63\x61ncel_timer\x18\x03 \x01(\x0b\x32..flowforge.api.v1.CancelTimerCommandAttributesH\x00\x12\x64\n\x1crequest_cancel_activity_task\x18\x04 \x01(\x0b\x32<.flowforge.api.v1.RequestCancelActivityTaskCommandAttributesH\x00\x12\x63\n\x1b\x63omplete_workflow_execution\x18\x05 \x01(\x0b\x32<.flowforge.api.v1.CompleteWorkflowExecutionCommandAttributesH\x00\x12[\n\x17\x66\x61il_workflow_execution\x18\x06 \x01(\x0b\x32\x38.flowforge.api.v1.FailWorkflowExecutionCommandAttributesH\x00\x12_\n\x19\x63\x61ncel_workflow_execution\x18\x07 \x01(\x0b\x32:.flowforge.api.v1.CancelWorkflowExecutionCommandAttributesH\x00\x12H\n\rrecord_marker\x18\x1e \x01(\x0b\x32/.flowforge.api.v1.RecordMarkerCommandAttributesH\x00\x12n\n!upsert_workflow_search_attributes\x18( \x01(\x0b\x32\x41.flowforge.api.v1.UpsertWorkflowSearchAttributesCommandAttributesH\x00\x42\x0c\n\nattributes\"\x9c\x04\n%ScheduleActivityTaskCommandAttributes\x12\x13\n\x0b\x61\x63tivity_id\x18\x01 \x01(\t\x12\x15\n\ractivity_type\x18\x02 \x01(\t\x12\x12\n\ntask_queue\x18\x03 \x01(\t\x12)\n\x05input\x18\x04 \x01(\x0b\x32\x1a.flowforge.api.v1.Payloads\x12<\n\x19schedule_to_close_timeout\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12<\n\x19schedule_to_start_timeout\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x39\n\x16start_to_close_timeout\x18\x07 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x34\n\x11heartbeat_timeout\x18\x08 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x33\n\x0cretry_policy\x18\t \x01(\x0b\x32\x1d.flowforge.api.v1.RetryPolicy\x12\x1f\n\x17\x64\x65pends_on_activity_ids\x18\n \x03(\t\x12\x45\n\x11\x63\x61ncellation_type\x18\x0b \x01(\x0e\x32*.flowforge.api.v1.ActivityCancellationType\"i\n\x1bStartTimerCommandAttributes\x12\x10\n\x08timer_id\x18\x01 \x01(\t\x12\x38\n\x15start_to_fire_timeout\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\"0\n\x1c\x43\x61ncelTimerCommandAttributes\x12\x10\n\x08timer_id\x18\x01 \x01(\t\"A\n*RequestCancelActivityTaskCommandAttributes\x12\x13\n\x0b\x61\x63tivity_id\x18\x01 \x01(\t\"X\n*CompleteWorkflowExecutionCommandAttributes\x12*\n\x06result\x18\x01 \x01(\x0b\x32\x1a.flowforge.api.v1.Payloads\"T\n&FailWorkflowExecutionCommandAttributes\x12*\n\x07\x66\x61ilure\x18\x01 \x01(\x0b\x32\x19.flowforge.api.v1.Failure\"W\n(CancelWorkflowExecutionCommandAttributes\x12+\n\x07\x64\x65tails\x18\x01 \x01(\x0b\x32\x1a.flowforge.api.v1.Payloads\"\xcf\x01\n\x1dRecordMarkerCommandAttributes\x12\x13\n\x0bmarker_name\x18\x01 \x01(\t\x12M\n\x07\x64\x65tails\x18\x02 \x03(\x0b\x32<.flowforge.api.v1.RecordMarkerCommandAttributes.DetailsEntry\x1aJ\n\x0c\x44\x65tailsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12)\n\x05value\x18\x02 \x01(\x0b\x32\x1a.flowforge.api.v1.Payloads:\x02\x38\x01\"p\n/UpsertWorkflowSearchAttributesCommandAttributes\x12=\n\x11search_attributes\x18\x01 \x01(\x0b\x32\".flowforge.api.v1.SearchAttributesb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,23 +36,25 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RECORDMARKERCOMMANDATTRIBUTES_DETAILSENTRY']._loaded_options = None
   _globals['_RECORDMARKERCOMMANDATTRIBUTES_DETAILSENTRY']._serialized_options = b'8\001'
   _globals['_COMMAND']._serialized_start=116
-  _globals['_COMMAND']._serialized_end=839
-  _globals['_SCHEDULEACTIVITYTASKCOMMANDATTRIBUTES']._serialized_start=842
-  _globals['_SCHEDULEACTIVITYTASKCOMMANDATTRIBUTES']._serialized_end=1382
-  _globals['_STARTTIMERCOMMANDATTRIBUTES']._serialized_start=1384
-  _globals['_STARTTIMERCOMMANDATTRIBUTES']._serialized_end=1489
-  _globals['_CANCELTIMERCOMMANDATTRIBUTES']._serialized_start=1491
-  _globals['_CANCELTIMERCOMMANDATTRIBUTES']._serialized_end=1539
-  _globals['_REQUESTCANCELACTIVITYTASKCOMMANDATTRIBUTES']._serialized_start=1541
-  _globals['_REQUESTCANCELACTIVITYTASKCOMMANDATTRIBUTES']._serialized_end=1606
-  _globals['_COMPLETEWORKFLOWEXECUTIONCOMMANDATTRIBUTES']._serialized_start=1608
-  _globals['_COMPLETEWORKFLOWEXECUTIONCOMMANDATTRIBUTES']._serialized_end=1696
-  _globals['_FAILWORKFLOWEXECUTIONCOMMANDATTRIBUTES']._serialized_start=1698
-  _globals['_FAILWORKFLOWEXECUTIONCOMMANDATTRIBUTES']._serialized_end=1782
-  _globals['_CANCELWORKFLOWEXECUTIONCOMMANDATTRIBUTES']._serialized_start=1784
-  _globals['_CANCELWORKFLOWEXECUTIONCOMMANDATTRIBUTES']._serialized_end=1871
-  _globals['_RECORDMARKERCOMMANDATTRIBUTES']._serialized_start=1874
-  _globals['_RECORDMARKERCOMMANDATTRIBUTES']._serialized_end=2081
-  _globals['_RECORDMARKERCOMMANDATTRIBUTES_DETAILSENTRY']._serialized_start=2007
-  _globals['_RECORDMARKERCOMMANDATTRIBUTES_DETAILSENTRY']._serialized_end=2081
+  _globals['_COMMAND']._serialized_end=951
+  _globals['_SCHEDULEACTIVITYTASKCOMMANDATTRIBUTES']._serialized_start=954
+  _globals['_SCHEDULEACTIVITYTASKCOMMANDATTRIBUTES']._serialized_end=1494
+  _globals['_STARTTIMERCOMMANDATTRIBUTES']._serialized_start=1496
+  _globals['_STARTTIMERCOMMANDATTRIBUTES']._serialized_end=1601
+  _globals['_CANCELTIMERCOMMANDATTRIBUTES']._serialized_start=1603
+  _globals['_CANCELTIMERCOMMANDATTRIBUTES']._serialized_end=1651
+  _globals['_REQUESTCANCELACTIVITYTASKCOMMANDATTRIBUTES']._serialized_start=1653
+  _globals['_REQUESTCANCELACTIVITYTASKCOMMANDATTRIBUTES']._serialized_end=1718
+  _globals['_COMPLETEWORKFLOWEXECUTIONCOMMANDATTRIBUTES']._serialized_start=1720
+  _globals['_COMPLETEWORKFLOWEXECUTIONCOMMANDATTRIBUTES']._serialized_end=1808
+  _globals['_FAILWORKFLOWEXECUTIONCOMMANDATTRIBUTES']._serialized_start=1810
+  _globals['_FAILWORKFLOWEXECUTIONCOMMANDATTRIBUTES']._serialized_end=1894
+  _globals['_CANCELWORKFLOWEXECUTIONCOMMANDATTRIBUTES']._serialized_start=1896
+  _globals['_CANCELWORKFLOWEXECUTIONCOMMANDATTRIBUTES']._serialized_end=1983
+  _globals['_RECORDMARKERCOMMANDATTRIBUTES']._serialized_start=1986
+  _globals['_RECORDMARKERCOMMANDATTRIBUTES']._serialized_end=2193
+  _globals['_RECORDMARKERCOMMANDATTRIBUTES_DETAILSENTRY']._serialized_start=2119
+  _globals['_RECORDMARKERCOMMANDATTRIBUTES_DETAILSENTRY']._serialized_end=2193
+  _globals['_UPSERTWORKFLOWSEARCHATTRIBUTESCOMMANDATTRIBUTES']._serialized_start=2195
+  _globals['_UPSERTWORKFLOWSEARCHATTRIBUTESCOMMANDATTRIBUTES']._serialized_end=2307
 # @@protoc_insertion_point(module_scope)

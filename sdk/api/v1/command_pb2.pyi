@@ -11,7 +11,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Command(_message.Message):
-    __slots__ = ("schedule_activity_task", "start_timer", "cancel_timer", "request_cancel_activity_task", "complete_workflow_execution", "fail_workflow_execution", "cancel_workflow_execution", "record_marker")
+    __slots__ = ("schedule_activity_task", "start_timer", "cancel_timer", "request_cancel_activity_task", "complete_workflow_execution", "fail_workflow_execution", "cancel_workflow_execution", "record_marker", "upsert_workflow_search_attributes")
     SCHEDULE_ACTIVITY_TASK_FIELD_NUMBER: _ClassVar[int]
     START_TIMER_FIELD_NUMBER: _ClassVar[int]
     CANCEL_TIMER_FIELD_NUMBER: _ClassVar[int]
@@ -20,6 +20,7 @@ class Command(_message.Message):
     FAIL_WORKFLOW_EXECUTION_FIELD_NUMBER: _ClassVar[int]
     CANCEL_WORKFLOW_EXECUTION_FIELD_NUMBER: _ClassVar[int]
     RECORD_MARKER_FIELD_NUMBER: _ClassVar[int]
+    UPSERT_WORKFLOW_SEARCH_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
     schedule_activity_task: ScheduleActivityTaskCommandAttributes
     start_timer: StartTimerCommandAttributes
     cancel_timer: CancelTimerCommandAttributes
@@ -28,7 +29,8 @@ class Command(_message.Message):
     fail_workflow_execution: FailWorkflowExecutionCommandAttributes
     cancel_workflow_execution: CancelWorkflowExecutionCommandAttributes
     record_marker: RecordMarkerCommandAttributes
-    def __init__(self, schedule_activity_task: _Optional[_Union[ScheduleActivityTaskCommandAttributes, _Mapping]] = ..., start_timer: _Optional[_Union[StartTimerCommandAttributes, _Mapping]] = ..., cancel_timer: _Optional[_Union[CancelTimerCommandAttributes, _Mapping]] = ..., request_cancel_activity_task: _Optional[_Union[RequestCancelActivityTaskCommandAttributes, _Mapping]] = ..., complete_workflow_execution: _Optional[_Union[CompleteWorkflowExecutionCommandAttributes, _Mapping]] = ..., fail_workflow_execution: _Optional[_Union[FailWorkflowExecutionCommandAttributes, _Mapping]] = ..., cancel_workflow_execution: _Optional[_Union[CancelWorkflowExecutionCommandAttributes, _Mapping]] = ..., record_marker: _Optional[_Union[RecordMarkerCommandAttributes, _Mapping]] = ...) -> None: ...
+    upsert_workflow_search_attributes: UpsertWorkflowSearchAttributesCommandAttributes
+    def __init__(self, schedule_activity_task: _Optional[_Union[ScheduleActivityTaskCommandAttributes, _Mapping]] = ..., start_timer: _Optional[_Union[StartTimerCommandAttributes, _Mapping]] = ..., cancel_timer: _Optional[_Union[CancelTimerCommandAttributes, _Mapping]] = ..., request_cancel_activity_task: _Optional[_Union[RequestCancelActivityTaskCommandAttributes, _Mapping]] = ..., complete_workflow_execution: _Optional[_Union[CompleteWorkflowExecutionCommandAttributes, _Mapping]] = ..., fail_workflow_execution: _Optional[_Union[FailWorkflowExecutionCommandAttributes, _Mapping]] = ..., cancel_workflow_execution: _Optional[_Union[CancelWorkflowExecutionCommandAttributes, _Mapping]] = ..., record_marker: _Optional[_Union[RecordMarkerCommandAttributes, _Mapping]] = ..., upsert_workflow_search_attributes: _Optional[_Union[UpsertWorkflowSearchAttributesCommandAttributes, _Mapping]] = ...) -> None: ...
 
 class ScheduleActivityTaskCommandAttributes(_message.Message):
     __slots__ = ("activity_id", "activity_type", "task_queue", "input", "schedule_to_close_timeout", "schedule_to_start_timeout", "start_to_close_timeout", "heartbeat_timeout", "retry_policy", "depends_on_activity_ids", "cancellation_type")
@@ -108,3 +110,9 @@ class RecordMarkerCommandAttributes(_message.Message):
     marker_name: str
     details: _containers.MessageMap[str, _common_pb2.Payloads]
     def __init__(self, marker_name: _Optional[str] = ..., details: _Optional[_Mapping[str, _common_pb2.Payloads]] = ...) -> None: ...
+
+class UpsertWorkflowSearchAttributesCommandAttributes(_message.Message):
+    __slots__ = ("search_attributes",)
+    SEARCH_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    search_attributes: _common_pb2.SearchAttributes
+    def __init__(self, search_attributes: _Optional[_Union[_common_pb2.SearchAttributes, _Mapping]] = ...) -> None: ...

@@ -36,6 +36,15 @@ class ActivityCancellationType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper
     ACTIVITY_CANCELLATION_TYPE_TRY_CANCEL: _ClassVar[ActivityCancellationType]
     ACTIVITY_CANCELLATION_TYPE_WAIT_CANCELLATION_COMPLETED: _ClassVar[ActivityCancellationType]
     ACTIVITY_CANCELLATION_TYPE_ABANDON: _ClassVar[ActivityCancellationType]
+
+class IndexedValueType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    INDEXED_VALUE_TYPE_UNSPECIFIED: _ClassVar[IndexedValueType]
+    INDEXED_VALUE_TYPE_KEYWORD: _ClassVar[IndexedValueType]
+    INDEXED_VALUE_TYPE_INT: _ClassVar[IndexedValueType]
+    INDEXED_VALUE_TYPE_DOUBLE: _ClassVar[IndexedValueType]
+    INDEXED_VALUE_TYPE_BOOL: _ClassVar[IndexedValueType]
+    INDEXED_VALUE_TYPE_DATETIME: _ClassVar[IndexedValueType]
 TIMEOUT_TYPE_UNSPECIFIED: TimeoutType
 TIMEOUT_TYPE_START_TO_CLOSE: TimeoutType
 TIMEOUT_TYPE_SCHEDULE_TO_START: TimeoutType
@@ -53,6 +62,12 @@ ACTIVITY_CANCELLATION_TYPE_UNSPECIFIED: ActivityCancellationType
 ACTIVITY_CANCELLATION_TYPE_TRY_CANCEL: ActivityCancellationType
 ACTIVITY_CANCELLATION_TYPE_WAIT_CANCELLATION_COMPLETED: ActivityCancellationType
 ACTIVITY_CANCELLATION_TYPE_ABANDON: ActivityCancellationType
+INDEXED_VALUE_TYPE_UNSPECIFIED: IndexedValueType
+INDEXED_VALUE_TYPE_KEYWORD: IndexedValueType
+INDEXED_VALUE_TYPE_INT: IndexedValueType
+INDEXED_VALUE_TYPE_DOUBLE: IndexedValueType
+INDEXED_VALUE_TYPE_BOOL: IndexedValueType
+INDEXED_VALUE_TYPE_DATETIME: IndexedValueType
 
 class Payload(_message.Message):
     __slots__ = ("metadata", "data")
@@ -144,3 +159,43 @@ class HistoryEvent(_message.Message):
     event_time: _timestamp_pb2.Timestamp
     attributes_json: str
     def __init__(self, event_id: _Optional[int] = ..., event_type: _Optional[str] = ..., event_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attributes_json: _Optional[str] = ...) -> None: ...
+
+class SearchAttributeValue(_message.Message):
+    __slots__ = ("keyword_value", "int_value", "double_value", "bool_value", "datetime_value")
+    KEYWORD_VALUE_FIELD_NUMBER: _ClassVar[int]
+    INT_VALUE_FIELD_NUMBER: _ClassVar[int]
+    DOUBLE_VALUE_FIELD_NUMBER: _ClassVar[int]
+    BOOL_VALUE_FIELD_NUMBER: _ClassVar[int]
+    DATETIME_VALUE_FIELD_NUMBER: _ClassVar[int]
+    keyword_value: str
+    int_value: int
+    double_value: float
+    bool_value: bool
+    datetime_value: _timestamp_pb2.Timestamp
+    def __init__(self, keyword_value: _Optional[str] = ..., int_value: _Optional[int] = ..., double_value: _Optional[float] = ..., bool_value: _Optional[bool] = ..., datetime_value: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class SearchAttributes(_message.Message):
+    __slots__ = ("indexed_fields",)
+    class IndexedFieldsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: SearchAttributeValue
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[SearchAttributeValue, _Mapping]] = ...) -> None: ...
+    INDEXED_FIELDS_FIELD_NUMBER: _ClassVar[int]
+    indexed_fields: _containers.MessageMap[str, SearchAttributeValue]
+    def __init__(self, indexed_fields: _Optional[_Mapping[str, SearchAttributeValue]] = ...) -> None: ...
+
+class Memo(_message.Message):
+    __slots__ = ("fields",)
+    class FieldsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: Payload
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[Payload, _Mapping]] = ...) -> None: ...
+    FIELDS_FIELD_NUMBER: _ClassVar[int]
+    fields: _containers.MessageMap[str, Payload]
+    def __init__(self, fields: _Optional[_Mapping[str, Payload]] = ...) -> None: ...

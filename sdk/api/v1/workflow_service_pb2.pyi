@@ -115,7 +115,7 @@ class ListNamespacesResponse(_message.Message):
     def __init__(self, namespaces: _Optional[_Iterable[_Union[Namespace, _Mapping]]] = ...) -> None: ...
 
 class StartWorkflowExecutionRequest(_message.Message):
-    __slots__ = ("namespace", "workflow_id", "workflow_type", "task_queue", "input", "request_id", "identity", "workflow_execution_timeout", "workflow_run_timeout", "workflow_task_timeout", "start_signal", "start_signal_input")
+    __slots__ = ("namespace", "workflow_id", "workflow_type", "task_queue", "input", "request_id", "identity", "workflow_execution_timeout", "workflow_run_timeout", "workflow_task_timeout", "start_signal", "start_signal_input", "search_attributes", "memo")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_ID_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -128,6 +128,8 @@ class StartWorkflowExecutionRequest(_message.Message):
     WORKFLOW_TASK_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     START_SIGNAL_FIELD_NUMBER: _ClassVar[int]
     START_SIGNAL_INPUT_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    MEMO_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     workflow_id: str
     workflow_type: str
@@ -140,7 +142,9 @@ class StartWorkflowExecutionRequest(_message.Message):
     workflow_task_timeout: _duration_pb2.Duration
     start_signal: str
     start_signal_input: _common_pb2.Payloads
-    def __init__(self, namespace: _Optional[str] = ..., workflow_id: _Optional[str] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., request_id: _Optional[str] = ..., identity: _Optional[str] = ..., workflow_execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_run_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_task_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., start_signal: _Optional[str] = ..., start_signal_input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ...) -> None: ...
+    search_attributes: _common_pb2.SearchAttributes
+    memo: _common_pb2.Memo
+    def __init__(self, namespace: _Optional[str] = ..., workflow_id: _Optional[str] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., request_id: _Optional[str] = ..., identity: _Optional[str] = ..., workflow_execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_run_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_task_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., start_signal: _Optional[str] = ..., start_signal_input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., search_attributes: _Optional[_Union[_common_pb2.SearchAttributes, _Mapping]] = ..., memo: _Optional[_Union[_common_pb2.Memo, _Mapping]] = ...) -> None: ...
 
 class StartWorkflowExecutionResponse(_message.Message):
     __slots__ = ("run_id", "started")
@@ -205,7 +209,7 @@ class DescribeWorkflowExecutionRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ...) -> None: ...
 
 class DescribeWorkflowExecutionResponse(_message.Message):
-    __slots__ = ("execution", "workflow_type", "task_queue", "status", "start_time", "close_time", "history_length", "pending_activities", "pending_workflow_task", "dag", "origin_json", "first_worker_build_id")
+    __slots__ = ("execution", "workflow_type", "task_queue", "status", "start_time", "close_time", "history_length", "pending_activities", "pending_workflow_task", "dag", "origin_json", "first_worker_build_id", "search_attributes", "memo")
     EXECUTION_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_TYPE_FIELD_NUMBER: _ClassVar[int]
     TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
@@ -218,6 +222,8 @@ class DescribeWorkflowExecutionResponse(_message.Message):
     DAG_FIELD_NUMBER: _ClassVar[int]
     ORIGIN_JSON_FIELD_NUMBER: _ClassVar[int]
     FIRST_WORKER_BUILD_ID_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    MEMO_FIELD_NUMBER: _ClassVar[int]
     execution: _common_pb2.WorkflowExecution
     workflow_type: str
     task_queue: str
@@ -230,7 +236,9 @@ class DescribeWorkflowExecutionResponse(_message.Message):
     dag: _containers.RepeatedCompositeFieldContainer[DagNode]
     origin_json: str
     first_worker_build_id: str
-    def __init__(self, execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.WorkflowExecutionStatus, str]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., close_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., history_length: _Optional[int] = ..., pending_activities: _Optional[_Iterable[_Union[PendingActivity, _Mapping]]] = ..., pending_workflow_task: _Optional[_Union[PendingWorkflowTask, _Mapping]] = ..., dag: _Optional[_Iterable[_Union[DagNode, _Mapping]]] = ..., origin_json: _Optional[str] = ..., first_worker_build_id: _Optional[str] = ...) -> None: ...
+    search_attributes: _common_pb2.SearchAttributes
+    memo: _common_pb2.Memo
+    def __init__(self, execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.WorkflowExecutionStatus, str]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., close_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., history_length: _Optional[int] = ..., pending_activities: _Optional[_Iterable[_Union[PendingActivity, _Mapping]]] = ..., pending_workflow_task: _Optional[_Union[PendingWorkflowTask, _Mapping]] = ..., dag: _Optional[_Iterable[_Union[DagNode, _Mapping]]] = ..., origin_json: _Optional[str] = ..., first_worker_build_id: _Optional[str] = ..., search_attributes: _Optional[_Union[_common_pb2.SearchAttributes, _Mapping]] = ..., memo: _Optional[_Union[_common_pb2.Memo, _Mapping]] = ...) -> None: ...
 
 class GetWorkflowExecutionHistoryRequest(_message.Message):
     __slots__ = ("namespace", "execution", "after_event_id", "maximum_page_size", "wait_new_event", "close_event_only", "wait_timeout")
@@ -261,7 +269,7 @@ class GetWorkflowExecutionHistoryResponse(_message.Message):
     def __init__(self, events: _Optional[_Iterable[_Union[_common_pb2.HistoryEvent, _Mapping]]] = ..., run_id: _Optional[str] = ..., has_more: _Optional[bool] = ...) -> None: ...
 
 class WorkflowExecutionInfo(_message.Message):
-    __slots__ = ("execution", "workflow_type", "task_queue", "status", "start_time", "close_time", "history_length")
+    __slots__ = ("execution", "workflow_type", "task_queue", "status", "start_time", "close_time", "history_length", "search_attributes", "memo")
     EXECUTION_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_TYPE_FIELD_NUMBER: _ClassVar[int]
     TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
@@ -269,6 +277,8 @@ class WorkflowExecutionInfo(_message.Message):
     START_TIME_FIELD_NUMBER: _ClassVar[int]
     CLOSE_TIME_FIELD_NUMBER: _ClassVar[int]
     HISTORY_LENGTH_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    MEMO_FIELD_NUMBER: _ClassVar[int]
     execution: _common_pb2.WorkflowExecution
     workflow_type: str
     task_queue: str
@@ -276,23 +286,27 @@ class WorkflowExecutionInfo(_message.Message):
     start_time: _timestamp_pb2.Timestamp
     close_time: _timestamp_pb2.Timestamp
     history_length: int
-    def __init__(self, execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.WorkflowExecutionStatus, str]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., close_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., history_length: _Optional[int] = ...) -> None: ...
+    search_attributes: _common_pb2.SearchAttributes
+    memo: _common_pb2.Memo
+    def __init__(self, execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.WorkflowExecutionStatus, str]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., close_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., history_length: _Optional[int] = ..., search_attributes: _Optional[_Union[_common_pb2.SearchAttributes, _Mapping]] = ..., memo: _Optional[_Union[_common_pb2.Memo, _Mapping]] = ...) -> None: ...
 
 class ListWorkflowExecutionsRequest(_message.Message):
-    __slots__ = ("namespace", "page_size", "next_page_token", "status", "workflow_type", "workflow_id")
+    __slots__ = ("namespace", "page_size", "next_page_token", "status", "workflow_type", "workflow_id", "query")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_TYPE_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_ID_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     page_size: int
     next_page_token: bytes
     status: _common_pb2.WorkflowExecutionStatus
     workflow_type: str
     workflow_id: str
-    def __init__(self, namespace: _Optional[str] = ..., page_size: _Optional[int] = ..., next_page_token: _Optional[bytes] = ..., status: _Optional[_Union[_common_pb2.WorkflowExecutionStatus, str]] = ..., workflow_type: _Optional[str] = ..., workflow_id: _Optional[str] = ...) -> None: ...
+    query: str
+    def __init__(self, namespace: _Optional[str] = ..., page_size: _Optional[int] = ..., next_page_token: _Optional[bytes] = ..., status: _Optional[_Union[_common_pb2.WorkflowExecutionStatus, str]] = ..., workflow_type: _Optional[str] = ..., workflow_id: _Optional[str] = ..., query: _Optional[str] = ...) -> None: ...
 
 class ListWorkflowExecutionsResponse(_message.Message):
     __slots__ = ("executions", "next_page_token")
@@ -829,3 +843,64 @@ class RespondQueryTaskCompletedRequest(_message.Message):
 class RespondQueryTaskCompletedResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class AddSearchAttributesRequest(_message.Message):
+    __slots__ = ("namespace", "search_attributes")
+    class SearchAttributesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: _common_pb2.IndexedValueType
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[_common_pb2.IndexedValueType, str]] = ...) -> None: ...
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    search_attributes: _containers.ScalarMap[str, _common_pb2.IndexedValueType]
+    def __init__(self, namespace: _Optional[str] = ..., search_attributes: _Optional[_Mapping[str, _common_pb2.IndexedValueType]] = ...) -> None: ...
+
+class AddSearchAttributesResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListSearchAttributesRequest(_message.Message):
+    __slots__ = ("namespace",)
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    def __init__(self, namespace: _Optional[str] = ...) -> None: ...
+
+class ListSearchAttributesResponse(_message.Message):
+    __slots__ = ("custom_attributes", "system_attributes")
+    class CustomAttributesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: _common_pb2.IndexedValueType
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[_common_pb2.IndexedValueType, str]] = ...) -> None: ...
+    class SystemAttributesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: _common_pb2.IndexedValueType
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[_common_pb2.IndexedValueType, str]] = ...) -> None: ...
+    CUSTOM_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    SYSTEM_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    custom_attributes: _containers.ScalarMap[str, _common_pb2.IndexedValueType]
+    system_attributes: _containers.ScalarMap[str, _common_pb2.IndexedValueType]
+    def __init__(self, custom_attributes: _Optional[_Mapping[str, _common_pb2.IndexedValueType]] = ..., system_attributes: _Optional[_Mapping[str, _common_pb2.IndexedValueType]] = ...) -> None: ...
+
+class CountWorkflowExecutionsRequest(_message.Message):
+    __slots__ = ("namespace", "query")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    query: str
+    def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ...) -> None: ...
+
+class CountWorkflowExecutionsResponse(_message.Message):
+    __slots__ = ("count",)
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    count: int
+    def __init__(self, count: _Optional[int] = ...) -> None: ...

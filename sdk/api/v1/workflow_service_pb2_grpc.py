@@ -197,6 +197,21 @@ class WorkflowServiceStub:
                 request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondQueryTaskCompletedRequest.SerializeToString,
                 response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondQueryTaskCompletedResponse.FromString,
                 _registered_method=True)
+        self.AddSearchAttributes = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/AddSearchAttributes',
+                request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.AddSearchAttributesRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.AddSearchAttributesResponse.FromString,
+                _registered_method=True)
+        self.ListSearchAttributes = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/ListSearchAttributes',
+                request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.ListSearchAttributesRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.ListSearchAttributesResponse.FromString,
+                _registered_method=True)
+        self.CountWorkflowExecutions = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/CountWorkflowExecutions',
+                request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.CountWorkflowExecutionsRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.CountWorkflowExecutionsResponse.FromString,
+                _registered_method=True)
 
 
 class WorkflowServiceServicer:
@@ -411,6 +426,28 @@ class WorkflowServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AddSearchAttributes(self, request, context):
+        """Visibility: custom search attributes and list queries (docs/visibility.md).
+        Registers custom search attributes of a namespace with their types; adding
+        one that exists with the same type is a no-op, with another type ALREADY_EXISTS.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSearchAttributes(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CountWorkflowExecutions(self, request, context):
+        """The number of executions a ListWorkflowExecutions query matches.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkflowServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -568,6 +605,21 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.RespondQueryTaskCompleted,
                     request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondQueryTaskCompletedRequest.FromString,
                     response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondQueryTaskCompletedResponse.SerializeToString,
+            ),
+            'AddSearchAttributes': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddSearchAttributes,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.AddSearchAttributesRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.AddSearchAttributesResponse.SerializeToString,
+            ),
+            'ListSearchAttributes': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSearchAttributes,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.ListSearchAttributesRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.ListSearchAttributesResponse.SerializeToString,
+            ),
+            'CountWorkflowExecutions': grpc.unary_unary_rpc_method_handler(
+                    servicer.CountWorkflowExecutions,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.CountWorkflowExecutionsRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.CountWorkflowExecutionsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1414,6 +1466,87 @@ class WorkflowService:
             '/flowforge.api.v1.WorkflowService/RespondQueryTaskCompleted',
             flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondQueryTaskCompletedRequest.SerializeToString,
             flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondQueryTaskCompletedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddSearchAttributes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/AddSearchAttributes',
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.AddSearchAttributesRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.AddSearchAttributesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSearchAttributes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/ListSearchAttributes',
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.ListSearchAttributesRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.ListSearchAttributesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CountWorkflowExecutions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/CountWorkflowExecutions',
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.CountWorkflowExecutionsRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.CountWorkflowExecutionsResponse.FromString,
             options,
             channel_credentials,
             insecure,
