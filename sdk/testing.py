@@ -12,32 +12,52 @@
   :func:`replay_histories_in` turns a folder of such files into a pytest test.
 - :class:`ActivityEnvironment` runs one activity function with
   ``activity.info()``, heartbeats and cancellation, without a server or worker.
+- :class:`WorkflowEnvironment` runs a real server in the test's process on a
+  temporary SQLite file, with a connected client; the time-skipping variant
+  jumps over timers whenever nothing else can progress::
+
+      async with WorkflowEnvironment.start_time_skipping() as env:
+          async with Worker(env.client, task_queue="q", workflows=[Reminder]):
+              handle = await env.client.start_workflow(Reminder.run, id="r", task_queue="q")
+              await handle.result()       # a 30-day workflow.sleep takes milliseconds
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import dataclasses
 import inspect
 import json
+import logging
+import tempfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, AsyncIterable, Callable, Iterable, Mapping, Optional, Sequence, TypeVar, Union
+from typing import (
+    Any, AsyncIterable, Awaitable, Callable, Generator, Iterable, Iterator, Mapping, Optional, Sequence, TypeVar,
+    Union,
+)
 
 from flowforge import activity, workflow
+from flowforge._rpc import WorkflowServiceClient
 from flowforge._workflow_instance import WorkflowInstance
 from flowforge.api.v1 import common_pb2
-from flowforge.client import WorkflowHistory
+from flowforge.client import Client, WorkflowHistory
 from flowforge.converter import DataConverter, default_converter
+from flowforge.server.app import FlowForgeServer, ServerConfig
+from flowforge.server.clock import Clock, SkippingClock, SystemClock
 
 __all__ = [
     "ActivityEnvironment",
     "Replayer",
+    "WorkflowEnvironment",
     "WorkflowReplayResult",
     "WorkflowReplayResults",
     "replay_histories_in",
 ]
+
+_log = logging.getLogger("flowforge.testing")
 
 _T = TypeVar("_T")
 
@@ -374,3 +394,345 @@ class ActivityEnvironment:
     def _heartbeat(self, details: Sequence[Any]) -> None:
         self.data_converter.to_payloads(details)  # fails like a worker on an unencodable detail
         self.on_heartbeat(*details)
+
+
+# ---------------------------------------------------------------------------
+# WorkflowEnvironment
+# ---------------------------------------------------------------------------
+
+
+class WorkflowEnvironment:
+    """A FlowForge server for tests, with a connected :attr:`client`.
+
+    Start one with :meth:`start_local` or :meth:`start_time_skipping`; both give
+    an async context manager that shuts the server down and deletes its files
+    on exit. Workers are ordinary :class:`flowforge.worker.Worker` instances on
+    ``env.client``::
+
+        async with WorkflowEnvironment.start_local() as env:
+            async with Worker(env.client, task_queue="q", workflows=[Greeting], activities=[greet]):
+                handle = await env.client.start_workflow(Greeting.run, "Ada", id="g", task_queue="q")
+                assert await handle.result() == "Hello, Ada!"
+
+    ``async with await WorkflowEnvironment.start_local() as env`` (Temporal's
+    spelling) works too.
+    """
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    @property
+    def client(self) -> Client:
+        """A client connected to the environment's server, in its namespace."""
+        return self._client
+
+    @property
+    def supports_time_skipping(self) -> bool:
+        """Whether :meth:`sleep` skips time instead of waiting for it."""
+        return False
+
+    async def sleep(self, duration: Union[timedelta, float]) -> None:
+        """Lets ``duration`` (a timedelta or seconds) pass: really, or by skipping
+        time in a time-skipping environment."""
+        await asyncio.sleep(_seconds(duration))
+
+    async def get_current_time(self) -> datetime:
+        """The server's current time (UTC): the wall clock, plus whatever was skipped."""
+        return datetime.now(timezone.utc)
+
+    @contextlib.contextmanager
+    def auto_time_skipping_disabled(self) -> Iterator[None]:
+        """While active, awaiting a workflow's result does not skip time (a no-op
+        in an environment without time skipping)."""
+        yield
+
+    async def shutdown(self) -> None:
+        """Closes the client (and, for started environments, stops the server)."""
+        await self._client.close()
+
+    async def __aenter__(self) -> WorkflowEnvironment:
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.shutdown()
+
+    @staticmethod
+    def start_local(
+        *,
+        namespace: str = "default",
+        data_converter: DataConverter = default_converter,
+        ip: str = "127.0.0.1",
+        port: int = 0,
+    ) -> _StartingEnvironment:
+        """Starts a server in this process on a temporary SQLite file; time is real.
+
+        Args:
+            namespace: The client's namespace; created if it is not ``"default"``.
+            data_converter: The client's converter (workers on the client use it too).
+            ip: The address the server listens on.
+            port: Its port; 0 picks a free one.
+
+        Returns:
+            An async context manager (or awaitable) giving the started environment.
+
+        Raises:
+            OSError: The server could not listen on ``ip:port``.
+        """
+        return _StartingEnvironment(
+            lambda: _ServerEnvironment.start(SystemClock(), namespace, data_converter, ip, port)
+        )
+
+    @staticmethod
+    def start_time_skipping(
+        *,
+        namespace: str = "default",
+        data_converter: DataConverter = default_converter,
+        ip: str = "127.0.0.1",
+        port: int = 0,
+    ) -> _StartingEnvironment:
+        """Starts a server like :meth:`start_local`, on a clock that skips ahead.
+
+        Time passes as usual and also jumps to the next timer (or retry, or
+        timeout) whenever nothing else can progress, which is Temporal's rule:
+
+        - only while something awaits a workflow's result (``handle.result()``
+          on :attr:`client`) or :meth:`sleep` runs, and
+          :meth:`auto_time_skipping_disabled` is not active;
+        - and only while no workflow task or activity task is ready or running.
+          Activities run in real time: a running activity's start-to-close and
+          heartbeat timeouts are never skipped past.
+
+        Each jump is decided and made under the store's write lock, so no task
+        can be created or leased between the check and the jump. A workflow
+        that sleeps 30 days thus completes in milliseconds. Arguments as for
+        :meth:`start_local`.
+        """
+        return _StartingEnvironment(
+            lambda: _TimeSkippingEnvironment.start(SkippingClock(), namespace, data_converter, ip, port)
+        )
+
+
+def _seconds(duration: Union[timedelta, float]) -> float:
+    return duration.total_seconds() if isinstance(duration, timedelta) else float(duration)
+
+
+class _StartingEnvironment:
+    """What ``start_local()`` / ``start_time_skipping()`` return: usable as
+    ``async with ... as env`` (shut down on exit) and as ``await ...``."""
+
+    def __init__(self, start: Callable[[], Awaitable[WorkflowEnvironment]]) -> None:
+        self._start = start
+        self._environment: Optional[WorkflowEnvironment] = None
+
+    def __await__(self) -> Generator[Any, None, WorkflowEnvironment]:
+        return self._start().__await__()
+
+    async def __aenter__(self) -> WorkflowEnvironment:
+        self._environment = await self._start()
+        return self._environment
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        assert self._environment is not None
+        await self._environment.shutdown()
+
+
+class _ServerEnvironment(WorkflowEnvironment):
+    """An environment that owns an in-process server and its temporary directory."""
+
+    def __init__(self, client: Client, server: FlowForgeServer, directory: tempfile.TemporaryDirectory) -> None:
+        super().__init__(client)
+        self._server = server
+        self._directory = directory
+
+    @classmethod
+    async def start(
+        cls, clock: Clock, namespace: str, data_converter: DataConverter, ip: str, port: int
+    ) -> WorkflowEnvironment:
+        directory = tempfile.TemporaryDirectory(prefix="flowforge-test-")
+        server = FlowForgeServer(ServerConfig(
+            store=str(Path(directory.name) / "flowforge.db"), host=ip, port=port, clock=clock,
+            # Pollers notice a task whose retry backoff ended (possibly skipped) soon.
+            poll_recheck_interval_s=0.1,
+            # Tests stop their workers first; nothing is left to drain.
+            shutdown_grace_s=1.0,
+        ))
+        try:
+            await server.start()
+            client = await Client.connect(f"{ip}:{server.port}", data_converter=data_converter)
+            if namespace != "default":
+                await client.register_namespace(namespace)
+                await client.close()
+                client = await Client.connect(f"{ip}:{server.port}", namespace, data_converter=data_converter)
+        except BaseException:
+            await server.stop()
+            directory.cleanup()
+            raise
+        return cls(client, server, directory)
+
+    async def shutdown(self) -> None:
+        try:
+            await super().shutdown()
+            await self._server.stop()
+        finally:
+            self._directory.cleanup()
+
+
+class _TimeSkippingEnvironment(_ServerEnvironment):
+    def __init__(self, client: Client, server: FlowForgeServer, directory: tempfile.TemporaryDirectory) -> None:
+        clock = server.config.clock
+        assert isinstance(clock, SkippingClock)
+        self._skipper = _TimeSkipper(server, clock)
+        tracking = _ResultWaitTracking(client.workflow_service, self._skipper)
+        super().__init__(
+            Client(tracking, namespace=client.namespace, identity=client.identity,
+                   data_converter=client.data_converter),
+            server, directory,
+        )
+        self._clock = clock
+        self._skipper.start()
+
+    @property
+    def supports_time_skipping(self) -> bool:
+        return True
+
+    async def sleep(self, duration: Union[timedelta, float]) -> None:
+        """Skips ``duration`` ahead, firing the timers due on the way in order
+        (each one's workflow task runs before time moves on)."""
+        await self._skipper.sleep(int(_seconds(duration) * 1_000_000))
+
+    async def get_current_time(self) -> datetime:
+        return datetime.fromtimestamp(self._clock.now_us() / 1e6, tz=timezone.utc)
+
+    @contextlib.contextmanager
+    def auto_time_skipping_disabled(self) -> Iterator[None]:
+        previous, self._skipper.auto = self._skipper.auto, False
+        try:
+            yield
+        finally:
+            self._skipper.auto = previous
+            self._skipper.poke()
+
+    async def shutdown(self) -> None:
+        await self._skipper.stop()
+        await super().shutdown()
+
+
+# How often the skipper looks again while skipping is allowed but something runs.
+_SKIP_CHECK_INTERVAL_S = 0.005
+
+
+class _TimeSkipper:
+    """Moves a :class:`SkippingClock` to the next deadline when nothing can progress.
+
+    Skipping is allowed while a result is awaited (and :attr:`auto` is on) or a
+    :meth:`sleep` runs. Then, whenever no task is leased or ready, the clock
+    jumps to the earliest of: the next deadline in the store (timer, timeout),
+    the next pending task's visible time (a retry backoff), the end of the
+    shortest running sleep.
+    """
+
+    def __init__(self, server: FlowForgeServer, clock: SkippingClock) -> None:
+        self._store = server.store
+        self._clock = clock
+        self.auto = True
+        self.result_waiters = 0
+        self._sleep_ends: list[int] = []
+        self._poked = asyncio.Event()
+        self._task: Optional[asyncio.Task[None]] = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="flowforge-time-skipper")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    def poke(self) -> None:
+        """Tells the skipper that the rules may allow skipping now."""
+        self._poked.set()
+
+    @contextlib.contextmanager
+    def result_awaited(self) -> Iterator[None]:
+        self.result_waiters += 1
+        self.poke()
+        try:
+            yield
+        finally:
+            self.result_waiters -= 1
+
+    async def sleep(self, duration_us: int) -> None:
+        end = self._clock.now_us() + duration_us
+        self._sleep_ends.append(end)
+        self.poke()
+        try:
+            while (remaining_us := end - self._clock.now_us()) > 0:
+                await asyncio.sleep(min(_SKIP_CHECK_INTERVAL_S, remaining_us / 1e6))
+        finally:
+            self._sleep_ends.remove(end)
+
+    def _allowed(self) -> bool:
+        return bool(self._sleep_ends) or (self.auto and self.result_waiters > 0)
+
+    async def _run(self) -> None:
+        while True:
+            if self._allowed():
+                try:
+                    await self._skip_if_idle()
+                except Exception:  # e.g. the store closing under us; look again
+                    _log.exception("time skipping check failed")
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._poked.wait(), _SKIP_CHECK_INTERVAL_S)
+            else:
+                await self._poked.wait()
+            self._poked.clear()
+
+    async def _skip_if_idle(self) -> None:
+        # A cheap read first; the write lock only when there is something to skip to.
+        async with self._store.read() as tx:
+            target = await self._skip_target(tx)
+        if target is None:
+            return
+        # The store's write lock is held from the check to the jump: a task leased
+        # or created meanwhile is either seen by the check or computes its
+        # deadlines from the new time, never from the old one.
+        async with self._store.transaction() as tx:
+            target = await self._skip_target(tx)
+            if target is not None:
+                self._clock.skip_to(target)
+
+    async def _skip_target(self, tx: Any) -> Optional[int]:
+        """Where to jump to, or None when something can still progress or nothing waits ahead."""
+        now = self._clock.now_us()
+        task_due = await tx.earliest_task_due_us()
+        if task_due is not None and task_due <= now:
+            return None  # a task is running or ready: it runs in real time
+        candidates = [d for d in (task_due, await tx.next_deadline_us(), *self._sleep_ends) if d is not None]
+        target = min(candidates, default=None)
+        return target if target is not None and target > now else None
+
+
+class _ResultWaitTracking(WorkflowServiceClient):
+    """The time-skipping client's RPC layer: it passes every call to ``inner``
+    and tells the skipper while one waits for a workflow's close event (what
+    ``handle.result()`` does), the moment Temporal's test server skips time."""
+
+    def __init__(self, inner: WorkflowServiceClient, skipper: _TimeSkipper) -> None:
+        # No channel of its own: every call goes through ``inner``.
+        self._inner = inner
+        self._skipper = skipper
+        self.retry_config = inner.retry_config
+
+    async def call(self, rpc: str, request: Any, **options: Any) -> Any:
+        awaits_result = (
+            rpc == "GetWorkflowExecutionHistory" and request.wait_new_event and request.close_event_only
+        )
+        if not awaits_result:
+            return await self._inner.call(rpc, request, **options)
+        with self._skipper.result_awaited():
+            return await self._inner.call(rpc, request, **options)
+
+    async def close(self) -> None:
+        await self._inner.close()

@@ -32,6 +32,8 @@ class Timekeeper:
         self._planned_wake_us = 0
         self._task: Optional[asyncio.Task[None]] = None
         engine.on_new_deadline = self.deadline_added
+        # A virtual clock that jumps ahead may pass every deadline we sleep towards.
+        engine.clock.add_jump_listener(self._wake.set)
 
     def deadline_added(self, deadline_us: int) -> None:
         if deadline_us < self._planned_wake_us:

@@ -362,6 +362,12 @@ class SQLTransaction(Transaction, abc.ABC):
     async def delete_expired_queries(self, now_us: int) -> None:
         await self._execute("DELETE FROM workflow_queries WHERE expires_us < ?", (now_us,))
 
+    # time skipping (flowforge.testing)
+
+    async def earliest_task_due_us(self) -> Optional[int]:
+        record = await self._fetchone("SELECT MIN(CASE WHEN state = 'LEASED' THEN 0 ELSE visible_us END) FROM tasks")
+        return None if record is None or record[0] is None else int(record[0])
+
     # metadata
 
     async def get_metadata(self, key: str) -> Optional[str]:

@@ -355,6 +355,15 @@ class Transaction(abc.ABC):
     async def delete_expired_queries(self, now_us: int) -> None:
         """Deletes the rows whose caller gave up without cleaning up (its server died)."""
 
+    # time skipping (flowforge.testing)
+
+    @abc.abstractmethod
+    async def earliest_task_due_us(self) -> Optional[int]:
+        """When the next task needs a worker, over every namespace: 0 while any
+        task is leased (work in progress), else the earliest visible time of a
+        pending task (now or past when one is ready, future during a retry
+        backoff); None when there are no tasks."""
+
     @abc.abstractmethod
     async def get_metadata(self, key: str) -> Optional[str]: ...
 

@@ -10,7 +10,8 @@ EXPORTS = {
     "flowforge": ["Client", "RetryPolicy", "WorkflowExecutionStatus", "WorkflowHandle", "activity", "workflow"],
     "flowforge.worker": ["Worker"],
     "flowforge.testing": [
-        "ActivityEnvironment", "Replayer", "WorkflowReplayResult", "WorkflowReplayResults", "replay_histories_in",
+        "ActivityEnvironment", "Replayer", "WorkflowEnvironment", "WorkflowReplayResult", "WorkflowReplayResults",
+        "replay_histories_in",
     ],
     "flowforge.activity": ["Info", "defn", "heartbeat", "info", "is_cancelled", "logger"],
     "flowforge.exceptions": [

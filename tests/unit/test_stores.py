@@ -315,6 +315,18 @@ async def test_reaper_queries(store: Store) -> None:
         assert await tx.expired_run_ids(NOW + 40, 10) == [("default", run.run_id)]
 
 
+async def test_earliest_task_due_is_zero_while_a_task_is_leased_else_the_next_visible_time(store: Store) -> None:
+    async with store.read() as tx:
+        assert await tx.earliest_task_due_us() is None
+    run = await insert_run(store)
+    await insert_tasks(store, task(run, "backoff", visible_us=NOW + 50), task(run, "later", visible_us=NOW + 70))
+    async with store.read() as tx:
+        assert await tx.earliest_task_due_us() == NOW + 50
+    await insert_tasks(store, task(run, "running", state="LEASED", lease_expires_us=NOW + 99))
+    async with store.read() as tx:
+        assert await tx.earliest_task_due_us() == 0
+
+
 # ---------------------------------------------------------------- notifications
 
 
