@@ -126,9 +126,12 @@ class EventWebhook:
         family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
         try:
             sock = socket.create_server((self._host, self._requested_port), family=family)
-        except OSError:
+        except OSError as error:
             await runner.cleanup()
-            raise
+            raise OSError(
+                f"cannot listen on {self._host}:{self._requested_port} for POST /events ({error.strerror});"
+                " choose another --http-port (0 = any free port)"
+            ) from error
         self.port = sock.getsockname()[1]
         await web.SockSite(runner, sock).start()
         self._runner = runner

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import sys
 from typing import Any, AsyncIterator, Optional
 
@@ -128,6 +129,7 @@ async def test_a_badly_signed_webhook_is_401_and_starts_nothing(events_server: F
         assert status == 401, signature
         assert SIGNATURE_HEADER in answer["error"] and SECRET not in answer["error"]
     assert await _executions(client) == []
+    assert SECRET not in repr(events_server.config)
     # Nothing was recorded either: the same event, signed, is not a duplicate.
     status, answer = await _post(events_server, body)
     assert status == 202 and answer["duplicate"] is False and len(answer["workflows"]) == 1
@@ -381,6 +383,19 @@ async def test_the_cli_creates_lists_and_deletes_triggers_and_publishes_events()
             await _cli_session(client, ["--address", f"127.0.0.1:{server.port}"])
     finally:
         await server.stop()
+
+
+async def test_a_taken_http_port_fails_the_start_with_a_clear_message() -> None:
+    first = FlowForgeServer(ServerConfig(store=":memory:", port=0, http_port=0))
+    await first.start()
+    try:
+        second = FlowForgeServer(ServerConfig(store=":memory:", port=0, http_port=first.http_port))
+        with pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{first.http_port} for POST /events"):
+            await second.start()
+        assert second.port is not None  # gRPC had started, and was stopped again: its port is free
+        socket.create_server(("127.0.0.1", second.port)).close()
+    finally:
+        await first.stop()
 
 
 async def _cli_session(client: Client, address: list[str]) -> None:
