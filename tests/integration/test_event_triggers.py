@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import subprocess
 import sys
+from pathlib import Path
 from typing import Any, AsyncIterator, Optional
 
 import aiohttp
@@ -21,7 +23,7 @@ from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.server.clock import ManualClock
 from flowforge.server.webhook import SIGNATURE_HEADER, sign
 from flowforge.worker import Worker
-from tests.integration._processes import _env, wait_until
+from tests.integration._processes import ServerProcess, _env, wait_until
 
 SECRET = "webhook-secret-for-tests"
 SHOP = "https://shop.example.com"
@@ -383,6 +385,67 @@ async def test_the_cli_creates_lists_and_deletes_triggers_and_publishes_events()
             await _cli_session(client, ["--address", f"127.0.0.1:{server.port}"])
     finally:
         await server.stop()
+
+
+async def test_a_publish_is_all_or_nothing(client: Client, events_server: FlowForgeServer) -> None:
+    # Triggers start in id order: "a-note" starts, then "b-twice" is refused (its input,
+    # the data twice, is over the payload limit) and the whole publish rolls back.
+    await client.create_trigger("a-note", event_type="big", workflow="W", task_queue="q", input_paths=["data.note"])
+    await client.create_trigger("b-twice", event_type="big", workflow="W", task_queue="q",
+                                input_paths=["data", "data"])
+    data = {"note": "hello", "blob": "x" * (1200 * 1024)}
+    with pytest.raises(RPCError) as error:
+        await client.publish_event(id="evt-big", source=SHOP, type="big", data=data)
+    assert error.value.status == grpc.StatusCode.INVALID_ARGUMENT and "payload limit" in error.value.message
+    assert await _executions(client) == []
+    assert await events_server.engine.read(lambda tx: tx.get_event_dedupe("default", SHOP, "evt-big")) is None
+    await client.delete_trigger("b-twice")
+    result = await client.publish_event(id="evt-big", source=SHOP, type="big", data=data)
+    assert not result.duplicate and [w.trigger_id for w in result.workflows] == ["a-note"]
+
+
+async def test_the_dedupe_record_survives_a_kill_9_of_the_server(server_process: ServerProcess) -> None:
+    async with await Client.connect(server_process.address) as first_client:
+        await _order_trigger(first_client)
+        first = await first_client.publish_event(id="evt-durable", source=SHOP, type="order.paid")
+    server_process.kill9()
+    server_process.start()
+    async with await Client.connect(server_process.address) as client:
+        again = await client.publish_event(id="evt-durable", source=SHOP, type="order.paid")
+        assert again.duplicate and again.workflows == first.workflows
+        assert [e.run_id for e in await _executions(client)] == [first.workflows[0].run_id]
+
+
+async def test_the_dev_server_serves_the_signed_webhook(tmp_path: Path) -> None:
+    secrets = tmp_path / "webhook-secrets"
+    secrets.write_text(f"# per namespace\n*={SECRET}\n")
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        http_port = probe.getsockname()[1]
+    ready = tmp_path / "ready"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flowforge.cli", "server", "start-dev", "--in-memory", "--port", "0",
+         "--http-port", str(http_port), "--webhook-secrets-file", str(secrets), "--ready-file", str(ready),
+         "--log-level", "INFO"],
+        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    try:
+        await wait_until(lambda: ready.exists() or process.poll() is not None, timeout=60, what="the dev server")
+        assert process.poll() is None, process.stdout.read().decode() if process.stdout else ""
+        async with await Client.connect(f"127.0.0.1:{ready.read_text()}") as client:
+            await _order_trigger(client)
+            body = _cloudevent("evt-dev", {"order_id": "o-1"})
+            async with aiohttp.ClientSession() as http:
+                url = f"http://127.0.0.1:{http_port}/events"
+                async with http.post(url, data=body) as unsigned:
+                    assert unsigned.status == 401
+                async with http.post(url, data=body, headers={SIGNATURE_HEADER: sign(SECRET, body)}) as signed:
+                    assert signed.status == 202 and (await signed.json())["workflows"][0]["started"] is True
+            assert len(await _executions(client)) == 1
+    finally:
+        process.terminate()
+        output, _ = process.communicate(timeout=30)
+    assert f"event webhook listening on http://127.0.0.1:{http_port}/events" in output.decode()
+    assert SECRET not in output.decode()
 
 
 async def test_a_taken_http_port_fails_the_start_with_a_clear_message() -> None:
