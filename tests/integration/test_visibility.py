@@ -16,6 +16,7 @@ Every test runs against SQLite and PostgreSQL (the in-process ``server`` fixture
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -27,8 +28,9 @@ from flowforge.client import WorkflowHandle
 from flowforge.common import SearchAttributeIndexedValueType as IndexedType
 from flowforge.exceptions import NonDeterminismError, RPCError
 from flowforge.testing import Replayer
-from tests.integration._processes import wait_until
+from tests.integration._processes import ServerProcess, wait_until
 from tests.integration._reliability import DEADLINE_S, events, fast_worker, of_type, sdk_client
+from tests.integration.test_cli import flowforge
 
 __all__ = ["sdk_client"]
 
@@ -375,3 +377,34 @@ async def test_an_upsert_of_an_unregistered_attribute_fails_the_workflow_task_un
         await sdk_client.add_search_attributes({"Label": IndexedType.KEYWORD})
         assert await asyncio.wait_for(handle.result(), DEADLINE_S + 60) == "done"
     assert await ids(sdk_client, "Label = 'ready' AND ExecutionStatus = 'Completed'") == {"labelled-1"}
+
+
+# ----------------------------------------------------------------------------- the command line
+
+
+async def test_the_cli_registers_attributes_and_lists_and_counts_by_query(
+    client: Client, server_process: ServerProcess
+) -> None:
+    address = ["--address", server_process.address]
+    created = flowforge("search-attribute", "create", "--name", "Region", "--type", "keyword", *address)
+    assert created.returncode == 0, created.stderr
+    assert flowforge("search-attribute", "create", "--name", "DueAt", "--type", "Datetime", *address).returncode == 0
+    listed_attributes = flowforge("search-attribute", "list", *address)
+    assert listed_attributes.stdout.split() == ["NAME", "TYPE", "DueAt", "Datetime", "Region", "Keyword"]
+    for workflow_id, region in (("cli-eu", "eu"), ("cli-us", "us")):
+        await start_idle(client, workflow_id, "Order", search_attributes={"Region": region, "DueAt": T0},
+                         memo={"who": workflow_id})
+
+    listed = flowforge("workflow", "list", "--query", "Region = 'eu' AND ExecutionStatus = 'Running'",
+                       "--output", "json", *address)
+    assert listed.returncode == 0, listed.stderr
+    [row] = json.loads(listed.stdout)
+    assert row["workflow_id"] == "cli-eu" and row["status"] == "RUNNING"
+    assert row["search_attributes"] == {"DueAt": "2024-05-01T12:00:00+00:00", "Region": "eu"}
+    assert row["memo"] == {"who": "cli-eu"}
+    counted = flowforge("workflow", "count", "-q", "WorkflowType = 'Order'", *address)
+    assert (counted.returncode, counted.stdout.strip()) == (0, "2")
+
+    bad = flowforge("workflow", "list", "--query", "Region = ", *address)
+    assert bad.returncode == 1
+    assert "INVALID_ARGUMENT" in bad.stderr and "invalid query at position 10" in bad.stderr
