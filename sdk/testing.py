@@ -706,9 +706,9 @@ class _TimeSkipper:
     async def _skip_target(self, tx: Any) -> Optional[int]:
         """Where to jump to, or None when something can still progress or nothing waits ahead."""
         now = self._clock.now_us()
-        task_due = await tx.earliest_task_due_us()
+        task_due = await tx.earliest_work_due_us()
         if task_due is not None and task_due <= now:
-            return None  # a task is running or ready: it runs in real time
+            return None  # a task or query is running or ready: it runs in real time
         candidates = [d for d in (task_due, await tx.next_deadline_us(), *self._sleep_ends) if d is not None]
         target = min(candidates, default=None)
         return target if target is not None and target > now else None

@@ -364,8 +364,13 @@ class SQLTransaction(Transaction, abc.ABC):
 
     # time skipping (flowforge.testing)
 
-    async def earliest_task_due_us(self) -> Optional[int]:
-        record = await self._fetchone("SELECT MIN(CASE WHEN state = 'LEASED' THEN 0 ELSE visible_us END) FROM tasks")
+    async def earliest_work_due_us(self) -> Optional[int]:
+        record = await self._fetchone(
+            "SELECT MIN(due_us) FROM ("
+            " SELECT CASE WHEN state = 'LEASED' THEN 0 ELSE visible_us END AS due_us FROM tasks"
+            " UNION ALL SELECT 0 FROM workflow_queries WHERE state = 'PENDING'"
+            ") AS work"
+        )
         return None if record is None or record[0] is None else int(record[0])
 
     # metadata

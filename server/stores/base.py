@@ -358,11 +358,12 @@ class Transaction(abc.ABC):
     # time skipping (flowforge.testing)
 
     @abc.abstractmethod
-    async def earliest_task_due_us(self) -> Optional[int]:
-        """When the next task needs a worker, over every namespace: 0 while any
-        task is leased (work in progress), else the earliest visible time of a
-        pending task (now or past when one is ready, future during a retry
-        backoff); None when there are no tasks."""
+    async def earliest_work_due_us(self) -> Optional[int]:
+        """When the next task or query needs a worker, over every namespace: 0
+        while any task is leased or any query awaits its answer (work in
+        progress), else the earliest visible time of a pending task (now or past
+        when one is ready, future during a retry backoff); None when there is
+        no work at all."""
 
     @abc.abstractmethod
     async def get_metadata(self, key: str) -> Optional[str]: ...

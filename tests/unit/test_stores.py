@@ -25,6 +25,7 @@ from flowforge.server.stores.base import (
     ExecutionRow,
     HistoryEventRow,
     NamespaceRow,
+    QueryRow,
     Store,
     StoreUnavailable,
     TaskRow,
@@ -315,16 +316,29 @@ async def test_reaper_queries(store: Store) -> None:
         assert await tx.expired_run_ids(NOW + 40, 10) == [("default", run.run_id)]
 
 
-async def test_earliest_task_due_is_zero_while_a_task_is_leased_else_the_next_visible_time(store: Store) -> None:
+async def test_earliest_work_due_is_zero_while_work_runs_else_the_next_visible_time(store: Store) -> None:
     async with store.read() as tx:
-        assert await tx.earliest_task_due_us() is None
+        assert await tx.earliest_work_due_us() is None
     run = await insert_run(store)
     await insert_tasks(store, task(run, "backoff", visible_us=NOW + 50), task(run, "later", visible_us=NOW + 70))
     async with store.read() as tx:
-        assert await tx.earliest_task_due_us() == NOW + 50
-    await insert_tasks(store, task(run, "running", state="LEASED", lease_expires_us=NOW + 99))
+        assert await tx.earliest_work_due_us() == NOW + 50
+    [leased] = await insert_tasks(store, task(run, "running", state="LEASED", lease_expires_us=NOW + 99))
     async with store.read() as tx:
-        assert await tx.earliest_task_due_us() == 0
+        assert await tx.earliest_work_due_us() == 0
+    async with store.transaction() as tx:
+        await tx.delete_task(leased)
+        query_id = await tx.insert_query(QueryRow(
+            query_id=None, namespace="default", run_id=run.run_id, workflow_id=run.workflow_id,
+            workflow_type=run.workflow_type, task_queue="q", query_type="status", args=b"", state="PENDING",
+            visible_us=NOW + 60, fencing_token=0, answer=None, error=None, create_us=NOW, expires_us=NOW + 99,
+        ))
+    async with store.read() as tx:
+        assert await tx.earliest_work_due_us() == 0  # a query waits for a worker's answer
+    async with store.transaction() as tx:
+        await tx.delete_query("default", query_id)
+    async with store.read() as tx:
+        assert await tx.earliest_work_due_us() == NOW + 50
 
 
 # ---------------------------------------------------------------- notifications
