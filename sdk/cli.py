@@ -13,6 +13,14 @@
     flowforge trigger list | describe --trigger-id ID | delete --trigger-id ID
     flowforge event publish --id ID --source S --type T [--data JSON] [--subject S]
     flowforge search-attribute create --name NAME --type Keyword|Int|Double|Bool|Datetime | list
+    flowforge schedule create --schedule-id ID --workflow-type T --task-queue Q --workflow-id PREFIX
+                              [--cron EXPR ...] [--interval SECONDS ...] [--time-zone ZONE] [--input JSON ...]
+                              [--overlap POLICY] [--misfire POLICY] [--catchup-window SECONDS] [--paused --note N]
+    flowforge schedule list | describe | delete --schedule-id ID
+    flowforge schedule pause|unpause --schedule-id ID [--note TEXT]
+    flowforge schedule trigger --schedule-id ID [--overlap POLICY]
+    flowforge schedule backfill --schedule-id ID --start ISO --end ISO [--overlap POLICY]
+    flowforge schedule status            (which server replica leads the scheduler)
 """
 
 from __future__ import annotations
@@ -56,6 +64,11 @@ def _server_parser(commands: Any) -> None:
             "--event-dedupe-window", type=float, default=24 * 3600.0,
             help="seconds a published event's (source, id) is remembered (default 86400)",
         )
+        parser.add_argument("--scheduler-lease-ttl", type=float, default=15.0,
+                            help="seconds a scheduler leader's lease lasts unrenewed (default 15)")
+        parser.add_argument("--scheduler-renew-interval", type=float, default=5.0,
+                            help="seconds between the leader's lease renewals (default 5)")
+        parser.add_argument("--scheduler-max-sleep", type=float, default=1.0, help=argparse.SUPPRESS)
         parser.add_argument("--log-level", default="INFO")
         parser.add_argument("--ready-file", help=argparse.SUPPRESS)  # tests: the bound port is written here
 
@@ -154,6 +167,155 @@ def _search_attribute_parser(commands: Any) -> None:
         _client_options(parser)
 
 
+# schedules (docs/schedules.md)
+
+_OVERLAP_CHOICES = ("SKIP", "BUFFER_ONE", "ALLOW_ALL", "CANCEL_OTHER", "TERMINATE_OTHER")
+
+
+def _schedule_parser(commands: Any) -> None:
+    schedule = commands.add_parser("schedule", help="cron and interval schedules").add_subparsers(
+        dest="action", required=True
+    )
+    create = schedule.add_parser("create", help="create a schedule that starts a workflow")
+    create.add_argument("--workflow-type", required=True)
+    create.add_argument("--task-queue", required=True)
+    create.add_argument("--workflow-id", required=True, help="prefix of the started workflow ids")
+    create.add_argument("--cron", action="append", default=[], help="five-field cron expression (repeatable)")
+    create.add_argument("--interval", action="append", type=float, default=[], help="fire every N seconds (repeatable)")
+    create.add_argument("--time-zone", default="UTC", help="IANA zone of the cron expressions (default UTC)")
+    create.add_argument("--input", action="append", default=[], help="a JSON argument (repeat for several)")
+    create.add_argument("--misfire", choices=("SKIP", "RUN_ONCE", "CATCH_UP"), default="CATCH_UP")
+    create.add_argument("--catchup-window", type=float, default=365 * 24 * 3600.0, help="seconds (default 1 year)")
+    create.add_argument("--paused", action="store_true")
+    listing = schedule.add_parser("list", help="schedules by id")
+    describe = schedule.add_parser("describe", help="a schedule, its recent and next fires")
+    for parser in (listing, describe):
+        parser.add_argument("--output", choices=("text", "json"), default="text")
+    pause = schedule.add_parser("pause", help="stop firing (trigger and backfill still work)")
+    unpause = schedule.add_parser("unpause", help="fire again from now on")
+    for parser in (create, pause, unpause):
+        parser.add_argument("--note", default="", help="why, for people")
+    trigger = schedule.add_parser("trigger", help="fire now")
+    backfill = schedule.add_parser("backfill", help="fire every nominal time in a range")
+    backfill.add_argument("--start", required=True, help="ISO 8601 with an offset, e.g. 2026-03-01T00:00:00+00:00")
+    backfill.add_argument("--end", required=True)
+    for parser in (create, trigger, backfill):
+        parser.add_argument("--overlap", choices=_OVERLAP_CHOICES, default=None)
+    delete = schedule.add_parser("delete", help="delete a schedule (its workflows go on)")
+    status = schedule.add_parser("status", help="which server replica leads the scheduler")
+    for parser in (create, describe, pause, unpause, trigger, backfill, delete):
+        parser.add_argument("--schedule-id", required=True)
+    for parser in (create, listing, describe, pause, unpause, trigger, backfill, delete, status):
+        _client_options(parser)
+
+
+def _schedule_dict(description: Any) -> dict[str, Any]:
+    schedule, info = description.schedule, description.info
+    return {
+        "schedule_id": description.id,
+        "workflow_type": schedule.action.workflow, "task_queue": schedule.action.task_queue,
+        "workflow_id_prefix": schedule.action.id, "args": schedule.action.args,
+        "cron_expressions": list(schedule.spec.cron_expressions),
+        "intervals_s": [i.every.total_seconds() for i in schedule.spec.intervals],
+        "time_zone": schedule.spec.time_zone_name,
+        "overlap": schedule.policy.overlap.name, "misfire": schedule.policy.misfire.name,
+        "catchup_window_s": schedule.policy.catchup_window.total_seconds(),
+        "paused": schedule.state.paused, "note": schedule.state.note,
+        "actions": info.num_actions, "skipped_overlap": info.num_actions_skipped_overlap,
+        "missed": info.num_actions_missed_catchup_window, "buffered": info.buffered_actions,
+        "running": info.running_workflow_ids,
+        "recent_actions": [
+            {"nominal_time": _stamp(a.scheduled_at), "started_at": _stamp(a.started_at), "workflow_id": a.workflow_id,
+             "run_id": a.run_id, "trigger": a.trigger}
+            for a in info.recent_actions
+        ],
+        "next_action_times": [_stamp(t) for t in info.next_action_times],
+    }
+
+
+def _moment(text: str, flag: str) -> Any:
+    from datetime import datetime
+
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise SystemExit(f"error: {flag} {text!r} is not an ISO 8601 time") from None
+    if moment.tzinfo is None:
+        raise SystemExit(f"error: {flag} needs an offset, e.g. {text}+00:00")
+    return moment
+
+
+async def _run_schedule(args: argparse.Namespace) -> None:
+    from datetime import timedelta
+
+    from flowforge import client as api
+
+    overlap = api.ScheduleOverlapPolicy[args.overlap] if getattr(args, "overlap", None) else None
+    client = await api.Client.connect(args.address, namespace=args.namespace)
+    try:
+        handle = client.get_schedule_handle(args.schedule_id) if hasattr(args, "schedule_id") else None
+        if args.action == "create":
+            try:
+                inputs = [json.loads(value) for value in args.input]
+            except ValueError:
+                raise SystemExit("error: --input is not JSON (strings need double quotes)") from None
+            await client.create_schedule(args.schedule_id, api.Schedule(
+                action=api.ScheduleActionStartWorkflow(
+                    args.workflow_type, args=inputs, id=args.workflow_id, task_queue=args.task_queue,
+                ),
+                spec=api.ScheduleSpec(
+                    cron_expressions=args.cron, time_zone_name=args.time_zone,
+                    intervals=[api.ScheduleIntervalSpec(every=timedelta(seconds=s)) for s in args.interval],
+                ),
+                policy=api.SchedulePolicy(
+                    overlap=overlap or api.ScheduleOverlapPolicy.SKIP, misfire=api.ScheduleMisfirePolicy[args.misfire],
+                    catchup_window=timedelta(seconds=args.catchup_window),
+                ),
+                state=api.ScheduleState(paused=args.paused, note=args.note),
+            ))
+            print(f"schedule {args.schedule_id} created")
+        elif args.action == "list":
+            schedules = [_schedule_dict(d) async for d in client.list_schedules()]
+            if args.output == "json":
+                print(json.dumps(schedules, indent=2))
+            elif schedules:
+                _print_table([("SCHEDULE ID", "WORKFLOW TYPE", "SPEC", "ZONE", "PAUSED", "ACTIONS")] + [
+                    (d["schedule_id"], d["workflow_type"],
+                     " | ".join(d["cron_expressions"] + [f"every {s:g}s" for s in d["intervals_s"]]),
+                     d["time_zone"], "yes" if d["paused"] else "no", str(d["actions"]))
+                    for d in schedules
+                ])
+        elif args.action == "describe":
+            described = _schedule_dict(await handle.describe())
+            if args.output == "json":
+                print(json.dumps(described, indent=2))
+            else:
+                for key, value in described.items():
+                    print(f"{key}: {value}")
+        elif args.action in ("pause", "unpause"):
+            await (handle.pause(note=args.note) if args.action == "pause" else handle.unpause(note=args.note))
+            print(f"schedule {args.schedule_id} {args.action}d")
+        elif args.action == "trigger":
+            await handle.trigger(overlap=overlap)
+            print(f"schedule {args.schedule_id} triggered")
+        elif args.action == "backfill":
+            await handle.backfill(_moment(args.start, "--start"), _moment(args.end, "--end"), overlap=overlap)
+            print(f"schedule {args.schedule_id} backfill queued")
+        elif args.action == "delete":
+            await handle.delete()
+            print(f"schedule {args.schedule_id} deleted")
+        else:
+            status = await client.get_scheduler_status()
+            print(f"leader: {status.leader_identity or '-'}  fencing token {status.fencing_token}"
+                  f"  since {_stamp(status.leader_since)}  lease until {_stamp(status.lease_expires_at)}")
+            print(f"this replica: {status.replica_identity}  leader: {'yes' if status.replica_is_leader else 'no'}"
+                  f"  refused writes: {status.replica_rejected_writes}")
+            for change in status.replica_leader_changes:
+                print(f"  {_stamp(change.time)}  {change.event}  token {change.fencing_token}")
+    finally:
+        await client.close()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flowforge", description="FlowForge: durable workflows for Python")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -163,11 +325,12 @@ def _parser() -> argparse.ArgumentParser:
     _trigger_parser(commands)
     _event_parser(commands)
     _search_attribute_parser(commands)
+    _schedule_parser(commands)
     return parser
 
 
 async def _run_server(args: argparse.Namespace) -> None:
-    from flowforge.server import EngineConfig, FlowForgeServer, ServerConfig
+    from flowforge.server import EngineConfig, FlowForgeServer, SchedulerConfig, ServerConfig
 
     if args.action == "start-dev":
         store = ":memory:" if args.in_memory else args.db
@@ -178,6 +341,10 @@ async def _run_server(args: argparse.Namespace) -> None:
             store=store, host=args.ip, port=args.port, engine=EngineConfig(max_payload_bytes=args.max_payload_bytes),
             http_port=args.http_port, event_dedupe_window_s=args.event_dedupe_window,
             webhook_secrets=_read_webhook_secrets(args.webhook_secrets_file) if args.webhook_secrets_file else {},
+            scheduler=SchedulerConfig(
+                lease_ttl_s=args.scheduler_lease_ttl, renew_interval_s=args.scheduler_renew_interval,
+                max_sleep_s=args.scheduler_max_sleep,
+            ),
         )
     )
     await server.serve(ready_file=args.ready_file)
@@ -366,7 +533,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     runners = {
         "server": _run_server, "workflow": _run_workflow, "namespace": _run_namespace,
         "trigger": _run_trigger, "event": _run_event,
-        "search-attribute": _run_search_attribute,
+        "search-attribute": _run_search_attribute, "schedule": _run_schedule,
     }
     try:
         asyncio.run(runners[args.command](args))

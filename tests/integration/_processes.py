@@ -41,29 +41,33 @@ async def wait_until(check: Callable[[], Awaitable[Optional[_T]] | Optional[_T]]
 class ServerProcess:
     """``flowforge server start`` in a child process, restartable on the same port."""
 
-    def __init__(self, store: str, workdir: Path) -> None:
+    def __init__(self, store: str, workdir: Path, *, name: str = "server", extra_args: tuple[str, ...] = ()) -> None:
         self.store = store
         self.workdir = workdir
+        self.name = name
+        self.extra_args = extra_args
         self.port = 0
         self.process: Optional[subprocess.Popen[bytes]] = None
-        self._log = open(workdir / "server.log", "ab")
+        self._log = open(workdir / f"{name}.log", "ab")
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
     def start(self) -> str:
-        ready = self.workdir / "server.ready"
+        ready = self.workdir / f"{self.name}.ready"
         ready.unlink(missing_ok=True)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "flowforge.cli", "server", "start", "--store", self.store,
-             "--port", str(self.port), "--ready-file", str(ready), "--log-level", "WARNING"],
+             "--port", str(self.port), "--ready-file", str(ready), "--log-level", "WARNING", *self.extra_args],
             env=_env(), stdout=self._log, stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 60
         while not ready.exists():
             if self.process.poll() is not None:
-                raise RuntimeError(f"server exited with {self.process.returncode}; see {self.workdir / 'server.log'}")
+                raise RuntimeError(
+                    f"server exited with {self.process.returncode}; see {self.workdir / (self.name + '.log')}"
+                )
             if time.monotonic() > deadline:
                 raise RuntimeError("server did not become ready in 60s")
             time.sleep(0.02)

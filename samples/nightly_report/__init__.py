@@ -1,0 +1,1 @@
+"""A nightly report started by a cron schedule in a named time zone (samples/nightly-report)."""
