@@ -197,7 +197,9 @@ def _page_cursor(token: bytes) -> Optional[tuple[int, str]]:
         return None
     try:
         start_us, run_id = json.loads(base64.urlsafe_b64decode(token))
-        return int(start_us), str(run_id)
+        if not isinstance(start_us, int) or not isinstance(run_id, str) or not -(2**63) <= start_us < 2**63:
+            raise ValueError(token)
+        return start_us, run_id
     except (ValueError, TypeError):
         raise InvalidArgument("next_page_token is malformed; pass back the one the last page returned") from None
 

@@ -63,6 +63,7 @@ from flowforge.server.stores.base import (
 from flowforge.server.tokens import TaskToken, TokenSigner
 from flowforge.server.visibility import (
     MAX_ATTRIBUTES_PER_EXECUTION,
+    MAX_ATTRIBUTES_PER_NAMESPACE,
     VALUE_TYPES,
     check_attribute_name,
     compile_query,
@@ -877,6 +878,11 @@ class HistoryEngine:
 
         async def body(tx: Transaction) -> None:
             existing = await tx.get_search_attribute_types(namespace)
+            if len(existing.keys() | attributes.keys()) > MAX_ATTRIBUTES_PER_NAMESPACE:
+                raise FailedPrecondition(
+                    f"namespace {namespace!r} would have {len(existing.keys() | attributes.keys())} custom search"
+                    f" attributes; the limit is {MAX_ATTRIBUTES_PER_NAMESPACE} (reuse a registered one)"
+                )
             for name, value_type in sorted(attributes.items()):
                 if name not in existing:
                     await tx.insert_search_attribute_type(namespace, name, value_type, self.clock.now_us())

@@ -25,16 +25,18 @@ Every condition is two-valued (a comparison with an absent value is false, and
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import re
 from datetime import datetime, timezone
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Iterator, Optional, Union
 
 from flowforge.api.v1 import common_pb2
 from flowforge.server.errors import InvalidArgument
 
 __all__ = [
+    "MAX_ATTRIBUTES_PER_NAMESPACE",
     "MAX_QUERY_LENGTH",
     "SYSTEM_ATTRIBUTES",
     "CompiledQuery",
@@ -52,6 +54,7 @@ MAX_QUERY_LENGTH = 10_000
 MAX_NAME_LENGTH = 64
 MAX_KEYWORD_LENGTH = 2_048
 MAX_ATTRIBUTES_PER_EXECUTION = 64
+MAX_ATTRIBUTES_PER_NAMESPACE = 100
 _MAX_NESTING = 32
 _INT64 = (-(2**63), 2**63 - 1)
 
@@ -180,9 +183,10 @@ class _Token:
 
 class _QueryError(InvalidArgument):
     def __init__(self, query: str, position: int, what: str) -> None:
-        line = query if len(query) <= 200 else query[max(0, position - 100):position + 100]
-        caret = position - 1 if len(query) <= 200 else min(position - 1, 100)
-        super().__init__(f"invalid query at position {position}: {what}\n  {line}\n  {' ' * caret}^")
+        # A long query is shown around the position only.
+        start = 0 if len(query) <= 200 else max(0, position - 100)
+        line = query[start:start + 200]
+        super().__init__(f"invalid query at position {position}: {what}\n  {line}\n  {' ' * (position - 1 - start)}^")
         self.position = position
 
 
@@ -316,23 +320,30 @@ class _Parser:
 
     def _not(self) -> _Node:
         if self._at_keyword("NOT"):
-            self._next()
-            return _Not(self._not())
+            with self._nested(self._next()):
+                return _Not(self._not())
         return self._primary()
+
+    @contextlib.contextmanager
+    def _nested(self, token: _Token) -> Iterator[None]:
+        """Bounds the recursion (parentheses and NOTs), so no query can exhaust the stack."""
+        self._depth += 1
+        if self._depth > _MAX_NESTING:
+            self._fail(token, f"parentheses and NOTs nest deeper than {_MAX_NESTING} levels")
+        yield
+        self._depth -= 1
 
     def _primary(self) -> _Node:
         token = self._peek()
         if token.kind == "(":
-            self._depth += 1
-            if self._depth > _MAX_NESTING:
-                self._fail(token, f"parentheses nest deeper than {_MAX_NESTING} levels")
-            self._next()
-            node = self._or()
-            closing = self._next()
-            if closing.kind != ")":
-                self._fail(closing, f"expected ')' to close the '(' at position {token.position}, found {closing.describe()}")
-            self._depth -= 1
-            return node
+            with self._nested(self._next()):
+                node = self._or()
+                closing = self._next()
+                if closing.kind != ")":
+                    self._fail(
+                        closing, f"expected ')' to close the '(' at position {token.position}, found {closing.describe()}"
+                    )
+                return node
         if token.kind != "NAME":
             self._fail(token, f"expected an attribute name or '(', found {token.describe()}")
         return self._predicate(self._next())
@@ -554,6 +565,9 @@ class _Compiler:
             return self._fail(token, mismatch)
         if moment.tzinfo is None:
             self._fail(token, f"{token.text!r} has no UTC offset: add 'Z' or e.g. '+02:00'")
-        delta = moment.astimezone(timezone.utc) - datetime(1970, 1, 1, tzinfo=timezone.utc)
+        try:
+            delta = moment.astimezone(timezone.utc) - datetime(1970, 1, 1, tzinfo=timezone.utc)
+        except OverflowError:
+            return self._fail(token, f"{token.text!r} is outside the years 0001 to 9999 in UTC")
         return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 

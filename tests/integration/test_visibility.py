@@ -16,6 +16,7 @@ Every test runs against SQLite and PostgreSQL (the in-process ``server`` fixture
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -24,6 +25,7 @@ import grpc
 import pytest
 
 from flowforge import Client, WorkflowExecutionStatus, activity, workflow
+from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.client import WorkflowHandle
 from flowforge.common import SearchAttributeIndexedValueType as IndexedType
 from flowforge.exceptions import NonDeterminismError, RPCError
@@ -107,6 +109,8 @@ async def test_unregistered_or_mistyped_attributes_are_refused_and_change_nothin
     assert retyped.status == grpc.StatusCode.ALREADY_EXISTS and "already registered" in retyped.message
     bad_name = await rejection(sdk_client.add_search_attributes({"order id": IndexedType.KEYWORD}))
     assert bad_name.status == grpc.StatusCode.INVALID_ARGUMENT and "letters, digits or underscores" in bad_name.message
+    too_many = await rejection(sdk_client.add_search_attributes({f"A{n}": IndexedType.INT for n in range(100)}))
+    assert too_many.status == grpc.StatusCode.FAILED_PRECONDITION and "the limit is 100" in too_many.message
     with pytest.raises(ValueError, match="naive datetime"):
         await start_idle(sdk_client, "bad-4", "Order", search_attributes={"Amount": datetime(2024, 1, 1)})
 
@@ -237,6 +241,11 @@ async def test_bad_queries_are_invalid_argument_naming_the_position(sdk_client: 
         assert expected in error.message, (query, error.message)
     counted = await rejection(sdk_client.count_workflows("Amount >"))
     assert counted.status == grpc.StatusCode.INVALID_ARGUMENT and "position 9" in counted.message
+    for token in (b"garbage", base64.urlsafe_b64encode(b'[99999999999999999999999, "r"]')):
+        forged = await rejection(sdk_client.workflow_service.call(
+            "ListWorkflowExecutions", pb.ListWorkflowExecutionsRequest(namespace="default", next_page_token=token)
+        ))
+        assert forged.status == grpc.StatusCode.INVALID_ARGUMENT and "next_page_token is malformed" in forged.message
     # The server kept serving.
     await start_idle(sdk_client, "still-serving", "Order")
     assert await ids(sdk_client, "WorkflowType = 'Order'") == {"still-serving"}

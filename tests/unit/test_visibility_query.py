@@ -59,7 +59,9 @@ def test_an_empty_query_matches_everything_and_plain_filters_are_anded() -> None
         ("Amount IN (1 2)", 14, "expected ',' or ')' in the IN list"),
         ("Amount > 99999999999999999999", 10, "does not fit in a 64-bit Int"),
         ("DueAt STARTS_WITH '2024'", 1, "STARTS_WITH needs a Keyword attribute"),
-        ("(" * 40 + "Region = 'x'" + ")" * 40, 33, "parentheses nest deeper than 32 levels"),
+        ("(" * 40 + "Region = 'x'" + ")" * 40, 33, "parentheses and NOTs nest deeper than 32 levels"),
+        ("NOT " * 2000 + "Region = 'x'", 129, "parentheses and NOTs nest deeper than 32 levels"),
+        ("StartTime > '0001-01-01T00:00:00+01:00'", 13, "outside the years 0001 to 9999"),
     ],
 )
 def test_refusals_name_the_position_and_what_was_expected(query: str, position: int, expected: str) -> None:
@@ -67,8 +69,9 @@ def test_refusals_name_the_position_and_what_was_expected(query: str, position: 
         compiled(query)
     message = caught.value.message
     assert message.startswith(f"invalid query at position {position}: ") and expected in message
-    # The message repeats the query with a caret under the position.
-    assert message.splitlines()[2].index("^") - 2 == position - 1
+    # The message repeats the query (around the position, if long) with a caret under it.
+    _, shown, caret = message.splitlines()
+    assert shown[caret.index("^")] == query[position - 1]
 
 
 def test_a_query_over_the_length_limit_is_refused() -> None:
