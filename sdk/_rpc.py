@@ -19,7 +19,9 @@ from typing import Any, Optional, Sequence
 
 import grpc
 
+from flowforge._codec import decode_message, encode_message
 from flowforge.api.v1 import workflow_service_pb2_grpc
+from flowforge.converter import PayloadCodec
 from flowforge.exceptions import RPCError
 
 __all__ = ["MAX_MESSAGE_BYTES", "RPCRetryConfig", "WorkflowServiceClient"]
@@ -87,6 +89,9 @@ class WorkflowServiceClient:
         channel: An open ``grpc.aio`` channel to the server.
         metadata: Sent with every call (e.g. the ``authorization`` header).
         retry_config: How transient failures are retried.
+        payload_codec: Encodes every payload of each request before it is sent
+            and decodes every payload of each response (see
+            :class:`flowforge.converter.PayloadCodec`).
     """
 
     def __init__(
@@ -95,8 +100,10 @@ class WorkflowServiceClient:
         *,
         metadata: Sequence[tuple[str, str]] = (),
         retry_config: RPCRetryConfig = RPCRetryConfig(),
+        payload_codec: Optional[PayloadCodec] = None,
     ) -> None:
         self._channel = channel
+        self._payload_codec = payload_codec
         self._stub = workflow_service_pb2_grpc.WorkflowServiceStub(channel)
         self._metadata = tuple(metadata)
         self.retry_config = retry_config
@@ -127,6 +134,15 @@ class WorkflowServiceClient:
             RPCError: The call failed with a final status, or retries ran out.
         """
         method = getattr(self._stub, rpc)
+        if self._payload_codec is not None:
+            request = await encode_message(request, self._payload_codec)
+            response = await self._call(method, rpc, request, retry=retry, timeout=timeout)
+            return await decode_message(response, self._payload_codec)
+        return await self._call(method, rpc, request, retry=retry, timeout=timeout)
+
+    async def _call(
+        self, method: Any, rpc: str, request: Any, *, retry: bool, timeout: Optional[timedelta]
+    ) -> Any:
         config = self.retry_config
         attempt_timeout = (timeout or config.rpc_timeout).total_seconds()
         loop = asyncio.get_running_loop()

@@ -695,7 +695,9 @@ class Client:
             identity: Recorded in history as the caller; defaults to ``pid@hostname``.
             tls: ``True`` for TLS with the system's roots, or explicit channel
                 credentials; ``False`` for plaintext.
-            data_converter: Turns values into payloads and back.
+            data_converter: Turns values into payloads and back; its ``payload_codec``,
+                if set, is applied to every payload this client and the workers
+                using it exchange with the server, so the server never sees them plain.
             rpc_retry: How transient RPC failures are retried.
             connect_timeout: How long to wait for the server to accept the
                 connection; ``None`` connects lazily on the first call.
@@ -726,7 +728,9 @@ class Client:
                     grpc.StatusCode.UNAVAILABLE,
                 ) from None
         metadata = [("authorization", f"Bearer {api_key}")] if api_key else []
-        service = WorkflowServiceClient(channel, metadata=metadata, retry_config=rpc_retry)
+        service = WorkflowServiceClient(
+            channel, metadata=metadata, retry_config=rpc_retry, payload_codec=data_converter.payload_codec
+        )
         return cls(
             service,
             namespace=namespace,

@@ -1,17 +1,31 @@
 """Turning values into payloads and errors into failures, and back.
 
-The default converter writes JSON (``json/plain``): dataclasses are written as
-objects and rebuilt from the parameter's type hint, ``None`` is ``binary/null``
-and ``bytes`` are ``binary/plain``.
+The default converter writes JSON (``json/plain``): dataclasses and ``pydantic``
+models (when pydantic is installed) are written as objects, datetimes, dates
+and UUIDs as strings, enums as their values; ``None`` is ``binary/null`` and
+``bytes`` are ``binary/plain``. Reading a payload back, the type hint of the
+parameter or return value it is for rebuilds the value: a dataclass in gives a
+dataclass out, also nested and inside ``list[...]``, ``dict[str, ...]``,
+``Optional[...]`` and unions.
+
+A :class:`PayloadCodec` (compression, encryption, ...) set on the client's
+converter transforms every payload on its way to the server and back, in the
+client and the worker only: ``Client.connect(..., data_converter=
+DataConverter(payload_codec=MyCodec()))``. See docs/payloads.md.
 """
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import datetime
+import enum
 import json
+import sys
 import traceback
+import types
 import typing
+import uuid
 from typing import Any, Iterable, Optional, Sequence
 
 from google.protobuf import json_format
@@ -21,6 +35,7 @@ from flowforge.api.v1 import common_pb2
 
 __all__ = [
     "DataConverter",
+    "PayloadCodec",
     "default_converter",
     "failure_to_error",
     "error_to_failure",
@@ -34,35 +49,129 @@ _NULL = b"binary/null"
 _BINARY = b"binary/plain"
 
 
+def _pydantic_model_class() -> Optional[type]:
+    """``pydantic.BaseModel`` if pydantic is loaded, else ``None``.
+
+    pydantic is optional: a program whose payloads contain models has imported it
+    already, so the converter never imports it itself.
+    """
+    pydantic = sys.modules.get("pydantic")
+    return getattr(pydantic, "BaseModel", None)
+
+
 def _json_default(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
+        return {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+    model_class = _pydantic_model_class()
+    if model_class is not None and isinstance(value, model_class):
+        return value.model_dump(mode="json")  # type: ignore[attr-defined]
     if isinstance(value, (datetime.datetime, datetime.date)):
         return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, enum.Enum):
+        return value.value
     if isinstance(value, (set, frozenset, tuple)):
         return list(value)
     raise TypeError(f"value of type {type(value).__name__} is not JSON serializable")
 
 
+_UNION_TYPES = (typing.Union, types.UnionType)
+_SEQUENCE_ORIGINS = (list, tuple, set, frozenset, Sequence, typing.MutableSequence, typing.AbstractSet)
+
+
 def _from_json_value(value: Any, hint: Any) -> Any:
-    """Rebuilds dataclasses (also nested, and in lists) from decoded JSON."""
-    if hint is None or hint is Any or value is None:
+    """Rebuilds the value ``hint`` describes from decoded JSON (dataclasses, models, ...).
+
+    Raises:
+        TypeError, ValueError: The value does not fit the hint.
+    """
+    if hint is None or hint is Any or value is None or isinstance(hint, (str, typing.TypeVar)):
         return value
-    if dataclasses.is_dataclass(hint) and isinstance(value, dict):
+    origin = typing.get_origin(hint)
+    if origin in _UNION_TYPES:
+        return _from_json_union(value, typing.get_args(hint))
+    if origin is typing.Annotated:
+        return _from_json_value(value, typing.get_args(hint)[0])
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type) and isinstance(value, dict):
         hints = typing.get_type_hints(hint)
         fields = {f.name for f in dataclasses.fields(hint)}
         return hint(**{k: _from_json_value(v, hints.get(k)) for k, v in value.items() if k in fields})
-    origin = typing.get_origin(hint)
-    if origin in (list, Sequence) and isinstance(value, list):
-        (item_hint,) = typing.get_args(hint) or (None,)
-        return [_from_json_value(v, item_hint) for v in value]
-    if hint is datetime.datetime and isinstance(value, str):
-        return datetime.datetime.fromisoformat(value)
+    model_class = _pydantic_model_class()
+    if model_class is not None and isinstance(hint, type) and issubclass(hint, model_class):
+        return hint.model_validate(value)  # type: ignore[attr-defined]
+    if origin in _SEQUENCE_ORIGINS and isinstance(value, list):
+        arguments = typing.get_args(hint)
+        if origin is tuple and arguments and arguments[-1] is not Ellipsis:
+            return tuple(_from_json_value(v, h) for v, h in zip(value, arguments))
+        items = [_from_json_value(v, arguments[0] if arguments else None) for v in value]
+        return items if origin in (list, Sequence, typing.MutableSequence) else origin(items)
+    if origin in (dict, typing.Mapping, typing.MutableMapping) and isinstance(value, dict):
+        _, value_hint = typing.get_args(hint) or (None, None)
+        return {k: _from_json_value(v, value_hint) for k, v in value.items()}
+    if isinstance(hint, type) and isinstance(value, str):
+        if issubclass(hint, datetime.date):  # datetime.datetime too
+            return hint.fromisoformat(value)
+        if issubclass(hint, uuid.UUID):
+            return hint(value)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return hint(value)
     return value
 
 
+def _from_json_union(value: Any, members: Sequence[Any]) -> Any:
+    """The first member of a union (``Optional[X]`` is ``X | None``) the value fits."""
+    for member in members:
+        if member is type(None):
+            continue
+        try:
+            result = _from_json_value(value, member)
+        except (TypeError, ValueError):
+            continue
+        runtime_class = typing.get_origin(member) or member
+        if not isinstance(runtime_class, type) or isinstance(result, runtime_class):
+            return result
+    return value
+
+
+class PayloadCodec(abc.ABC):
+    """Transforms encoded payloads on their way to the server and back, e.g. to
+    compress or encrypt them (Temporal's ``PayloadCodec``).
+
+    Set it on the client's converter; the client and the workers using that
+    client then encode every payload they send (workflow and activity arguments
+    and results, signal arguments, heartbeat details, failure details, markers)
+    and decode every payload they receive, so the server only ever stores and
+    forwards what :meth:`encode` made. ``decode(encode(p)) == p`` must hold, and
+    both must work for payloads of any process using the codec (e.g. every
+    worker needs the key).
+    """
+
+    @abc.abstractmethod
+    async def encode(self, payloads: Sequence[common_pb2.Payload]) -> list[common_pb2.Payload]:
+        """Encodes payloads for the server; returns as many as it was given, in order."""
+
+    @abc.abstractmethod
+    async def decode(self, payloads: Sequence[common_pb2.Payload]) -> list[common_pb2.Payload]:
+        """Reverses :meth:`encode`; returns as many as it was given, in order."""
+
+
 class DataConverter:
-    """Converts values to :class:`Payload` messages and back (JSON by default)."""
+    """Converts values to :class:`Payload` messages and back (JSON by default).
+
+    Args:
+        payload_codec: Applied by the client and its workers to every payload
+            sent to and received from the server; ``None`` sends payloads as
+            the converter wrote them.
+    """
+
+    def __init__(self, *, payload_codec: Optional[PayloadCodec] = None) -> None:
+        self._payload_codec = payload_codec
+
+    @property
+    def payload_codec(self) -> Optional[PayloadCodec]:
+        """The codec applied between this process and the server, if any."""
+        return self._payload_codec
 
     def to_payload(self, value: Any) -> common_pb2.Payload:
         """Serializes one value."""

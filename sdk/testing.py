@@ -40,6 +40,7 @@ from typing import (
 )
 
 from flowforge import activity, workflow
+from flowforge._codec import decode_message
 from flowforge._rpc import WorkflowServiceClient
 from flowforge._workflow_instance import WorkflowInstance
 from flowforge.api.v1 import common_pb2
@@ -104,7 +105,10 @@ class Replayer:
     Args:
         workflows: The ``@workflow.defn`` classes histories may be of.
         namespace: The namespace ``workflow.info()`` reports.
-        data_converter: Decodes the payloads recorded in the histories.
+        data_converter: Decodes the payloads recorded in the histories; its
+            codec, if any, decodes them first (it must pass through payloads it
+            did not encode: a history fetched by a client with the codec is
+            decoded already).
     """
 
     def __init__(
@@ -142,7 +146,7 @@ class Replayer:
         """
         run_id = _recorded_run_id(history)
         try:
-            self._replay(history)
+            self._replay(history, await self._events(history))
         except Exception as error:
             if raise_on_failure:
                 raise
@@ -178,11 +182,19 @@ class Replayer:
                 results.append(await self.replay_workflow(history, raise_on_failure=raise_on_failure))
         return WorkflowReplayResults(results)
 
-    def _replay(self, history: _History) -> None:
-        events = [
-            event if isinstance(event, common_pb2.HistoryEvent) else event.to_proto()
-            for event in getattr(history, "events", history)
-        ]
+    async def _events(self, history: _History) -> list[common_pb2.HistoryEvent]:
+        events = []
+        for event in getattr(history, "events", history):
+            proto = common_pb2.HistoryEvent()
+            proto.CopyFrom(event if isinstance(event, common_pb2.HistoryEvent) else event.to_proto())
+            events.append(proto)
+        codec = self._converter.payload_codec
+        if codec is not None:
+            # E.g. a history written by `flowforge workflow show`, which has no codec.
+            events = [await decode_message(event, codec) for event in events]
+        return events
+
+    def _replay(self, history: _History, events: list[common_pb2.HistoryEvent]) -> None:
         if not events or events[0].event_type != "WorkflowExecutionStarted":
             raise ValueError("a history starts with its WorkflowExecutionStarted event")
         started = json.loads(events[0].attributes_json or "{}")

@@ -1,0 +1,131 @@
+"""Applies a :class:`~flowforge.converter.PayloadCodec` to every payload of a message.
+
+The client's RPC layer runs each request through :func:`encode_message` before
+it leaves the process and each response through :func:`decode_message`, so
+everything the client and its workers send or receive over the wire — present
+RPCs and ones added later — is covered by one place. History events carry their
+payloads inside ``attributes_json`` in their protobuf JSON form (a
+``{"payloads": [...]}`` object); those are decoded there.
+
+Search attributes are left as they are: the server indexes them, so they are
+never encoded (as in Temporal).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Awaitable, Callable, Sequence, TypeVar
+
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+from flowforge.api.v1 import common_pb2
+from flowforge.converter import PayloadCodec
+
+__all__ = ["decode_message", "encode_message"]
+
+_MessageType = TypeVar("_MessageType", bound=Message)
+_Transform = Callable[[Sequence[common_pb2.Payload]], Awaitable[list[common_pb2.Payload]]]
+
+# Fields (proto) and keys (history JSON) whose payloads the server must read.
+_NOT_ENCODED = frozenset({"search_attributes"})
+
+
+async def encode_message(message: _MessageType, codec: PayloadCodec) -> _MessageType:
+    """A copy of ``message`` with every payload encoded (the message is left as it is)."""
+    encoded = type(message)()
+    encoded.CopyFrom(message)
+    await _visit(encoded, _checked(codec.encode, "encode"))
+    return encoded
+
+
+async def decode_message(message: _MessageType, codec: PayloadCodec) -> _MessageType:
+    """Decodes every payload of ``message`` in place, history event attributes included."""
+    await _visit(message, _checked(codec.decode, "decode"))
+    return message
+
+
+def _checked(transform: _Transform, name: str) -> _Transform:
+    async def apply(payloads: Sequence[common_pb2.Payload]) -> list[common_pb2.Payload]:
+        result = list(await transform(payloads))
+        if len(result) != len(payloads):
+            raise ValueError(f"PayloadCodec.{name} returned {len(result)} payloads for {len(payloads)}")
+        return result
+
+    return apply
+
+
+async def _visit(message: Message, transform: _Transform) -> None:
+    if isinstance(message, common_pb2.Payloads):
+        if message.payloads:
+            transformed = await transform(list(message.payloads))
+            del message.payloads[:]
+            message.payloads.extend(transformed)
+        return
+    if isinstance(message, common_pb2.Payload):
+        (transformed,) = await transform([message])
+        message.CopyFrom(transformed)
+        return
+    if isinstance(message, common_pb2.HistoryEvent):
+        await _visit_event(message, transform)
+        return
+    for field, value in message.ListFields():
+        if field.message_type is None or field.name in _NOT_ENCODED:
+            continue
+        if field.message_type.GetOptions().map_entry:
+            if field.message_type.fields_by_name["value"].message_type is not None:
+                for item in value.values():
+                    await _visit(item, transform)
+        elif field.is_repeated:
+            for item in value:
+                await _visit(item, transform)
+        else:
+            await _visit(value, transform)
+
+
+async def _visit_event(event: common_pb2.HistoryEvent, transform: _Transform) -> None:
+    if not event.attributes_json:
+        return
+    attributes = json.loads(event.attributes_json)
+    transformed = await _visit_json(attributes, transform)
+    if transformed != attributes:
+        event.attributes_json = json.dumps(transformed, separators=(",", ":"), sort_keys=True)
+
+
+async def _visit_json(value: Any, transform: _Transform) -> Any:
+    if isinstance(value, dict):
+        if _is_payloads_json(value):
+            payloads = [json_format.ParseDict(item, common_pb2.Payload()) for item in value["payloads"]]
+            return {
+                "payloads": [
+                    json_format.MessageToDict(item, preserving_proto_field_name=True)
+                    for item in await transform(payloads)
+                ]
+            }
+        if _is_payload_json(value):  # a single Payload, e.g. a memo field
+            (transformed,) = await transform([json_format.ParseDict(value, common_pb2.Payload())])
+            return json_format.MessageToDict(transformed, preserving_proto_field_name=True)
+        return {
+            key: item if key in _NOT_ENCODED else await _visit_json(item, transform)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [await _visit_json(item, transform) for item in value]
+    return value
+
+
+def _is_payloads_json(value: dict[str, Any]) -> bool:
+    """Whether ``value`` is a ``Payloads`` message in protobuf JSON form."""
+    payloads = value.get("payloads")
+    return (
+        len(value) == 1
+        and isinstance(payloads, list)
+        and bool(payloads)
+        and all(isinstance(item, dict) and _is_payload_json(item) for item in payloads)
+    )
+
+
+def _is_payload_json(value: dict[str, Any]) -> bool:
+    """Whether ``value`` is a ``Payload`` message in protobuf JSON form (it has an encoding)."""
+    metadata = value.get("metadata")
+    return set(value) <= {"metadata", "data"} and isinstance(metadata, dict) and "encoding" in metadata

@@ -1,0 +1,150 @@
+"""A PayloadCodec set on the client is applied by the client and its worker only: the
+server stores and forwards sealed payloads, and the store holds no plaintext, end to end
+on both stores. Dataclasses and pydantic models round-trip through workflow and activity.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import json
+import zlib
+from datetime import timedelta
+from typing import Any, Iterator, Sequence
+
+import pydantic
+import pytest
+
+from flowforge import Client, RetryPolicy, activity, workflow
+from flowforge.api.v1 import common_pb2
+from flowforge.converter import DataConverter, PayloadCodec
+from flowforge.exceptions import ApplicationError
+from flowforge.server import FlowForgeServer
+from flowforge.testing import Replayer
+from flowforge.worker import Worker
+
+TASK_QUEUE = "vault"
+SECRET = "SECRET-PLAINTEXT-7f3a9c"
+SEALED = b"binary/test-sealed"
+_KEY = hashlib.sha256(b"test key").digest()
+
+
+def _xor(data: bytes) -> bytes:
+    return bytes(byte ^ _KEY[index % len(_KEY)] for index, byte in enumerate(data))
+
+
+class SealingCodec(PayloadCodec):
+    """Compresses and scrambles with a key: stands in for encryption (reversible, no plaintext left)."""
+
+    async def encode(self, payloads: Sequence[common_pb2.Payload]) -> list[common_pb2.Payload]:
+        return [
+            common_pb2.Payload(metadata={"encoding": SEALED}, data=_xor(zlib.compress(p.SerializeToString())))
+            for p in payloads
+        ]
+
+    async def decode(self, payloads: Sequence[common_pb2.Payload]) -> list[common_pb2.Payload]:
+        return [
+            common_pb2.Payload.FromString(zlib.decompress(_xor(p.data))) if p.metadata.get("encoding") == SEALED else p
+            for p in payloads
+        ]
+
+
+@dataclasses.dataclass
+class Secret:
+    owner: str
+    text: str
+
+
+class Receipt(pydantic.BaseModel):
+    owner: str
+    text: str
+    attempts: int
+
+
+@activity.defn
+async def store_secret(secret: Secret) -> Receipt:
+    attempt = activity.info().attempt
+    if attempt == 1:
+        raise ApplicationError("the vault is busy", secret.text)  # failure details carry the secret
+    return Receipt(owner=secret.owner, text=secret.text, attempts=attempt)
+
+
+@workflow.defn
+class Vault:
+    @workflow.run
+    async def run(self, secret: Secret) -> Receipt:
+        assert isinstance(secret, Secret)
+        workflow.patched("sealed-markers")  # a marker's payloads are sealed too
+        receipt = await workflow.execute_activity(
+            store_secret, secret, start_to_close_timeout=timedelta(seconds=10),
+            retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=50)),
+        )
+        assert isinstance(receipt, Receipt)
+        return receipt
+
+
+def _payloads_in(value: Any) -> Iterator[dict[str, Any]]:
+    """Every payload (protobuf JSON form) inside history attributes."""
+    if isinstance(value, dict):
+        if isinstance(value.get("payloads"), list) and len(value) == 1:
+            yield from value["payloads"]
+            return
+        for item in value.values():
+            yield from _payloads_in(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _payloads_in(item)
+
+
+async def _stored_history(server: FlowForgeServer, run_id: str) -> list[Any]:
+    async with server.store.transaction() as tx:
+        return await tx.read_events("default", run_id)
+
+
+async def _run_vault(server: FlowForgeServer, converter: DataConverter, workflow_id: str) -> tuple[Receipt, str]:
+    async with await Client.connect(f"127.0.0.1:{server.port}", data_converter=converter) as client:
+        async with Worker(client, task_queue=TASK_QUEUE, workflows=[Vault], activities=[store_secret]):
+            handle = await client.start_workflow(Vault.run, Secret("ada", SECRET), id=workflow_id, task_queue=TASK_QUEUE)
+            receipt = await handle.result()
+    assert handle.run_id is not None
+    return receipt, handle.run_id
+
+
+def _plaintext_found(rows: list[Any]) -> bool:
+    for row in rows:
+        if SECRET in row.attributes:
+            return True
+        for payload in _payloads_in(json.loads(row.attributes)):
+            if SECRET.encode() in base64.b64decode(payload.get("data", "")):
+                return True
+    return False
+
+
+async def test_with_a_codec_the_store_holds_no_plaintext_and_the_client_sees_values(server: FlowForgeServer) -> None:
+    receipt, run_id = await _run_vault(server, DataConverter(payload_codec=SealingCodec()), "vault-sealed")
+
+    assert receipt == Receipt(owner="ada", text=SECRET, attempts=2)
+    rows = await _stored_history(server, run_id)
+    assert {"MarkerRecorded", "WorkflowExecutionCompleted"} <= {r.event_type for r in rows}
+    (started,) = [json.loads(r.attributes) for r in rows if r.event_type == "ActivityTaskStarted"]
+    assert started["last_failure"]["message"] == "the vault is busy"  # messages stay readable
+    assert list(_payloads_in(started["last_failure"]["details"]))  # details are payloads: sealed
+    payloads = [p for row in rows for p in _payloads_in(json.loads(row.attributes))]
+    assert len(payloads) >= 6  # input, 2 marker details, activity input, failure details, 2 results
+    assert {base64.b64decode(p["metadata"]["encoding"]) for p in payloads} == {SEALED}
+    assert not _plaintext_found(rows)
+
+    # A client without the codec sees only sealed payloads; a replayer given the codec replays them.
+    async with await Client.connect(f"127.0.0.1:{server.port}") as plain_client:
+        history = await plain_client.get_workflow_handle("vault-sealed").fetch_history()
+        with pytest.raises(ValueError, match="unknown payload encoding"):
+            await plain_client.get_workflow_handle("vault-sealed").result()
+    await Replayer(workflows=[Vault], data_converter=DataConverter(payload_codec=SealingCodec())).replay_workflow(history)
+
+
+async def test_without_a_codec_the_same_run_leaves_plaintext_in_the_store(server: FlowForgeServer) -> None:
+    receipt, run_id = await _run_vault(server, DataConverter(), "vault-plain")
+
+    assert receipt == Receipt(owner="ada", text=SECRET, attempts=2)
+    assert _plaintext_found(await _stored_history(server, run_id))  # so the check above can fail

@@ -1,0 +1,115 @@
+"""The default data converter: values to JSON payloads and back, rebuilt from type hints."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import subprocess
+import sys
+import uuid
+from datetime import date, datetime, timezone
+from typing import Any, Optional, Union
+
+import pydantic
+import pytest
+
+from flowforge.converter import DataConverter, default_converter
+
+
+class Tier(enum.Enum):
+    GOLD = "gold"
+    STANDARD = "standard"
+
+
+@dataclasses.dataclass
+class Address:
+    city: str
+    since: date
+
+
+@dataclasses.dataclass
+class Customer:
+    id: uuid.UUID
+    tier: Tier
+    addresses: list[Address]
+    by_kind: dict[str, Address]
+    created_at: datetime
+    nickname: Optional[str] = None
+
+
+class Order(pydantic.BaseModel):
+    order_id: str
+    customer: Customer
+    quantities: tuple[int, int]
+
+
+CUSTOMER = Customer(
+    id=uuid.UUID("12345678-1234-5678-1234-567812345678"),
+    tier=Tier.GOLD,
+    addresses=[Address("Paris", date(2020, 1, 2))],
+    by_kind={"billing": Address("Lyon", date(2021, 3, 4))},
+    created_at=datetime(2024, 5, 1, 9, 30, tzinfo=timezone.utc),
+)
+
+
+def round_trip(value: Any, hint: Any) -> Any:
+    return default_converter.from_payload(default_converter.to_payload(value), hint)
+
+
+def test_a_nested_dataclass_comes_back_as_the_dataclass_its_hint_names() -> None:
+    assert round_trip(CUSTOMER, Customer) == CUSTOMER
+
+
+def test_a_pydantic_model_comes_back_as_the_model_with_nested_dataclasses() -> None:
+    order = Order(order_id="o-1", customer=CUSTOMER, quantities=(2, 3))
+    back = round_trip(order, Order)
+    assert isinstance(back, Order) and back == order
+    assert isinstance(back.customer, Customer) and back.customer.tier is Tier.GOLD
+
+
+@pytest.mark.parametrize(
+    ("value", "hint"),
+    [
+        ([CUSTOMER, CUSTOMER], list[Customer]),
+        ({"a": CUSTOMER}, dict[str, Customer]),
+        (CUSTOMER, Optional[Customer]),
+        (None, Optional[Customer]),
+        (CUSTOMER, Union[int, Customer]),
+        ({"x", "y"}, set[str]),
+        ((1, "two"), tuple[int, str]),
+        (Tier.STANDARD, Tier),
+    ],
+    ids=["list", "dict", "optional", "optional-none", "union", "set", "tuple", "enum"],
+)
+def test_generic_hints_rebuild_their_items(value: Any, hint: Any) -> None:
+    assert round_trip(value, hint) == value
+
+
+def test_without_a_hint_values_come_back_as_plain_json() -> None:
+    assert round_trip(Address("Paris", date(2020, 1, 2)), None) == {"city": "Paris", "since": "2020-01-02"}
+
+
+def test_bytes_and_none_keep_their_own_encodings() -> None:
+    assert default_converter.to_payload(b"\x00\x01").metadata["encoding"] == b"binary/plain"
+    assert round_trip(b"\x00\x01", bytes) == b"\x00\x01"
+    assert default_converter.to_payload(None).metadata["encoding"] == b"binary/null"
+
+
+def test_a_value_json_cannot_hold_is_refused_naming_its_type() -> None:
+    with pytest.raises(TypeError, match="complex"):
+        default_converter.to_payload(1j)
+
+
+def test_a_converter_without_a_codec_has_none() -> None:
+    assert DataConverter().payload_codec is None
+
+
+def test_the_converter_works_without_pydantic_and_never_imports_it() -> None:
+    program = (
+        "import sys; sys.modules['pydantic'] = None\n"  # importing pydantic now fails
+        "import dataclasses\n"
+        "from flowforge.converter import default_converter as c\n"
+        "@dataclasses.dataclass\nclass A:\n    x: int\n"
+        "assert c.from_payload(c.to_payload(A(1)), A) == A(1)\n"
+    )
+    subprocess.run([sys.executable, "-c", program], check=True)
