@@ -11,7 +11,7 @@ import hashlib
 import json
 import zlib
 from datetime import timedelta
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 import pydantic
 import pytest
@@ -72,10 +72,23 @@ async def store_secret(secret: Secret) -> Receipt:
 
 @workflow.defn
 class Vault:
+    def __init__(self) -> None:
+        self._unlock_code: Optional[str] = None
+
+    @workflow.signal
+    def unlock(self, code: str) -> None:
+        self._unlock_code = code
+
+    @workflow.query
+    def unlocked_with(self) -> Optional[str]:
+        return self._unlock_code
+
     @workflow.run
     async def run(self, secret: Secret) -> Receipt:
         assert isinstance(secret, Secret)
         workflow.patched("sealed-markers")  # a marker's payloads are sealed too
+        await workflow.wait_condition(lambda: self._unlock_code == secret.text)  # a sealed signal
+        assert workflow.memo_value("note") == secret.text  # a sealed memo
         receipt = await workflow.execute_activity(
             store_secret, secret, start_to_close_timeout=timedelta(seconds=10),
             retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=50)),
@@ -89,6 +102,9 @@ def _payloads_in(value: Any) -> Iterator[dict[str, Any]]:
     if isinstance(value, dict):
         if isinstance(value.get("payloads"), list) and len(value) == 1:
             yield from value["payloads"]
+            return
+        if "encoding" in value.get("metadata", {}):  # a single payload: a memo field
+            yield value
             return
         for item in value.values():
             yield from _payloads_in(item)
@@ -105,8 +121,12 @@ async def _stored_history(server: FlowForgeServer, run_id: str) -> list[Any]:
 async def _run_vault(server: FlowForgeServer, converter: DataConverter, workflow_id: str) -> tuple[Receipt, str]:
     async with await Client.connect(f"127.0.0.1:{server.port}", data_converter=converter) as client:
         async with Worker(client, task_queue=TASK_QUEUE, workflows=[Vault], activities=[store_secret]):
-            handle = await client.start_workflow(Vault.run, Secret("ada", SECRET), id=workflow_id, task_queue=TASK_QUEUE)
+            handle = await client.start_workflow(
+                Vault.run, Secret("ada", SECRET), id=workflow_id, task_queue=TASK_QUEUE,
+                start_signal=Vault.unlock, start_signal_args=[SECRET], memo={"note": SECRET},
+            )
             receipt = await handle.result()
+            assert await handle.query(Vault.unlocked_with) == SECRET  # a sealed query result
     assert handle.run_id is not None
     return receipt, handle.run_id
 
@@ -126,12 +146,12 @@ async def test_with_a_codec_the_store_holds_no_plaintext_and_the_client_sees_val
 
     assert receipt == Receipt(owner="ada", text=SECRET, attempts=2)
     rows = await _stored_history(server, run_id)
-    assert {"MarkerRecorded", "WorkflowExecutionCompleted"} <= {r.event_type for r in rows}
+    assert {"MarkerRecorded", "WorkflowExecutionSignaled", "WorkflowExecutionCompleted"} <= {r.event_type for r in rows}
     (started,) = [json.loads(r.attributes) for r in rows if r.event_type == "ActivityTaskStarted"]
     assert started["last_failure"]["message"] == "the vault is busy"  # messages stay readable
     assert list(_payloads_in(started["last_failure"]["details"]))  # details are payloads: sealed
     payloads = [p for row in rows for p in _payloads_in(json.loads(row.attributes))]
-    assert len(payloads) >= 6  # input, 2 marker details, activity input, failure details, 2 results
+    assert len(payloads) >= 7  # input, signal, 2 marker details, activity input, failure details, 2 results
     assert {base64.b64decode(p["metadata"]["encoding"]) for p in payloads} == {SEALED}
     assert not _plaintext_found(rows)
 
