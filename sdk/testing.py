@@ -469,6 +469,12 @@ class WorkflowEnvironment:
         await self.shutdown()
 
     @staticmethod
+    def from_client(client: Client) -> WorkflowEnvironment:
+        """An environment around an existing client (e.g. of a shared dev server);
+        time is real and :meth:`shutdown` only closes the client."""
+        return WorkflowEnvironment(client)
+
+    @staticmethod
     def start_local(
         *,
         namespace: str = "default",

@@ -97,6 +97,15 @@ async def test_temporal_spelling_await_then_async_with_works_in_a_namespace_of_i
             assert await handle.result() == "Hello, Grace!"
 
 
+async def test_from_client_wraps_the_client_of_another_server() -> None:
+    async with WorkflowEnvironment.start_local() as server_env:
+        env = WorkflowEnvironment.from_client(server_env.client)
+        assert env.client is server_env.client and not env.supports_time_skipping
+        async with Worker(env.client, task_queue=QUEUE, workflows=[Greeting], activities=[greet]):
+            handle = await env.client.start_workflow(Greeting.run, "Edsger", id="greeting", task_queue=QUEUE)
+            assert await handle.result() == "Hello, Edsger!"
+
+
 async def test_a_30_day_sleep_completes_in_under_a_second_under_time_skipping() -> None:
     async with WorkflowEnvironment.start_time_skipping() as env:
         assert env.supports_time_skipping
