@@ -61,6 +61,21 @@ _COMMAND_EVENT_TYPES = frozenset(
         "WorkflowExecutionFailed",
         "WorkflowExecutionCanceled",
         "UpsertWorkflowSearchAttributes",
+        "StartChildWorkflowExecutionInitiated",
+        "RequestCancelExternalWorkflowExecutionInitiated",
+        "WorkflowExecutionContinuedAsNew",
+    }
+)
+# Events that resolve a child workflow's start or its outcome.
+_CHILD_EVENT_TYPES = frozenset(
+    {
+        "StartChildWorkflowExecutionFailed",
+        "ChildWorkflowExecutionStarted",
+        "ChildWorkflowExecutionCompleted",
+        "ChildWorkflowExecutionFailed",
+        "ChildWorkflowExecutionCanceled",
+        "ChildWorkflowExecutionTerminated",
+        "ChildWorkflowExecutionTimedOut",
     }
 )
 # Events delivered to workflow code, in batches, when the next workflow task runs.
@@ -74,6 +89,7 @@ _DELIVERED_EVENT_TYPES = frozenset(
         "TimerFired",
         "WorkflowExecutionCancelRequested",
         "WorkflowExecutionSignaled",
+        *_CHILD_EVENT_TYPES,
     }
 )
 _WORKFLOW_TASK_NOT_COMPLETED = frozenset({"WorkflowTaskFailed", "WorkflowTaskTimedOut"})
@@ -137,6 +153,16 @@ def _command_signature(command: command_pb2.Command) -> tuple[str, str, dict[str
     if kind == "upsert_workflow_search_attributes":
         names = command.upsert_workflow_search_attributes.search_attributes.indexed_fields
         return "UpsertWorkflowSearchAttributes", "UpsertWorkflowSearchAttributes", {"names": ",".join(sorted(names))}
+    if kind == "start_child_workflow_execution":
+        child = command.start_child_workflow_execution
+        fields = {"workflow_type": child.workflow_type, "workflow_id": child.workflow_id}
+        return "StartChildWorkflowExecution", "StartChildWorkflowExecutionInitiated", fields
+    if kind == "request_cancel_external_workflow_execution":
+        fields = {"workflow_id": command.request_cancel_external_workflow_execution.workflow_id}
+        return "RequestCancelExternalWorkflowExecution", "RequestCancelExternalWorkflowExecutionInitiated", fields
+    if kind == "continue_as_new_workflow_execution":
+        fields = {"workflow_type": command.continue_as_new_workflow_execution.workflow_type}
+        return "ContinueAsNewWorkflowExecution", "WorkflowExecutionContinuedAsNew", fields
     raise ValueError(f"unknown command {kind!r}")
 
 
@@ -202,6 +228,22 @@ class _Activity:
     # Resolved with the result Payloads, or an ActivityError, by the outcome event.
     outcome: asyncio.Future[common_pb2.Payloads]
     handle: ActivityHandle = dataclasses.field(init=False)
+    cancel_requested: bool = False
+
+
+@dataclasses.dataclass(eq=False)
+class _Child:
+    workflow_id: str
+    workflow_type: str
+    result_type: Any
+    command: command_pb2.Command
+    # Resolved with the child's run id by ChildWorkflowExecutionStarted.
+    started: asyncio.Future[str]
+    # Resolved with the result Payloads, or a ChildWorkflowError, by the close event.
+    outcome: asyncio.Future[common_pb2.Payloads]
+    handle: workflow.ChildWorkflowHandle = dataclasses.field(init=False)
+    run_id: str = ""
+    started_event_id: int = 0
     cancel_requested: bool = False
 
 
@@ -403,6 +445,11 @@ class WorkflowInstance(workflow._Runtime):
         self._activities_by_scheduled_event: dict[int, _Activity] = {}
         self._timers: dict[str, _DurableTimer] = {}
 
+        # Child workflows: by their command until history matches it, then by the
+        # StartChildWorkflowExecutionInitiated event id.
+        self._children_by_command: dict[int, _Child] = {}
+        self._children_by_initiated_event: dict[int, _Child] = {}
+
         # DAG edges. Each task keeps the frontier of the activities whose
         # outcome it observed (those no other observed activity depends on);
         # each activity keeps the frontier it was scheduled with.
@@ -563,6 +610,8 @@ class WorkflowInstance(workflow._Runtime):
             )
         if event.event_type == "ActivityTaskScheduled":
             self._activities_by_scheduled_event[event.event_id] = self._activities[event_fields["activity_id"]]
+        elif event.event_type == "StartChildWorkflowExecutionInitiated":
+            self._children_by_initiated_event[event.event_id] = self._children_by_command.pop(id(command))
 
     def _command_event_fields(self, event: common_pb2.HistoryEvent, attributes: dict[str, Any]) -> dict[str, str]:
         """The fields of a command event that replay compares with the command."""
@@ -582,6 +631,13 @@ class WorkflowInstance(workflow._Runtime):
             # Names only: a new deployment may compute other values without breaking replay.
             names = (attributes.get("search_attributes") or {}).get("indexed_fields") or {}
             return {"names": ",".join(sorted(names))}
+        if event.event_type in ("StartChildWorkflowExecutionInitiated", "WorkflowExecutionContinuedAsNew"):
+            fields = {"workflow_type": str(attributes.get("workflow_type", ""))}
+            if event.event_type == "StartChildWorkflowExecutionInitiated":
+                fields["workflow_id"] = str(attributes.get("workflow_id", ""))
+            return fields
+        if event.event_type == "RequestCancelExternalWorkflowExecutionInitiated":
+            return {"workflow_id": str(attributes.get("workflow_id", ""))}
         return {}
 
     def _check_all_commands_matched(self) -> None:
@@ -604,6 +660,8 @@ class WorkflowInstance(workflow._Runtime):
             self._request_cancel()
         elif event.event_type == "WorkflowExecutionSignaled":
             self._deliver_signal(attributes)
+        elif event.event_type in _CHILD_EVENT_TYPES:
+            self._resolve_child(event, attributes)
         else:
             self._resolve_activity(event, attributes)
 
@@ -619,6 +677,12 @@ class WorkflowInstance(workflow._Runtime):
             search_attributes=_search_attributes_from_proto(
                 json_dict_to_message(attributes.get("search_attributes"), common_pb2.SearchAttributes)
             ),
+            parent=workflow.ParentInfo(
+                namespace=attributes.get("parent_workflow_namespace", self._namespace),
+                workflow_id=attributes["parent_workflow_id"],
+                run_id=attributes["parent_run_id"],
+            ) if attributes.get("parent_run_id") else None,
+            continued_run_id=attributes.get("continued_execution_run_id") or None,
         )
         self._memo = json_dict_to_message(attributes.get("memo"), common_pb2.Memo)
         payloads = json_dict_to_message(attributes.get("input"), common_pb2.Payloads)
@@ -712,6 +776,8 @@ class WorkflowInstance(workflow._Runtime):
             self._commands.append(
                 command_pb2.Command(cancel_workflow_execution=command_pb2.CancelWorkflowExecutionCommandAttributes())
             )
+        except workflow.ContinueAsNewError as error:
+            self._commands.append(self._continue_as_new_command(error))
         except exceptions.FailureError as error:
             if self._cancel_requested and _is_cancellation(error):
                 self._commands.append(
@@ -1125,3 +1191,164 @@ class WorkflowInstance(workflow._Runtime):
                 )
             )
         return activity.cancellation_type is ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
+
+    # ----------------------------------------------------------------- child workflows and continue-as-new
+
+    def workflow_start_child_workflow(self, call: workflow._ChildWorkflowCall) -> workflow.ChildWorkflowHandle:
+        attributes = command_pb2.StartChildWorkflowExecutionCommandAttributes(
+            workflow_id=call.id,
+            workflow_type=call.workflow_type,
+            task_queue=call.task_queue,
+            input=self._converter.to_payloads(call.args),
+            parent_close_policy=call.parent_close_policy.value,
+        )
+        for field, timeout in (
+            (attributes.workflow_execution_timeout, call.execution_timeout),
+            (attributes.workflow_run_timeout, call.run_timeout),
+            (attributes.workflow_task_timeout, call.task_timeout),
+        ):
+            if timeout is not None:
+                field.FromTimedelta(timeout)
+        command = command_pb2.Command(start_child_workflow_execution=attributes)
+        self._commands.append(command)
+        child = _Child(
+            workflow_id=call.id,
+            workflow_type=call.workflow_type,
+            result_type=call.result_type,
+            command=command,
+            started=self._loop.create_future(),
+            outcome=self._loop.create_future(),
+        )
+        self._children_by_command[id(command)] = child
+        child.handle = workflow.ChildWorkflowHandle(
+            self._await_child(child), loop=self._loop, id=call.id, workflow_type=call.workflow_type,
+            started=child.started,
+        )
+        child.handle.add_done_callback(functools.partial(self._on_child_handle_done, child))
+        self._track_task(child.handle)
+        return child.handle
+
+    async def _await_child(self, child: _Child) -> Any:
+        """The body of a child's handle: waits for its outcome, applies cancellation."""
+        while True:
+            try:
+                # Shielded: cancelling the handle asks the child to cancel and keeps waiting.
+                payloads = await asyncio.shield(child.outcome)
+            except asyncio.CancelledError:
+                if self._cancel_child(child):
+                    continue
+                raise
+            except exceptions.ChildWorkflowError as error:
+                if child.cancel_requested and isinstance(error.cause, exceptions.CancelledError):
+                    raise asyncio.CancelledError(str(error)) from error
+                raise
+            if not payloads.payloads:
+                return None
+            return self._converter.from_payload(payloads.payloads[0], child.result_type)
+
+    def _on_child_handle_done(self, child: _Child, handle: workflow.ChildWorkflowHandle) -> None:
+        # A handle cancelled before its first step never ran _await_child.
+        if handle.cancelled():
+            self._cancel_child(child)
+
+    def _cancel_child(self, child: _Child) -> bool:
+        """Asks the child to cancel; returns whether to keep waiting for its outcome."""
+        if child.outcome.done():
+            return False
+        if self._discard_unsent(child.command):
+            # The server never heard of it: no outcome will come.
+            self._children_by_command.pop(id(child.command), None)
+            child.started.cancel()
+            child.outcome.cancel()
+            return False
+        if not child.cancel_requested:
+            child.cancel_requested = True
+            self._commands.append(
+                command_pb2.Command(
+                    request_cancel_external_workflow_execution=(
+                        command_pb2.RequestCancelExternalWorkflowExecutionCommandAttributes(
+                            workflow_id=child.workflow_id, run_id=child.run_id, child_workflow_only=True
+                        )
+                    )
+                )
+            )
+        return True
+
+    def _resolve_child(self, event: common_pb2.HistoryEvent, attributes: dict[str, Any]) -> None:
+        initiated_event_id = int(attributes["initiated_event_id"])
+        child = self._children_by_initiated_event.get(initiated_event_id)
+        if child is None:
+            raise ValueError(
+                f"malformed history: event {event.event_id} {event.event_type} refers to event "
+                f"{initiated_event_id}, which is not a StartChildWorkflowExecutionInitiated event of this run"
+            )
+        if event.event_type == "ChildWorkflowExecutionStarted":
+            child.run_id = str(attributes["run_id"])
+            child.started_event_id = event.event_id
+            if not child.started.done():
+                child.started.set_result(child.run_id)
+            return
+        if child.outcome.done():
+            return
+        if event.event_type == "ChildWorkflowExecutionCompleted":
+            child.outcome.set_result(json_dict_to_message(attributes.get("result"), common_pb2.Payloads))
+            return
+        error = self._child_error(child, event, attributes, initiated_event_id)
+        if not child.started.done():
+            child.started.set_exception(error)
+        child.outcome.set_exception(error)
+
+    def _child_error(
+        self, child: _Child, event: common_pb2.HistoryEvent, attributes: dict[str, Any], initiated_event_id: int
+    ) -> exceptions.ChildWorkflowError:
+        event_type = event.event_type
+        cause: exceptions.FailureError
+        retry_state = exceptions.RetryState.NON_RETRYABLE_FAILURE
+        if event_type == "StartChildWorkflowExecutionFailed":
+            outcome = "could not start: its workflow id already has a running execution"
+            cause = exceptions.ApplicationError(
+                f"workflow id {child.workflow_id!r} already has a running execution",
+                type="WorkflowAlreadyStartedError", non_retryable=True,
+            )
+        elif event_type == "ChildWorkflowExecutionFailed":
+            outcome = "failed"
+            failure = json_dict_to_message(attributes.get("failure"), common_pb2.Failure)
+            cause = failure_to_error(failure, self._converter)
+        elif event_type == "ChildWorkflowExecutionCanceled":
+            outcome = "was cancelled"
+            details = json_dict_to_message(attributes.get("details"), common_pb2.Payloads)
+            cause = exceptions.CancelledError("child workflow cancelled", *self._converter.from_payloads(details))
+            retry_state = exceptions.RetryState.CANCEL_REQUESTED
+        elif event_type == "ChildWorkflowExecutionTerminated":
+            outcome = "was terminated"
+            cause = exceptions.TerminatedError(str(attributes.get("reason") or "terminated"))
+        else:
+            outcome = "timed out"
+            cause = exceptions.TimeoutError(
+                f"child workflow timed out ({attributes.get('timeout_type', 'EXECUTION')})", type=None
+            )
+            retry_state = exceptions.RetryState.TIMEOUT
+        error = exceptions.ChildWorkflowError(
+            f"child workflow {child.workflow_type!r} (id {child.workflow_id}) {outcome}",
+            namespace=self._namespace,
+            workflow_id=child.workflow_id,
+            run_id=str(attributes.get("run_id", child.run_id)),
+            workflow_type=child.workflow_type,
+            initiated_event_id=initiated_event_id,
+            started_event_id=child.started_event_id,
+            retry_state=retry_state,
+        )
+        error.__cause__ = cause
+        return error
+
+    def _continue_as_new_command(self, error: workflow.ContinueAsNewError) -> command_pb2.Command:
+        attributes = command_pb2.ContinueAsNewWorkflowExecutionCommandAttributes(
+            workflow_type=error.workflow_type,
+            task_queue=error.task_queue,
+            input=self._converter.to_payloads(error.input),
+        )
+        if error.run_timeout is not None:
+            attributes.workflow_run_timeout.FromTimedelta(error.run_timeout)
+        if error.task_timeout is not None:
+            attributes.workflow_task_timeout.FromTimedelta(error.task_timeout)
+        return command_pb2.Command(continue_as_new_workflow_execution=attributes)

@@ -50,7 +50,7 @@ from flowforge.exceptions import (
     WorkflowAlreadyStartedError,
     WorkflowFailureError,
 )
-from flowforge.workflow import _Definition as _WorkflowDefinition
+from flowforge.workflow import ParentClosePolicy, _workflow_type_and_result_hint
 
 __all__ = [
     "Client",
@@ -58,6 +58,7 @@ __all__ = [
     "EventTrigger",
     "HistoryEvent",
     "PendingActivity",
+    "PendingChildWorkflow",
     "PendingWorkflowTask",
     "PublishEventResult",
     "RPCRetryConfig",
@@ -143,28 +144,6 @@ def _status_from_proto(value: int) -> WorkflowExecutionStatus:
 
 def _failure_message(failure: common_pb2.Failure, present: bool) -> Optional[str]:
     return failure.message if present else None
-
-
-def _workflow_type_and_result_hint(workflow: Any) -> tuple[str, Any]:
-    """The workflow type name to start, and the hint to decode its result with.
-
-    ``workflow`` is a type name (no hint: it says nothing about the result), a
-    ``@workflow.run`` method or a ``@workflow.defn`` class.
-    """
-    if isinstance(workflow, str):
-        if not workflow:
-            raise ValueError("the workflow type name must not be empty")
-        return workflow, None
-    if isinstance(workflow, type):
-        definition = _WorkflowDefinition.from_class(workflow)
-    else:
-        definition = _WorkflowDefinition.from_run_fn(workflow)
-    try:
-        result_hint = typing.get_type_hints(definition.run_fn).get("return")
-    except (NameError, TypeError):
-        # An annotation that cannot be resolved here leaves the result plain JSON.
-        result_hint = None
-    return definition.name, result_hint
 
 
 def _signal_name(signal: Any) -> str:
@@ -477,6 +456,25 @@ class DagNode:
 
 
 @dataclasses.dataclass(frozen=True)
+class PendingChildWorkflow:
+    """A child workflow a run started that has not closed yet.
+
+    Attributes:
+        workflow_id: The child's workflow id.
+        run_id: The child's current run (it may have continued as new).
+        workflow_type: The child's workflow type name.
+        initiated_event_id: The parent's ``StartChildWorkflowExecutionInitiated`` event.
+        parent_close_policy: What happens to the child if the parent closes first.
+    """
+
+    workflow_id: str
+    run_id: str
+    workflow_type: str
+    initiated_event_id: int
+    parent_close_policy: ParentClosePolicy
+
+
+@dataclasses.dataclass(frozen=True)
 class WorkflowExecutionDescription(WorkflowExecution):
     """A run as described by :meth:`WorkflowHandle.describe`.
 
@@ -489,6 +487,10 @@ class WorkflowExecutionDescription(WorkflowExecution):
             "schedule_id": ..., "nominal_time": ...}``); ``None`` for a direct start.
         first_worker_build_id: The build id of the worker that completed the
             run's first workflow task (``Worker(build_id=...)``); empty until then.
+        pending_children: Child workflows the run started that have not closed yet.
+        parent_workflow_id: The parent's workflow id, when the run is a child workflow.
+        parent_run_id: The parent run that started this child.
+        continued_run_id: The run this one continued as new from, if any.
     """
 
     pending_activities: list[PendingActivity]
@@ -496,6 +498,10 @@ class WorkflowExecutionDescription(WorkflowExecution):
     dag: list[DagNode]
     origin: Optional[dict[str, Any]] = None
     first_worker_build_id: str = ""
+    pending_children: list[PendingChildWorkflow] = dataclasses.field(default_factory=list)
+    parent_workflow_id: Optional[str] = None
+    parent_run_id: Optional[str] = None
+    continued_run_id: Optional[str] = None
 
     @classmethod
     def _from_describe_response(
@@ -552,6 +558,19 @@ class WorkflowExecutionDescription(WorkflowExecution):
             ],
             origin=json.loads(proto.origin_json) if proto.origin_json else None,
             first_worker_build_id=proto.first_worker_build_id,
+            pending_children=[
+                PendingChildWorkflow(
+                    workflow_id=child.workflow_id,
+                    run_id=child.run_id,
+                    workflow_type=child.workflow_type,
+                    initiated_event_id=child.initiated_event_id,
+                    parent_close_policy=ParentClosePolicy(child.parent_close_policy),
+                )
+                for child in proto.pending_children
+            ],
+            parent_workflow_id=proto.parent_execution.workflow_id or None,
+            parent_run_id=proto.parent_execution.run_id or None,
+            continued_run_id=proto.continued_execution_run_id or None,
         )
 
 

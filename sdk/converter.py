@@ -255,6 +255,16 @@ def error_to_failure(
                 scheduled_event_id=error.scheduled_event_id, retry_state=error.retry_state.name,
             )
         )
+    elif isinstance(error, exceptions.ChildWorkflowError):
+        failure.type = "ChildWorkflowError"
+        failure.child_workflow_execution_failure_info.CopyFrom(
+            common_pb2.ChildWorkflowExecutionFailureInfo(
+                namespace=error.namespace,
+                workflow_execution=common_pb2.WorkflowExecution(workflow_id=error.workflow_id, run_id=error.run_id),
+                workflow_type=error.workflow_type, initiated_event_id=error.initiated_event_id,
+                started_event_id=error.started_event_id, retry_state=error.retry_state.name,
+            )
+        )
     else:
         failure.type = type(error).__name__
     cause = error.__cause__
@@ -286,6 +296,14 @@ def failure_to_error(
             failure.message, activity_type=info.activity_type, activity_id=info.activity_id,
             scheduled_event_id=info.scheduled_event_id,
             retry_state=exceptions.RetryState.__members__.get(info.retry_state, exceptions.RetryState.UNSPECIFIED),
+        )
+    elif failure.type == "ChildWorkflowError":
+        child = failure.child_workflow_execution_failure_info
+        error = exceptions.ChildWorkflowError(
+            failure.message, namespace=child.namespace, workflow_id=child.workflow_execution.workflow_id,
+            run_id=child.workflow_execution.run_id, workflow_type=child.workflow_type,
+            initiated_event_id=child.initiated_event_id, started_event_id=child.started_event_id,
+            retry_state=exceptions.RetryState.__members__.get(child.retry_state, exceptions.RetryState.UNSPECIFIED),
         )
     else:
         error = exceptions.ApplicationError(

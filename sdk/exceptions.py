@@ -153,7 +153,33 @@ class ActivityError(FailureError):
 
 
 class ChildWorkflowError(FailureError):
-    """Raised in workflow code when a child workflow failed."""
+    """Raised in workflow code when a child workflow did not complete.
+
+    The child's own failure (an :class:`ApplicationError`, :class:`CancelledError`,
+    :class:`TerminatedError`, :class:`TimeoutError`, ...) is ``cause`` (also
+    ``__cause__``), with its whole cause chain.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        namespace: str = "",
+        workflow_id: str = "",
+        run_id: str = "",
+        workflow_type: str = "",
+        initiated_event_id: int = 0,
+        started_event_id: int = 0,
+        retry_state: RetryState = RetryState.UNSPECIFIED,
+    ) -> None:
+        super().__init__(message)
+        self.namespace = namespace
+        self.workflow_id = workflow_id
+        self.run_id = run_id
+        self.workflow_type = workflow_type
+        self.initiated_event_id = initiated_event_id
+        self.started_event_id = started_event_id
+        self.retry_state = retry_state
 
     @property
     def cause(self) -> Optional[BaseException]:

@@ -33,7 +33,7 @@ import random as _random
 import typing
 import uuid
 from datetime import datetime, timedelta
-from typing import Any, Awaitable, Callable, Mapping, Optional, Sequence, TypeVar, Union
+from typing import Any, Awaitable, Callable, Mapping, NoReturn, Optional, Sequence, TypeVar, Union
 
 from flowforge.api.v1 import common_pb2
 from flowforge.common import RetryPolicy, SearchAttributeValue
@@ -41,10 +41,16 @@ from flowforge.common import RetryPolicy, SearchAttributeValue
 __all__ = [
     "ActivityCancellationType",
     "ActivityHandle",
+    "ChildWorkflowHandle",
+    "ContinueAsNewError",
     "Info",
+    "ParentClosePolicy",
+    "ParentInfo",
+    "continue_as_new",
     "defn",
     "deprecate_patch",
     "execute_activity",
+    "execute_child_workflow",
     "info",
     "logger",
     "memo",
@@ -58,6 +64,7 @@ __all__ = [
     "sleep",
     "start_activity",
     "upsert_search_attributes",
+    "start_child_workflow",
     "uuid4",
     "wait_condition",
 ]
@@ -291,6 +298,25 @@ class Info:
     search_attributes: dict[str, SearchAttributeValue] = dataclasses.field(default_factory=dict)
     """The run's search attributes as the workflow code sees them now: those given
     at start, updated by each :func:`upsert_search_attributes`."""
+    parent: Optional[ParentInfo] = None
+    """The parent run, when this execution is a child workflow."""
+
+    continued_run_id: Optional[str] = None
+    """The run this one continued as new from, if any."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ParentInfo:
+    """The parent of a child workflow (``workflow.info().parent``)."""
+
+    namespace: str
+    """The parent's namespace."""
+
+    workflow_id: str
+    """The parent's workflow id."""
+
+    run_id: str
+    """The parent run that started the child."""
 
 
 class ActivityCancellationType(enum.IntEnum):
@@ -407,6 +433,9 @@ class _Runtime(abc.ABC):
 
     @abc.abstractmethod
     def workflow_memo_keys(self) -> list[str]: ...
+
+    @abc.abstractmethod
+    def workflow_start_child_workflow(self, call: _ChildWorkflowCall) -> ChildWorkflowHandle: ...
 
 
 def info() -> Info:
@@ -697,6 +726,263 @@ def _activity_type_and_result_type(activity: Union[Callable[..., Any], str]) -> 
         return name, typing.get_type_hints(activity).get("return")
     except (NameError, TypeError):
         return name, None  # unresolvable annotations: the result arrives as plain JSON
+
+
+# --------------------------------------------------------------------------- child workflows and continue-as-new
+
+
+def _workflow_type_and_result_hint(workflow: Any) -> tuple[str, Any]:
+    """The workflow type name to start, and the hint to decode its result with.
+
+    ``workflow`` is a type name (no hint: it says nothing about the result), a
+    ``@workflow.run`` method or a ``@workflow.defn`` class.
+    """
+    if isinstance(workflow, str):
+        if not workflow:
+            raise ValueError("the workflow type name must not be empty")
+        return workflow, None
+    if isinstance(workflow, type):
+        definition = _Definition.from_class(workflow)
+    else:
+        definition = _Definition.from_run_fn(workflow)
+    try:
+        result_hint = typing.get_type_hints(definition.run_fn).get("return")
+    except (NameError, TypeError):
+        # An annotation that cannot be resolved here leaves the result plain JSON.
+        result_hint = None
+    return definition.name, result_hint
+
+
+class ParentClosePolicy(enum.IntEnum):
+    """What happens to a child workflow when its parent run closes (for any reason,
+    continue-as-new included)."""
+
+    TERMINATE = common_pb2.PARENT_CLOSE_POLICY_TERMINATE
+    """Terminate the child (the default, as in Temporal)."""
+
+    ABANDON = common_pb2.PARENT_CLOSE_POLICY_ABANDON
+    """Leave the child running on its own."""
+
+    REQUEST_CANCEL = common_pb2.PARENT_CLOSE_POLICY_REQUEST_CANCEL
+    """Ask the child to cancel; its code decides how."""
+
+
+class ChildWorkflowHandle(asyncio.Task):  # type: ignore[type-arg]
+    """A started child workflow, returned by :func:`start_child_workflow`.
+
+    It is an ``asyncio.Task``: await it for the child's result (or its
+    :class:`~flowforge.exceptions.ChildWorkflowError`), or call ``cancel()`` to
+    ask the child to cancel; the await then ends with ``asyncio.CancelledError``
+    once the child has closed as cancelled (or with its result if it completed first).
+    """
+
+    def __init__(
+        self,
+        coro: typing.Coroutine[Any, Any, Any],
+        *,
+        loop: asyncio.AbstractEventLoop,
+        id: str,
+        workflow_type: str,
+        started: asyncio.Future[str],
+    ) -> None:
+        super().__init__(coro, loop=loop, name=f"child workflow {workflow_type} (id {id})")
+        self._id = id
+        self._workflow_type = workflow_type
+        self._started = started
+
+    @property
+    def id(self) -> str:
+        """The child's workflow id."""
+        return self._id
+
+    @property
+    def workflow_type(self) -> str:
+        """The child's workflow type name."""
+        return self._workflow_type
+
+    @property
+    def first_execution_run_id(self) -> Optional[str]:
+        """The child's first run id, once it has started (``None`` before)."""
+        started = self._started
+        if not started.done() or started.cancelled() or started.exception() is not None:
+            return None
+        return started.result()
+
+
+@dataclasses.dataclass(frozen=True)
+class _ChildWorkflowCall:
+    """One ``start_child_workflow`` call, validated, for the runtime to start."""
+
+    workflow_type: str
+    args: Sequence[Any]
+    result_type: Any
+    id: str
+    task_queue: str
+    execution_timeout: Optional[timedelta]
+    run_timeout: Optional[timedelta]
+    task_timeout: Optional[timedelta]
+    parent_close_policy: ParentClosePolicy
+
+
+async def start_child_workflow(
+    workflow: Union[Callable[..., Any], type, str],
+    arg: Any = _NO_ARG,
+    *,
+    args: Sequence[Any] = (),
+    id: Optional[str] = None,
+    task_queue: Optional[str] = None,
+    execution_timeout: Optional[timedelta] = None,
+    run_timeout: Optional[timedelta] = None,
+    task_timeout: Optional[timedelta] = None,
+    parent_close_policy: ParentClosePolicy = ParentClosePolicy.TERMINATE,
+) -> ChildWorkflowHandle:
+    """Starts a child workflow and returns its handle once it has started.
+
+    Takes the same arguments as :func:`execute_child_workflow`. The server creates
+    the child's run in the same transaction that records the start in this
+    workflow's history, so a start is never lost or repeated.
+
+    Raises:
+        ChildWorkflowError: The child could not start: its workflow id already has
+            a running execution (the cause is an ``ApplicationError`` of type
+            ``WorkflowAlreadyStartedError``).
+    """
+    runtime = _Runtime.current()
+    workflow_type, result_type = _workflow_type_and_result_hint(workflow)
+    if arg is not _NO_ARG and args:
+        raise TypeError("pass the child workflow's argument as arg or its arguments as args, not both")
+    timeouts = {"execution_timeout": execution_timeout, "run_timeout": run_timeout, "task_timeout": task_timeout}
+    for timeout_name, timeout in timeouts.items():
+        if timeout is not None and timeout <= timedelta(0):
+            raise ValueError(f"{timeout_name} of child workflow {workflow_type!r} must be positive, not {timeout}")
+    if id is not None and not id:
+        raise ValueError("the child workflow id must not be empty (leave it out to get a deterministic uuid)")
+    handle = runtime.workflow_start_child_workflow(
+        _ChildWorkflowCall(
+            workflow_type=workflow_type,
+            args=[arg] if arg is not _NO_ARG else list(args),
+            result_type=result_type,
+            id=id if id is not None else str(uuid4()),
+            task_queue=task_queue or "",
+            parent_close_policy=ParentClosePolicy(parent_close_policy),
+            **timeouts,
+        )
+    )
+    try:
+        await asyncio.shield(handle._started)
+    except asyncio.CancelledError:
+        handle.cancel()
+        raise
+    except BaseException:
+        # The handle fails with the same error; it has been reported here.
+        handle.add_done_callback(lambda failed: failed.cancelled() or failed.exception())
+        raise
+    return handle
+
+
+async def execute_child_workflow(
+    workflow: Union[Callable[..., Any], type, str],
+    arg: Any = _NO_ARG,
+    *,
+    args: Sequence[Any] = (),
+    id: Optional[str] = None,
+    task_queue: Optional[str] = None,
+    execution_timeout: Optional[timedelta] = None,
+    run_timeout: Optional[timedelta] = None,
+    task_timeout: Optional[timedelta] = None,
+    parent_close_policy: ParentClosePolicy = ParentClosePolicy.TERMINATE,
+) -> Any:
+    """Runs a child workflow and returns its result.
+
+    Cancelling the awaiting task asks the child to cancel and waits until it has
+    closed.
+
+    Args:
+        workflow: The child's ``@workflow.run`` method (its return hint decodes the
+            result), its ``@workflow.defn`` class, or its workflow type name.
+        arg: The child's single argument.
+        args: The child's arguments, when it takes several.
+        id: The child's workflow id; defaults to :func:`uuid4` (deterministic).
+        task_queue: Where the child runs; defaults to this workflow's task queue.
+        execution_timeout: Limit on the child's whole execution (continue-as-new included).
+        run_timeout: Limit on one run of the child.
+        task_timeout: Limit on one workflow task of the child.
+        parent_close_policy: What happens to the child if this run closes first.
+
+    Returns:
+        The child's result.
+
+    Raises:
+        ChildWorkflowError: The child failed, timed out, was terminated or
+            cancelled, or could not start; its failure is the ``cause``.
+        ValueError: A timeout is not positive or the id is empty.
+    """
+    handle = await start_child_workflow(
+        workflow, arg, args=args, id=id, task_queue=task_queue, execution_timeout=execution_timeout,
+        run_timeout=run_timeout, task_timeout=task_timeout, parent_close_policy=parent_close_policy,
+    )
+    return await handle
+
+
+class ContinueAsNewError(BaseException):
+    """Raised by :func:`continue_as_new`; do not catch it.
+
+    It derives from ``BaseException`` so that ``except Exception`` in workflow code
+    does not swallow it. When it ends the workflow, the run closes as
+    CONTINUED_AS_NEW and a new run of the same workflow id starts.
+    """
+
+    def __init__(
+        self, *, args: Sequence[Any], workflow_type: str, task_queue: str,
+        run_timeout: Optional[timedelta], task_timeout: Optional[timedelta],
+    ) -> None:
+        super().__init__("continue as new")
+        self.input = list(args)
+        self.workflow_type = workflow_type
+        self.task_queue = task_queue
+        self.run_timeout = run_timeout
+        self.task_timeout = task_timeout
+
+
+def continue_as_new(
+    arg: Any = _NO_ARG,
+    *,
+    args: Sequence[Any] = (),
+    workflow: Union[Callable[..., Any], type, str, None] = None,
+    task_queue: Optional[str] = None,
+    run_timeout: Optional[timedelta] = None,
+    task_timeout: Optional[timedelta] = None,
+) -> NoReturn:
+    """Ends this run and starts a new run of the same workflow id with fresh history.
+
+    The run closes as CONTINUED_AS_NEW and the new run starts in the same server
+    transaction. ``handle.result()`` and ``client.get_workflow_handle(id)`` follow
+    the chain to its last run. The new run's run timeout starts afresh; the
+    execution timeout keeps counting from the chain's first run. Use it to keep the
+    history of a long-lived (e.g. looping) workflow small.
+
+    Args:
+        arg: The new run's single argument.
+        args: The new run's arguments, when it takes several.
+        workflow: Another workflow to continue as; defaults to this one.
+        task_queue: Another task queue; defaults to this run's.
+        run_timeout: The new run's run timeout; defaults to this run's.
+        task_timeout: The new run's workflow task timeout; defaults to this run's.
+
+    Raises:
+        ContinueAsNewError: Always; let it propagate out of the run method.
+    """
+    runtime = _Runtime.current()
+    if arg is not _NO_ARG and args:
+        raise TypeError("pass the new run's argument as arg or its arguments as args, not both")
+    for timeout_name, timeout in (("run_timeout", run_timeout), ("task_timeout", task_timeout)):
+        if timeout is not None and timeout <= timedelta(0):
+            raise ValueError(f"{timeout_name} must be positive, not {timeout}")
+    workflow_type = _workflow_type_and_result_hint(workflow)[0] if workflow is not None else runtime.workflow_info().workflow_type
+    raise ContinueAsNewError(
+        args=[arg] if arg is not _NO_ARG else list(args), workflow_type=workflow_type,
+        task_queue=task_queue or "", run_timeout=run_timeout, task_timeout=task_timeout,
+    )
 
 
 # --------------------------------------------------------------------------- logging

@@ -304,7 +304,26 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
             if last.get("cause"):
                 failure.message = f"[{last['cause']}] {failure.message}"
             response.pending_workflow_task.last_failure.CopyFrom(failure)
+        await self._describe_lineage(response, row, events)
         return response
+
+    # child workflows and continue-as-new
+
+    async def _describe_lineage(
+        self, response: pb.DescribeWorkflowExecutionResponse, row: ExecutionRow, events: list[HistoryEventRow]
+    ) -> None:
+        """The run's parent and predecessor (from its started event) and its pending children."""
+        started = json.loads(events[0].attributes) if events else {}
+        if started.get("parent_run_id"):
+            response.parent_execution.workflow_id = started["parent_workflow_id"]
+            response.parent_execution.run_id = started["parent_run_id"]
+        response.continued_execution_run_id = started.get("continued_execution_run_id", "")
+        for child in await self._engine.pending_children(row.namespace, row.run_id):
+            response.pending_children.add(
+                workflow_id=child.workflow_id, run_id=child.run_id, workflow_type=child.workflow_type,
+                initiated_event_id=child.initiated_event_id,
+                parent_close_policy=common_pb2.ParentClosePolicy.Value(f"PARENT_CLOSE_POLICY_{child.parent_close_policy}"),
+            )
 
     @_rpc
     async def GetWorkflowExecutionHistory(

@@ -36,7 +36,7 @@ from google.protobuf import duration_pb2
 from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.converter import message_to_json_dict
 from flowforge.server import _events
-from flowforge.server._events import duration_s, failure_json, payloads_json
+from flowforge.server._events import duration_s, failure_json, payloads_from_json, payloads_json
 from flowforge.server.clock import Clock, SystemClock
 from flowforge.server.errors import (
     AlreadyExists,
@@ -48,6 +48,7 @@ from flowforge.server.errors import (
 )
 from flowforge.server.retries import StoredRetryPolicy, decide_retry
 from flowforge.server.stores.base import (
+    ChildExecutionRow,
     ConcurrencyConflict,
     DuplicateRunningExecution,
     ExecutionRow,
@@ -90,7 +91,14 @@ _SECRET_KEY = "task_token_secret"
 # A started event's "started_event_id" placeholder, resolved when the events are
 # appended: buffered events get their ids only then.
 _PREVIOUS_EVENT = "$previous"
-_CLOSE_COMMANDS = ("complete_workflow_execution", "fail_workflow_execution", "cancel_workflow_execution")
+_CLOSE_COMMANDS = (
+    "complete_workflow_execution", "fail_workflow_execution", "cancel_workflow_execution",
+    "continue_as_new_workflow_execution",
+)
+_LINEAGE_COMMANDS = (
+    "start_child_workflow_execution", "request_cancel_external_workflow_execution",
+    "continue_as_new_workflow_execution",
+)
 
 
 def _us(seconds: float) -> int:
@@ -458,40 +466,12 @@ class HistoryEngine:
                     await tx.insert_request_id(namespace, request_id, running.run_id, self.clock.now_us())
                     return running.run_id, False
             now = self.clock.now_us()
-            run_id = str(uuid.uuid4())
-            # The run closes at the earlier of its execution and run timeouts (0 = none).
-            deadline_s, deadline_kind = min(
-                ((t, kind) for t, kind in ((execution_timeout_s, "EXECUTION"), (run_timeout_s, "RUN")) if t > 0),
-                default=(0.0, None),
+            m = self._new_run(
+                tx, now, namespace=namespace, workflow_id=workflow_id, workflow_type=workflow_type,
+                task_queue=task_queue, input=input, identity=identity, execution_timeout_s=execution_timeout_s,
+                run_timeout_s=run_timeout_s, task_timeout_s=task_timeout_s, started={"request_id": request_id, **({"origin": origin} if origin else {})},
             )
-            row = ExecutionRow(
-                namespace=namespace, run_id=run_id, workflow_id=workflow_id, workflow_type=workflow_type,
-                task_queue=task_queue, status="RUNNING", next_event_id=1, version=1, start_us=now,
-                close_us=None, wft_state="NONE", wft_attempt=1, wft_scheduled_us=None, wft_started_us=None,
-                wft_scheduled_event_id=0, wft_started_event_id=0,
-                wft_timeout_s=task_timeout_s or self.config.default_workflow_task_timeout_s,
-                last_wft_failure=None, buffered_events="[]",
-                deadline_us=now + _us(deadline_s) if deadline_kind else None,
-                deadline_kind=deadline_kind,
-                cancel_requested=0,
-            )
-            m = _Mutation(tx, row, now, new=True)
-            m.append(
-                "WorkflowExecutionStarted",
-                {
-                    "workflow_id": workflow_id, "workflow_type": workflow_type, "task_queue": task_queue,
-                    "input": payloads_json(input), "request_id": request_id, "identity": identity,
-                    "workflow_execution_timeout": execution_timeout_s, "workflow_run_timeout": run_timeout_s,
-                    "workflow_task_timeout": row.wft_timeout_s, "run_id": run_id,
-                    "original_execution_run_id": run_id,
-                    **({"origin": origin} if origin else {}),
-                    **self._visibility_attributes(search_attributes, memo),
-                },
-            )
-            if start_signal is not None:
-                m.append("WorkflowExecutionSignaled", start_signal.attributes(identity))
-            m.schedule_workflow_task(attempt=1)
-            values = await self._stored_values(tx, namespace, search_attributes)
+            run_id = m.row.run_id
             try:
                 await m.save()
             except DuplicateRunningExecution:
@@ -510,6 +490,56 @@ class HistoryEngine:
         if started:
             self.on_new_deadline(self.clock.now_us())
         return run_id, started
+
+    def _new_run(
+        self, tx: Transaction, now: int, *, namespace: str, workflow_id: str, workflow_type: str, task_queue: str,
+        input: common_pb2.Payloads, identity: str, execution_timeout_s: float, run_timeout_s: float,
+        task_timeout_s: float, started: dict[str, Any], run_id: Optional[str] = None,
+        execution_expiration_us: Optional[int] = None,
+    ) -> _Mutation:
+        """A new run with its WorkflowExecutionStarted and first workflow task, to be saved.
+
+        ``started`` adds attributes to the started event. The run closes at the
+        earlier of its execution and run timeouts (0 = none); the execution timeout
+        counts from ``execution_expiration_us`` when the run continues a chain.
+        """
+        run_id = run_id or str(uuid.uuid4())
+        if execution_expiration_us is None and execution_timeout_s > 0:
+            execution_expiration_us = now + _us(execution_timeout_s)
+        deadline_us, deadline_kind = min(
+            (
+                (deadline, kind)
+                for deadline, kind in (
+                    (execution_expiration_us, "EXECUTION"), (now + _us(run_timeout_s) if run_timeout_s > 0 else None, "RUN")
+                )
+                if deadline is not None
+            ),
+            default=(None, None),
+        )
+        row = ExecutionRow(
+            namespace=namespace, run_id=run_id, workflow_id=workflow_id, workflow_type=workflow_type,
+            task_queue=task_queue, status="RUNNING", next_event_id=1, version=1, start_us=now,
+            close_us=None, wft_state="NONE", wft_attempt=1, wft_scheduled_us=None, wft_started_us=None,
+            wft_scheduled_event_id=0, wft_started_event_id=0,
+            wft_timeout_s=task_timeout_s or self.config.default_workflow_task_timeout_s,
+            last_wft_failure=None, buffered_events="[]", deadline_us=deadline_us, deadline_kind=deadline_kind,
+            cancel_requested=0,
+        )
+        m = _Mutation(tx, row, now, new=True)
+        attributes: dict[str, Any] = {
+            "workflow_id": workflow_id, "workflow_type": workflow_type, "task_queue": task_queue,
+            "input": payloads_json(input), "identity": identity,
+            "workflow_execution_timeout": execution_timeout_s, "workflow_run_timeout": run_timeout_s,
+            "workflow_task_timeout": row.wft_timeout_s, "run_id": run_id, "original_execution_run_id": run_id,
+            "first_execution_run_id": run_id,
+        }
+        if execution_expiration_us is not None:
+            attributes["workflow_execution_expiration_us"] = execution_expiration_us
+        m.append("WorkflowExecutionStarted", {**attributes, **started})
+        for event_type, event_attributes in first_events:
+            m.append(event_type, event_attributes)
+        m.schedule_workflow_task(attempt=1)
+        return m
 
     async def resolve_execution(self, tx: Transaction, namespace: str, workflow_id: str, run_id: str) -> ExecutionRow:
         row = (
@@ -605,6 +635,7 @@ class HistoryEngine:
             m.append("WorkflowExecutionTerminated", {"reason": reason, "identity": identity})
             m.close("TERMINATED")
             await m.save()
+            await self._after_run_closed(m)
 
         await (body(tx) if tx is not None else self._transaction(body))
 
@@ -1083,6 +1114,8 @@ class HistoryEngine:
             else:
                 eager = []
             await m.save()
+            if not m.running:
+                await self._after_run_closed(m)
             return eager
 
         leased = await self._transaction(body)
@@ -1149,6 +1182,8 @@ class HistoryEngine:
                 self.check_failure(command.fail_workflow_execution.failure, "the workflow failure")
             elif kind == "upsert_workflow_search_attributes":
                 self._check_search_attribute_names(command.upsert_workflow_search_attributes.search_attributes, where)
+            elif kind in _LINEAGE_COMMANDS:
+                self._validate_lineage_command(where, command)
 
     async def _apply_command(
         self, m: _Mutation, command: command_pb2.Command, completed_id: int,
@@ -1200,6 +1235,8 @@ class HistoryEngine:
                  "details": {key: payloads_json(value) for key, value in sorted(marker.details.items())},
                  "workflow_task_completed_event_id": completed_id},
             )
+        elif kind in _LINEAGE_COMMANDS:
+            await self._apply_lineage_command(m, command, completed_id, outcomes)
         elif kind == "complete_workflow_execution":
             m.append(
                 "WorkflowExecutionCompleted",
@@ -1590,5 +1627,244 @@ class HistoryEngine:
             m.append("WorkflowExecutionTimedOut", {"timeout_type": row.deadline_kind or "EXECUTION"})
             m.close("TIMED_OUT")
             await m.save()
+            await self._after_run_closed(m)
 
         await self._transaction(body)
+
+    # ------------------------------------------------- child workflows and continue-as-new
+    #
+    # A child's run is created in the transaction that records
+    # StartChildWorkflowExecutionInitiated in its parent, with a child_executions row
+    # linking the two. Whatever closes a run (a close command, terminate, a timeout)
+    # calls _after_run_closed in the same transaction, which delivers the child's
+    # outcome to its parent and deletes the link, applies the run's parent close
+    # policy to its own pending children, and starts the next run of a
+    # continue-as-new: a crash can neither lose nor repeat any of it.
+
+    def _validate_lineage_command(self, where: str, command: command_pb2.Command) -> None:
+        kind = command.WhichOneof("attributes")
+        if kind == "start_child_workflow_execution":
+            a = command.start_child_workflow_execution
+            for name in ("workflow_id", "workflow_type"):
+                self._check_command_name(where, name, getattr(a, name), required=True)
+            self._check_command_name(where, "task_queue", a.task_queue, required=False)
+            for name in ("workflow_execution_timeout", "workflow_run_timeout", "workflow_task_timeout"):
+                if duration_s(getattr(a, name)) < 0:
+                    raise InvalidArgument(f"{where}: {name} must not be negative")
+            if a.parent_close_policy not in common_pb2.ParentClosePolicy.values():
+                raise InvalidArgument(f"{where}: unknown parent_close_policy {a.parent_close_policy}")
+            self.check_payloads(a.input, f"the input of child workflow {a.workflow_id!r}")
+        elif kind == "request_cancel_external_workflow_execution":
+            a = command.request_cancel_external_workflow_execution
+            self._check_command_name(where, "workflow_id", a.workflow_id, required=True)
+            if not a.child_workflow_only:
+                raise InvalidArgument(
+                    f"{where}: workflow code may only cancel its own children; set child_workflow_only"
+                )
+        else:
+            a = command.continue_as_new_workflow_execution
+            self._check_command_name(where, "workflow_type", a.workflow_type, required=False)
+            self._check_command_name(where, "task_queue", a.task_queue, required=False)
+            for name in ("workflow_run_timeout", "workflow_task_timeout"):
+                if duration_s(getattr(a, name)) < 0:
+                    raise InvalidArgument(f"{where}: {name} must not be negative")
+            self.check_payloads(a.input, "the input of the continued run")
+
+    @staticmethod
+    def _check_command_name(where: str, field: str, value: str, *, required: bool) -> None:
+        if not value:
+            if required:
+                raise InvalidArgument(f"{where}: {field} is required")
+            return
+        if len(value) > _MAX_NAME_LENGTH:
+            raise InvalidArgument(f"{where}: {field} is {len(value)} characters long; the limit is {_MAX_NAME_LENGTH}")
+        if any(ord(ch) < 32 for ch in value):
+            raise InvalidArgument(f"{where}: {field} must not contain control characters")
+
+    async def _apply_lineage_command(
+        self, m: _Mutation, command: command_pb2.Command, completed_id: int,
+        outcomes: list[tuple[str, dict[str, Any]]],
+    ) -> None:
+        kind = command.WhichOneof("attributes")
+        if kind == "start_child_workflow_execution":
+            await self._start_child(m, command.start_child_workflow_execution, completed_id, outcomes)
+        elif kind == "request_cancel_external_workflow_execution":
+            await self._request_cancel_child(m, command.request_cancel_external_workflow_execution, completed_id)
+        else:
+            a = command.continue_as_new_workflow_execution
+            row = m.row
+            started = json.loads((await m.tx.read_events(row.namespace, row.run_id, 0, 1))[0].attributes)
+            m.append(
+                "WorkflowExecutionContinuedAsNew",
+                {
+                    "new_execution_run_id": str(uuid.uuid4()),
+                    "workflow_type": a.workflow_type or row.workflow_type,
+                    "task_queue": a.task_queue or row.task_queue,
+                    "input": payloads_json(a.input),
+                    "workflow_run_timeout": duration_s(a.workflow_run_timeout) or started["workflow_run_timeout"],
+                    "workflow_task_timeout": duration_s(a.workflow_task_timeout) or row.wft_timeout_s,
+                    "workflow_task_completed_event_id": completed_id,
+                },
+            )
+            m.close("CONTINUED_AS_NEW")
+
+    async def _start_child(
+        self, m: _Mutation, a: command_pb2.StartChildWorkflowExecutionCommandAttributes, completed_id: int,
+        outcomes: list[tuple[str, dict[str, Any]]],
+    ) -> None:
+        parent = m.row
+        policy = common_pb2.ParentClosePolicy.Name(a.parent_close_policy or common_pb2.PARENT_CLOSE_POLICY_TERMINATE)
+        policy = policy.removeprefix("PARENT_CLOSE_POLICY_")
+        task_queue = a.task_queue or parent.task_queue
+        initiated_id = m.append(
+            "StartChildWorkflowExecutionInitiated",
+            {
+                "workflow_id": a.workflow_id, "workflow_type": a.workflow_type, "task_queue": task_queue,
+                "input": payloads_json(a.input),
+                "workflow_execution_timeout": duration_s(a.workflow_execution_timeout),
+                "workflow_run_timeout": duration_s(a.workflow_run_timeout),
+                "workflow_task_timeout": duration_s(a.workflow_task_timeout),
+                "parent_close_policy": policy, "workflow_task_completed_event_id": completed_id,
+            },
+        )
+        child = self._new_run(
+            m.tx, m.now, namespace=parent.namespace, workflow_id=a.workflow_id, workflow_type=a.workflow_type,
+            task_queue=task_queue, input=a.input, identity=f"parent {parent.workflow_id}",
+            execution_timeout_s=duration_s(a.workflow_execution_timeout),
+            run_timeout_s=duration_s(a.workflow_run_timeout), task_timeout_s=duration_s(a.workflow_task_timeout),
+            started={
+                "parent_workflow_namespace": parent.namespace, "parent_workflow_id": parent.workflow_id,
+                "parent_run_id": parent.run_id, "parent_initiated_event_id": initiated_id,
+            },
+        )
+        identity = {"initiated_event_id": initiated_id, "workflow_id": a.workflow_id, "workflow_type": a.workflow_type}
+        try:
+            await child.save()
+        except DuplicateRunningExecution:
+            outcomes.append(("StartChildWorkflowExecutionFailed", {**identity, "cause": "WORKFLOW_ALREADY_EXISTS"}))
+            return
+        await m.tx.insert_child_execution(
+            ChildExecutionRow(
+                namespace=parent.namespace, parent_run_id=parent.run_id, initiated_event_id=initiated_id,
+                workflow_id=a.workflow_id, run_id=child.row.run_id, workflow_type=a.workflow_type,
+                parent_close_policy=policy,
+            )
+        )
+        outcomes.append(("ChildWorkflowExecutionStarted", {**identity, "run_id": child.row.run_id}))
+
+    async def _request_cancel_child(
+        self, m: _Mutation, a: command_pb2.RequestCancelExternalWorkflowExecutionCommandAttributes, completed_id: int
+    ) -> None:
+        """Delivers the cancel request to the child in this transaction; a child that
+        closed meanwhile needs none (its outcome is on its way to the parent)."""
+        row = m.row
+        children = await m.tx.list_child_executions(row.namespace, row.run_id)
+        child = next(
+            (c for c in children if c.workflow_id == a.workflow_id and a.run_id in ("", c.run_id)), None
+        )
+        m.append(
+            "RequestCancelExternalWorkflowExecutionInitiated",
+            {"workflow_id": a.workflow_id, "run_id": a.run_id, "child_workflow_only": True,
+             "workflow_task_completed_event_id": completed_id},
+        )
+        if child is not None:
+            await self._request_cancel_run(
+                m.tx, row.namespace, child.run_id, m.now, reason=f"cancelled by its parent {row.workflow_id}"
+            )
+
+    async def _request_cancel_run(self, tx: Transaction, namespace: str, run_id: str, now: int, *, reason: str) -> None:
+        row = await tx.get_execution(namespace, run_id)
+        if row is None or row.status != "RUNNING" or row.cancel_requested:
+            return
+        cm = _Mutation(tx, row, now)
+        row.cancel_requested = 1
+        cm.deliver([("WorkflowExecutionCancelRequested", {"reason": reason, "identity": "server"})])
+        await cm.save()
+
+    async def _after_run_closed(self, m: _Mutation) -> None:
+        """The consequences of closing ``m``'s run, in its transaction (see above)."""
+        row = m.row
+        close_event = m.events[-1]
+        attributes = json.loads(close_event.attributes)
+        new_run_id: Optional[str] = None
+        if close_event.event_type == "WorkflowExecutionContinuedAsNew":
+            new_run_id = await self._start_continued_run(m, attributes)
+        for child in await m.tx.list_child_executions(row.namespace, row.run_id):
+            await m.tx.delete_child_execution(row.namespace, row.run_id, child.initiated_event_id)
+            await self._apply_parent_close_policy(m.tx, child, m.now, parent=row)
+        link = await m.tx.get_child_execution(row.namespace, row.run_id)
+        if link is None:
+            return
+        if new_run_id is not None:
+            await m.tx.move_child_execution(row.namespace, row.run_id, new_run_id)
+            return
+        await m.tx.delete_child_execution(row.namespace, link.parent_run_id, link.initiated_event_id)
+        parent = await m.tx.get_execution(row.namespace, link.parent_run_id)
+        if parent is None or parent.status != "RUNNING":
+            return
+        outcome_type, outcome = _CHILD_OUTCOMES[close_event.event_type]
+        pm = _Mutation(m.tx, parent, m.now)
+        pm.deliver([(
+            outcome_type,
+            {"initiated_event_id": link.initiated_event_id, "workflow_id": row.workflow_id, "run_id": row.run_id,
+             "workflow_type": row.workflow_type, **{key: attributes.get(key) for key in outcome}},
+        )])
+        await pm.save()
+
+    async def _start_continued_run(self, m: _Mutation, continued: dict[str, Any]) -> str:
+        """Starts the run a continue-as-new asked for: same workflow id, fresh history,
+        the execution timeout still counted from the chain's first run."""
+        row = m.row
+        started = json.loads((await m.tx.read_events(row.namespace, row.run_id, 0, 1))[0].attributes)
+        carried = {key: started[key] for key in _CARRIED_START_ATTRIBUTES if key in started}
+        new = self._new_run(
+            m.tx, m.now, namespace=row.namespace, workflow_id=row.workflow_id,
+            workflow_type=continued["workflow_type"], task_queue=continued["task_queue"],
+            input=payloads_from_json(continued["input"]), identity=started.get("identity", ""),
+            execution_timeout_s=started.get("workflow_execution_timeout", 0.0),
+            run_timeout_s=continued["workflow_run_timeout"], task_timeout_s=continued["workflow_task_timeout"],
+            started={**carried, "continued_execution_run_id": row.run_id},
+            run_id=continued["new_execution_run_id"],
+            execution_expiration_us=started.get("workflow_execution_expiration_us"),
+        )
+        await new.save()
+        return new.row.run_id
+
+    async def _apply_parent_close_policy(
+        self, tx: Transaction, child: ChildExecutionRow, now: int, *, parent: ExecutionRow
+    ) -> None:
+        if child.parent_close_policy == "ABANDON":
+            return
+        reason = f"parent {parent.workflow_id} closed ({parent.status}; parent close policy {child.parent_close_policy})"
+        if child.parent_close_policy == "REQUEST_CANCEL":
+            await self._request_cancel_run(tx, child.namespace, child.run_id, now, reason=reason)
+            return
+        row = await tx.get_execution(child.namespace, child.run_id)
+        if row is None or row.status != "RUNNING":
+            return
+        cm = _Mutation(tx, row, now)
+        self._abandon_started_workflow_task(cm, cause="FORCE_CLOSE_COMMAND", message="terminated")
+        cm.append("WorkflowExecutionTerminated", {"reason": reason, "identity": "server"})
+        cm.close("TERMINATED")
+        await cm.save()
+        await self._after_run_closed(cm)
+
+    async def pending_children(self, namespace: str, run_id: str) -> list[ChildExecutionRow]:
+        """The children a run started that have not closed yet (for describe())."""
+        return await self.read(lambda tx: tx.list_child_executions(namespace, run_id))
+
+
+# A closing child's event, and the event (with the attributes it copies) its parent gets.
+_CHILD_OUTCOMES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "WorkflowExecutionCompleted": ("ChildWorkflowExecutionCompleted", ("result",)),
+    "WorkflowExecutionFailed": ("ChildWorkflowExecutionFailed", ("failure",)),
+    "WorkflowExecutionCanceled": ("ChildWorkflowExecutionCanceled", ("details",)),
+    "WorkflowExecutionTerminated": ("ChildWorkflowExecutionTerminated", ("reason",)),
+    "WorkflowExecutionTimedOut": ("ChildWorkflowExecutionTimedOut", ("timeout_type",)),
+}
+# What every run of a continue-as-new chain keeps from the first one.
+_CARRIED_START_ATTRIBUTES = (
+    "parent_workflow_namespace", "parent_workflow_id", "parent_run_id", "parent_initiated_event_id",
+    "original_execution_run_id", "first_execution_run_id",
+)
+_MAX_NAME_LENGTH = 1000

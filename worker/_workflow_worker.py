@@ -66,7 +66,10 @@ class _RunCache:
 
 
 _CLOSING_COMMANDS = frozenset(
-    {"complete_workflow_execution", "fail_workflow_execution", "cancel_workflow_execution"}
+    {
+        "complete_workflow_execution", "fail_workflow_execution", "cancel_workflow_execution",
+        "continue_as_new_workflow_execution",
+    }
 )
 
 

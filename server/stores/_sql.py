@@ -11,6 +11,7 @@ import dataclasses
 from typing import Any, Optional, Sequence, TypeVar
 
 from flowforge.server.stores.base import (
+    ChildExecutionRow,
     ConcurrencyConflict,
     DuplicateRunningExecution,
     EventDedupeRow,
@@ -48,6 +49,9 @@ _LEASE_COLUMNS = _columns(LeaseRow)
 _QUERY_COLUMNS = _columns(QueryRow)
 _QUERY_INSERT_COLUMNS = [c for c in _QUERY_COLUMNS if c != "query_id"]
 _SELECT_QUERY = f"SELECT {', '.join(_QUERY_COLUMNS)} FROM workflow_queries"
+
+_CHILD_COLUMNS = _columns(ChildExecutionRow)
+_SELECT_CHILD = f"SELECT {', '.join(_CHILD_COLUMNS)} FROM child_executions"
 
 _SELECT_EXECUTION = f"SELECT {', '.join(_EXECUTION_COLUMNS)} FROM executions"
 _SELECT_TASK = f"SELECT {', '.join(_TASK_COLUMNS)} FROM tasks"
@@ -372,6 +376,37 @@ class SQLTransaction(Transaction, abc.ABC):
             ") AS work"
         )
         return None if record is None or record[0] is None else int(record[0])
+
+    # child workflows
+
+    async def insert_child_execution(self, row: ChildExecutionRow) -> None:
+        await self._execute(
+            f"INSERT INTO child_executions ({', '.join(_CHILD_COLUMNS)}) VALUES ({_placeholders(len(_CHILD_COLUMNS))})",
+            dataclasses.astuple(row),
+        )
+
+    async def get_child_execution(self, namespace: str, run_id: str) -> Optional[ChildExecutionRow]:
+        return await self._one(
+            ChildExecutionRow, f"{_SELECT_CHILD} WHERE namespace = ? AND run_id = ?", (namespace, run_id)
+        )
+
+    async def list_child_executions(self, namespace: str, parent_run_id: str) -> list[ChildExecutionRow]:
+        return await self._all(
+            ChildExecutionRow,
+            f"{_SELECT_CHILD} WHERE namespace = ? AND parent_run_id = ? ORDER BY initiated_event_id",
+            (namespace, parent_run_id),
+        )
+
+    async def delete_child_execution(self, namespace: str, parent_run_id: str, initiated_event_id: int) -> bool:
+        return await self._execute(
+            "DELETE FROM child_executions WHERE namespace = ? AND parent_run_id = ? AND initiated_event_id = ?",
+            (namespace, parent_run_id, initiated_event_id),
+        ) == 1
+
+    async def move_child_execution(self, namespace: str, run_id: str, new_run_id: str) -> None:
+        await self._execute(
+            "UPDATE child_executions SET run_id = ? WHERE namespace = ? AND run_id = ?", (new_run_id, namespace, run_id)
+        )
 
     # metadata
 

@@ -19,6 +19,7 @@ from typing import Optional
 from flowforge.server.visibility import CompiledQuery, StoredValue
 
 __all__ = [
+    "ChildExecutionRow",
     "ConcurrencyConflict",
     "DuplicateRunningExecution",
     "EventDedupeRow",
@@ -220,6 +221,19 @@ class QueryRow:
     error: Optional[str]
     create_us: int
     expires_us: int
+
+
+@dataclasses.dataclass
+class ChildExecutionRow:
+    """A child workflow a run started that has not closed yet."""
+
+    namespace: str
+    parent_run_id: str
+    initiated_event_id: int
+    workflow_id: str
+    run_id: str
+    workflow_type: str
+    parent_close_policy: str
 
 
 class Transaction(abc.ABC):
@@ -488,6 +502,26 @@ class Transaction(abc.ABC):
     @abc.abstractmethod
     async def get_memos(self, namespace: str, run_ids: list[str]) -> dict[str, bytes]:
         """run_id -> serialized Memo, for the given runs that have one."""
+
+    # ---- child workflows
+
+    @abc.abstractmethod
+    async def insert_child_execution(self, row: ChildExecutionRow) -> None: ...
+
+    @abc.abstractmethod
+    async def get_child_execution(self, namespace: str, run_id: str) -> Optional[ChildExecutionRow]:
+        """The pending child whose current run is ``run_id``, if that run is a child's."""
+
+    @abc.abstractmethod
+    async def list_child_executions(self, namespace: str, parent_run_id: str) -> list[ChildExecutionRow]:
+        """The pending children of a run, oldest first."""
+
+    @abc.abstractmethod
+    async def delete_child_execution(self, namespace: str, parent_run_id: str, initiated_event_id: int) -> bool: ...
+
+    @abc.abstractmethod
+    async def move_child_execution(self, namespace: str, run_id: str, new_run_id: str) -> None:
+        """Points a pending child at the run it continued as."""
 
     def __init__(self) -> None:
         self.channels: set[str] = set()

@@ -562,6 +562,8 @@ def test_info_describes_the_execution() -> None:
         "attempt": 1,
         "start_time": h.time_of(1).isoformat(),
         "search_attributes": {},
+        "parent": None,
+        "continued_run_id": None,
     }
 
 

@@ -11,7 +11,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Command(_message.Message):
-    __slots__ = ("schedule_activity_task", "start_timer", "cancel_timer", "request_cancel_activity_task", "complete_workflow_execution", "fail_workflow_execution", "cancel_workflow_execution", "record_marker", "upsert_workflow_search_attributes")
+    __slots__ = ("schedule_activity_task", "start_timer", "cancel_timer", "request_cancel_activity_task", "complete_workflow_execution", "fail_workflow_execution", "cancel_workflow_execution", "record_marker", "upsert_workflow_search_attributes", "start_child_workflow_execution", "request_cancel_external_workflow_execution", "continue_as_new_workflow_execution")
     SCHEDULE_ACTIVITY_TASK_FIELD_NUMBER: _ClassVar[int]
     START_TIMER_FIELD_NUMBER: _ClassVar[int]
     CANCEL_TIMER_FIELD_NUMBER: _ClassVar[int]
@@ -21,6 +21,9 @@ class Command(_message.Message):
     CANCEL_WORKFLOW_EXECUTION_FIELD_NUMBER: _ClassVar[int]
     RECORD_MARKER_FIELD_NUMBER: _ClassVar[int]
     UPSERT_WORKFLOW_SEARCH_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    START_CHILD_WORKFLOW_EXECUTION_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_FIELD_NUMBER: _ClassVar[int]
+    CONTINUE_AS_NEW_WORKFLOW_EXECUTION_FIELD_NUMBER: _ClassVar[int]
     schedule_activity_task: ScheduleActivityTaskCommandAttributes
     start_timer: StartTimerCommandAttributes
     cancel_timer: CancelTimerCommandAttributes
@@ -30,7 +33,10 @@ class Command(_message.Message):
     cancel_workflow_execution: CancelWorkflowExecutionCommandAttributes
     record_marker: RecordMarkerCommandAttributes
     upsert_workflow_search_attributes: UpsertWorkflowSearchAttributesCommandAttributes
-    def __init__(self, schedule_activity_task: _Optional[_Union[ScheduleActivityTaskCommandAttributes, _Mapping]] = ..., start_timer: _Optional[_Union[StartTimerCommandAttributes, _Mapping]] = ..., cancel_timer: _Optional[_Union[CancelTimerCommandAttributes, _Mapping]] = ..., request_cancel_activity_task: _Optional[_Union[RequestCancelActivityTaskCommandAttributes, _Mapping]] = ..., complete_workflow_execution: _Optional[_Union[CompleteWorkflowExecutionCommandAttributes, _Mapping]] = ..., fail_workflow_execution: _Optional[_Union[FailWorkflowExecutionCommandAttributes, _Mapping]] = ..., cancel_workflow_execution: _Optional[_Union[CancelWorkflowExecutionCommandAttributes, _Mapping]] = ..., record_marker: _Optional[_Union[RecordMarkerCommandAttributes, _Mapping]] = ..., upsert_workflow_search_attributes: _Optional[_Union[UpsertWorkflowSearchAttributesCommandAttributes, _Mapping]] = ...) -> None: ...
+    start_child_workflow_execution: StartChildWorkflowExecutionCommandAttributes
+    request_cancel_external_workflow_execution: RequestCancelExternalWorkflowExecutionCommandAttributes
+    continue_as_new_workflow_execution: ContinueAsNewWorkflowExecutionCommandAttributes
+    def __init__(self, schedule_activity_task: _Optional[_Union[ScheduleActivityTaskCommandAttributes, _Mapping]] = ..., start_timer: _Optional[_Union[StartTimerCommandAttributes, _Mapping]] = ..., cancel_timer: _Optional[_Union[CancelTimerCommandAttributes, _Mapping]] = ..., request_cancel_activity_task: _Optional[_Union[RequestCancelActivityTaskCommandAttributes, _Mapping]] = ..., complete_workflow_execution: _Optional[_Union[CompleteWorkflowExecutionCommandAttributes, _Mapping]] = ..., fail_workflow_execution: _Optional[_Union[FailWorkflowExecutionCommandAttributes, _Mapping]] = ..., cancel_workflow_execution: _Optional[_Union[CancelWorkflowExecutionCommandAttributes, _Mapping]] = ..., record_marker: _Optional[_Union[RecordMarkerCommandAttributes, _Mapping]] = ..., upsert_workflow_search_attributes: _Optional[_Union[UpsertWorkflowSearchAttributesCommandAttributes, _Mapping]] = ..., start_child_workflow_execution: _Optional[_Union[StartChildWorkflowExecutionCommandAttributes, _Mapping]] = ..., request_cancel_external_workflow_execution: _Optional[_Union[RequestCancelExternalWorkflowExecutionCommandAttributes, _Mapping]] = ..., continue_as_new_workflow_execution: _Optional[_Union[ContinueAsNewWorkflowExecutionCommandAttributes, _Mapping]] = ...) -> None: ...
 
 class ScheduleActivityTaskCommandAttributes(_message.Message):
     __slots__ = ("activity_id", "activity_type", "task_queue", "input", "schedule_to_close_timeout", "schedule_to_start_timeout", "start_to_close_timeout", "heartbeat_timeout", "retry_policy", "depends_on_activity_ids", "cancellation_type")
@@ -116,3 +122,47 @@ class UpsertWorkflowSearchAttributesCommandAttributes(_message.Message):
     SEARCH_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
     search_attributes: _common_pb2.SearchAttributes
     def __init__(self, search_attributes: _Optional[_Union[_common_pb2.SearchAttributes, _Mapping]] = ...) -> None: ...
+
+class StartChildWorkflowExecutionCommandAttributes(_message.Message):
+    __slots__ = ("workflow_id", "workflow_type", "task_queue", "input", "workflow_execution_timeout", "workflow_run_timeout", "workflow_task_timeout", "parent_close_policy")
+    WORKFLOW_ID_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_TYPE_FIELD_NUMBER: _ClassVar[int]
+    TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_EXECUTION_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_RUN_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_TASK_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    PARENT_CLOSE_POLICY_FIELD_NUMBER: _ClassVar[int]
+    workflow_id: str
+    workflow_type: str
+    task_queue: str
+    input: _common_pb2.Payloads
+    workflow_execution_timeout: _duration_pb2.Duration
+    workflow_run_timeout: _duration_pb2.Duration
+    workflow_task_timeout: _duration_pb2.Duration
+    parent_close_policy: _common_pb2.ParentClosePolicy
+    def __init__(self, workflow_id: _Optional[str] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., workflow_execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_run_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_task_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., parent_close_policy: _Optional[_Union[_common_pb2.ParentClosePolicy, str]] = ...) -> None: ...
+
+class RequestCancelExternalWorkflowExecutionCommandAttributes(_message.Message):
+    __slots__ = ("workflow_id", "run_id", "child_workflow_only")
+    WORKFLOW_ID_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    CHILD_WORKFLOW_ONLY_FIELD_NUMBER: _ClassVar[int]
+    workflow_id: str
+    run_id: str
+    child_workflow_only: bool
+    def __init__(self, workflow_id: _Optional[str] = ..., run_id: _Optional[str] = ..., child_workflow_only: _Optional[bool] = ...) -> None: ...
+
+class ContinueAsNewWorkflowExecutionCommandAttributes(_message.Message):
+    __slots__ = ("workflow_type", "task_queue", "input", "workflow_run_timeout", "workflow_task_timeout")
+    WORKFLOW_TYPE_FIELD_NUMBER: _ClassVar[int]
+    TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_RUN_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_TASK_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    workflow_type: str
+    task_queue: str
+    input: _common_pb2.Payloads
+    workflow_run_timeout: _duration_pb2.Duration
+    workflow_task_timeout: _duration_pb2.Duration
+    def __init__(self, workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., workflow_run_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_task_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...

@@ -45,6 +45,13 @@ class IndexedValueType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     INDEXED_VALUE_TYPE_DOUBLE: _ClassVar[IndexedValueType]
     INDEXED_VALUE_TYPE_BOOL: _ClassVar[IndexedValueType]
     INDEXED_VALUE_TYPE_DATETIME: _ClassVar[IndexedValueType]
+
+class ParentClosePolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PARENT_CLOSE_POLICY_UNSPECIFIED: _ClassVar[ParentClosePolicy]
+    PARENT_CLOSE_POLICY_TERMINATE: _ClassVar[ParentClosePolicy]
+    PARENT_CLOSE_POLICY_ABANDON: _ClassVar[ParentClosePolicy]
+    PARENT_CLOSE_POLICY_REQUEST_CANCEL: _ClassVar[ParentClosePolicy]
 TIMEOUT_TYPE_UNSPECIFIED: TimeoutType
 TIMEOUT_TYPE_START_TO_CLOSE: TimeoutType
 TIMEOUT_TYPE_SCHEDULE_TO_START: TimeoutType
@@ -68,6 +75,10 @@ INDEXED_VALUE_TYPE_INT: IndexedValueType
 INDEXED_VALUE_TYPE_DOUBLE: IndexedValueType
 INDEXED_VALUE_TYPE_BOOL: IndexedValueType
 INDEXED_VALUE_TYPE_DATETIME: IndexedValueType
+PARENT_CLOSE_POLICY_UNSPECIFIED: ParentClosePolicy
+PARENT_CLOSE_POLICY_TERMINATE: ParentClosePolicy
+PARENT_CLOSE_POLICY_ABANDON: ParentClosePolicy
+PARENT_CLOSE_POLICY_REQUEST_CANCEL: ParentClosePolicy
 
 class Payload(_message.Message):
     __slots__ = ("metadata", "data")
@@ -115,7 +126,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, initial_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., backoff_coefficient: _Optional[float] = ..., maximum_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., maximum_attempts: _Optional[int] = ..., non_retryable_error_types: _Optional[_Iterable[str]] = ..., full_jitter: _Optional[bool] = ...) -> None: ...
 
 class Failure(_message.Message):
-    __slots__ = ("message", "type", "non_retryable", "stack_trace", "details", "cause", "timeout_type", "source", "activity_failure_info")
+    __slots__ = ("message", "type", "non_retryable", "stack_trace", "details", "cause", "timeout_type", "source", "activity_failure_info", "child_workflow_execution_failure_info")
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     NON_RETRYABLE_FIELD_NUMBER: _ClassVar[int]
@@ -125,6 +136,7 @@ class Failure(_message.Message):
     TIMEOUT_TYPE_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     ACTIVITY_FAILURE_INFO_FIELD_NUMBER: _ClassVar[int]
+    CHILD_WORKFLOW_EXECUTION_FAILURE_INFO_FIELD_NUMBER: _ClassVar[int]
     message: str
     type: str
     non_retryable: bool
@@ -134,7 +146,8 @@ class Failure(_message.Message):
     timeout_type: TimeoutType
     source: str
     activity_failure_info: ActivityFailureInfo
-    def __init__(self, message: _Optional[str] = ..., type: _Optional[str] = ..., non_retryable: _Optional[bool] = ..., stack_trace: _Optional[str] = ..., details: _Optional[_Union[Payloads, _Mapping]] = ..., cause: _Optional[_Union[Failure, _Mapping]] = ..., timeout_type: _Optional[_Union[TimeoutType, str]] = ..., source: _Optional[str] = ..., activity_failure_info: _Optional[_Union[ActivityFailureInfo, _Mapping]] = ...) -> None: ...
+    child_workflow_execution_failure_info: ChildWorkflowExecutionFailureInfo
+    def __init__(self, message: _Optional[str] = ..., type: _Optional[str] = ..., non_retryable: _Optional[bool] = ..., stack_trace: _Optional[str] = ..., details: _Optional[_Union[Payloads, _Mapping]] = ..., cause: _Optional[_Union[Failure, _Mapping]] = ..., timeout_type: _Optional[_Union[TimeoutType, str]] = ..., source: _Optional[str] = ..., activity_failure_info: _Optional[_Union[ActivityFailureInfo, _Mapping]] = ..., child_workflow_execution_failure_info: _Optional[_Union[ChildWorkflowExecutionFailureInfo, _Mapping]] = ...) -> None: ...
 
 class ActivityFailureInfo(_message.Message):
     __slots__ = ("activity_type", "activity_id", "scheduled_event_id", "retry_state")
@@ -199,3 +212,19 @@ class Memo(_message.Message):
     FIELDS_FIELD_NUMBER: _ClassVar[int]
     fields: _containers.MessageMap[str, Payload]
     def __init__(self, fields: _Optional[_Mapping[str, Payload]] = ...) -> None: ...
+
+class ChildWorkflowExecutionFailureInfo(_message.Message):
+    __slots__ = ("namespace", "workflow_execution", "workflow_type", "initiated_event_id", "started_event_id", "retry_state")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_EXECUTION_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_TYPE_FIELD_NUMBER: _ClassVar[int]
+    INITIATED_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    STARTED_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    RETRY_STATE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    workflow_execution: WorkflowExecution
+    workflow_type: str
+    initiated_event_id: int
+    started_event_id: int
+    retry_state: str
+    def __init__(self, namespace: _Optional[str] = ..., workflow_execution: _Optional[_Union[WorkflowExecution, _Mapping]] = ..., workflow_type: _Optional[str] = ..., initiated_event_id: _Optional[int] = ..., started_event_id: _Optional[int] = ..., retry_state: _Optional[str] = ...) -> None: ...

@@ -1,0 +1,98 @@
+"""Continue-as-new, end to end against a real server on SQLite and PostgreSQL.
+
+``workflow.continue_as_new(arg)`` closes the run as CONTINUED_AS_NEW
+(``WorkflowExecutionContinuedAsNew``) and starts the next run of the same workflow
+id, with a fresh history, in the same transaction. ``handle.result()`` and
+``client.get_workflow_handle(id)`` follow the chain to its last run. The run
+timeout starts afresh with each run; the execution timeout spans the chain.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from flowforge import Client, WorkflowExecutionStatus, workflow
+from flowforge.exceptions import TimeoutError, WorkflowFailureError
+from tests.integration._reliability import assert_gapless, events, fast_worker, sdk_client
+
+__all__ = ["sdk_client"]
+
+QUEUE = "continue-as-new"
+RUNS = 100
+# WorkflowExecutionStarted, WorkflowTaskScheduled/Started/Completed and the close event.
+EVENTS_PER_RUN = 5
+
+
+@workflow.defn
+class Countdown:
+    @workflow.run
+    async def run(self, state: dict) -> dict:
+        if state["left"] == 0:
+            return {"total": state["total"], "continued_from": workflow.info().continued_run_id is not None}
+        workflow.continue_as_new({"left": state["left"] - 1, "total": state["total"] + state["left"]})
+
+
+@workflow.defn
+class TicksForever:
+    @workflow.run
+    async def run(self, ticks: int) -> None:
+        await workflow.sleep(timedelta(seconds=0.2))
+        workflow.continue_as_new(ticks + 1)
+
+
+async def test_continuing_as_new_100_times_keeps_each_history_small_and_result_follows_the_chain(
+    sdk_client: Client,
+) -> None:
+    async with fast_worker(sdk_client, QUEUE, workflows=[Countdown]):
+        handle = await sdk_client.start_workflow(
+            Countdown.run, {"left": RUNS, "total": 0}, id="countdown", task_queue=QUEUE
+        )
+        # The handle names the first run; result() follows 100 continuations to the last.
+        assert await handle.result() == {"total": RUNS * (RUNS + 1) // 2, "continued_from": True}
+
+    runs = [run async for run in sdk_client.list_workflows(workflow_id="countdown")]
+    assert len(runs) == RUNS + 1
+    statuses = sorted(run.status.name for run in runs)
+    assert statuses == ["COMPLETED"] + ["CONTINUED_AS_NEW"] * RUNS
+    assert max(run.history_length for run in runs) <= EVENTS_PER_RUN
+
+    # The latest run is what get_workflow_handle(id) finds; walk the chain back from it.
+    latest = await sdk_client.get_workflow_handle("countdown").describe()
+    assert latest.status is WorkflowExecutionStatus.COMPLETED
+    chain = [latest.run_id]
+    run_id = latest.continued_run_id
+    while run_id is not None:
+        chain.append(run_id)
+        run_id = (await sdk_client.get_workflow_handle("countdown", run_id=run_id).describe()).continued_run_id
+    assert chain[-1] == handle.run_id and len(chain) == RUNS + 1
+
+    first = await events(sdk_client.get_workflow_handle("countdown", run_id=handle.run_id))
+    assert_gapless(first)
+    continued = first[-1]
+    assert continued.event_type == "WorkflowExecutionContinuedAsNew"
+    assert continued.attributes["new_execution_run_id"] == chain[-2]
+    second = await events(sdk_client.get_workflow_handle("countdown", run_id=chain[-2]))
+    started = second[0].attributes
+    assert started["continued_execution_run_id"] == handle.run_id
+    assert started["first_execution_run_id"] == handle.run_id
+
+
+async def test_the_execution_timeout_spans_the_chain_while_the_run_timeout_restarts(sdk_client: Client) -> None:
+    async with fast_worker(sdk_client, QUEUE, workflows=[TicksForever]):
+        handle = await sdk_client.start_workflow(
+            TicksForever.run, 0, id="ticks", task_queue=QUEUE,
+            execution_timeout=timedelta(seconds=2), run_timeout=timedelta(seconds=1),
+        )
+        with pytest.raises(WorkflowFailureError) as failure:
+            await handle.result()
+    assert isinstance(failure.value.cause, TimeoutError)
+    assert "EXECUTION" in str(failure.value.cause)
+    runs = [run async for run in sdk_client.list_workflows(workflow_id="ticks")]
+    # Each run lives 0.2 s, well inside its 1 s run timeout; the chain ran out at 2 s.
+    assert len(runs) >= 3
+    assert sorted({run.status.name for run in runs}) == ["CONTINUED_AS_NEW", "TIMED_OUT"]
+    first, last = min(runs, key=lambda r: r.start_time), max(runs, key=lambda r: r.start_time)
+    assert last.close_time is not None and first.start_time is not None
+    assert 1.8 <= (last.close_time - first.start_time).total_seconds() <= 6.0
