@@ -469,7 +469,8 @@ class HistoryEngine:
             m = self._new_run(
                 tx, now, namespace=namespace, workflow_id=workflow_id, workflow_type=workflow_type,
                 task_queue=task_queue, input=input, identity=identity, execution_timeout_s=execution_timeout_s,
-                run_timeout_s=run_timeout_s, task_timeout_s=task_timeout_s, started={"request_id": request_id, **({"origin": origin} if origin else {})},
+                run_timeout_s=run_timeout_s, task_timeout_s=task_timeout_s,
+                started={"request_id": request_id, **({"origin": origin} if origin else {})},
             )
             run_id = m.row.run_id
             try:
