@@ -471,6 +471,7 @@ class HistoryEngine:
                 task_queue=task_queue, input=input, identity=identity, execution_timeout_s=execution_timeout_s,
                 run_timeout_s=run_timeout_s, task_timeout_s=task_timeout_s,
                 started={"request_id": request_id, **({"origin": origin} if origin else {})},
+                first_events=[("WorkflowExecutionSignaled", start_signal.attributes(identity))] if start_signal else (),
             )
             run_id = m.row.run_id
             try:
@@ -496,11 +497,12 @@ class HistoryEngine:
         self, tx: Transaction, now: int, *, namespace: str, workflow_id: str, workflow_type: str, task_queue: str,
         input: common_pb2.Payloads, identity: str, execution_timeout_s: float, run_timeout_s: float,
         task_timeout_s: float, started: dict[str, Any], run_id: Optional[str] = None,
-        execution_expiration_us: Optional[int] = None,
+        execution_expiration_us: Optional[int] = None, first_events: Sequence[tuple[str, dict[str, Any]]] = (),
     ) -> _Mutation:
         """A new run with its WorkflowExecutionStarted and first workflow task, to be saved.
 
-        ``started`` adds attributes to the started event. The run closes at the
+        ``started`` adds attributes to the started event; ``first_events`` (e.g. the
+        signal of a signal-with-start) come between it and the workflow task. The run closes at the
         earlier of its execution and run timeouts (0 = none); the execution timeout
         counts from ``execution_expiration_us`` when the run continues a chain.
         """
