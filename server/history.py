@@ -470,10 +470,14 @@ class HistoryEngine:
                 tx, now, namespace=namespace, workflow_id=workflow_id, workflow_type=workflow_type,
                 task_queue=task_queue, input=input, identity=identity, execution_timeout_s=execution_timeout_s,
                 run_timeout_s=run_timeout_s, task_timeout_s=task_timeout_s,
-                started={"request_id": request_id, **({"origin": origin} if origin else {})},
+                started={
+                    "request_id": request_id, **({"origin": origin} if origin else {}),
+                    **self._visibility_attributes(search_attributes, memo),
+                },
                 first_events=[("WorkflowExecutionSignaled", start_signal.attributes(identity))] if start_signal else (),
             )
             run_id = m.row.run_id
+            values = await self._stored_values(tx, namespace, search_attributes)
             try:
                 await m.save()
             except DuplicateRunningExecution:
@@ -484,7 +488,7 @@ class HistoryEngine:
                     f"workflow id {workflow_id!r} already has a running execution"
                     f" (run_id {running.run_id if running else '?'}); wait for it to close or use another id"
                 ) from None
-            await self._write_visibility(tx, row, values, memo)
+            await self._write_visibility(tx, m.row, values, memo)
             await tx.insert_request_id(namespace, request_id, run_id, now)
             return run_id, True
 
@@ -502,9 +506,10 @@ class HistoryEngine:
         """A new run with its WorkflowExecutionStarted and first workflow task, to be saved.
 
         ``started`` adds attributes to the started event; ``first_events`` (e.g. the
-        signal of a signal-with-start) come between it and the workflow task. The run closes at the
-        earlier of its execution and run timeouts (0 = none); the execution timeout
-        counts from ``execution_expiration_us`` when the run continues a chain.
+        signal of a signal-with-start) come between it and the workflow task. The run
+        closes at the earlier of its execution and run timeouts (0 = none); the
+        execution timeout counts from ``execution_expiration_us`` when the run
+        continues a chain.
         """
         run_id = run_id or str(uuid.uuid4())
         if execution_expiration_us is None and execution_timeout_s > 0:
