@@ -28,6 +28,7 @@ import itertools
 import json
 import logging
 import random
+import types
 import typing
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Mapping, Optional, Sequence
@@ -574,10 +575,7 @@ class WorkflowInstance(workflow._Runtime):
         batch, self._pending_batch = self._pending_batch, []
         for event in batch:
             self._deliver(event)
-        guard = DeterminismGuard(
-            boundary=_WorkflowEventLoop.run_until_quiescent.__code__,
-            workflow_module=self._definition.cls.__module__,
-        )
+        guard = self._determinism_guard(_WorkflowEventLoop.run_until_quiescent.__code__)
         with guard:
             self._loop.run_until_quiescent()
         if guard.violation is not None:
@@ -882,7 +880,7 @@ class WorkflowInstance(workflow._Runtime):
         commands_before = len(self._commands)
         outer_loop = asyncio.events._get_running_loop()
         asyncio.events._set_running_loop(self._loop)
-        guard = DeterminismGuard(boundary=WorkflowInstance.query.__code__)
+        guard = self._determinism_guard(WorkflowInstance.query.__code__)
         try:
             with guard:
                 result = definition.fn(self._workflow_object(), *values)
@@ -927,11 +925,15 @@ class WorkflowInstance(workflow._Runtime):
         batch, self._pending_batch = self._pending_batch, []
         for event in batch:
             self._deliver(event)
-        guard = DeterminismGuard(boundary=_WorkflowEventLoop.run_until_quiescent.__code__)
+        guard = self._determinism_guard(_WorkflowEventLoop.run_until_quiescent.__code__)
         with guard:
             self._loop.run_until_quiescent()
         if guard.violation is not None:
             raise exceptions.NonDeterminismError(guard.violation)
+
+    def _determinism_guard(self, boundary: types.CodeType) -> DeterminismGuard:
+        """The guard for running this workflow's code from the function ``boundary``."""
+        return DeterminismGuard(boundary=boundary, workflow_module=self._definition.cls.__module__)
 
     # ----------------------------------------------------------------- timers (for the loop)
 
