@@ -572,16 +572,7 @@ class WorkflowInstance(workflow._Runtime):
         self._now = started.event_time.ToDatetime(tzinfo=timezone.utc)
         self._replaying = replaying
         self._commands = []
-        batch, self._pending_batch = self._pending_batch, []
-        for event in batch:
-            self._deliver(event)
-        guard = self._determinism_guard(_WorkflowEventLoop.run_until_quiescent.__code__)
-        with guard:
-            self._loop.run_until_quiescent()
-        if guard.violation is not None:
-            if self._run_task is not None and self._run_task.done() and not self._run_task.cancelled():
-                self._run_task.exception()  # e.g. the refused connection: reported as the violation instead
-            raise exceptions.NonDeterminismError(guard.violation)
+        self._deliver_pending_batch_and_run()
         if self._handler_error is not None:
             raise self._handler_error
         self._close_if_finished()
@@ -922,6 +913,14 @@ class WorkflowInstance(workflow._Runtime):
             return
         self._spent = True
         self._replaying = True
+        self._deliver_pending_batch_and_run()
+
+    def _deliver_pending_batch_and_run(self) -> None:
+        """Delivers the pending events and runs workflow code until it waits, under the guard.
+
+        Raises:
+            NonDeterminismError: The code called a nondeterministic function.
+        """
         batch, self._pending_batch = self._pending_batch, []
         for event in batch:
             self._deliver(event)
@@ -929,6 +928,8 @@ class WorkflowInstance(workflow._Runtime):
         with guard:
             self._loop.run_until_quiescent()
         if guard.violation is not None:
+            if self._run_task is not None and self._run_task.done() and not self._run_task.cancelled():
+                self._run_task.exception()  # e.g. the refused connection: reported as the violation instead
             raise exceptions.NonDeterminismError(guard.violation)
 
     def _determinism_guard(self, boundary: types.CodeType) -> DeterminismGuard:
