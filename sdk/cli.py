@@ -413,8 +413,9 @@ async def _run_workflow(args: argparse.Namespace) -> None:
                 print(history.to_json())
                 return
             description = await handle.describe()
+            build = f"  build {description.first_worker_build_id}" if description.first_worker_build_id else ""
             print(f"{description.workflow_id}  run {description.run_id}  {description.workflow_type}"
-                  f"  {description.status.name}")
+                  f"  {description.status.name}{build}")
             print("\nHistory:")
             for event in history.events:
                 print(f"  {event.event_id:>4}  {_stamp(event.event_time)}  {event.event_type}")

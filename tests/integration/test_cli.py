@@ -31,7 +31,7 @@ async def test_start_list_and_show_json_that_the_replayer_accepts(
                         "--input", json.dumps({"key": "from-cli"}), *address)
     assert started.returncode == 0, started.stderr
     run_id = started.stdout.strip()
-    async with Worker(client, task_queue="cli", workflows=WORKFLOWS, activities=ACTIVITIES):
+    async with Worker(client, task_queue="cli", workflows=WORKFLOWS, activities=ACTIVITIES, build_id="cli-build-7"):
         assert await client.get_workflow_handle("cli-1").result() == {"key": "from-cli", "attempt": 1}
 
     listed = flowforge("workflow", "list", "--output", "json", *address)
@@ -47,6 +47,7 @@ async def test_start_list_and_show_json_that_the_replayer_accepts(
 
     text = flowforge("workflow", "show", "--workflow-id", "cli-1", *address)
     assert "WorkflowExecutionCompleted" in text.stdout and "ledger_step" in text.stdout
+    assert "COMPLETED  build cli-build-7" in text.stdout.splitlines()[0]
 
 
 def test_errors_are_reported_with_their_status_and_a_nonzero_exit(server_process: ServerProcess) -> None:
