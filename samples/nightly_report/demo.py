@@ -9,17 +9,15 @@ spring forward), runs the worker and prints the reports.
 from __future__ import annotations
 
 import asyncio
-import os
-import tempfile
 from datetime import datetime, timezone
 from zoneinfo import ZoneInfo
 
 from flowforge import Client
 from flowforge.client import ScheduleOverlapPolicy
 from flowforge.worker import Worker
+from samples._dev_server import run_with_dev_server
 from samples.nightly_report import schedule
 from samples.nightly_report.workflows import ACTIVITIES, TASK_QUEUE, TIME_ZONE, WORKFLOW_ID_PREFIX, NightlyReport
-from samples.onboarding.demo import _start_dev_server
 
 BACKFILL = (datetime(2026, 3, 28, tzinfo=timezone.utc), datetime(2026, 3, 29, 12, tzinfo=timezone.utc))
 
@@ -59,13 +57,7 @@ async def run(address: str) -> dict[str, str]:
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        server, address = _start_dev_server(os.path.join(tmp, "ready"))
-        try:
-            asyncio.run(run(address))
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+    run_with_dev_server(run)
 
 
 if __name__ == "__main__":

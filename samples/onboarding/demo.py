@@ -9,30 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
-import tempfile
-import time
 
 from flowforge import Client
 from flowforge.worker import Worker
+from samples._dev_server import run_with_dev_server
 from samples.onboarding.workflows import ACTIVITIES, TASK_QUEUE, Onboarding
-
-
-def _start_dev_server(ready_file: str) -> tuple[subprocess.Popen, str]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "flowforge.cli", "server", "start-dev", "--in-memory", "--port", "0",
-         "--ready-file", ready_file, "--log-level", "WARNING"]
-    )
-    deadline = time.monotonic() + 30
-    while not os.path.exists(ready_file):
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            raise RuntimeError("the dev server did not start")
-        time.sleep(0.05)
-    with open(ready_file) as f:
-        return process, f"127.0.0.1:{f.read().strip()}"
 
 
 async def run(address: str) -> None:
@@ -57,13 +38,7 @@ async def run(address: str) -> None:
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        server, address = _start_dev_server(os.path.join(tmp, "ready"))
-        try:
-            asyncio.run(run(address))
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+    run_with_dev_server(run)
 
 
 if __name__ == "__main__":
