@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from flowforge import WorkflowExecutionStatus, activity, workflow
+from flowforge import RetryPolicy, WorkflowExecutionStatus, activity, workflow
+from flowforge.exceptions import TimeoutError as WorkflowTimeoutError
+from flowforge.exceptions import WorkflowFailureError
 from flowforge.testing import WorkflowEnvironment
 from flowforge.worker import Worker
 
@@ -66,6 +68,26 @@ class ActivityBesideATimer:
         )
         ran, _ = await asyncio.gather(step, workflow.sleep(timedelta(days=1)))
         return ran
+
+
+@activity.defn
+async def fails_on_first_attempt() -> int:
+    attempt = activity.info().attempt
+    if attempt == 1:
+        raise RuntimeError("the service is down for an hour")
+    return attempt
+
+
+@workflow.defn
+class RetriesAfterAnHour:
+    @workflow.run
+    async def run(self) -> list:
+        started = workflow.now()
+        attempt = await workflow.execute_activity(
+            fails_on_first_attempt, start_to_close_timeout=timedelta(seconds=10),
+            retry_policy=RetryPolicy(initial_interval=timedelta(hours=1), maximum_attempts=2),
+        )
+        return [attempt, (workflow.now() - started).total_seconds()]
 
 
 def elapsed(times: list[str]) -> timedelta:
@@ -173,3 +195,25 @@ async def test_awaiting_a_result_does_not_skip_time_while_auto_skipping_is_disab
                     await asyncio.wait_for(handle.result(), 0.5)
                 assert await env.get_current_time() - before < timedelta(minutes=1)
             assert elapsed(await asyncio.wait_for(handle.result(), 10)) >= timedelta(hours=1)
+
+
+async def test_an_activity_retry_backoff_is_skipped() -> None:
+    async with WorkflowEnvironment.start_time_skipping() as env:
+        async with Worker(env.client, task_queue=QUEUE, workflows=[RetriesAfterAnHour],
+                          activities=[fails_on_first_attempt]):
+            handle = await env.client.start_workflow(RetriesAfterAnHour.run, id="retry", task_queue=QUEUE)
+            attempt, waited_s = await asyncio.wait_for(handle.result(), 20)
+    assert attempt == 2
+    assert waited_s >= timedelta(hours=1).total_seconds()
+
+
+async def test_a_run_timeout_is_reached_by_skipping() -> None:
+    async with WorkflowEnvironment.start_time_skipping() as env:
+        async with Worker(env.client, task_queue=QUEUE, workflows=[Sleeper]):
+            handle = await env.client.start_workflow(
+                Sleeper.run, timedelta(days=30).total_seconds(), id="sleeper", task_queue=QUEUE,
+                run_timeout=timedelta(hours=2),
+            )
+            with pytest.raises(WorkflowFailureError) as failure:
+                await asyncio.wait_for(handle.result(), 20)
+    assert isinstance(failure.value.cause, WorkflowTimeoutError)
