@@ -23,6 +23,7 @@ from __future__ import annotations
 import _socket
 import _ssl
 import _thread
+import asyncio
 import dataclasses
 import datetime
 import io
@@ -43,6 +44,9 @@ __all__ = ["DeterminismGuard"]
 class _Forbidden:
     name: str
     replacement: str
+    # For the event loop's I/O methods: calls from asyncio are not excused, since
+    # the workflow's loop does no I/O, so any such call comes from workflow code.
+    asyncio_io: bool = False
 
 
 _CLOCK = "use workflow.now() for the current time"
@@ -82,12 +86,29 @@ _FORBIDDEN_BUILTINS: dict[object, _Forbidden] = {
     **{getattr(os, name): _Forbidden(f"os.{name}()", _IO) for name in _OS_FILE_FUNCTIONS if hasattr(os, name)},
 }
 
+# The workflow event loop inherits these from AbstractEventLoop (which raises
+# NotImplementedError): naming them tells what the code tried, e.g. an async HTTP client.
+_LOOP_IO_METHODS = (
+    "getaddrinfo", "getnameinfo", "create_connection", "create_server", "create_datagram_endpoint",
+    "create_unix_connection", "create_unix_server", "connect_accepted_socket", "sendfile", "start_tls",
+    "sock_recv", "sock_recv_into", "sock_sendall", "sock_connect", "sock_accept", "sock_sendfile",
+    "connect_read_pipe", "connect_write_pipe", "subprocess_shell", "subprocess_exec",
+    "add_reader", "add_writer",
+)
+
 # Python functions, matched on 'call' by their code object.
 _FORBIDDEN_CODE: dict[CodeType, _Forbidden] = {
     uuid.uuid4.__code__: _Forbidden("uuid.uuid4()", _UUID),
     uuid.uuid1.__code__: _Forbidden("uuid.uuid1()", _UUID),
     socket.socket.__init__.__code__: _Forbidden("socket.socket()", _IO),
     threading.Thread.start.__code__: _Forbidden("threading.Thread.start()", _THREAD),
+    asyncio.AbstractEventLoop.run_in_executor.__code__: _Forbidden(
+        "loop.run_in_executor()", _THREAD, asyncio_io=True
+    ),
+    **{
+        getattr(asyncio.AbstractEventLoop, name).__code__: _Forbidden(f"loop.{name}()", _IO, asyncio_io=True)
+        for name in _LOOP_IO_METHODS
+    },
 }
 
 # Any method call on these objects (e.g. sock.connect(), sock.sendall()) is
@@ -180,13 +201,14 @@ class DeterminismGuard:
         library_entry: Optional[FrameType] = None  # the outermost standard library frame below it
         workflow_frame: Optional[FrameType] = None  # the innermost frame of the workflow's module
         user_entry: Optional[FrameType] = None  # the outermost frame outside the stdlib and the SDK
+        excused = _EXCUSED_PACKAGES - {"asyncio"} if forbidden.asyncio_io else _EXCUSED_PACKAGES
         current: Optional[FrameType] = frame
         while current is not None and current.f_code is not self._boundary:
             package = _package(current)
             if package in _EXCUSED_ANYWHERE:
                 return None
             if caller is None:
-                if package in _EXCUSED_PACKAGES:
+                if package in excused:
                     return None
                 if package in sys.stdlib_module_names:
                     library_entry = current

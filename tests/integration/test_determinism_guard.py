@@ -8,7 +8,9 @@ terminates the execution.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import inspect
 import os
 import random
 import socket
@@ -37,13 +39,15 @@ _preopened_socket: list[socket.socket] = []
 
 
 def _forbidden(name: str, call: Callable[[], object]) -> type:
-    """A workflow whose run method makes ``call``."""
+    """A workflow whose run method makes ``call`` (and awaits what it returns, if anything)."""
 
     @workflow.defn(name=f"Forbidden-{name}")
     class Forbidden:
         @workflow.run
         async def run(self) -> None:
-            call()
+            result = call()
+            if inspect.isawaitable(result):
+                await result  # forbidden: awaited
 
     return Forbidden
 
@@ -68,7 +72,11 @@ CASES = {
     "os.listdir": (lambda: os.listdir("."), "os.listdir()"),  # forbidden: os.listdir
     "os.path.exists": (lambda: os.path.exists("/nonexistent"), "genericpath.exists() (which calls os.stat())"),  # forbidden: os.path.exists
     "thread": (lambda: threading.Thread(target=print).start(), "threading.Thread.start()"),  # forbidden: thread
+    "asyncio.to_thread": (lambda: asyncio.to_thread(print), "asyncio.threads.to_thread() (which calls loop.run_in_executor())"),  # forbidden: asyncio.to_thread
+    "asyncio.open_connection": (lambda: asyncio.open_connection("127.0.0.1", CLOSED_PORT), "asyncio.streams.open_connection() (which calls loop.create_connection())"),  # forbidden: asyncio.open_connection
 }
+# Coroutines make their call where the workflow awaits them.
+AWAITED = {"asyncio.to_thread", "asyncio.open_connection"}
 WORKFLOWS = {name: _forbidden(name, call) for name, (call, _) in CASES.items()}
 
 
@@ -142,7 +150,11 @@ async def test_a_forbidden_call_fails_the_workflow_task_naming_the_call_and_the_
     _, called = CASES[name]
     assert failed.attributes["cause"] == "NON_DETERMINISTIC_ERROR"
     message = failed.attributes["failure"]["message"]
-    assert message.startswith(f"workflow code called {called} at {Path(__file__).name}:{_line_of(name)} in <lambda>")
+    where = (
+        f"{_line_of('awaited')} in _forbidden.<locals>.Forbidden.run" if name in AWAITED
+        else f"{_line_of(name)} in <lambda>"
+    )
+    assert message.startswith(f"workflow code called {called} at {Path(__file__).name}:{where};")
     assert "workflow code must be deterministic" in message
 
 
