@@ -84,3 +84,23 @@ async def test_a_valid_worker_needs_no_server_to_be_built(client):
     worker = Worker(client, task_queue="billing", workflows=[Billing], activities=[charge])
 
     assert worker.task_queue == "billing"
+
+
+# --------------------------------------------------------------------------- build ids
+
+
+@workflow.defn
+class Invoicing:
+    @workflow.run
+    async def run(self) -> None: ...
+
+
+async def test_the_default_build_id_is_a_stable_hash_of_the_workflow_code(client: Client) -> None:
+    first = Worker(client, task_queue="q", workflows=[Billing, Invoicing])
+    again = Worker(client, task_queue="q", workflows=[Invoicing, Billing])
+    changed = Worker(client, task_queue="q", workflows=[BillingV2, Invoicing])  # same names, other code
+
+    assert first.build_id == again.build_id
+    assert len(first.build_id) == 20 and int(first.build_id, 16) >= 0
+    assert changed.build_id != first.build_id
+    assert Worker(client, task_queue="q", workflows=[Billing], build_id="v7").build_id == "v7"
