@@ -17,6 +17,7 @@ from flowforge import Client
 from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.worker import Worker
 from samples.onboarding.workflows import ACTIVITIES, TASK_QUEUE, Onboarding
+from samples.order_tracking import workflows as order_tracking
 from tests.replay import shipping
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -54,6 +55,28 @@ async def record_shipping(client: Client) -> None:
             await _save(client, workflow_id)
 
 
+# Visibility: search attributes at start and upserts, one order held for review by a signal.
+ORDERS = {"order-tracking-small": 2_500, "order-tracking-review": 72_000}
+
+
+async def record_order_tracking(client: Client) -> None:
+    await client.add_search_attributes(order_tracking.SEARCH_ATTRIBUTES)
+    async with Worker(client, task_queue=order_tracking.TASK_QUEUE, workflows=[order_tracking.OrderFulfillment],
+                      activities=order_tracking.ACTIVITIES):
+        for workflow_id, total in ORDERS.items():
+            handle = await client.start_workflow(
+                order_tracking.OrderFulfillment.run, {"order_id": workflow_id, "lines": ["sku-1"]}, id=workflow_id,
+                task_queue=order_tracking.TASK_QUEUE, search_attributes={"CustomerId": "c-1", "OrderTotal": total},
+                memo={"ship_to": "c-1, 1 Main Street"},
+            )
+            if total >= order_tracking.REVIEW_THRESHOLD_CENTS:
+                while not [e async for e in client.list_workflows("OrderStage = 'review'", workflow_id=workflow_id)]:
+                    await asyncio.sleep(0.05)
+                await handle.signal(order_tracking.OrderFulfillment.approve, "ops@example.com")
+            await handle.result()
+            await _save(client, workflow_id)
+
+
 async def _save(client: Client, workflow_id: str) -> None:
     history = await client.get_workflow_handle(workflow_id).fetch_history()
     (HISTORIES / f"{workflow_id}.json").write_text(history.to_json() + "\n")
@@ -62,6 +85,7 @@ async def _save(client: Client, workflow_id: str) -> None:
 RECORDERS: dict[str, Callable[[Client], Awaitable[None]]] = {
     "onboarding": record_onboarding,
     "shipping": record_shipping,
+    "order_tracking": record_order_tracking,
 }
 
 

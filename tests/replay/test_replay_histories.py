@@ -17,6 +17,7 @@ from flowforge.testing import Replayer, replay_histories_in
 from samples.onboarding.workflows import (
     Onboarding, create_customer, enrich_customer, fetch_credit_file, score_risk, send_notification, verify_identity,
 )
+from samples.order_tracking.workflows import OrderFulfillment
 from tests.replay import shipping
 
 HISTORY_FOLDER = Path(__file__).parent / "histories"
@@ -58,7 +59,7 @@ class OnboardingReadingTheClock:
 
 # One test per committed history: every history replays against today's code.
 test_recorded_history_replays_against_the_current_code = replay_histories_in(
-    HISTORY_FOLDER, workflows=[Onboarding, shipping.Shipping]
+    HISTORY_FOLDER, workflows=[Onboarding, shipping.Shipping, OrderFulfillment]
 )
 
 
