@@ -1205,6 +1205,10 @@ class WorkflowInstance(workflow._Runtime):
             input=self._converter.to_payloads(call.args),
             parent_close_policy=call.parent_close_policy.value,
         )
+        if call.search_attributes:
+            attributes.search_attributes.CopyFrom(_search_attributes_to_proto(call.search_attributes))
+        for name, value in (call.memo or {}).items():
+            attributes.memo.fields[name].CopyFrom(self._converter.to_payload(value))
         for field, timeout in (
             (attributes.workflow_execution_timeout, call.execution_timeout),
             (attributes.workflow_run_timeout, call.run_timeout),

@@ -822,6 +822,8 @@ class _ChildWorkflowCall:
     run_timeout: Optional[timedelta]
     task_timeout: Optional[timedelta]
     parent_close_policy: ParentClosePolicy
+    search_attributes: Optional[Mapping[str, SearchAttributeValue]] = None
+    memo: Optional[Mapping[str, Any]] = None
 
 
 async def start_child_workflow(
@@ -835,6 +837,8 @@ async def start_child_workflow(
     run_timeout: Optional[timedelta] = None,
     task_timeout: Optional[timedelta] = None,
     parent_close_policy: ParentClosePolicy = ParentClosePolicy.TERMINATE,
+    search_attributes: Optional[Mapping[str, SearchAttributeValue]] = None,
+    memo: Optional[Mapping[str, Any]] = None,
 ) -> ChildWorkflowHandle:
     """Starts a child workflow and returns its handle once it has started.
 
@@ -865,6 +869,8 @@ async def start_child_workflow(
             id=id if id is not None else str(uuid4()),
             task_queue=task_queue or "",
             parent_close_policy=ParentClosePolicy(parent_close_policy),
+            search_attributes=search_attributes,
+            memo=memo,
             **timeouts,
         )
     )
@@ -891,6 +897,8 @@ async def execute_child_workflow(
     run_timeout: Optional[timedelta] = None,
     task_timeout: Optional[timedelta] = None,
     parent_close_policy: ParentClosePolicy = ParentClosePolicy.TERMINATE,
+    search_attributes: Optional[Mapping[str, SearchAttributeValue]] = None,
+    memo: Optional[Mapping[str, Any]] = None,
 ) -> Any:
     """Runs a child workflow and returns its result.
 
@@ -908,6 +916,10 @@ async def execute_child_workflow(
         run_timeout: Limit on one run of the child.
         task_timeout: Limit on one workflow task of the child.
         parent_close_policy: What happens to the child if this run closes first.
+        search_attributes: The child's search attributes, as on
+            ``Client.start_workflow`` (each registered in the namespace; otherwise
+            this workflow task fails with ``BAD_SEARCH_ATTRIBUTES`` until it is).
+        memo: The child's memo.
 
     Returns:
         The child's result.
@@ -920,6 +932,7 @@ async def execute_child_workflow(
     handle = await start_child_workflow(
         workflow, arg, args=args, id=id, task_queue=task_queue, execution_timeout=execution_timeout,
         run_timeout=run_timeout, task_timeout=task_timeout, parent_close_policy=parent_close_policy,
+        search_attributes=search_attributes, memo=memo,
     )
     return await handle
 

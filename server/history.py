@@ -884,12 +884,15 @@ class HistoryEngine:
     async def _invalid_upserts(
         self, tx: Transaction, namespace: str, commands: Sequence[command_pb2.Command]
     ) -> Optional[str]:
-        """Why the task's upserts cannot be applied (an unregistered attribute, a wrong type), or None."""
+        """Why the task's upserts or child starts cannot be applied (an unregistered attribute, a wrong
+        type), or None."""
         for command in commands:
-            if command.WhichOneof("attributes") == "upsert_workflow_search_attributes":
+            kind = command.WhichOneof("attributes")
+            if kind in ("upsert_workflow_search_attributes", "start_child_workflow_execution"):
                 try:
                     await self._stored_values(
-                        tx, namespace, command.upsert_workflow_search_attributes.search_attributes, removals=True
+                        tx, namespace, getattr(command, kind).search_attributes,
+                        removals=kind == "upsert_workflow_search_attributes",
                     )
                 except InvalidArgument as error:
                     return error.message
@@ -1662,6 +1665,8 @@ class HistoryEngine:
             if a.parent_close_policy not in common_pb2.ParentClosePolicy.values():
                 raise InvalidArgument(f"{where}: unknown parent_close_policy {a.parent_close_policy}")
             self.check_payloads(a.input, f"the input of child workflow {a.workflow_id!r}")
+            self._check_search_attribute_names(a.search_attributes, where)
+            self.check_payloads(common_pb2.Payloads(payloads=a.memo.fields.values()), f"the memo of {a.workflow_id!r}")
         elif kind == "request_cancel_external_workflow_execution":
             a = command.request_cancel_external_workflow_execution
             self._check_command_name(where, "workflow_id", a.workflow_id, required=True)
@@ -1743,6 +1748,7 @@ class HistoryEngine:
             started={
                 "parent_workflow_namespace": parent.namespace, "parent_workflow_id": parent.workflow_id,
                 "parent_run_id": parent.run_id, "parent_initiated_event_id": initiated_id,
+                **self._visibility_attributes(a.search_attributes, a.memo),
             },
         )
         identity = {"initiated_event_id": initiated_id, "workflow_id": a.workflow_id, "workflow_type": a.workflow_type}
@@ -1751,6 +1757,9 @@ class HistoryEngine:
         except DuplicateRunningExecution:
             outcomes.append(("StartChildWorkflowExecutionFailed", {**identity, "cause": "WORKFLOW_ALREADY_EXISTS"}))
             return
+        await self._write_visibility(
+            m.tx, child.row, await self._stored_values(m.tx, parent.namespace, a.search_attributes), a.memo
+        )
         await m.tx.insert_child_execution(
             ChildExecutionRow(
                 namespace=parent.namespace, parent_run_id=parent.run_id, initiated_event_id=initiated_id,
@@ -1825,17 +1834,24 @@ class HistoryEngine:
         row = m.row
         started = json.loads((await m.tx.read_events(row.namespace, row.run_id, 0, 1))[0].attributes)
         carried = {key: started[key] for key in _CARRIED_START_ATTRIBUTES if key in started}
+        # Like Temporal, the new run keeps the memo and the search attributes as they are now (upserts included).
+        search_attributes, memo = (await self._visibility_of(m.tx, row.namespace, [row.run_id]))[row.run_id]
         new = self._new_run(
             m.tx, m.now, namespace=row.namespace, workflow_id=row.workflow_id,
             workflow_type=continued["workflow_type"], task_queue=continued["task_queue"],
             input=payloads_from_json(continued["input"]), identity=started.get("identity", ""),
             execution_timeout_s=started.get("workflow_execution_timeout", 0.0),
             run_timeout_s=continued["workflow_run_timeout"], task_timeout_s=continued["workflow_task_timeout"],
-            started={**carried, "continued_execution_run_id": row.run_id},
+            started={
+                **carried, "continued_execution_run_id": row.run_id,
+                **self._visibility_attributes(search_attributes, memo),
+            },
             run_id=continued["new_execution_run_id"],
             execution_expiration_us=started.get("workflow_execution_expiration_us"),
         )
         await new.save()
+        values = await self._stored_values(m.tx, row.namespace, search_attributes)
+        await self._write_visibility(m.tx, new.row, values, memo)
         return new.row.run_id
 
     async def _apply_parent_close_policy(

@@ -417,3 +417,65 @@ async def test_the_cli_registers_attributes_and_lists_and_counts_by_query(
     bad = flowforge("workflow", "list", "--query", "Region = ", *address)
     assert bad.returncode == 1
     assert "INVALID_ARGUMENT" in bad.stderr and "invalid query at position 10" in bad.stderr
+
+
+# ----------------------------------------------------------------------------- continue-as-new
+
+
+@workflow.defn(name="Rounds")
+class Rounds:
+    @workflow.run
+    async def run(self, round_number: int) -> dict:
+        seen = dict(workflow.info().search_attributes)
+        workflow.upsert_search_attributes({"Round": round_number})
+        if round_number < 3:
+            workflow.continue_as_new(round_number + 1)
+        return {"seen_at_start": seen, "memo": workflow.memo()}
+
+
+async def test_continue_as_new_keeps_the_memo_and_the_current_search_attributes(sdk_client: Client) -> None:
+    await sdk_client.add_search_attributes({"Customer": IndexedType.KEYWORD, "Round": IndexedType.INT})
+    async with fast_worker(sdk_client, QUEUE, workflows=[Rounds]):
+        handle = await sdk_client.start_workflow(
+            Rounds.run, 1, id="rounds-1", task_queue=QUEUE, search_attributes={"Customer": "ada"}, memo={"plan": "gold"}
+        )
+        result = await asyncio.wait_for(handle.result(), DEADLINE_S)
+    # The last run started with what the previous one had upserted.
+    assert result == {"seen_at_start": {"Customer": "ada", "Round": 2}, "memo": {"plan": "gold"}}
+    runs = await list_all(sdk_client, "Customer = 'ada'")
+    assert [(r.status, r.search_attributes["Round"], r.memo) for r in runs] == [
+        (WorkflowExecutionStatus.COMPLETED, 3, {"plan": "gold"}),
+        (WorkflowExecutionStatus.CONTINUED_AS_NEW, 2, {"plan": "gold"}),
+        (WorkflowExecutionStatus.CONTINUED_AS_NEW, 1, {"plan": "gold"}),
+    ]
+    assert await ids(sdk_client, "Round = 3 AND ExecutionStatus = 'Completed'") == {"rounds-1"}
+
+
+# ----------------------------------------------------------------------------- child workflows
+
+
+@workflow.defn(name="Invoice")
+class Invoice:
+    @workflow.run
+    async def run(self) -> dict:
+        return {"search_attributes": dict(workflow.info().search_attributes), "memo": workflow.memo()}
+
+
+@workflow.defn(name="Billing")
+class Billing:
+    @workflow.run
+    async def run(self) -> dict:
+        return await workflow.execute_child_workflow(
+            Invoice.run, id="invoice-1", search_attributes={"Customer": "ada", "Round": 7}, memo={"plan": "gold"}
+        )
+
+
+async def test_a_child_workflow_starts_with_its_own_search_attributes_and_memo(sdk_client: Client) -> None:
+    await sdk_client.add_search_attributes({"Customer": IndexedType.KEYWORD, "Round": IndexedType.INT})
+    async with fast_worker(sdk_client, QUEUE, workflows=[Billing, Invoice]):
+        handle = await sdk_client.start_workflow(Billing.run, id="billing-1", task_queue=QUEUE)
+        result = await asyncio.wait_for(handle.result(), DEADLINE_S)
+    assert result == {"search_attributes": {"Customer": "ada", "Round": 7}, "memo": {"plan": "gold"}}
+    [child] = await list_all(sdk_client, "Customer = 'ada' AND Round = 7")
+    assert (child.workflow_id, child.workflow_type, child.memo) == ("invoice-1", "Invoice", {"plan": "gold"})
+    assert (await handle.describe()).search_attributes == {}  # the parent has none
