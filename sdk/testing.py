@@ -46,6 +46,7 @@ from flowforge._workflow_instance import WorkflowInstance
 from flowforge.api.v1 import common_pb2
 from flowforge.client import Client, WorkflowHistory
 from flowforge.converter import DataConverter, default_converter
+from flowforge.server._tasks import cancel_and_wait
 from flowforge.server.app import FlowForgeServer, ServerConfig
 from flowforge.server.clock import Clock, SkippingClock, SystemClock
 
@@ -662,11 +663,8 @@ class _TimeSkipper:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="flowforge-time-skipper")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
 
     def poke(self) -> None:
         """Tells the skipper that the rules may allow skipping now."""

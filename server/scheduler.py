@@ -31,6 +31,7 @@ from typing import Any, Optional
 
 from flowforge.api.v1 import common_pb2
 from flowforge.server._schedule_spec import ScheduleSpecError, SpecRule, parse_spec
+from flowforge.server._tasks import cancel_and_wait
 from flowforge.server.errors import AlreadyExists, InvalidArgument, NotFound
 from flowforge.server.history import HistoryEngine
 from flowforge.server.stores.base import FencingTokenRejected, LeaseRow, ScheduleRow, Transaction
@@ -392,11 +393,8 @@ class Scheduler:
 
     async def stop(self) -> None:
         """Stops the loop and hands the lease back so another replica takes over at once."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         if self._token is not None:
             token, now = self._token, self._engine.clock.now_us()
             with contextlib.suppress(Exception):

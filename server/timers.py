@@ -13,6 +13,7 @@ import contextlib
 import logging
 from typing import Optional
 
+from flowforge.server._tasks import cancel_and_wait
 from flowforge.server.history import HistoryEngine
 
 __all__ = ["Timekeeper"]
@@ -43,11 +44,8 @@ class Timekeeper:
         self._task = asyncio.create_task(self._run(), name="flowforge-timekeeper")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
 
     async def _run(self) -> None:
         failures = 0

@@ -27,6 +27,7 @@ import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 from asyncpg.transaction import Transaction as PgTransaction
 
+from flowforge.server._tasks import cancel_and_wait
 from flowforge.server.stores import migrations
 from flowforge.server.stores._sql import SQLTransaction
 from flowforge.server.stores.base import (
@@ -202,11 +203,8 @@ class PostgresStore(Store):
         self._listener_task = asyncio.create_task(self._keep_listening(), name="flowforge-postgres-listener")
 
     async def close(self) -> None:
-        if self._listener_task is not None:
-            self._listener_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._listener_task
-            self._listener_task = None
+        await cancel_and_wait(self._listener_task)
+        self._listener_task = None
         if self._listener is not None:
             self._listener.terminate()
             self._listener = None

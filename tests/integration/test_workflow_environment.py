@@ -8,10 +8,11 @@ import tempfile
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from flowforge import RetryPolicy, WorkflowExecutionStatus, activity, workflow
+from flowforge import RetryPolicy, WorkflowExecutionStatus, WorkflowHandle, activity, workflow
 from flowforge.exceptions import TimeoutError as WorkflowTimeoutError
 from flowforge.exceptions import WorkflowFailureError
 from flowforge.testing import WorkflowEnvironment
@@ -90,6 +91,33 @@ class RetriesAfterAnHour:
         return [attempt, (workflow.now() - started).total_seconds()]
 
 
+@workflow.defn
+class Approval:
+    """Waits up to a week for an approval signal."""
+
+    def __init__(self) -> None:
+        self.approver = ""
+
+    @workflow.run
+    async def run(self) -> str:
+        try:
+            await workflow.wait_condition(lambda: bool(self.approver), timeout=timedelta(days=7))
+        except asyncio.TimeoutError:
+            return "expired"
+        return f"approved by {self.approver}"
+
+    @workflow.signal
+    async def approve(self, approver: str) -> None:
+        self.approver = approver
+
+
+async def start_sleeper(env: WorkflowEnvironment, duration: timedelta, workflow_id: str = "sleeper",
+                        **options: Any) -> WorkflowHandle:
+    return await env.client.start_workflow(
+        Sleeper.run, duration.total_seconds(), id=workflow_id, task_queue=QUEUE, **options
+    )
+
+
 def elapsed(times: list[str]) -> timedelta:
     before, after = (datetime.fromisoformat(t) for t in times)
     return after - before
@@ -135,9 +163,7 @@ async def test_a_30_day_sleep_completes_in_under_a_second_under_time_skipping() 
         async with Worker(env.client, task_queue=QUEUE, workflows=[Sleeper]):
             for run in range(3):  # whatever the timekeeper was doing when each one started
                 started = time.monotonic()
-                handle = await env.client.start_workflow(
-                    Sleeper.run, timedelta(days=30).total_seconds(), id=f"sleeper-{run}", task_queue=QUEUE
-                )
+                handle = await start_sleeper(env, timedelta(days=30), f"sleeper-{run}")
                 times = await asyncio.wait_for(handle.result(), 20)
                 wall = time.monotonic() - started
 
@@ -168,9 +194,7 @@ async def test_time_skipping_never_skips_past_a_running_activity() -> None:
 async def test_env_sleep_skips_time_and_fires_the_timers_on_the_way() -> None:
     async with WorkflowEnvironment.start_time_skipping() as env:
         async with Worker(env.client, task_queue=QUEUE, workflows=[Sleeper]):
-            handle = await env.client.start_workflow(
-                Sleeper.run, timedelta(hours=1).total_seconds(), id="sleeper", task_queue=QUEUE
-            )
+            handle = await start_sleeper(env, timedelta(hours=1))
             before = await env.get_current_time()
             started = time.monotonic()
             await env.sleep(timedelta(hours=2))
@@ -186,9 +210,7 @@ async def test_env_sleep_skips_time_and_fires_the_timers_on_the_way() -> None:
 async def test_awaiting_a_result_does_not_skip_time_while_auto_skipping_is_disabled() -> None:
     async with WorkflowEnvironment.start_time_skipping() as env:
         async with Worker(env.client, task_queue=QUEUE, workflows=[Sleeper]):
-            handle = await env.client.start_workflow(
-                Sleeper.run, timedelta(hours=1).total_seconds(), id="sleeper", task_queue=QUEUE
-            )
+            handle = await start_sleeper(env, timedelta(hours=1))
             before = await env.get_current_time()
             with env.auto_time_skipping_disabled():
                 with pytest.raises(asyncio.TimeoutError):
@@ -210,10 +232,20 @@ async def test_an_activity_retry_backoff_is_skipped() -> None:
 async def test_a_run_timeout_is_reached_by_skipping() -> None:
     async with WorkflowEnvironment.start_time_skipping() as env:
         async with Worker(env.client, task_queue=QUEUE, workflows=[Sleeper]):
-            handle = await env.client.start_workflow(
-                Sleeper.run, timedelta(days=30).total_seconds(), id="sleeper", task_queue=QUEUE,
-                run_timeout=timedelta(hours=2),
-            )
+            handle = await start_sleeper(env, timedelta(days=30), run_timeout=timedelta(hours=2))
             with pytest.raises(WorkflowFailureError) as failure:
                 await asyncio.wait_for(handle.result(), 20)
     assert isinstance(failure.value.cause, WorkflowTimeoutError)
+
+
+async def test_a_week_long_wait_for_a_signal_expires_at_once_or_ends_with_the_signal() -> None:
+    async with WorkflowEnvironment.start_time_skipping() as env:
+        async with Worker(env.client, task_queue=QUEUE, workflows=[Approval]):
+            unanswered = await env.client.start_workflow(Approval.run, id="unanswered", task_queue=QUEUE)
+            assert await asyncio.wait_for(unanswered.result(), 20) == "expired"
+
+            answered = await env.client.start_workflow(Approval.run, id="answered", task_queue=QUEUE)
+            before = await env.get_current_time()
+            await answered.signal(Approval.approve, "ops")
+            assert await asyncio.wait_for(answered.result(), 20) == "approved by ops"
+            assert await env.get_current_time() - before < timedelta(days=7)

@@ -1,0 +1,18 @@
+"""Background asyncio tasks of the server (and of the test environment around it)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any, Optional
+
+__all__ = ["cancel_and_wait"]
+
+
+async def cancel_and_wait(task: Optional[asyncio.Task[Any]]) -> None:
+    """Cancels a background loop and waits until it has ended; ``None`` does nothing."""
+    if task is None:
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
