@@ -14,7 +14,8 @@ from datetime import timedelta
 import pytest
 
 from flowforge import Client, WorkflowExecutionStatus, workflow
-from flowforge.exceptions import TimeoutError, WorkflowFailureError
+from flowforge.exceptions import NonDeterminismError, TimeoutError, WorkflowFailureError
+from flowforge.testing import Replayer
 from tests.integration._reliability import assert_gapless, events, fast_worker, sdk_client
 
 __all__ = ["sdk_client"]
@@ -32,6 +33,13 @@ class Countdown:
         if state["left"] == 0:
             return {"total": state["total"], "continued_from": workflow.info().continued_run_id is not None}
         workflow.continue_as_new({"left": state["left"] - 1, "total": state["total"] + state["left"]})
+
+
+@workflow.defn(name="Countdown")
+class CountdownThatNoLongerContinues:
+    @workflow.run
+    async def run(self, state: dict) -> dict:
+        return state
 
 
 @workflow.defn
@@ -77,6 +85,13 @@ async def test_continuing_as_new_100_times_keeps_each_history_small_and_result_f
     started = second[0].attributes
     assert started["continued_execution_run_id"] == handle.run_id
     assert started["first_execution_run_id"] == handle.run_id
+
+    # Each run's history replays on its own; code that stopped continuing is named.
+    first_history = await sdk_client.get_workflow_handle("countdown", run_id=handle.run_id).fetch_history()
+    await Replayer(workflows=[Countdown]).replay_workflow(first_history)
+    with pytest.raises(NonDeterminismError) as error:
+        await Replayer(workflows=[CountdownThatNoLongerContinues]).replay_workflow(first_history)
+    assert "WorkflowExecutionContinuedAsNew" in str(error.value) and "CompleteWorkflowExecution" in str(error.value)
 
 
 async def test_the_execution_timeout_spans_the_chain_while_the_run_timeout_restarts(sdk_client: Client) -> None:

@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Awaitable, Callable
 
 from flowforge import Client
+from flowforge.exceptions import WorkflowFailureError
 from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.worker import Worker
 from samples.onboarding.workflows import ACTIVITIES, TASK_QUEUE, Onboarding
 from samples.order_tracking import workflows as order_tracking
+from samples.saga import workflows as saga
 from tests.replay import shipping
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -77,6 +79,26 @@ async def record_order_tracking(client: Client) -> None:
             await _save(client, workflow_id)
 
 
+# Saga: a booking that compensates, and a group trip whose children succeed and fail.
+SAGA_REQUESTS = {
+    "saga-compensated": (saga.BookTrip.run, {"traveller": "grace", "fail_at": "flight"}),
+    "saga-group-children": (
+        saga.BookGroupTrip.run, [{"traveller": "alan"}, {"traveller": "edsger", "fail_at": "hotel"}]
+    ),
+}
+
+
+async def record_saga(client: Client) -> None:
+    async with Worker(client, task_queue=saga.TASK_QUEUE, workflows=saga.WORKFLOWS, activities=saga.ACTIVITIES):
+        for workflow_id, (run, request) in SAGA_REQUESTS.items():
+            handle = await client.start_workflow(run, request, id=workflow_id, task_queue=saga.TASK_QUEUE)
+            try:
+                await handle.result()
+            except WorkflowFailureError:
+                pass  # the compensated booking fails on purpose
+            await _save(client, workflow_id)
+
+
 async def _save(client: Client, workflow_id: str) -> None:
     history = await client.get_workflow_handle(workflow_id).fetch_history()
     (HISTORIES / f"{workflow_id}.json").write_text(history.to_json() + "\n")
@@ -86,6 +108,7 @@ RECORDERS: dict[str, Callable[[Client], Awaitable[None]]] = {
     "onboarding": record_onboarding,
     "shipping": record_shipping,
     "order_tracking": record_order_tracking,
+    "saga": record_saga,
 }
 
 

@@ -18,6 +18,7 @@ from samples.onboarding.workflows import (
     Onboarding, create_customer, enrich_customer, fetch_credit_file, score_risk, send_notification, verify_identity,
 )
 from samples.order_tracking.workflows import OrderFulfillment
+from samples.saga import workflows as saga
 from tests.replay import shipping
 
 HISTORY_FOLDER = Path(__file__).parent / "histories"
@@ -59,7 +60,7 @@ class OnboardingReadingTheClock:
 
 # One test per committed history: every history replays against today's code.
 test_recorded_history_replays_against_the_current_code = replay_histories_in(
-    HISTORY_FOLDER, workflows=[Onboarding, shipping.Shipping, OrderFulfillment]
+    HISTORY_FOLDER, workflows=[Onboarding, shipping.Shipping, OrderFulfillment, *saga.WORKFLOWS]
 )
 
 
@@ -85,3 +86,30 @@ def test_a_history_survives_a_json_round_trip_exactly() -> None:
     original = load(ONBOARDING_HISTORIES[0])
     assert WorkflowHistory.from_json(original.to_json()) == original
     assert [e.event_id for e in original.events] == list(range(1, len(original.events) + 1))
+
+
+@workflow.defn(name="BookGroupTrip")
+class BookGroupTripInReverse:
+    """A refactor that starts the travellers' child workflows in the other order."""
+
+    @workflow.run
+    async def run(self, requests: list) -> dict:
+        group = workflow.info().workflow_id
+        await asyncio.gather(*(
+            workflow.execute_child_workflow(saga.BookTrip.run, request, id=f"{group}-{request['traveller']}")
+            for request in reversed(requests)
+        ), return_exceptions=True)
+        return {}
+
+
+async def test_a_history_with_child_workflows_replays_and_reordered_children_are_named() -> None:
+    history = load(HISTORY_FOLDER / "saga-group-children.json")
+    types = [e.event_type for e in history.events]
+    assert types.count("StartChildWorkflowExecutionInitiated") == 2
+    assert {"ChildWorkflowExecutionCompleted", "ChildWorkflowExecutionFailed"} <= set(types)
+    await Replayer(workflows=saga.WORKFLOWS).replay_workflow(history)
+    with pytest.raises(NonDeterminismError) as error:
+        await Replayer(workflows=[BookGroupTripInReverse]).replay_workflow(history)
+    message = str(error.value)
+    assert "StartChildWorkflowExecutionInitiated" in message and "StartChildWorkflowExecution(" in message
+    assert "saga-group-children-alan" in message and "saga-group-children-edsger" in message
