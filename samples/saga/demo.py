@@ -7,15 +7,12 @@ cancelled, in that order), and a group trip with one child workflow per travelle
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import tempfile
 
 from flowforge import Client
 from flowforge.exceptions import WorkflowFailureError
 from flowforge.worker import Worker
-from samples.onboarding.demo import _start_dev_server
+from samples._dev_server import run_with_dev_server
 from samples.saga.workflows import ACTIVITIES, LEDGER, TASK_QUEUE, WORKFLOWS, BookGroupTrip, BookTrip
 
 
@@ -50,13 +47,7 @@ async def run(address: str) -> None:
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        server, address = _start_dev_server(os.path.join(tmp, "ready"))
-        try:
-            asyncio.run(run(address))
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+    run_with_dev_server(run)
 
 
 if __name__ == "__main__":
