@@ -8,12 +8,10 @@ for review by a query, approves it, and lists orders by customer, stage and tota
 from __future__ import annotations
 
 import asyncio
-import os
-import tempfile
 
 from flowforge import Client
 from flowforge.worker import Worker
-from samples.onboarding.demo import _start_dev_server
+from samples._dev_server import run_with_dev_server
 from samples.order_tracking.workflows import ACTIVITIES, SEARCH_ATTRIBUTES, TASK_QUEUE, OrderFulfillment
 
 ORDERS = [  # (order id, customer, total in cents)
@@ -71,13 +69,7 @@ async def run(address: str) -> dict[str, list[str]]:
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        server, address = _start_dev_server(os.path.join(tmp, "ready"))
-        try:
-            asyncio.run(run(address))
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+    run_with_dev_server(run)
 
 
 if __name__ == "__main__":
