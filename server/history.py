@@ -29,7 +29,7 @@ import random
 import secrets
 import time
 import uuid
-from typing import Any, Awaitable, Callable, Optional, Sequence, TypeVar
+from typing import Any, Awaitable, Callable, Iterable, Optional, Sequence, TypeVar
 
 from google.protobuf import duration_pb2
 
@@ -305,6 +305,8 @@ class HistoryEngine:
         self.clock: Clock = clock or SystemClock()
         self._signer: Optional[TokenSigner] = None
         self._known_namespaces: set[str] = set()
+        # namespace -> name -> type of custom search attributes; a registered type never changes.
+        self._attribute_types: dict[str, dict[str, str]] = {}
         self._rng = random.Random()
         #: Called with a deadline (µs) that may be earlier than the reaper's next wake-up.
         self.on_new_deadline: Callable[[int], None] = lambda _deadline: None
@@ -847,14 +849,21 @@ class HistoryEngine:
             attributes["memo"] = message_to_json_dict(memo)
         return attributes
 
-    @staticmethod
+    async def _registered_types(self, tx: Transaction, namespace: str, names: Iterable[str]) -> dict[str, str]:
+        """The namespace's registered attribute types, read again only when ``names`` holds one
+        this replica has not seen registered (types never change, so cached ones stay true)."""
+        types = self._attribute_types.get(namespace, {})
+        if not set(names) <= types.keys():
+            types = self._attribute_types[namespace] = await tx.get_search_attribute_types(namespace)
+        return types
+
     async def _stored_values(
-        tx: Transaction, namespace: str, attributes: common_pb2.SearchAttributes, *, removals: bool = False
+        self, tx: Transaction, namespace: str, attributes: common_pb2.SearchAttributes, *, removals: bool = False
     ) -> dict[str, Any]:
         """name -> StoredValue (None: remove), checked against the namespace's registered types."""
         if not attributes.indexed_fields:
             return {}
-        types = await tx.get_search_attribute_types(namespace)
+        types = await self._registered_types(tx, namespace, attributes.indexed_fields)
         values: dict[str, Any] = {}
         for name, value in sorted(attributes.indexed_fields.items()):
             if name not in types:
@@ -876,8 +885,9 @@ class HistoryEngine:
         for name, value in values.items():
             if value is None:
                 await tx.delete_search_attribute(row.run_id, name)
-            else:
-                await tx.set_search_attribute(row.namespace, row.run_id, name, value)
+        await tx.set_search_attributes(
+            row.namespace, row.run_id, {name: value for name, value in values.items() if value is not None}
+        )
         if memo is not None and memo.fields:
             await tx.insert_memo(row.namespace, row.run_id, memo.SerializeToString(deterministic=True))
 
@@ -968,12 +978,11 @@ class HistoryEngine:
         found = await self.read(lambda tx: self._visibility_of(tx, namespace, [run_id]))
         return found[run_id]
 
-    @staticmethod
     async def _visibility_of(
-        tx: Transaction, namespace: str, run_ids: list[str]
+        self, tx: Transaction, namespace: str, run_ids: list[str]
     ) -> dict[str, tuple[common_pb2.SearchAttributes, common_pb2.Memo]]:
-        types = await tx.get_search_attribute_types(namespace)
         values = await tx.get_search_attributes(namespace, run_ids)
+        types = await self._registered_types(tx, namespace, {name for run in values.values() for name in run})
         memos = await tx.get_memos(namespace, run_ids)
         found = {}
         for run_id in run_ids:

@@ -613,13 +613,15 @@ class SQLTransaction(Transaction, abc.ABC):
             (namespace, name, value_type, now_us),
         )
 
-    async def set_search_attribute(self, namespace: str, run_id: str, name: str, value: StoredValue) -> None:
-        columns = ", ".join(_STORED_VALUE_COLUMNS)
+    async def set_search_attributes(self, namespace: str, run_id: str, values: dict[str, StoredValue]) -> None:
+        if not values:
+            return
+        row = f"({_placeholders(3 + len(_STORED_VALUE_COLUMNS))})"
         await self._execute(
-            f"INSERT INTO search_attributes (namespace, run_id, name, {columns})"
-            f" VALUES ({_placeholders(3 + len(_STORED_VALUE_COLUMNS))}) ON CONFLICT (run_id, name) DO UPDATE SET"
+            f"INSERT INTO search_attributes (namespace, run_id, name, {', '.join(_STORED_VALUE_COLUMNS)})"
+            f" VALUES {', '.join(row for _ in values)} ON CONFLICT (run_id, name) DO UPDATE SET"
             f" {', '.join(f'{c} = excluded.{c}' for c in _STORED_VALUE_COLUMNS)}",
-            (namespace, run_id, name, *dataclasses.astuple(value)),
+            [x for name, value in sorted(values.items()) for x in (namespace, run_id, name, *dataclasses.astuple(value))],
         )
 
     async def delete_search_attribute(self, run_id: str, name: str) -> None:

@@ -486,8 +486,8 @@ class Transaction(abc.ABC):
     async def insert_search_attribute_type(self, namespace: str, name: str, value_type: str, now_us: int) -> None: ...
 
     @abc.abstractmethod
-    async def set_search_attribute(self, namespace: str, run_id: str, name: str, value: StoredValue) -> None:
-        """Inserts or replaces the run's value of one attribute."""
+    async def set_search_attributes(self, namespace: str, run_id: str, values: dict[str, StoredValue]) -> None:
+        """Inserts or replaces the run's values of these attributes (one statement)."""
 
     @abc.abstractmethod
     async def delete_search_attribute(self, run_id: str, name: str) -> None: ...

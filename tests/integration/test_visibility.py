@@ -29,6 +29,7 @@ from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.client import WorkflowHandle
 from flowforge.common import SearchAttributeIndexedValueType as IndexedType
 from flowforge.exceptions import NonDeterminismError, RPCError
+from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.testing import Replayer
 from tests.integration._processes import ServerProcess, wait_until
 from tests.integration._reliability import DEADLINE_S, events, fast_worker, of_type, sdk_client
@@ -479,3 +480,25 @@ async def test_a_child_workflow_starts_with_its_own_search_attributes_and_memo(s
     [child] = await list_all(sdk_client, "Customer = 'ada' AND Round = 7")
     assert (child.workflow_id, child.workflow_type, child.memo) == ("invoice-1", "Invoice", {"plan": "gold"})
     assert (await handle.describe()).search_attributes == {}  # the parent has none
+
+
+# ----------------------------------------------------------------------------- several replicas
+
+
+@pytest.mark.postgres
+async def test_an_attribute_registered_on_one_replica_is_usable_at_once_on_another(postgres_dsn: str) -> None:
+    replicas = [FlowForgeServer(ServerConfig(store=postgres_dsn, port=0)) for _ in range(2)]
+    for replica in replicas:
+        await replica.start()
+    first, second = [await Client.connect(f"127.0.0.1:{r.port}") for r in replicas]
+    try:
+        await first.add_search_attributes({"Region": IndexedType.KEYWORD})
+        await start_idle(second, "r-1", "Order", search_attributes={"Region": "eu"})  # second caches the registry
+        await first.add_search_attributes({"Tier": IndexedType.INT})
+        await start_idle(second, "r-2", "Order", search_attributes={"Region": "us", "Tier": 2})
+        assert await ids(first, "Tier = 2") == {"r-2"} and await ids(second, "Region = 'eu'") == {"r-1"}
+    finally:
+        for connection in (first, second):
+            await connection.close()
+        for replica in replicas:
+            await replica.stop()
