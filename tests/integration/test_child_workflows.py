@@ -215,8 +215,12 @@ async def test_a_child_id_that_is_already_running_gives_a_clear_child_workflow_e
         (command_pb2.StartChildWorkflowExecutionCommandAttributes(
             workflow_id="c", workflow_type="Child", workflow_run_timeout=seconds(-1)), "must not be negative"),
         (command_pb2.RequestCancelExternalWorkflowExecutionCommandAttributes(workflow_id="c"), "own children"),
+        (command_pb2.ContinueAsNewWorkflowExecutionCommandAttributes(workflow_task_timeout=seconds(-1)),
+         "workflow_task_timeout must not be negative"),
+        (command_pb2.ContinueAsNewWorkflowExecutionCommandAttributes(task_queue="q\n"), "control characters"),
     ],
-    ids=["no-id", "no-type", "bad-policy", "negative-timeout", "not-child-only"],
+    ids=["no-id", "no-type", "bad-policy", "negative-timeout", "not-child-only", "continue-negative-timeout",
+         "continue-bad-queue"],
 )
 async def test_malformed_child_commands_are_invalid_argument_and_change_nothing(
     server: FlowForgeServer, command: object, message: str
@@ -225,17 +229,19 @@ async def test_malformed_child_commands_are_invalid_argument_and_change_nothing(
     try:
         await wire.start("bad-child")
         task = await wire.poll_workflow_task()
-        field = (
-            "start_child_workflow_execution"
-            if isinstance(command, command_pb2.StartChildWorkflowExecutionCommandAttributes)
-            else "request_cancel_external_workflow_execution"
-        )
+        field = {
+            command_pb2.StartChildWorkflowExecutionCommandAttributes: "start_child_workflow_execution",
+            command_pb2.RequestCancelExternalWorkflowExecutionCommandAttributes:
+                "request_cancel_external_workflow_execution",
+            command_pb2.ContinueAsNewWorkflowExecutionCommandAttributes: "continue_as_new_workflow_execution",
+        }[type(command)]
         with pytest.raises(grpc.aio.AioRpcError) as error:
             await wire.complete_workflow_task(task.task_token, command_pb2.Command(**{field: command}))
         assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert message in error.value.details()
         history = await wire.history("bad-child")
         assert [t for _, t, _ in history] == ["WorkflowExecutionStarted", "WorkflowTaskScheduled", "WorkflowTaskStarted"]
+        assert (await wire.describe("bad-child")).status == 1  # still RUNNING: nothing changed
     finally:
         await wire.close()
 
