@@ -113,6 +113,14 @@ def _search_attribute_value_to_proto(name: str, value: Any) -> common_pb2.Search
         ValueError: It is out of range, not finite, or a naive datetime.
     """
     proto = common_pb2.SearchAttributeValue()
+    if isinstance(value, (list, tuple)):
+        # Temporal's older dict form gives each value as a list: accept a list of one.
+        if len(value) != 1:
+            raise TypeError(
+                f"search attribute {name!r} is a list of {len(value)} values; give one value"
+                " (list-valued KeywordList attributes are not supported)"
+            )
+        value = value[0]
     if value is None:
         return proto
     if isinstance(value, bool):

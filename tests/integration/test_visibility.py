@@ -502,3 +502,21 @@ async def test_an_attribute_registered_on_one_replica_is_usable_at_once_on_anoth
             await connection.close()
         for replica in replicas:
             await replica.stop()
+
+
+async def test_namespaces_have_their_own_attributes_and_runs(sdk_client: Client, server: FlowForgeServer) -> None:
+    await sdk_client.register_namespace("tenant-b")
+    other = await Client.connect(f"127.0.0.1:{server.port}", namespace="tenant-b")
+    try:
+        await sdk_client.add_search_attributes({"Region": IndexedType.KEYWORD})
+        await other.add_search_attributes({"Region": IndexedType.INT})  # the same name, another type: fine
+        await start_idle(sdk_client, "same-id", "Order", search_attributes={"Region": "eu"})
+        await start_idle(other, "same-id", "Order", search_attributes={"Region": 7})
+        assert [(e.workflow_id, e.search_attributes) for e in await list_all(other, "")] == [("same-id", {"Region": 7})]
+        assert await ids(sdk_client, "Region = 'eu'") == {"same-id"}
+        assert await ids(other, "Region = 7") == {"same-id"}
+        mistyped = await rejection(ids(other, "Region = 'eu'"))
+        assert "'Region' is a Int attribute" in mistyped.message
+        assert (await other.count_workflows("")).count == 1 and (await sdk_client.count_workflows("")).count == 1
+    finally:
+        await other.close()
