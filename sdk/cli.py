@@ -3,6 +3,7 @@
     flowforge server start-dev [--db FILE | --in-memory] [--port 7233]
     flowforge server start --store postgresql://user@host:5432/db [--port 7233]
     flowforge workflow start --type T --task-queue Q --workflow-id ID [--input JSON]
+        [--search-attribute NAME=VALUE ...] [--memo NAME=JSON ...]
     flowforge workflow list [--query "WorkflowType = 'X' AND ExecutionStatus = 'Running'"] [--output json]
     flowforge workflow count [--query QUERY]
     flowforge workflow show --workflow-id ID [--run-id R] [--output json]
@@ -87,6 +88,10 @@ def _workflow_parser(commands: Any) -> None:
     start.add_argument("--task-queue", required=True)
     start.add_argument("--workflow-id", required=True)
     start.add_argument("--input", action="append", default=[], help="a JSON argument (repeat for several)")
+    start.add_argument("--search-attribute", action="append", default=[], metavar="NAME=VALUE",
+                       help="a registered search attribute (repeat); VALUE is JSON (42, true) or text,"
+                            " an RFC 3339 time for a Datetime attribute")
+    start.add_argument("--memo", action="append", default=[], metavar="NAME=JSON", help="a memo entry (repeat)")
     listing = workflow.add_parser("list", help="executions, newest first")
     listing.add_argument("--limit", type=int, default=50)
     counting = workflow.add_parser("count", help="the number of executions a query matches")
@@ -384,6 +389,8 @@ async def _run_workflow(args: argparse.Namespace) -> None:
             handle = await client.start_workflow(
                 args.type, args=[json.loads(value) for value in args.input], id=args.workflow_id,
                 task_queue=args.task_queue,
+                search_attributes=await _search_attribute_values(client, args.search_attribute),
+                memo={name: _json(text, f"--memo {name}") for name, text in _pairs(args.memo, "--memo")},
             )
             print(handle.run_id)
         elif args.action == "list":
@@ -504,6 +511,47 @@ async def _run_event(args: argparse.Namespace) -> None:
         ]}, indent=2))
     finally:
         await client.close()
+
+
+def _pairs(items: Sequence[str], flag: str) -> list[tuple[str, str]]:
+    pairs = []
+    for item in items:
+        name, equals, value = item.partition("=")
+        if not equals or not name:
+            raise SystemExit(f"error: {flag} takes NAME=VALUE, not {item!r}")
+        pairs.append((name, value))
+    return pairs
+
+
+def _json(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise SystemExit(f"error: {where} is not JSON (strings need double quotes)") from None
+
+
+async def _search_attribute_values(client: Any, items: Sequence[str]) -> dict[str, Any]:
+    """NAME=VALUE pairs as typed values: JSON where it parses, else text; a time for a Datetime attribute."""
+    from datetime import datetime
+
+    from flowforge.common import SearchAttributeIndexedValueType
+
+    types = await client.list_search_attributes() if items else {}
+    values: dict[str, Any] = {}
+    for name, text in _pairs(items, "--search-attribute"):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = text
+        if types.get(name) == SearchAttributeIndexedValueType.DATETIME and isinstance(value, str):
+            try:
+                value = datetime.fromisoformat(value)
+            except ValueError:
+                raise SystemExit(f"error: --search-attribute {name}: {text!r} is not an RFC 3339 time") from None
+            if value.tzinfo is None:
+                raise SystemExit(f"error: --search-attribute {name}: {text!r} needs a UTC offset (e.g. Z)")
+        values[name] = value
+    return values
 
 
 async def _run_search_attribute(args: argparse.Namespace) -> None:

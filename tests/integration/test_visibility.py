@@ -401,9 +401,14 @@ async def test_the_cli_registers_attributes_and_lists_and_counts_by_query(
     assert flowforge("search-attribute", "create", "--name", "DueAt", "--type", "Datetime", *address).returncode == 0
     listed_attributes = flowforge("search-attribute", "list", *address)
     assert listed_attributes.stdout.split() == ["NAME", "TYPE", "DueAt", "Datetime", "Region", "Keyword"]
-    for workflow_id, region in (("cli-eu", "eu"), ("cli-us", "us")):
-        await start_idle(client, workflow_id, "Order", search_attributes={"Region": region, "DueAt": T0},
-                         memo={"who": workflow_id})
+    await start_idle(client, "cli-us", "Order", search_attributes={"Region": "us", "DueAt": T0}, memo={"who": "cli-us"})
+    started = flowforge("workflow", "start", "--type", "Order", "--task-queue", IDLE_QUEUE, "--workflow-id", "cli-eu",
+                        "--search-attribute", "Region=eu", "--search-attribute", "DueAt=2024-05-01T14:00:00+02:00",
+                        "--memo", 'who="cli-eu"', *address)
+    assert started.returncode == 0, started.stderr
+    unregistered = flowforge("workflow", "start", "--type", "Order", "--task-queue", IDLE_QUEUE, "--workflow-id",
+                             "cli-x", "--search-attribute", "Colour=red", *address)
+    assert unregistered.returncode == 1 and "'Colour' is not registered" in unregistered.stderr
 
     listed = flowforge("workflow", "list", "--query", "Region = 'eu' AND ExecutionStatus = 'Running'",
                        "--output", "json", *address)
