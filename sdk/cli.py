@@ -31,6 +31,7 @@ import asyncio
 import json
 import logging
 import sys
+from datetime import timedelta
 from typing import Any, Optional, Sequence
 
 __all__ = ["main"]
@@ -108,7 +109,17 @@ def _workflow_parser(commands: Any) -> None:
         parser.add_argument("--workflow-id", required=True)
         parser.add_argument("--run-id", default=None)
         parser.add_argument("--reason", default="")
-    for parser in (start, listing, counting, show, *(workflow.choices[n] for n in ("cancel", "terminate"))):
+    # Signals and queries.
+    signal = workflow.add_parser("signal", help="send a signal to an execution")
+    signal.add_argument("--name", required=True, help="signal name")
+    query = workflow.add_parser("query", help="ask an execution a query; prints the answer as JSON")
+    query.add_argument("--name", required=True, help="query name")
+    query.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for a worker's answer")
+    for parser in (signal, query):
+        parser.add_argument("--workflow-id", required=True)
+        parser.add_argument("--run-id", default=None)
+        parser.add_argument("--input", action="append", default=[], help="a JSON argument (repeat for several)")
+    for parser in (start, listing, counting, show, *(workflow.choices[n] for n in ("cancel", "terminate", "signal", "query"))):
         _client_options(parser)
 
 
@@ -437,6 +448,15 @@ async def _run_workflow(args: argparse.Namespace) -> None:
         elif args.action in ("cancel", "terminate"):
             handle = client.get_workflow_handle(args.workflow_id, run_id=args.run_id)
             await (handle.cancel(args.reason) if args.action == "cancel" else handle.terminate(reason=args.reason))
+        elif args.action == "signal":
+            handle = client.get_workflow_handle(args.workflow_id, run_id=args.run_id)
+            await handle.signal(args.name, args=[json.loads(value) for value in args.input])
+        elif args.action == "query":
+            handle = client.get_workflow_handle(args.workflow_id, run_id=args.run_id)
+            answer = await handle.query(
+                args.name, args=[json.loads(value) for value in args.input], timeout=timedelta(seconds=args.timeout)
+            )
+            print(json.dumps(answer, indent=2))
     finally:
         await client.close()
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from datetime import timedelta
 
@@ -30,9 +31,9 @@ from flowforge import Client, WorkflowExecutionStatus, activity, workflow
 from flowforge.api.v1 import common_pb2, workflow_service_pb2 as pb
 from flowforge.converter import default_converter, json_dict_to_message
 from flowforge.exceptions import ApplicationError, RPCError, WorkflowFailureError
-from flowforge.server import FlowForgeServer
+from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.testing import Replayer
-from tests.integration._processes import wait_until
+from tests.integration._processes import ServerProcess, wait_until
 from tests.integration._protocol import NS, Wire
 from tests.integration._reliability import DEADLINE_S, assert_gapless, events, fast_worker, of_type, sdk_client
 
@@ -353,3 +354,73 @@ async def test_bad_signals_get_a_clear_status_and_change_nothing(sdk_client: Cli
         assert await wire.history("collect-bad") == closed
     finally:
         await wire.close()
+
+
+async def test_a_signal_during_a_running_workflow_task_is_appended_after_it_closes(server: FlowForgeServer) -> None:
+    wire = Wire(f"127.0.0.1:{server.port}")
+    try:
+        await wire.start("buffered", task_queue="raw")
+        task = await wire.poll_workflow_task("raw")
+        await wire.stub.SignalWorkflowExecution(
+            pb.SignalWorkflowExecutionRequest(
+                namespace=NS, execution=common_pb2.WorkflowExecution(workflow_id="buffered"), signal_name="go",
+                input=default_converter.to_payloads(["now"]),
+            )
+        )
+        # Nothing is written between WorkflowTaskStarted and the event that closes it.
+        assert [t for _, t, _ in await wire.history("buffered")][-1] == "WorkflowTaskStarted"
+        await wire.complete_workflow_task(task.task_token)
+        history = await wire.history("buffered")
+        assert [t for _, t, _ in history][-4:] == [
+            "WorkflowTaskStarted", "WorkflowTaskCompleted", "WorkflowExecutionSignaled", "WorkflowTaskScheduled",
+        ]
+        assert history[-2][2]["signal_name"] == "go"
+        # The next task brings the signal to the workflow.
+        task = await wire.poll_workflow_task("raw")
+        assert "WorkflowExecutionSignaled" in [e.event_type for e in task.history]
+    finally:
+        await wire.close()
+
+
+async def test_signals_survive_a_server_kill_9(client: Client, server_process: ServerProcess) -> None:
+    handle = await client.start_workflow(Collector.run, 4, id="collect-crash", task_queue=QUEUE)
+    await handle.signal(Collector.add, "before-1")
+    await handle.signal("add-later", "before-2")
+    server_process.kill9()
+    server_process.start()
+    await handle.signal(Collector.add, "after-1")
+    await handle.signal(Collector.add, "after-2")
+    released.set()
+    async with _worker(client):
+        assert await asyncio.wait_for(handle.result(), DEADLINE_S) == ["before-1", "before-2", "after-1", "after-2"]
+    history = await events(handle)
+    assert_gapless(history)
+    assert len(of_type(history, "WorkflowExecutionSignaled")) == 4
+
+
+@pytest.mark.postgres
+async def test_a_query_to_one_replica_is_answered_by_a_worker_polling_another(postgres_dsn: str) -> None:
+    # Pollers re-check only every 30 s: the query and its answer must travel by NOTIFY.
+    replicas = [
+        FlowForgeServer(ServerConfig(store=postgres_dsn, port=0, poll_recheck_interval_s=30.0, shutdown_grace_s=1.0))
+        for _ in range(2)
+    ]
+    clients: list[Client] = []
+    try:
+        for replica in replicas:
+            await replica.start()
+            clients.append(await Client.connect(f"127.0.0.1:{replica.port}"))
+        polled, asked = clients
+        async with _worker(polled):
+            handle = await asked.start_workflow(Collector.run, 2, id="collect-replicas", task_queue=QUEUE)
+            await handle.signal(Collector.add, "via-b")
+            await wait_until(lambda: _items_are(handle, ["via-b"]), timeout=DEADLINE_S, what="the signal to show")
+            started = time.monotonic()
+            assert await handle.query(Collector.item, 0) == "via-b"
+            assert time.monotonic() - started < 5.0
+            await handle.terminate("done with it")
+    finally:
+        for connection in clients:
+            await connection.close()
+        for replica in replicas:
+            await replica.stop()

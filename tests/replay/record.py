@@ -17,6 +17,8 @@ from flowforge import Client
 from flowforge.exceptions import WorkflowFailureError
 from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.worker import Worker
+from samples.approval import workflows as approval
+from samples.approval.demo import wait_for_stage
 from samples.onboarding.workflows import ACTIVITIES, TASK_QUEUE, Onboarding
 from samples.order_tracking import workflows as order_tracking
 from samples.saga import workflows as saga
@@ -104,11 +106,38 @@ async def _save(client: Client, workflow_id: str) -> None:
     (HISTORIES / f"{workflow_id}.json").write_text(history.to_json() + "\n")
 
 
+# Signals, the status query and the approval timeout: one history per way it ends.
+async def record_approval(client: Client) -> None:
+    async with Worker(client, task_queue=approval.TASK_QUEUE, workflows=[approval.ExpenseApproval],
+                      activities=approval.ACTIVITIES):
+        paid = await client.start_workflow(
+            approval.ExpenseApproval.run, approval.ExpenseRequest("paid", "ada", 120.0, "conference"),
+            id="approval-paid", task_queue=approval.TASK_QUEUE,
+        )
+        await wait_for_stage(paid, "awaiting decision")
+        await paid.signal(approval.ExpenseApproval.approve, "grace")
+        await paid.signal(approval.ExpenseApproval.reject, args=["alan", "too late"])
+        rejected = await client.start_workflow(
+            approval.ExpenseApproval.run, approval.ExpenseRequest("rejected", "alan", 5000.0, "yacht"),
+            id="approval-rejected", task_queue=approval.TASK_QUEUE,
+            start_signal=approval.ExpenseApproval.reject, start_signal_args=["grace", "no yachts"],
+        )
+        expired = await client.start_workflow(
+            approval.ExpenseApproval.run,
+            approval.ExpenseRequest("expired", "ada", 9.5, "taxi", approval_timeout_seconds=0.2),
+            id="approval-expired", task_queue=approval.TASK_QUEUE,
+        )
+        for handle in (paid, rejected, expired):
+            await handle.result()
+            await _save(client, handle.id)
+
+
 RECORDERS: dict[str, Callable[[Client], Awaitable[None]]] = {
     "onboarding": record_onboarding,
     "shipping": record_shipping,
     "order_tracking": record_order_tracking,
     "saga": record_saga,
+    "approval": record_approval,
 }
 
 

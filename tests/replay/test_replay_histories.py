@@ -17,6 +17,7 @@ from flowforge.testing import Replayer, replay_histories_in
 from samples.onboarding.workflows import (
     Onboarding, create_customer, enrich_customer, fetch_credit_file, score_risk, send_notification, verify_identity,
 )
+from samples.approval.workflows import ExpenseApproval, ExpenseRequest, notify_approvers
 from samples.order_tracking.workflows import OrderFulfillment
 from samples.saga import workflows as saga
 from tests.replay import shipping
@@ -60,7 +61,7 @@ class OnboardingReadingTheClock:
 
 # One test per committed history: every history replays against today's code.
 test_recorded_history_replays_against_the_current_code = replay_histories_in(
-    HISTORY_FOLDER, workflows=[Onboarding, shipping.Shipping, OrderFulfillment, *saga.WORKFLOWS]
+    HISTORY_FOLDER, workflows=[Onboarding, shipping.Shipping, OrderFulfillment, *saga.WORKFLOWS, ExpenseApproval]
 )
 
 
@@ -113,3 +114,28 @@ async def test_a_history_with_child_workflows_replays_and_reordered_children_are
     message = str(error.value)
     assert "StartChildWorkflowExecutionInitiated" in message and "StartChildWorkflowExecution(" in message
     assert "saga-group-children-alan" in message and "saga-group-children-edsger" in message
+
+
+@workflow.defn(name="ExpenseApproval")
+class ExpenseApprovalWithoutDeadline(ExpenseApproval):
+    """A change that drops the approval deadline: histories with its timer no longer match."""
+
+    @workflow.run
+    async def run(self, request: ExpenseRequest) -> object:
+        await workflow.execute_activity(notify_approvers, request, start_to_close_timeout=TIMEOUT)
+        await workflow.wait_condition(lambda: self._status.decision is not None)
+        return self._status
+
+
+def test_approval_histories_hold_signals_and_their_replay_is_checked() -> None:
+    paid = load(HISTORY_FOLDER / "approval-paid.json")
+    signals = [e.attributes["signal_name"] for e in paid.events if e.event_type == "WorkflowExecutionSignaled"]
+    assert signals == ["approve", "reject"]
+
+
+async def test_dropping_the_approval_deadline_raises_non_determinism_naming_the_timer() -> None:
+    with pytest.raises(NonDeterminismError) as error:
+        await Replayer(workflows=[ExpenseApprovalWithoutDeadline]).replay_workflow(
+            load(HISTORY_FOLDER / "approval-paid.json")
+        )
+    assert "history event 11 TimerStarted" in str(error.value) and "no matching command" in str(error.value)

@@ -1,0 +1,1 @@
+"""An expense approval driven by signals, watched by a query, bounded by a timeout."""
