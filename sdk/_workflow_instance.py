@@ -283,6 +283,22 @@ class _WorkflowEventLoop(asyncio.AbstractEventLoop):
             self._running = False
             asyncio.events._set_running_loop(outer_loop)
 
+    def ready_count(self) -> int:
+        """How many callbacks wait to run."""
+        return len(self._ready)
+
+    def discard_ready_after(self, count: int) -> bool:
+        """Cancels the callbacks queued after the first ``count``; True if there were any."""
+        discarded = False
+        while len(self._ready) > count:
+            handle = self._ready.pop()
+            task = getattr(handle._callback, "__self__", None)  # type: ignore[attr-defined]
+            if isinstance(task, asyncio.Task):
+                task.get_coro().close()  # it never ran; closing spares a "never awaited" warning
+            handle.cancel()
+            discarded = True
+        return discarded
+
     def enqueue(self, handle: asyncio.Handle) -> None:
         """Runs ``handle`` in the next ``run_until_quiescent``."""
         self._ready.append(handle)
@@ -855,7 +871,8 @@ class WorkflowInstance(workflow._Runtime):
         """Answers a query from the state the last activation left.
 
         The handler runs on the workflow loop (so ``workflow.info()`` and friends
-        work) under the determinism guard; it must not await or issue commands.
+        work) under the determinism guard; it must not await or issue commands. A
+        handler that tried leaves the instance spent (see :meth:`activate`).
 
         Raises:
             KeyError: The workflow has no query handler of that name; the message
@@ -869,6 +886,7 @@ class WorkflowInstance(workflow._Runtime):
             raise KeyError(f"workflow {self._definition.name!r} has no query {query_type!r} (queries: {known})")
         values = self._converter.from_payloads(args, _parameter_hints(definition.fn))
         commands_before = len(self._commands)
+        ready_before = self._loop.ready_count()
         outer_loop = asyncio.events._get_running_loop()
         asyncio.events._set_running_loop(self._loop)
         guard = self._determinism_guard(WorkflowInstance.query.__code__)
@@ -879,11 +897,15 @@ class WorkflowInstance(workflow._Runtime):
             asyncio.events._set_running_loop(outer_loop)
             added = self._commands[commands_before:]
             del self._commands[commands_before:]
+            scheduled = self._loop.discard_ready_after(ready_before)
         if guard.violation is not None:
             raise exceptions.NonDeterminismError(guard.violation)
-        if added or inspect.isawaitable(result):
+        if added or scheduled or inspect.isawaitable(result):
             if inspect.iscoroutine(result):
                 result.close()
+            # What it started (an activity's sequence number, a task) is half undone:
+            # the next activation must replay from scratch.
+            self._spent = True
             raise RuntimeError(
                 f"query handler {query_type!r} tried to change the workflow (awaited, or started an activity "
                 "or a timer); a query handler only reads state"

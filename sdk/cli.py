@@ -8,6 +8,8 @@
     flowforge workflow count [--query QUERY]
     flowforge workflow show --workflow-id ID [--run-id R] [--output json]
     flowforge workflow cancel|terminate --workflow-id ID [--reason TEXT]
+    flowforge workflow signal --workflow-id ID --name SIGNAL [--input JSON ...]
+    flowforge workflow query --workflow-id ID --name QUERY [--input JSON ...] [--timeout SECONDS]
     flowforge namespace create NAME | list
     flowforge trigger create --trigger-id ID --event-type T --workflow-type W --task-queue Q
                              [--filter COND ...] [--input PATH ...] [--id-prefix P]
@@ -119,7 +121,8 @@ def _workflow_parser(commands: Any) -> None:
         parser.add_argument("--workflow-id", required=True)
         parser.add_argument("--run-id", default=None)
         parser.add_argument("--input", action="append", default=[], help="a JSON argument (repeat for several)")
-    for parser in (start, listing, counting, show, *(workflow.choices[n] for n in ("cancel", "terminate", "signal", "query"))):
+    steering = (workflow.choices[n] for n in ("cancel", "terminate", "signal", "query"))
+    for parser in (start, listing, counting, show, *steering):
         _client_options(parser)
 
 

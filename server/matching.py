@@ -38,13 +38,15 @@ class Matching:
     ) -> Union[LeasedWorkflowTask, LeasedQuery, None]:
         """A workflow task or a query of the queue; queries first, as a caller waits on each."""
 
+        engine = self._engine
+
         async def has_task() -> bool:
-            return await self._engine.has_visible_query(namespace, task_queue) or await self._engine.has_visible_task(
+            return await engine.has_visible_query(namespace, task_queue) or await engine.has_visible_task(
                 namespace, WORKFLOW, task_queue
             )
 
         async def try_lease() -> Union[LeasedWorkflowTask, LeasedQuery, None]:
-            return await self._engine.try_lease_query(namespace, task_queue) or await self._engine.try_lease_workflow_task(
+            return await engine.try_lease_query(namespace, task_queue) or await engine.try_lease_workflow_task(
                 namespace, task_queue, identity
             )
 

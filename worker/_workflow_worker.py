@@ -282,9 +282,10 @@ class WorkflowWorker:
         history = list(task.history)
         execution = task.workflow_execution
         cached = self._cache.take(execution.run_id)
+        query = task.query
         if cached is not None and cached.is_current(history):
             try:
-                return await loop.run_in_executor(self._executor, cached.query, task.query.query_type, task.query.query_args)
+                return await loop.run_in_executor(self._executor, cached.query, query.query_type, query.query_args)
             finally:
                 self._cache.put_if_absent(execution.run_id, cached)
         if cached is not None:
@@ -301,7 +302,7 @@ class WorkflowWorker:
         def replay_and_query() -> common_pb2.Payloads:
             instance.activate(history)
             instance.run_pending_events()
-            return instance.query(task.query.query_type, task.query.query_args)
+            return instance.query(query.query_type, query.query_args)
 
         return await loop.run_in_executor(self._executor, replay_and_query)
 

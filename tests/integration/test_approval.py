@@ -57,7 +57,8 @@ async def test_a_rejection_pays_nothing_and_a_silent_approver_lets_the_request_e
             id="approval-expired", task_queue=TASK_QUEUE,
         )
         assert dataclasses.asdict(await asyncio.wait_for(rejected.result(), DEADLINE_S)) == {
-            "stage": "rejected", "decision": {"approved": False, "by": "grace", "reason": "no yachts"}, "payment_id": "",
+            "stage": "rejected", "decision": {"approved": False, "by": "grace", "reason": "no yachts"},
+            "payment_id": "",
         }
         assert await asyncio.wait_for(expired.result(), DEADLINE_S) == ApprovalStatus(stage="expired")
         # Closed requests still answer the status query.

@@ -300,15 +300,9 @@ async def test_bad_signals_get_a_clear_status_and_change_nothing(sdk_client: Cli
         handle = await sdk_client.start_workflow(Collector.run, 1, id="collect-bad", task_queue=QUEUE)
         before = await wire.history("collect-bad")
 
-        async def signal(**fields: object) -> grpc.StatusCode:
-            request = pb.SignalWorkflowExecutionRequest(namespace=NS, signal_name="add", **fields)  # type: ignore[arg-type]
-            if not request.HasField("execution"):
-                request.execution.workflow_id = "collect-bad"
-            with pytest.raises(grpc.aio.AioRpcError) as error:
-                await wire.stub.SignalWorkflowExecution(request)
-            return error.value.code()
-
-        assert await signal(execution=common_pb2.WorkflowExecution(workflow_id="nobody")) == grpc.StatusCode.NOT_FOUND
+        with pytest.raises(RPCError) as unknown:
+            await sdk_client.get_workflow_handle("nobody").signal(Collector.add, "x")
+        assert unknown.value.status == grpc.StatusCode.NOT_FOUND and "'nobody'" in unknown.value.message
         empty = pb.SignalWorkflowExecutionRequest(
             namespace=NS, execution=common_pb2.WorkflowExecution(workflow_id="collect-bad")
         )
