@@ -14,10 +14,10 @@ from flowforge import workflow
 from flowforge.client import WorkflowHistory
 from flowforge.exceptions import NonDeterminismError
 from flowforge.testing import Replayer, replay_histories_in
+from samples.approval.workflows import ExpenseApproval, ExpenseRequest, notify_approvers
 from samples.onboarding.workflows import (
     Onboarding, create_customer, enrich_customer, fetch_credit_file, score_risk, send_notification, verify_identity,
 )
-from samples.approval.workflows import ExpenseApproval, ExpenseRequest, notify_approvers
 from samples.order_tracking.workflows import OrderFulfillment
 from samples.saga import workflows as saga
 from tests.replay import shipping
