@@ -22,13 +22,26 @@ from google.protobuf.message import Message
 from flowforge.api.v1 import common_pb2
 from flowforge.converter import PayloadCodec
 
-__all__ = ["decode_message", "encode_message"]
+__all__ = ["UndecodableResponse", "decode_message", "encode_message"]
 
 _MessageType = TypeVar("_MessageType", bound=Message)
 _Transform = Callable[[Sequence[common_pb2.Payload]], Awaitable[list[common_pb2.Payload]]]
 
 # Fields (proto) and keys (history JSON) whose payloads the server must read.
 _NOT_ENCODED = frozenset({"search_attributes"})
+
+
+class UndecodableResponse(Exception):
+    """The codec failed to decode a response (e.g. a worker without the right key).
+
+    Attributes:
+        response: The response as the server sent it; a poll response still
+            carries its task token, so the worker can fail the task visibly.
+    """
+
+    def __init__(self, rpc: str, response: Message, cause: BaseException) -> None:
+        super().__init__(f"the payload codec could not decode the {rpc} response: {cause!r}")
+        self.response = response
 
 
 async def encode_message(message: _MessageType, codec: PayloadCodec) -> _MessageType:

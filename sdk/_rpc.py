@@ -19,7 +19,7 @@ from typing import Any, Optional, Sequence
 
 import grpc
 
-from flowforge._codec import decode_message, encode_message
+from flowforge._codec import UndecodableResponse, decode_message, encode_message
 from flowforge.api.v1 import workflow_service_pb2_grpc
 from flowforge.converter import PayloadCodec
 from flowforge.exceptions import RPCError
@@ -132,12 +132,16 @@ class WorkflowServiceClient:
 
         Raises:
             RPCError: The call failed with a final status, or retries ran out.
+            UndecodableResponse: The payload codec failed on the response.
         """
         method = getattr(self._stub, rpc)
         if self._payload_codec is not None:
             request = await encode_message(request, self._payload_codec)
             response = await self._call(method, rpc, request, retry=retry, timeout=timeout)
-            return await decode_message(response, self._payload_codec)
+            try:
+                return await decode_message(response, self._payload_codec)
+            except Exception as error:
+                raise UndecodableResponse(rpc, response, error) from error
         return await self._call(method, rpc, request, retry=retry, timeout=timeout)
 
     async def _call(

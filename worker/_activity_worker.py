@@ -237,7 +237,13 @@ class ActivityWorker:
         request = workflow_service_pb2.PollActivityTaskQueueRequest(
             namespace=self._namespace, task_queue=self._task_queue, identity=self._identity
         )
-        return await long_poll(self._service, "PollActivityTaskQueue", request)
+        return await long_poll(self._service, "PollActivityTaskQueue", request, self._fail_undecodable)
+
+    async def _fail_undecodable(
+        self, task: workflow_service_pb2.PollActivityTaskQueueResponse, error: ApplicationError
+    ) -> None:
+        # Retryable: another attempt may reach a worker that can decode it.
+        await self._respond(task, "RespondActivityTaskFailed", failure=self._failure(error))
 
     def run_task(self, task: workflow_service_pb2.PollActivityTaskQueueResponse) -> None:
         """Starts running a leased task; the caller has taken a slot for it."""

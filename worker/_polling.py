@@ -15,7 +15,8 @@ from typing import Any, Awaitable, Callable
 
 import grpc
 
-from flowforge.exceptions import RPCError
+from flowforge._codec import UndecodableResponse
+from flowforge.exceptions import ApplicationError, RPCError
 
 logger = logging.getLogger(__name__)
 
@@ -75,11 +76,25 @@ class TaskSlots:
         self._released.set()
 
 
-async def long_poll(service: Any, rpc: str, request: Any) -> Any:
+async def long_poll(
+    service: Any, rpc: str, request: Any, fail_undecodable: Callable[[Any, ApplicationError], Awaitable[None]]
+) -> Any:
     """One long poll (``PollWorkflowTaskQueue`` / ``PollActivityTaskQueue``) with the
-    worker's poll timeout. Not retried here: :func:`poll_forever` polls again."""
+    worker's poll timeout. Not retried here: :func:`poll_forever` polls again.
+
+    A task whose payloads the client's codec cannot decode (e.g. this worker lacks
+    the key) is handed to ``fail_undecodable`` to be reported failed, where
+    ``describe()`` and history show why, and the poll returns no task.
+    """
     request.poll_timeout.FromTimedelta(POLL_TIMEOUT)
-    return await service.call(rpc, request, retry=False, timeout=POLL_RPC_TIMEOUT)
+    try:
+        return await service.call(rpc, request, retry=False, timeout=POLL_RPC_TIMEOUT)
+    except UndecodableResponse as error:
+        if not error.response.task_token:
+            raise
+        logger.error("%s", error)
+        await fail_undecodable(error.response, ApplicationError(str(error), type="PayloadCodecError"))
+        return type(error.response)()
 
 
 def start_handler(handlers: set[asyncio.Task[None]], handle: Awaitable[None], name: str) -> None:

@@ -171,7 +171,12 @@ class WorkflowWorker:
         request = workflow_service_pb2.PollWorkflowTaskQueueRequest(
             namespace=self._namespace, task_queue=self._task_queue, identity=self._identity
         )
-        return await long_poll(self._service, "PollWorkflowTaskQueue", request)
+        return await long_poll(self._service, "PollWorkflowTaskQueue", request, self._fail_undecodable)
+
+    async def _fail_undecodable(
+        self, task: workflow_service_pb2.PollWorkflowTaskQueueResponse, error: ApplicationError
+    ) -> None:
+        await self._fail(task, _Cause.WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE, error)
 
     def _dispatch(self, task: workflow_service_pb2.PollWorkflowTaskQueueResponse) -> None:
         start_handler(self._handlers, self._handle(task), f"flowforge {_describe(task)}")

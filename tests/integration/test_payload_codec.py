@@ -19,10 +19,13 @@ import pytest
 from flowforge import Client, RetryPolicy, activity, workflow
 from flowforge.api.v1 import common_pb2
 from flowforge.converter import DataConverter, PayloadCodec
-from flowforge.exceptions import ApplicationError
+from flowforge.client import HistoryEvent
+from flowforge.exceptions import ActivityError, ApplicationError, WorkflowFailureError
 from flowforge.server import FlowForgeServer
 from flowforge.testing import Replayer
 from flowforge.worker import Worker
+from tests.integration._processes import wait_until
+from tests.integration._reliability import DEADLINE_S, events, of_type
 
 TASK_QUEUE = "vault"
 SECRET = "SECRET-PLAINTEXT-7f3a9c"
@@ -168,3 +171,56 @@ async def test_without_a_codec_the_same_run_leaves_plaintext_in_the_store(server
 
     assert receipt == Receipt(owner="ada", text=SECRET, attempts=2)
     assert _plaintext_found(await _stored_history(server, run_id))  # so the check above can fail
+
+
+class WrongKeyCodec(SealingCodec):
+    """A worker deployed without the right key: it cannot decode what it is given."""
+
+    async def decode(self, payloads: Sequence[common_pb2.Payload]) -> list[common_pb2.Payload]:
+        raise ValueError("wrong key")
+
+
+@workflow.defn
+class StoreOnce:
+    @workflow.run
+    async def run(self, secret: Secret) -> Receipt:
+        return await workflow.execute_activity(store_secret, secret, start_to_close_timeout=timedelta(seconds=10),
+                                               retry_policy=RetryPolicy(maximum_attempts=1))
+
+
+UNDECODABLE = "the payload codec could not decode the {} response: ValueError('wrong key')"
+
+
+async def test_a_workflow_task_a_worker_cannot_decode_fails_visibly(server: FlowForgeServer) -> None:
+    address = f"127.0.0.1:{server.port}"
+    sealing = DataConverter(payload_codec=SealingCodec())
+    async with await Client.connect(address, data_converter=sealing) as client, \
+            await Client.connect(address, data_converter=DataConverter(payload_codec=WrongKeyCodec())) as keyless:
+        handle = await client.start_workflow(StoreOnce.run, Secret("ada", SECRET), id="undecodable-wft",
+                                             task_queue=TASK_QUEUE)
+        async with Worker(keyless, task_queue=TASK_QUEUE, workflows=[StoreOnce]):
+            async def failures() -> list[HistoryEvent]:
+                return of_type(await events(handle), "WorkflowTaskFailed")
+
+            (failed, *_) = await wait_until(failures, timeout=DEADLINE_S, what="a WorkflowTaskFailed event")
+        await handle.terminate(reason="test done")
+    assert failed.attributes["failure"]["message"] == UNDECODABLE.format("PollWorkflowTaskQueue")
+    assert failed.attributes["failure"]["type"] == "PayloadCodecError"
+
+
+async def test_an_activity_task_a_worker_cannot_decode_fails_its_attempt(server: FlowForgeServer) -> None:
+    address = f"127.0.0.1:{server.port}"
+    sealing = DataConverter(payload_codec=SealingCodec())
+    async with await Client.connect(address, data_converter=sealing) as client, \
+            await Client.connect(address, data_converter=DataConverter(payload_codec=WrongKeyCodec())) as keyless:
+        async with Worker(client, task_queue=TASK_QUEUE, workflows=[StoreOnce]), \
+                Worker(keyless, task_queue=TASK_QUEUE, activities=[store_secret]):
+            handle = await client.start_workflow(StoreOnce.run, Secret("ada", SECRET), id="undecodable-activity",
+                                                 task_queue=TASK_QUEUE)
+            with pytest.raises(WorkflowFailureError) as raised:
+                await handle.result()
+    activity_error = raised.value.cause
+    assert isinstance(activity_error, ActivityError)
+    assert isinstance(activity_error.cause, ApplicationError)
+    assert activity_error.cause.type == "PayloadCodecError"
+    assert activity_error.cause.message == UNDECODABLE.format("PollActivityTaskQueue")
