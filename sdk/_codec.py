@@ -8,7 +8,9 @@ payloads inside ``attributes_json`` in their protobuf JSON form (a
 ``{"payloads": [...]}`` object); those are decoded there.
 
 Search attributes are left as they are: the server indexes them, so they are
-never encoded (as in Temporal).
+never encoded (as in Temporal). Failure messages and stack traces are encoded
+only when the converter asks for it (``encode_failure_attributes``): they move
+into the failure's ``encoded_attributes`` payload, and decoding puts them back.
 """
 
 from __future__ import annotations
@@ -20,15 +22,18 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from flowforge.api.v1 import common_pb2
-from flowforge.converter import PayloadCodec
+from flowforge.converter import PayloadCodec, default_converter
 
-__all__ = ["UndecodableResponse", "decode_message", "encode_message"]
+__all__ = ["ENCODED_FAILURE_MESSAGE", "UndecodableResponse", "decode_message", "encode_message"]
 
 _MessageType = TypeVar("_MessageType", bound=Message)
 _Transform = Callable[[Sequence[common_pb2.Payload]], Awaitable[list[common_pb2.Payload]]]
 
 # Fields (proto) and keys (history JSON) whose payloads the server must read.
 _NOT_ENCODED = frozenset({"search_attributes"})
+
+ENCODED_FAILURE_MESSAGE = "Encoded failure"
+"""What the server sees as the message of a failure whose attributes are encoded."""
 
 
 class UndecodableResponse(Exception):
@@ -44,17 +49,24 @@ class UndecodableResponse(Exception):
         self.response = response
 
 
-async def encode_message(message: _MessageType, codec: PayloadCodec) -> _MessageType:
-    """A copy of ``message`` with every payload encoded (the message is left as it is)."""
+async def encode_message(
+    message: _MessageType, codec: PayloadCodec, *, encode_failure_attributes: bool = False
+) -> _MessageType:
+    """A copy of ``message`` with every payload encoded (the message is left as it is).
+
+    With ``encode_failure_attributes``, each failure's message and stack trace are
+    moved into its ``encoded_attributes`` payload first.
+    """
     encoded = type(message)()
     encoded.CopyFrom(message)
-    await _visit(encoded, _checked(codec.encode, "encode"))
+    await _visit(encoded, _checked(codec.encode, "encode"), hide_failure_attributes=encode_failure_attributes)
     return encoded
 
 
 async def decode_message(message: _MessageType, codec: PayloadCodec) -> _MessageType:
-    """Decodes every payload of ``message`` in place, history event attributes included."""
-    await _visit(message, _checked(codec.decode, "decode"))
+    """Decodes every payload of ``message`` in place, history event attributes and
+    encoded failure attributes included."""
+    await _visit(message, _checked(codec.decode, "decode"), hide_failure_attributes=False)
     return message
 
 
@@ -68,7 +80,7 @@ def _checked(transform: _Transform, name: str) -> _Transform:
     return apply
 
 
-async def _visit(message: Message, transform: _Transform) -> None:
+async def _visit(message: Message, transform: _Transform, *, hide_failure_attributes: bool) -> None:
     if isinstance(message, common_pb2.Payloads):
         if message.payloads:
             transformed = await transform(list(message.payloads))
@@ -82,18 +94,29 @@ async def _visit(message: Message, transform: _Transform) -> None:
     if isinstance(message, common_pb2.HistoryEvent):
         await _visit_event(message, transform)
         return
+    is_failure = isinstance(message, common_pb2.Failure)
+    if is_failure and hide_failure_attributes and not message.HasField("encoded_attributes"):
+        message.encoded_attributes.CopyFrom(
+            default_converter.to_payload({"message": message.message, "stack_trace": message.stack_trace})
+        )
+        message.message, message.stack_trace = ENCODED_FAILURE_MESSAGE, ""
     for field, value in message.ListFields():
         if field.message_type is None or field.name in _NOT_ENCODED:
             continue
         if field.message_type.GetOptions().map_entry:
             if field.message_type.fields_by_name["value"].message_type is not None:
                 for item in value.values():
-                    await _visit(item, transform)
+                    await _visit(item, transform, hide_failure_attributes=hide_failure_attributes)
         elif field.is_repeated:
             for item in value:
-                await _visit(item, transform)
+                await _visit(item, transform, hide_failure_attributes=hide_failure_attributes)
         else:
-            await _visit(value, transform)
+            await _visit(value, transform, hide_failure_attributes=hide_failure_attributes)
+    if is_failure and not hide_failure_attributes and message.HasField("encoded_attributes"):
+        attributes = default_converter.from_payload(message.encoded_attributes)
+        message.message = _restored_message(message.message, attributes)
+        message.stack_trace = attributes.get("stack_trace", "")
+        message.ClearField("encoded_attributes")
 
 
 async def _visit_event(event: common_pb2.HistoryEvent, transform: _Transform) -> None:
@@ -118,13 +141,26 @@ async def _visit_json(value: Any, transform: _Transform) -> Any:
         if _is_payload_json(value):  # a single Payload, e.g. a memo field
             (transformed,) = await transform([json_format.ParseDict(value, common_pb2.Payload())])
             return json_format.MessageToDict(transformed, preserving_proto_field_name=True)
-        return {
+        visited = {
             key: item if key in _NOT_ENCODED else await _visit_json(item, transform)
             for key, item in value.items()
         }
+        if _is_payload_json(visited.get("encoded_attributes") or {}):  # a failure, decoded just now
+            attributes = default_converter.from_payload(
+                json_format.ParseDict(visited.pop("encoded_attributes"), common_pb2.Payload())
+            )
+            visited["message"] = _restored_message(visited.get("message", ""), attributes)
+            visited["stack_trace"] = attributes.get("stack_trace", "")
+        return visited
     if isinstance(value, list):
         return [await _visit_json(item, transform) for item in value]
     return value
+
+
+def _restored_message(shown: str, attributes: dict[str, Any]) -> str:
+    """The original message, keeping what the server added around the placeholder
+    (e.g. describe()'s "[NON_DETERMINISTIC_ERROR] " prefix)."""
+    return shown.replace(ENCODED_FAILURE_MESSAGE, str(attributes.get("message", "")), 1)
 
 
 def _is_payloads_json(value: dict[str, Any]) -> bool:

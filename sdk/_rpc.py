@@ -92,6 +92,8 @@ class WorkflowServiceClient:
         payload_codec: Encodes every payload of each request before it is sent
             and decodes every payload of each response (see
             :class:`flowforge.converter.PayloadCodec`).
+        encode_failure_attributes: With ``payload_codec``, also encode failure
+            messages and stack traces (``DataConverter.encode_failure_attributes``).
     """
 
     def __init__(
@@ -101,9 +103,11 @@ class WorkflowServiceClient:
         metadata: Sequence[tuple[str, str]] = (),
         retry_config: RPCRetryConfig = RPCRetryConfig(),
         payload_codec: Optional[PayloadCodec] = None,
+        encode_failure_attributes: bool = False,
     ) -> None:
         self._channel = channel
         self._payload_codec = payload_codec
+        self._encode_failure_attributes = encode_failure_attributes
         self._stub = workflow_service_pb2_grpc.WorkflowServiceStub(channel)
         self._metadata = tuple(metadata)
         self.retry_config = retry_config
@@ -136,7 +140,9 @@ class WorkflowServiceClient:
         """
         method = getattr(self._stub, rpc)
         if self._payload_codec is not None:
-            request = await encode_message(request, self._payload_codec)
+            request = await encode_message(
+                request, self._payload_codec, encode_failure_attributes=self._encode_failure_attributes
+            )
             response = await self._call(method, rpc, request, retry=retry, timeout=timeout)
             try:
                 return await decode_message(response, self._payload_codec)

@@ -748,7 +748,8 @@ class Client:
                 ) from None
         metadata = [("authorization", f"Bearer {api_key}")] if api_key else []
         service = WorkflowServiceClient(
-            channel, metadata=metadata, retry_config=rpc_retry, payload_codec=data_converter.payload_codec
+            channel, metadata=metadata, retry_config=rpc_retry, payload_codec=data_converter.payload_codec,
+            encode_failure_attributes=data_converter.encode_failure_attributes,
         )
         return cls(
             service,

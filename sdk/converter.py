@@ -163,15 +163,34 @@ class DataConverter:
         payload_codec: Applied by the client and its workers to every payload
             sent to and received from the server; ``None`` sends payloads as
             the converter wrote them.
+        encode_failure_attributes: Also hide failure messages and stack traces
+            from the server: each failure's message and stack trace travel in
+            one payload encoded with ``payload_codec`` (Temporal's
+            ``encode_common_attributes``), and the server sees the message
+            "Encoded failure". Clients and workers with the codec see the
+            original; the CLI and clients without it see the placeholder.
+
+    Raises:
+        ValueError: ``encode_failure_attributes`` without a ``payload_codec``.
     """
 
-    def __init__(self, *, payload_codec: Optional[PayloadCodec] = None) -> None:
+    def __init__(
+        self, *, payload_codec: Optional[PayloadCodec] = None, encode_failure_attributes: bool = False
+    ) -> None:
+        if encode_failure_attributes and payload_codec is None:
+            raise ValueError("encode_failure_attributes needs a payload_codec to encode them with")
         self._payload_codec = payload_codec
+        self._encode_failure_attributes = encode_failure_attributes
 
     @property
     def payload_codec(self) -> Optional[PayloadCodec]:
         """The codec applied between this process and the server, if any."""
         return self._payload_codec
+
+    @property
+    def encode_failure_attributes(self) -> bool:
+        """Whether failure messages and stack traces are encoded with the codec too."""
+        return self._encode_failure_attributes
 
     def to_payload(self, value: Any) -> common_pb2.Payload:
         """Serializes one value."""

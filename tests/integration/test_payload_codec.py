@@ -224,3 +224,52 @@ async def test_an_activity_task_a_worker_cannot_decode_fails_its_attempt(server:
     assert isinstance(activity_error.cause, ApplicationError)
     assert activity_error.cause.type == "PayloadCodecError"
     assert activity_error.cause.message == UNDECODABLE.format("PollActivityTaskQueue")
+
+
+@workflow.defn
+class Declines:
+    @workflow.run
+    async def run(self, card: str) -> None:
+        raise ApplicationError(f"card {card} declined", type="Declined")
+
+
+@workflow.defn
+class HasABug:
+    @workflow.run
+    async def run(self, card: str) -> None:
+        raise RuntimeError(f"cannot parse card {card}")
+
+
+async def test_encoded_failure_attributes_keep_messages_from_the_server_but_not_from_the_client(
+    server: FlowForgeServer,
+) -> None:
+    address = f"127.0.0.1:{server.port}"
+    hiding = DataConverter(payload_codec=SealingCodec(), encode_failure_attributes=True)
+    async with await Client.connect(address, data_converter=hiding) as client, \
+            await Client.connect(address) as plain_client:
+        async with Worker(client, task_queue=TASK_QUEUE, workflows=[Declines, HasABug]):
+            declined = await client.start_workflow(Declines.run, SECRET, id="declines", task_queue=TASK_QUEUE)
+            with pytest.raises(WorkflowFailureError) as raised:
+                await declined.result()
+            buggy = await client.start_workflow(HasABug.run, SECRET, id="has-a-bug", task_queue=TASK_QUEUE)
+
+            async def failures() -> list[HistoryEvent]:
+                return of_type(await events(buggy), "WorkflowTaskFailed")
+
+            await wait_until(failures, timeout=DEADLINE_S, what="a WorkflowTaskFailed event")
+            bug_seen_with_codec = (await buggy.describe()).pending_workflow_task
+            bug_seen_without = (await plain_client.get_workflow_handle("has-a-bug").describe()).pending_workflow_task
+            await buggy.terminate(reason="test done")
+        with pytest.raises(WorkflowFailureError) as raised_without_codec:
+            await plain_client.get_workflow_handle("declines").result()
+
+    assert isinstance(raised.value.cause, ApplicationError)
+    assert (raised.value.cause.message, raised.value.cause.type) == (f"card {SECRET} declined", "Declined")
+    assert isinstance(raised_without_codec.value.cause, ApplicationError)
+    assert raised_without_codec.value.cause.message == "Encoded failure"
+    assert bug_seen_with_codec is not None and bug_seen_without is not None
+    assert bug_seen_with_codec.last_failure == f"[WORKFLOW_WORKER_UNHANDLED_FAILURE] cannot parse card {SECRET}"
+    assert bug_seen_without.last_failure == "[WORKFLOW_WORKER_UNHANDLED_FAILURE] Encoded failure"
+    for handle in (declined, buggy):
+        assert handle.run_id is not None
+        assert not _plaintext_found(await _stored_history(server, handle.run_id))

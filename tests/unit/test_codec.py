@@ -84,3 +84,42 @@ async def test_payloads_inside_history_event_attributes_are_decoded_memo_too_but
     assert decoded_attributes["memo"] == {"fields": {"note": message_to_json_dict(default_converter.to_payload("hi"))}}
     assert decoded_attributes["search_attributes"] == {"Tier": searchable}
     assert decoded_attributes["n"] == 3
+
+
+def _failure_chain() -> common_pb2.Failure:
+    return common_pb2.Failure(
+        message="card 4111 declined", stack_trace="Traceback: ...", type="Declined",
+        cause=common_pb2.Failure(message="issuer said no", stack_trace="Traceback: inner"),
+    )
+
+
+async def test_failure_attributes_are_encoded_only_when_asked_and_always_restored() -> None:
+    request = workflow_service_pb2.RespondWorkflowTaskFailedRequest(failure=_failure_chain())
+
+    plain = await encode_message(request, ReversingCodec())
+    hidden = await encode_message(request, ReversingCodec(), encode_failure_attributes=True)
+
+    assert plain.failure.message == "card 4111 declined" and not plain.failure.HasField("encoded_attributes")
+    for failure in (hidden.failure, hidden.failure.cause):
+        assert (failure.message, failure.stack_trace) == ("Encoded failure", "")
+        assert failure.encoded_attributes.metadata["encoding"] == MARK
+    assert hidden.failure.type == "Declined"  # the type stays readable
+    assert await decode_message(hidden, ReversingCodec()) == request
+
+
+async def test_encoded_failure_attributes_in_history_are_restored_keeping_what_the_server_added() -> None:
+    hidden = await encode_message(
+        workflow_service_pb2.RespondWorkflowTaskFailedRequest(failure=_failure_chain()), ReversingCodec(),
+        encode_failure_attributes=True,
+    )
+    stored = message_to_json_dict(hidden.failure)
+    stored["message"] = f"[NON_DETERMINISTIC_ERROR] {stored['message']}"
+    event = common_pb2.HistoryEvent(event_id=9, event_type="WorkflowTaskFailed",
+                                    attributes_json=json.dumps({"failure": stored}))
+
+    decoded = await decode_message(event, ReversingCodec())
+
+    failure = json.loads(decoded.attributes_json)["failure"]
+    assert failure["message"] == "[NON_DETERMINISTIC_ERROR] card 4111 declined"
+    assert failure["stack_trace"] == "Traceback: ..."
+    assert failure["cause"]["message"] == "issuer said no" and "encoded_attributes" not in failure["cause"]

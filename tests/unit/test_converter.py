@@ -100,8 +100,10 @@ def test_a_value_json_cannot_hold_is_refused_naming_its_type() -> None:
         default_converter.to_payload(1j)
 
 
-def test_a_converter_without_a_codec_has_none() -> None:
+def test_a_converter_without_a_codec_has_none_and_cannot_encode_failures() -> None:
     assert DataConverter().payload_codec is None
+    with pytest.raises(ValueError, match="needs a payload_codec"):
+        DataConverter(encode_failure_attributes=True)
 
 
 def test_the_converter_works_without_pydantic_and_never_imports_it() -> None:

@@ -126,7 +126,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, initial_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., backoff_coefficient: _Optional[float] = ..., maximum_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., maximum_attempts: _Optional[int] = ..., non_retryable_error_types: _Optional[_Iterable[str]] = ..., full_jitter: _Optional[bool] = ...) -> None: ...
 
 class Failure(_message.Message):
-    __slots__ = ("message", "type", "non_retryable", "stack_trace", "details", "cause", "timeout_type", "source", "activity_failure_info", "child_workflow_execution_failure_info")
+    __slots__ = ("message", "type", "non_retryable", "stack_trace", "details", "cause", "timeout_type", "source", "activity_failure_info", "child_workflow_execution_failure_info", "encoded_attributes")
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     NON_RETRYABLE_FIELD_NUMBER: _ClassVar[int]
@@ -137,6 +137,7 @@ class Failure(_message.Message):
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     ACTIVITY_FAILURE_INFO_FIELD_NUMBER: _ClassVar[int]
     CHILD_WORKFLOW_EXECUTION_FAILURE_INFO_FIELD_NUMBER: _ClassVar[int]
+    ENCODED_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
     message: str
     type: str
     non_retryable: bool
@@ -147,7 +148,8 @@ class Failure(_message.Message):
     source: str
     activity_failure_info: ActivityFailureInfo
     child_workflow_execution_failure_info: ChildWorkflowExecutionFailureInfo
-    def __init__(self, message: _Optional[str] = ..., type: _Optional[str] = ..., non_retryable: _Optional[bool] = ..., stack_trace: _Optional[str] = ..., details: _Optional[_Union[Payloads, _Mapping]] = ..., cause: _Optional[_Union[Failure, _Mapping]] = ..., timeout_type: _Optional[_Union[TimeoutType, str]] = ..., source: _Optional[str] = ..., activity_failure_info: _Optional[_Union[ActivityFailureInfo, _Mapping]] = ..., child_workflow_execution_failure_info: _Optional[_Union[ChildWorkflowExecutionFailureInfo, _Mapping]] = ...) -> None: ...
+    encoded_attributes: Payload
+    def __init__(self, message: _Optional[str] = ..., type: _Optional[str] = ..., non_retryable: _Optional[bool] = ..., stack_trace: _Optional[str] = ..., details: _Optional[_Union[Payloads, _Mapping]] = ..., cause: _Optional[_Union[Failure, _Mapping]] = ..., timeout_type: _Optional[_Union[TimeoutType, str]] = ..., source: _Optional[str] = ..., activity_failure_info: _Optional[_Union[ActivityFailureInfo, _Mapping]] = ..., child_workflow_execution_failure_info: _Optional[_Union[ChildWorkflowExecutionFailureInfo, _Mapping]] = ..., encoded_attributes: _Optional[_Union[Payload, _Mapping]] = ...) -> None: ...
 
 class ActivityFailureInfo(_message.Message):
     __slots__ = ("activity_type", "activity_id", "scheduled_event_id", "retry_state")
