@@ -45,7 +45,8 @@ class UndecodableResponse(Exception):
     """
 
     def __init__(self, rpc: str, response: Message, cause: BaseException) -> None:
-        super().__init__(f"the payload codec could not decode the {rpc} response: {cause!r}")
+        # Only the error's type: its message may quote the bytes it could not decode.
+        super().__init__(f"the payload codec could not decode the {rpc} response ({type(cause).__name__})")
         self.response = response
 
 
