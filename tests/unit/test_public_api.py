@@ -9,6 +9,17 @@ import pytest
 EXPORTS = {
     "flowforge": ["Client", "RetryPolicy", "WorkflowExecutionStatus", "WorkflowHandle", "activity", "workflow"],
     "flowforge.worker": ["Worker"],
+    "flowforge.converter": [
+        "DataConverter", "PayloadCodec", "default_converter", "error_to_failure", "failure_to_error",
+        "json_dict_to_message", "message_to_json_dict",
+    ],
+    "flowforge.workflow": [
+        "ActivityCancellationType", "ActivityHandle", "ChildWorkflowHandle", "ContinueAsNewError", "Info",
+        "ParentClosePolicy", "ParentInfo", "continue_as_new", "defn", "deprecate_patch", "execute_activity",
+        "execute_child_workflow", "info", "logger", "memo", "memo_value", "now", "patched", "query", "random", "run",
+        "signal", "sleep", "start_activity", "start_child_workflow", "upsert_search_attributes", "uuid4",
+        "wait_condition",
+    ],
     "flowforge.testing": [
         "ActivityEnvironment", "Replayer", "WorkflowEnvironment", "WorkflowReplayResult", "WorkflowReplayResults",
         "replay_histories_in",
@@ -41,7 +52,9 @@ def test_the_design_contract_imports() -> None:
     from flowforge.worker import Worker  # noqa: F401
 
 
-@pytest.mark.parametrize("module_name", ["flowforge.client", "flowforge.testing", "flowforge.workflow"])
+@pytest.mark.parametrize(
+    "module_name", ["flowforge.client", "flowforge.converter", "flowforge.testing", "flowforge.workflow"]
+)
 def test_every_public_name_has_a_docstring(module_name: str) -> None:
     module = importlib.import_module(module_name)
     missing = [name for name in module.__all__ if not (getattr(module, name).__doc__ or "").strip()]
