@@ -378,6 +378,8 @@ class Scheduler:
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._task: Optional[asyncio.Task[None]] = None
+        # A virtual clock that jumps ahead (time skipping) may pass fire times we sleep towards.
+        engine.clock.add_jump_listener(self.wake)
 
     @property
     def is_leader(self) -> bool:
