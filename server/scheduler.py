@@ -27,7 +27,7 @@ import secrets
 import socket
 from datetime import datetime, timezone
 from itertools import islice
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from flowforge.api.v1 import common_pb2
 from flowforge.server._schedule_spec import ScheduleSpecError, SpecRule, parse_spec
@@ -120,7 +120,7 @@ class Schedules:
     not the scheduler's decisions); fires are left to the leader, which is woken.
     """
 
-    def __init__(self, engine: HistoryEngine, wake: Any = lambda: None) -> None:
+    def __init__(self, engine: HistoryEngine, wake: Callable[[], None] = lambda: None) -> None:
         self._engine = engine
         self._wake = wake
 
@@ -149,7 +149,7 @@ class Schedules:
                     " delete it first or pick another id"
                 )
 
-        await self._engine._transaction(body)
+        await self._engine.transaction(body)
         self._wake()
 
     async def _get(self, tx: Transaction, namespace: str, schedule_id: str) -> ScheduleRow:
@@ -180,7 +180,7 @@ class Schedules:
             if not await tx.delete_schedule(namespace, schedule_id):
                 raise NotFound(f"schedule {schedule_id!r} not found in namespace {namespace!r}")
 
-        await self._engine._transaction(body)
+        await self._engine.transaction(body)
 
     async def update(
         self, namespace: str, schedule_id: str, *, pause: bool = False, unpause: bool = False, note: str = "",
@@ -223,7 +223,7 @@ class Schedules:
             row.update_us = now
             await tx.update_schedule(row, row.version, None)
 
-        await self._engine._transaction(body)
+        await self._engine.transaction(body)
         self._wake()
 
 
@@ -400,7 +400,7 @@ class Scheduler:
         if self._token is not None:
             token, now = self._token, self._engine.clock.now_us()
             with contextlib.suppress(Exception):
-                await self._engine._transaction(
+                await self._engine.transaction(
                     lambda tx: tx.renew_lease(LEASE_NAME, self.identity, token, now)
                 )
             self._change("released", token)
@@ -434,7 +434,7 @@ class Scheduler:
         now = engine.clock.now_us()
         ttl_us = int(config.lease_ttl_s * _SECOND_US)
         if self._token is None:
-            lease = await engine._transaction(lambda tx: tx.acquire_lease(LEASE_NAME, self.identity, now, ttl_us))
+            lease = await engine.transaction(lambda tx: tx.acquire_lease(LEASE_NAME, self.identity, now, ttl_us))
             if lease is None:
                 return
             self._token = lease.fencing_token
@@ -447,7 +447,7 @@ class Scheduler:
             return
         token = self._token
         try:
-            renewed = await engine._transaction(
+            renewed = await engine.transaction(
                 lambda tx: tx.renew_lease(LEASE_NAME, self.identity, token, now + ttl_us)
             )
         except Exception:
@@ -471,7 +471,7 @@ class Scheduler:
             due = await self._engine.read(lambda tx: tx.due_schedules(now, _BATCH))
             for namespace, schedule_id in due:
                 try:
-                    await self._engine._transaction(
+                    await self._engine.transaction(
                         lambda tx, ns=namespace, sid=schedule_id: self._process(tx, ns, sid, token)
                     )
                 except FencingTokenRejected as error:

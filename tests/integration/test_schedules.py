@@ -342,7 +342,7 @@ async def test_a_superseded_leader_cannot_write_and_demotes_itself(rig: Rig) -> 
         await tx.update_schedule(row, row.version, first.fencing_token)
 
     with pytest.raises(FencingTokenRejected):
-        await rig.server.engine._transaction(write_with_the_old_token)
+        await rig.server.engine.transaction(write_with_the_old_token)
     assert not (await rig.client.get_schedule_handle("fenced").describe()).schedule.state.paused
     # Its next pass finds that out and demotes it; the successor fires.
     await old.tick()
