@@ -86,6 +86,7 @@ async def _split_brain(a: ServerProcess, client_a: Client, client_b: Client) -> 
     # row, B cannot take over until it resumes: thaw it and freeze it again.
     for _attempt in range(3):
         a.process.send_signal(signal.SIGSTOP)
+        frozen_at = datetime.now(timezone.utc)
         try:
             await wait_until(lambda: _leads(client_b), timeout=TTL_S + 6, what="B to take the lease over")
             break
@@ -96,6 +97,10 @@ async def _split_brain(a: ServerProcess, client_a: Client, client_b: Client) -> 
         pytest.fail("B never took the scheduler lease over from the frozen A")
     taken = await client_b.get_scheduler_status()
     assert taken.fencing_token > before.fencing_token
+    # Not before A's lease ran out (A renewed at most 0.4 s before it froze), and promptly after.
+    assert taken.leader_since is not None
+    takeover_s = (taken.leader_since - frozen_at).total_seconds()
+    assert TTL_S - 0.5 <= takeover_s <= TTL_S + 3, takeover_s
     assert taken.leader_identity == taken.replica_identity != before.replica_identity
     fired_by_a = sum((await _fired(client_b)).values())
     await wait_until(lambda: _count_at_least(client_b, fired_by_a + 3), timeout=10, what="B to fire while A is frozen")

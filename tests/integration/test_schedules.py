@@ -179,6 +179,44 @@ async def test_overlap_terminate_other_terminates_the_run_and_starts_at_once(rig
     }
 
 
+# ------------------------------------------------------------------ DST, through the server
+
+
+@pytest.mark.parametrize(
+    ("zone", "day_before", "expected"),
+    [
+        # Spring forward: 02:30 does not exist; the fire comes when the clocks jump (03:00 local).
+        ("Europe/Stockholm", datetime(2026, 3, 28, 12, tzinfo=timezone.utc),
+         ["2026-03-29T01:00:00Z", "2026-03-30T00:30:00Z"]),
+        ("America/New_York", datetime(2026, 3, 7, 12, tzinfo=timezone.utc),
+         ["2026-03-08T07:00:00Z", "2026-03-09T06:30:00Z"]),
+        # Fall back: 02:30 (Stockholm) and 01:30 (New York) happen twice; one fire, at the first.
+        ("Europe/Stockholm", datetime(2026, 10, 24, 12, tzinfo=timezone.utc),
+         ["2026-10-25T00:30:00Z", "2026-10-26T01:30:00Z"]),
+        ("America/New_York", datetime(2026, 10, 31, 12, tzinfo=timezone.utc),
+         ["2026-11-01T05:30:00Z", "2026-11-02T06:30:00Z"]),
+    ],
+)
+async def test_a_daily_schedule_fires_once_on_each_dst_night(
+    rig: Rig, zone: str, day_before: datetime, expected: list[str]
+) -> None:
+    rig.clock.set(_us(day_before))
+    hour = "1" if zone == "America/New_York" and day_before.month == 10 else "2"
+    handle = await rig.client.create_schedule("dst", Schedule(
+        action=ScheduleActionStartWorkflow("Report", id="dst", task_queue="reports"),
+        spec=ScheduleSpec(cron_expressions=[f"30 {hour} * * *"], time_zone_name=zone),
+        policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.ALLOW_ALL),
+    ))
+    for _night in expected:
+        # Move to the next fire time the server announces, then one hour on: nothing more fires.
+        next_fire = (await handle.describe()).info.next_action_times[0]
+        rig.clock.set(_us(next_fire))
+        await rig.server.scheduler.tick()
+        await rig.advance(HOUR)
+    assert await rig.runs("dst") == {f"dst-{night}": R for night in expected}
+    assert {a.trigger for a in (await handle.describe()).info.recent_actions} == {"scheduled"}
+
+
 # ------------------------------------------------------------------ misfire after a 3-hour outage
 
 
