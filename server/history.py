@@ -1623,18 +1623,27 @@ class HistoryEngine:
             return "START_TO_CLOSE", False
         return "HEARTBEAT", False
 
-    async def fire_timer(self, timer: TimerRow) -> None:
-        async def body(tx: Transaction) -> None:
-            claimed = await tx.delete_timer(timer.run_id, timer.timer_id)
-            if claimed is None:
-                return  # fired or cancelled already
-            row = await tx.get_execution(claimed.namespace, claimed.run_id)
-            assert row is not None and row.status == "RUNNING", "timers are deleted when their run closes"
-            m = _Mutation(tx, row, self.clock.now_us())
-            m.deliver([("TimerFired", {"timer_id": claimed.timer_id, "started_event_id": claimed.started_event_id})])
-            await m.save()
+    async def fire_due_timers(self, limit: int) -> int:
+        """Fires up to ``limit`` due timers in one transaction; returns how many.
 
-        await self._transaction(body)
+        The batch is claimed by deleting its rows (skipping rows another replica's
+        timekeeper holds), so each timer fires exactly once however many replicas
+        run; its executions are locked in run-id order, so two batches never wait
+        on each other in a cycle, and a concurrent report waits rather than conflicts.
+        """
+
+        async def body(tx: Transaction) -> int:
+            now = self.clock.now_us()
+            claimed = await tx.claim_due_timers(now, limit)
+            for timer in sorted(claimed, key=lambda t: (t.run_id, t.fire_us)):
+                row = await tx.get_execution(timer.namespace, timer.run_id, for_update=True)
+                assert row is not None and row.status == "RUNNING", "timers are deleted when their run closes"
+                m = _Mutation(tx, row, now)
+                m.deliver([("TimerFired", {"timer_id": timer.timer_id, "started_event_id": timer.started_event_id})])
+                await m.save()
+            return len(claimed)
+
+        return await self._transaction(body)
 
     async def time_out_execution(self, namespace: str, run_id: str) -> None:
         async def body(tx: Transaction) -> None:

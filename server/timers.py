@@ -4,6 +4,10 @@ It sleeps until the earliest deadline in the store (at most ``max_sleep_s``) and
 is woken early when the engine creates an earlier one. With several replicas
 each runs one; a timer or lease is handled once because its handling claims the
 row in the same transaction (rules 1 and 4), so a second claimer finds nothing.
+
+Due timers fire in batches, one transaction (one commit) per batch: when many fall
+due together, the last fires after ``count / timer_batch`` commits rather than
+``count``. Replicas claim with ``SKIP LOCKED`` and so split a backlog between them.
 """
 
 from __future__ import annotations
@@ -21,13 +25,15 @@ __all__ = ["Timekeeper"]
 log = logging.getLogger("flowforge.server.timers")
 
 _BATCH = 200
+_TIMER_BATCH = 100
 
 
 class Timekeeper:
     """Background loop turning deadlines into events."""
 
-    def __init__(self, engine: HistoryEngine, max_sleep_s: float = 1.0) -> None:
+    def __init__(self, engine: HistoryEngine, max_sleep_s: float = 1.0, timer_batch: int = _TIMER_BATCH) -> None:
         self._engine = engine
+        self._timer_batch = timer_batch
         self._max_sleep_s = max_sleep_s
         self._wake = asyncio.Event()
         self._planned_wake_us = 0
@@ -77,16 +83,16 @@ class Timekeeper:
 
         async def due(tx):  # type: ignore[no-untyped-def]
             return (
-                await tx.due_timers(now, _BATCH),
+                await tx.due_timers(now, 1),
                 await tx.expired_task_ids(now, _BATCH),
                 await tx.expired_run_ids(now, _BATCH),
             )
 
+        # Looked at first, so an idle pass takes no write lock.
         timers, task_ids, runs = await engine.read(due)
-        for timer in timers:
-            await engine.fire_timer(timer)
+        fired = await engine.fire_due_timers(self._timer_batch) if timers else 0
         for task_id in task_ids:
             await engine.expire_task(task_id)
         for namespace, run_id in runs:
             await engine.time_out_execution(namespace, run_id)
-        return max(len(timers), len(task_ids), len(runs)) >= _BATCH
+        return fired >= self._timer_batch or max(len(task_ids), len(runs)) >= _BATCH

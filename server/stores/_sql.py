@@ -126,9 +126,10 @@ class SQLTransaction(Transaction, abc.ABC):
 
     # executions
 
-    async def get_execution(self, namespace: str, run_id: str) -> Optional[ExecutionRow]:
+    async def get_execution(self, namespace: str, run_id: str, *, for_update: bool = False) -> Optional[ExecutionRow]:
+        lock = self.for_update_clause if for_update else ""
         return await self._one(
-            ExecutionRow, f"{_SELECT_EXECUTION} WHERE namespace = ? AND run_id = ?", (namespace, run_id)
+            ExecutionRow, f"{_SELECT_EXECUTION} WHERE namespace = ? AND run_id = ?{lock}", (namespace, run_id)
         )
 
     async def get_latest_execution(self, namespace: str, workflow_id: str) -> Optional[ExecutionRow]:
@@ -293,6 +294,14 @@ class SQLTransaction(Transaction, abc.ABC):
         return await self._all(
             TimerRow,
             f"SELECT {', '.join(_TIMER_COLUMNS)} FROM timers WHERE fire_us <= ? ORDER BY fire_us LIMIT ?",
+            (now_us, limit),
+        )
+
+    async def claim_due_timers(self, now_us: int, limit: int) -> list[TimerRow]:
+        return await self._all(
+            TimerRow,
+            f"DELETE FROM timers WHERE (run_id, timer_id) IN (SELECT run_id, timer_id FROM timers WHERE fire_us <= ?"
+            f" ORDER BY fire_us LIMIT ?{self.skip_locked_clause}) RETURNING {', '.join(_TIMER_COLUMNS)}",
             (now_us, limit),
         )
 

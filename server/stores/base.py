@@ -253,7 +253,10 @@ class Transaction(abc.ABC):
     async def list_namespaces(self) -> list[NamespaceRow]: ...
 
     @abc.abstractmethod
-    async def get_execution(self, namespace: str, run_id: str) -> Optional[ExecutionRow]: ...
+    async def get_execution(self, namespace: str, run_id: str, *, for_update: bool = False) -> Optional[ExecutionRow]:
+        """The execution; ``for_update`` locks its row until commit (PostgreSQL), so a
+        transaction that changes many executions waits for, rather than conflicts with,
+        a concurrent writer of one of them."""
 
     @abc.abstractmethod
     async def get_latest_execution(self, namespace: str, workflow_id: str) -> Optional[ExecutionRow]:
@@ -333,6 +336,13 @@ class Transaction(abc.ABC):
 
     @abc.abstractmethod
     async def due_timers(self, now_us: int, limit: int) -> list[TimerRow]: ...
+
+    @abc.abstractmethod
+    async def claim_due_timers(self, now_us: int, limit: int) -> list[TimerRow]:
+        """Deletes and returns up to ``limit`` due timers, earliest first, skipping
+        rows another transaction holds (``FOR UPDATE SKIP LOCKED`` on PostgreSQL), so
+        the timekeepers of several replicas take disjoint batches. The delete is the
+        claim: if the transaction rolls back, the timers are due again."""
 
     @abc.abstractmethod
     async def expired_run_ids(self, now_us: int, limit: int) -> list[tuple[str, str]]:

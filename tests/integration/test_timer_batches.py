@@ -1,0 +1,161 @@
+"""Due timers fire in batches, exactly once, however many replicas claim them.
+
+- Two transactions claiming due timers at the same time take disjoint batches
+  (``FOR UPDATE SKIP LOCKED`` on PostgreSQL): replicas split a backlog instead of
+  walking the same list.
+- Many timers falling due together on two replicas (PostgreSQL; one server on
+  SQLite) each produce exactly one ``TimerFired``, and the timekeepers together
+  claim each timer once.
+
+The servers run on a :class:`ManualClock`, so "due together" is one clock jump.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+from typing import AsyncIterator, Awaitable, Callable
+
+import pytest
+
+from flowforge.api.v1 import common_pb2
+from flowforge.server import FlowForgeServer, ServerConfig
+from flowforge.server.clock import ManualClock
+from flowforge.server.stores.base import ExecutionRow, Store, TimerRow
+from tests.integration._protocol import NS, start_timer
+
+TIMERS = 120
+TIMER_S = 60.0
+BATCH = 10
+DEADLINE_S = 30.0
+
+
+def _run(run_id: str, now_us: int) -> ExecutionRow:
+    return ExecutionRow(
+        namespace=NS, run_id=run_id, workflow_id=run_id, workflow_type="wf", task_queue="q", status="RUNNING",
+        next_event_id=2, version=1, start_us=now_us, close_us=None, wft_state="NONE", wft_attempt=1,
+        wft_scheduled_us=None, wft_started_us=None, wft_scheduled_event_id=0, wft_started_event_id=0,
+        wft_timeout_s=10.0, last_wft_failure=None, buffered_events="[]", deadline_us=None, deadline_kind=None,
+        cancel_requested=0,
+    )
+
+
+@pytest.mark.postgres
+async def test_concurrent_claims_take_disjoint_batches(postgres_dsn: str) -> None:
+    from flowforge.server.app import open_store
+
+    stores: list[Store] = [open_store(postgres_dsn), open_store(postgres_dsn)]
+    for store in stores:
+        await store.open()
+    try:
+        async with stores[0].transaction() as tx:
+            for index in range(10):
+                await tx.insert_execution(_run(f"run-{index}", 0))
+                await tx.insert_timer(TimerRow(NS, f"run-{index}", "t", 1, 100 + index))
+        async with stores[0].transaction() as first:
+            first_batch = await first.claim_due_timers(1_000, 4)
+            # The first batch is still uncommitted: the second claimer skips its rows
+            # instead of waiting for them or taking them too.
+            async with stores[1].transaction() as second:
+                second_batch = await asyncio.wait_for(second.claim_due_timers(1_000, 4), 5.0)
+        assert [t.run_id for t in sorted(first_batch, key=lambda t: t.fire_us)] == [f"run-{i}" for i in range(4)]
+        assert [t.run_id for t in sorted(second_batch, key=lambda t: t.fire_us)] == [f"run-{i}" for i in range(4, 8)]
+        async with stores[1].read() as tx:
+            assert [t.run_id for t in await tx.due_timers(1_000, 10)] == ["run-8", "run-9"]
+    finally:
+        for store in stores:
+            await store.close()
+
+
+@pytest.fixture
+async def replicas(store_kind: str, store_url: str) -> AsyncIterator[tuple[ManualClock, list[FlowForgeServer]]]:
+    """Two replicas on PostgreSQL, one server on SQLite; one manual clock for all."""
+    clock = ManualClock()
+    servers: list[FlowForgeServer] = []
+    try:
+        for _ in range(2 if store_kind == "postgresql" else 1):
+            server = FlowForgeServer(ServerConfig(store=store_url, port=0, clock=clock, shutdown_grace_s=1.0))
+            server.timekeeper._timer_batch = BATCH
+            await server.start()
+            servers.append(server)
+        yield clock, servers
+    finally:
+        for server in servers:
+            await server.stop()
+
+
+def _count_claims(server: FlowForgeServer, claims: collections.Counter[int], index: int) -> None:
+    fire = server.engine.fire_due_timers
+
+    async def counted(limit: int) -> int:
+        fired = await fire(limit)
+        claims[index] += fired
+        return fired
+
+    server.engine.fire_due_timers = counted  # type: ignore[method-assign]
+
+
+async def _wait_for(condition: Callable[[], Awaitable[bool]], what: str) -> None:
+    deadline = asyncio.get_running_loop().time() + DEADLINE_S
+    while not await condition():
+        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting until {what}"
+        await asyncio.sleep(0.05)
+
+
+async def test_many_timers_due_together_fire_exactly_once(
+    replicas: tuple[ManualClock, list[FlowForgeServer]],
+) -> None:
+    clock, servers = replicas
+    run_ids = []
+    for index in range(TIMERS):
+        engine = servers[index % len(servers)].engine
+        run_id, _ = await engine.start_workflow(
+            namespace=NS, workflow_id=f"timer-{index}", workflow_type="wf", task_queue="q",
+            input=common_pb2.Payloads(), request_id=f"request-{index}", identity="test",
+            execution_timeout_s=0, run_timeout_s=0, task_timeout_s=0,
+        )
+        leased = await engine.try_lease_workflow_task(NS, "q", "test")
+        assert leased is not None and leased.execution.run_id == run_id
+        await engine.complete_workflow_task(leased.token, NS, [start_timer("sleep", TIMER_S)], "test", 0)
+        run_ids.append(run_id)
+    claims: collections.Counter[int] = collections.Counter()
+    for index, server in enumerate(servers):
+        _count_claims(server, claims, index)
+    store = servers[0].store
+
+    async def fired_count() -> int:
+        count = 0
+        async with store.read() as tx:
+            for run_id in run_ids:
+                count += sum(1 for e in await tx.read_events(NS, run_id) if e.event_type == "TimerFired")
+        return count
+
+    assert await fired_count() == 0
+    clock.advance(int(TIMER_S * 1e6) + 1)
+    for server in servers:  # as a new deadline would: the timekeepers look now
+        server.timekeeper.deadline_added(0)
+    # Both timekeepers also drain the backlog concurrently from here.
+    await asyncio.gather(*(_drain(server) for server in servers))
+    await _wait_for(lambda: _equals(fired_count, TIMERS), f"{TIMERS} timers fired")
+
+    async with store.read() as tx:
+        for run_id in run_ids:
+            events = await tx.read_events(NS, run_id)
+            fired = [e for e in events if e.event_type == "TimerFired"]
+            assert len(fired) == 1, f"run {run_id}: {len(fired)} TimerFired events"
+            assert json.loads(fired[0].attributes)["timer_id"] == "sleep"
+            assert [e.event_id for e in events] == list(range(1, len(events) + 1))
+            assert events[-1].event_type == "WorkflowTaskScheduled"
+        assert await tx.due_timers(clock.now_us(), 10) == []
+    # Each timer was claimed by exactly one timekeeper: no duplicated firing work.
+    assert sum(claims.values()) == TIMERS, claims
+
+
+async def _drain(server: FlowForgeServer) -> None:
+    while await server.timekeeper.tick():
+        pass
+
+
+async def _equals(count: Callable[[], Awaitable[int]], expected: int) -> bool:
+    return await count() == expected
