@@ -197,14 +197,16 @@ class _Mutation:
         self.events.append(HistoryEventRow(event_id, event_type, event_us or self.now, _events.dumps(attributes)))
         return event_id
 
-    def deliver(self, events: Sequence[tuple[str, dict[str, Any]]]) -> None:
+    def deliver(self, events: Sequence[tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], int]]) -> None:
         """New events for the workflow code: buffered while a workflow task is
-        started, otherwise appended, and a workflow task is scheduled if none is."""
+        started, otherwise appended, and a workflow task is scheduled if none is.
+        An event may carry its own time (e.g. when an activity really started)."""
+        timed = [(event[0], event[1], event[2] if len(event) > 2 else self.now) for event in events]  # type: ignore[misc]
         if self.row.wft_state == "STARTED":
-            self.buffered.extend({"type": t, "attributes": a, "us": self.now} for t, a in events)
+            self.buffered.extend({"type": t, "attributes": a, "us": us} for t, a, us in timed)
             return
-        for event_type, attributes in events:
-            self.append(event_type, attributes)
+        for event_type, attributes, event_us in timed:
+            self.append(event_type, attributes, event_us)
         if self.row.wft_state == "NONE":
             self.schedule_workflow_task(attempt=1)
 
@@ -1507,7 +1509,7 @@ class HistoryEngine:
             m = _Mutation(tx, row, self.clock.now_us())
             await tx.delete_task(task.task_id or 0)
             m.deliver([
-                ("ActivityTaskStarted", self._started_attributes(task, identity)),
+                ("ActivityTaskStarted", self._started_attributes(task, identity), task.started_us or m.now),
                 (outcome_type, {"scheduled_event_id": task.scheduled_event_id,
                                 "started_event_id": _PREVIOUS_EVENT, **attributes}),
             ])
@@ -1561,9 +1563,9 @@ class HistoryEngine:
         outcome: dict[str, Any] = {
             "scheduled_event_id": task.scheduled_event_id, "failure": failure_json(failure), "retry_state": retry_state,
         }
-        events: list[tuple[str, dict[str, Any]]] = []
+        events: list[Any] = []
         if task.state == "LEASED":
-            events.append(("ActivityTaskStarted", self._started_attributes(task, identity)))
+            events.append(("ActivityTaskStarted", self._started_attributes(task, identity), task.started_us or now))
             outcome["started_event_id"] = _PREVIOUS_EVENT
         else:
             outcome["started_event_id"] = 0
