@@ -18,7 +18,7 @@ from flowforge.api.v1 import common_pb2, event_pb2, workflow_service_pb2 as pb, 
 from flowforge.server._events import duration_s, failure_from_json
 from flowforge.server.errors import InvalidArgument, ServiceError
 from flowforge.server.events import EventRouter, PublishedEvent, trigger_row
-from flowforge.server.history import HistoryEngine, LeasedActivityTask, LeasedQuery, StartSignal
+from flowforge.server.history import HistoryEngine, LeasedActivityTask, LeasedQuery, LeasedWorkflowTask, StartSignal
 from flowforge.server.matching import Matching
 from flowforge.server import _schedule_proto
 from flowforge.server.scheduler import Scheduler, Schedules
@@ -111,6 +111,16 @@ def _first_worker_build_id(events: list[HistoryEventRow]) -> str:
     """Versioning: the build id in the run's first WorkflowTaskCompleted event."""
     first_completed = next((e for e in events if e.event_type == "WorkflowTaskCompleted"), None)
     return json.loads(first_completed.attributes).get("worker_build_id", "") if first_completed else ""
+
+
+def _workflow_task_proto(leased: LeasedWorkflowTask) -> pb.PollWorkflowTaskQueueResponse:
+    row = leased.execution
+    return pb.PollWorkflowTaskQueueResponse(
+        task_token=leased.token,
+        workflow_execution=common_pb2.WorkflowExecution(workflow_id=row.workflow_id, run_id=row.run_id),
+        workflow_type=row.workflow_type, history=[_event_proto(e) for e in leased.history],
+        attempt=row.wft_attempt, task_queue=row.task_queue,
+    )
 
 
 def _activity_task_proto(leased: LeasedActivityTask) -> pb.PollActivityTaskQueueResponse:
@@ -411,13 +421,7 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
             return await self._hand_over_query(leased, context)
         if leased is None or not await self._hand_over(leased.token, context):
             return pb.PollWorkflowTaskQueueResponse()
-        row = leased.execution
-        return pb.PollWorkflowTaskQueueResponse(
-            task_token=leased.token,
-            workflow_execution=common_pb2.WorkflowExecution(workflow_id=row.workflow_id, run_id=row.run_id),
-            workflow_type=row.workflow_type, history=[_event_proto(e) for e in leased.history],
-            attempt=row.wft_attempt, task_queue=row.task_queue,
-        )
+        return _workflow_task_proto(leased)
 
     @_rpc
     async def RespondWorkflowTaskCompleted(
@@ -515,10 +519,14 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
     async def RespondActivityTaskCompleted(
         self, request: pb.RespondActivityTaskCompletedRequest, context: Any
     ) -> pb.RespondActivityTaskCompletedResponse:
-        await self._engine.complete_activity_task(
-            request.task_token, request.namespace, request.result, _name(request.identity, "identity", required=False)
+        eager_queue = _name(request.eager_workflow_task_queue, "eager_workflow_task_queue", required=False)
+        leased = await self._engine.complete_activity_task(
+            request.task_token, request.namespace, request.result, _name(request.identity, "identity", required=False),
+            eager_queue,
         )
-        return pb.RespondActivityTaskCompletedResponse()
+        if leased is None or not await self._hand_over(leased.token, context):
+            return pb.RespondActivityTaskCompletedResponse()
+        return pb.RespondActivityTaskCompletedResponse(workflow_task=_workflow_task_proto(leased))
 
     @_rpc
     async def RespondActivityTaskFailed(

@@ -1023,21 +1023,7 @@ class HistoryEngine:
                 await tx.delete_task(task.task_id or 0)
                 return None
             m = _Mutation(tx, row, now)
-            task.state = "LEASED"
-            task.fencing_token += 1
-            task.started_us = now
-            task.lease_expires_us = now + _us(row.wft_timeout_s)
-            task.identity = identity
-            row.wft_state = "STARTED"
-            row.wft_started_us = now
-            transient: list[HistoryEventRow] = []
-            if row.wft_attempt == 1:
-                row.wft_started_event_id = m.append(
-                    "WorkflowTaskStarted", {"scheduled_event_id": row.wft_scheduled_event_id, "identity": identity}
-                )
-            else:
-                transient = m.transient_workflow_task_events(identity)
-                row.wft_scheduled_event_id, row.wft_started_event_id = (e.event_id for e in transient)
+            transient = self._start_workflow_task(m, task, identity)
             await tx.update_task(task)
             await m.save()
             return task, row, transient, row.next_event_id
@@ -1045,11 +1031,35 @@ class HistoryEngine:
         leased = await self._transaction(body, shielded=False)
         if leased is None:
             return None
-        task, row, transient, next_event_id = leased
+        return await self._hand_out_workflow_task(*leased)
+
+    def _start_workflow_task(self, m: _Mutation, task: TaskRow, identity: str) -> list[HistoryEventRow]:
+        """Leases the run's scheduled workflow task to ``identity``; returns the
+        transient Scheduled/Started events of a retried task (not written)."""
+        row, now = m.row, m.now
+        task.state = "LEASED"
+        task.fencing_token += 1
+        task.started_us = now
+        task.lease_expires_us = now + _us(row.wft_timeout_s)
+        task.identity = identity
+        row.wft_state = "STARTED"
+        row.wft_started_us = now
+        if row.wft_attempt == 1:
+            row.wft_started_event_id = m.append(
+                "WorkflowTaskStarted", {"scheduled_event_id": row.wft_scheduled_event_id, "identity": identity}
+            )
+            return []
+        transient = m.transient_workflow_task_events(identity)
+        row.wft_scheduled_event_id, row.wft_started_event_id = (e.event_id for e in transient)
+        return transient
+
+    async def _hand_out_workflow_task(
+        self, task: TaskRow, row: ExecutionRow, transient: list[HistoryEventRow], next_event_id: int
+    ) -> LeasedWorkflowTask:
+        """The committed lease with its history, read after commit, outside the write
+        lock. Nothing can be appended meanwhile but a terminate, hence the bound."""
         self.on_new_deadline(task.lease_expires_us or 0)
-        # Read after commit, outside the write lock. Nothing can be appended meanwhile
-        # but a terminate, hence the bound.
-        events = await self.read(lambda tx: tx.read_events(namespace, row.run_id))
+        events = await self.read(lambda tx: tx.read_events(row.namespace, row.run_id))
         history = [e for e in events if e.event_id < next_event_id] + transient
         return LeasedWorkflowTask(self._sign(task), row, task, history)
 
@@ -1469,12 +1479,17 @@ class HistoryEngine:
         return attributes
 
     async def complete_activity_task(
-        self, raw_token: bytes, namespace: str, result: common_pb2.Payloads, identity: str
-    ) -> None:
+        self, raw_token: bytes, namespace: str, result: common_pb2.Payloads, identity: str,
+        eager_workflow_task_queue: str = "",
+    ) -> Optional[LeasedWorkflowTask]:
+        """Records the completion. With ``eager_workflow_task_queue``, the workflow
+        task it schedules on that queue is leased to the caller in the same
+        transaction and returned (one round trip instead of a completion and a poll)."""
         token = self._token(raw_token, namespace, ACTIVITY)
         self.check_payloads(result, "the activity result")
-        await self._record_activity_outcome(
-            token, identity, "ActivityTaskCompleted", {"result": payloads_json(result), "identity": identity}
+        return await self._record_activity_outcome(
+            token, identity, "ActivityTaskCompleted", {"result": payloads_json(result), "identity": identity},
+            eager_workflow_task_queue,
         )
 
     async def fail_activity_task(
@@ -1499,11 +1514,13 @@ class HistoryEngine:
         )
 
     async def _record_activity_outcome(
-        self, token: TaskToken, identity: str, outcome_type: str, attributes: dict[str, Any]
-    ) -> None:
-        """Ends the leased activity: its task row goes, Started + the outcome are delivered."""
+        self, token: TaskToken, identity: str, outcome_type: str, attributes: dict[str, Any],
+        eager_workflow_task_queue: str = "",
+    ) -> Optional[LeasedWorkflowTask]:
+        """Ends the leased activity: its task row goes, Started + the outcome are
+        delivered; returns the workflow task leased eagerly, if asked and scheduled."""
 
-        async def body(tx: Transaction) -> None:
+        async def body(tx: Transaction) -> Optional[tuple[TaskRow, ExecutionRow, list[HistoryEventRow], int]]:
             task = await self._leased_task(tx, token)
             row = await self._execution_of(tx, task)
             m = _Mutation(tx, row, self.clock.now_us())
@@ -1513,9 +1530,23 @@ class HistoryEngine:
                 (outcome_type, {"scheduled_event_id": task.scheduled_event_id,
                                 "started_event_id": _PREVIOUS_EVENT, **attributes}),
             ])
+            eager = self._new_workflow_task(m, eager_workflow_task_queue)
+            transient = self._start_workflow_task(m, eager, identity) if eager is not None else []
             await m.save()
+            return None if eager is None else (eager, row, transient, row.next_event_id)
 
-        await self._transaction(body)
+        leased = await self._transaction(body)
+        return None if leased is None else await self._hand_out_workflow_task(*leased)
+
+    @staticmethod
+    def _new_workflow_task(m: _Mutation, task_queue: str) -> Optional[TaskRow]:
+        """The workflow task this mutation scheduled on ``task_queue``, due now, if any."""
+        if not task_queue:
+            return None
+        for task in m.new_tasks:
+            if task.kind == WORKFLOW and task.task_queue == task_queue and task.visible_us <= m.now:
+                return task
+        return None
 
     async def _activity_attempt_failed(
         self, tx: Transaction, task: TaskRow, failure: common_pb2.Failure, identity: str, *, timed_out: bool,

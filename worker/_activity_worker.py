@@ -16,7 +16,7 @@ import contextvars
 import enum
 import logging
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Protocol, Sequence
 
 import grpc
 
@@ -171,6 +171,19 @@ class _RunningActivity:
             self.execution.cancel()
 
 
+class EagerWorkflowTasks(Protocol):
+    """What the activity worker needs of the workflow worker for eager workflow tasks."""
+
+    def reserve_eager_slot(self) -> bool:
+        """Takes a workflow task slot if one is free (and the worker is not stopping)."""
+
+    def release_eager_slot(self) -> None:
+        """Gives back a reserved slot no task came for."""
+
+    def run_eager(self, task: workflow_service_pb2.PollWorkflowTaskQueueResponse) -> None:
+        """Runs a workflow task leased eagerly in the reserved slot (freed when done)."""
+
+
 class ActivityWorker:
     """Polls one task queue for activity tasks and runs them.
 
@@ -214,6 +227,9 @@ class ActivityWorker:
         self._pollers: list[asyncio.Task[None]] = []
         self._handlers: set[asyncio.Task[None]] = set()
         self._running: dict[asyncio.Task[None], _RunningActivity] = {}
+        #: The workflow worker of the same task queue, which takes the workflow
+        #: tasks that completions hand back eagerly; None if there is none.
+        self.eager_workflow_tasks: Optional[EagerWorkflowTasks] = None
 
     @property
     def activity_names(self) -> frozenset[str]:
@@ -469,9 +485,16 @@ class ActivityWorker:
         request = request_type(
             namespace=self._namespace, task_token=task.task_token, identity=self._identity, **fields
         )
+        # Ask for the workflow task this completion schedules, if there is room to run it.
+        eager = self.eager_workflow_tasks
+        reserved = rpc == "RespondActivityTaskCompleted" and eager is not None and eager.reserve_eager_slot()
+        if reserved:
+            request.eager_workflow_task_queue = self._task_queue
         try:
-            await self._service.call(rpc, request)
+            response = await self._service.call(rpc, request)
         except RPCError as error:
+            if reserved:
+                eager.release_eager_slot()  # type: ignore[union-attr]
             if error.status in LEASE_LOST_STATUSES:
                 logger.warning("%s for %s rejected: lease lost (%s)", rpc, _describe(task), error)
             elif error.status == grpc.StatusCode.INVALID_ARGUMENT and rpc == "RespondActivityTaskCompleted":
@@ -483,3 +506,10 @@ class ActivityWorker:
                 await self._respond(task, "RespondActivityTaskFailed", failure=self._failure(refused))
             else:
                 logger.error("%s for %s failed (%s)", rpc, _describe(task), error)
+            return
+        if reserved:
+            assert eager is not None
+            if response.workflow_task.task_token:
+                eager.run_eager(response.workflow_task)
+            else:
+                eager.release_eager_slot()

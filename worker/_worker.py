@@ -19,8 +19,6 @@ from flowforge.worker._workflow_worker import WorkflowWorker
 
 logger = logging.getLogger(__name__)
 
-_WORKFLOW_CACHE_SIZE = 500
-
 _SHUTDOWN_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
@@ -98,10 +96,16 @@ class Worker:
         activities: Functions (or bound methods) decorated with ``@activity.defn``.
         max_concurrent_activities: How many activities may run at once; also the
             size of the thread pool for synchronous activities.
-        max_concurrent_workflow_tasks: How many workflow tasks may run at once.
+        max_concurrent_workflow_tasks: How many workflow tasks may run at once (also
+            the room for workflow tasks handed back eagerly by activity completions).
         max_concurrent_activity_polls: How many activity polls may be open at once.
         max_concurrent_workflow_task_polls: How many workflow task polls may be
             open at once.
+        max_cached_workflows: How many workflow instances stay in memory between
+            workflow tasks (least recently used first out). A cached run's next task
+            feeds the instance only its new events; a run not cached is replayed from
+            its full history. 0 disables the cache. Bounds the worker's memory
+            whatever the number of open executions.
         graceful_shutdown_timeout: How long running work may take to finish at
             shutdown before it is cancelled.
         identity: The worker's identity, recorded in history; the client's by default.
@@ -126,9 +130,10 @@ class Worker:
         workflows: Sequence[type] = (),
         activities: Sequence[Callable[..., Any]] = (),
         max_concurrent_activities: int = 100,
-        max_concurrent_workflow_tasks: int = 10,
+        max_concurrent_workflow_tasks: int = 100,
         max_concurrent_activity_polls: int = 5,
         max_concurrent_workflow_task_polls: int = 5,
+        max_cached_workflows: int = 1000,
         graceful_shutdown_timeout: timedelta = timedelta(seconds=10),
         identity: Optional[str] = None,
         activity_executor: Optional[concurrent.futures.Executor] = None,
@@ -144,6 +149,8 @@ class Worker:
             max_concurrent_activity_polls=max_concurrent_activity_polls,
             max_concurrent_workflow_task_polls=max_concurrent_workflow_task_polls,
         )
+        if max_cached_workflows < 0:
+            raise ValueError(f"max_cached_workflows must not be negative, got {max_cached_workflows}")
         if graceful_shutdown_timeout < timedelta(0):
             raise ValueError("graceful_shutdown_timeout must not be negative")
         workflow_definitions = _workflow_definitions(workflows)
@@ -177,7 +184,7 @@ class Worker:
                 workflows=workflow_definitions,
                 max_concurrent_tasks=max_concurrent_workflow_tasks,
                 max_concurrent_polls=max_concurrent_workflow_task_polls,
-                cache_size=_WORKFLOW_CACHE_SIZE,
+                cache_size=max_cached_workflows,
                 activity_worker=self._activity_worker,
                 build_id=self._build_id,
             )

@@ -131,6 +131,8 @@ class WorkflowWorker:
         self._pollers: list[asyncio.Task[None]] = []
         self._handlers: set[asyncio.Task[None]] = set()
         self._stopping = False
+        if activity_worker is not None:  # same task queue (one Worker)
+            activity_worker.eager_workflow_tasks = self
 
     def start(self) -> None:
         """Starts the pollers."""
@@ -166,6 +168,20 @@ class WorkflowWorker:
             await asyncio.gather(*abandoned, return_exceptions=True)
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
+
+    # Eager workflow tasks: handed back by an activity completion of this task queue.
+
+    def reserve_eager_slot(self) -> bool:
+        """Takes a slot for a workflow task an activity completion may hand back."""
+        return not self._stopping and self._slots.try_acquire(1) == 1
+
+    def release_eager_slot(self) -> None:
+        """Frees a slot reserved for an eager workflow task that did not come."""
+        self._slots.release()
+
+    def run_eager(self, task: workflow_service_pb2.PollWorkflowTaskQueueResponse) -> None:
+        """Runs an eagerly leased workflow task in its reserved slot."""
+        self._dispatch(task)
 
     async def _poll(self) -> workflow_service_pb2.PollWorkflowTaskQueueResponse:
         request = workflow_service_pb2.PollWorkflowTaskQueueRequest(

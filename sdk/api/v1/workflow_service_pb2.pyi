@@ -523,20 +523,24 @@ class RecordActivityTaskHeartbeatResponse(_message.Message):
     def __init__(self, cancel_requested: _Optional[bool] = ...) -> None: ...
 
 class RespondActivityTaskCompletedRequest(_message.Message):
-    __slots__ = ("namespace", "task_token", "result", "identity")
+    __slots__ = ("namespace", "task_token", "result", "identity", "eager_workflow_task_queue")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     TASK_TOKEN_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    EAGER_WORKFLOW_TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     task_token: bytes
     result: _common_pb2.Payloads
     identity: str
-    def __init__(self, namespace: _Optional[str] = ..., task_token: _Optional[bytes] = ..., result: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., identity: _Optional[str] = ...) -> None: ...
+    eager_workflow_task_queue: str
+    def __init__(self, namespace: _Optional[str] = ..., task_token: _Optional[bytes] = ..., result: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., identity: _Optional[str] = ..., eager_workflow_task_queue: _Optional[str] = ...) -> None: ...
 
 class RespondActivityTaskCompletedResponse(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("workflow_task",)
+    WORKFLOW_TASK_FIELD_NUMBER: _ClassVar[int]
+    workflow_task: PollWorkflowTaskQueueResponse
+    def __init__(self, workflow_task: _Optional[_Union[PollWorkflowTaskQueueResponse, _Mapping]] = ...) -> None: ...
 
 class RespondActivityTaskFailedRequest(_message.Message):
     __slots__ = ("namespace", "task_token", "failure", "identity")
