@@ -429,12 +429,19 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
     ) -> pb.RespondWorkflowTaskCompletedResponse:
         if request.eager_activity_slots < 0:
             raise InvalidArgument("eager_activity_slots must not be negative")
-        leased = await self._engine.complete_workflow_task(
+        completion = await self._engine.complete_workflow_task(
             request.task_token, request.namespace, request.commands,
             _name(request.identity, "identity", required=False), min(request.eager_activity_slots, 1000),
             _name(request.worker_build_id, "worker_build_id", required=False),
+            request.return_new_workflow_task,
         )
-        return pb.RespondWorkflowTaskCompletedResponse(activity_tasks=[_activity_task_proto(t) for t in leased])
+        response = pb.RespondWorkflowTaskCompletedResponse(
+            activity_tasks=[_activity_task_proto(t) for t in completion.activity_tasks]
+        )
+        leased = completion.workflow_task
+        if leased is not None and await self._hand_over(leased.token, context):
+            response.workflow_task.CopyFrom(_workflow_task_proto(leased))
+        return response
 
     @_rpc
     async def RespondWorkflowTaskFailed(

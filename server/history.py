@@ -73,7 +73,8 @@ from flowforge.server.visibility import (
 )
 
 __all__ = [
-    "EngineConfig", "HistoryEngine", "LeasedActivityTask", "LeasedQuery", "LeasedWorkflowTask", "StartSignal", "now_us",
+    "EngineConfig", "HistoryEngine", "LeasedActivityTask", "LeasedQuery", "LeasedWorkflowTask", "StartSignal",
+    "WorkflowTaskCompletion", "now_us",
 ]
 
 log = logging.getLogger("flowforge.server.history")
@@ -169,6 +170,14 @@ class LeasedQuery:
 class LeasedActivityTask:
     token: bytes
     task: TaskRow
+
+
+@dataclasses.dataclass
+class WorkflowTaskCompletion:
+    """What a workflow task completion hands back to the worker that reported it."""
+
+    activity_tasks: list[LeasedActivityTask]
+    workflow_task: Optional[LeasedWorkflowTask]
 
 
 class _Mutation:
@@ -1086,16 +1095,20 @@ class HistoryEngine:
 
     async def complete_workflow_task(
         self, raw_token: bytes, namespace: str, commands: Sequence[command_pb2.Command], identity: str,
-        eager_activity_slots: int, worker_build_id: str = "",
-    ) -> list[LeasedActivityTask]:
-        """Records the commands of a workflow task; returns eagerly leased activity tasks.
+        eager_activity_slots: int, worker_build_id: str = "", return_new_workflow_task: bool = False,
+    ) -> WorkflowTaskCompletion:
+        """Records the commands of a workflow task; returns the activity tasks leased
+        eagerly and, if asked for, the run's next workflow task when the completion
+        schedules one at once (leased to the caller in the same transaction).
 
         ``worker_build_id`` (the build of the worker that ran the task) is recorded
         in the WorkflowTaskCompleted event."""
         token = self._token(raw_token, namespace, WORKFLOW)
         self._validate_commands(commands)
 
-        async def body(tx: Transaction) -> list[TaskRow]:
+        async def body(
+            tx: Transaction,
+        ) -> tuple[list[TaskRow], Optional[tuple[TaskRow, ExecutionRow, list[HistoryEventRow], int]]]:
             task = await self._leased_task(tx, token)
             row = await self._execution_of(tx, task)
             now = self.clock.now_us()
@@ -1111,7 +1124,7 @@ class HistoryEngine:
                     identity=identity, retry_delay_s=0.0, count_attempt=False,
                 )
                 await m.save()
-                return []
+                return [], None
             bad_search_attributes = await self._invalid_upserts(tx, row.namespace, commands)
             if bad_search_attributes is not None:
                 # Temporal's BAD_SEARCH_ATTRIBUTES: retried, so registering the attribute unblocks the run.
@@ -1121,7 +1134,7 @@ class HistoryEngine:
                     retry_delay_s=min(2.0 ** (row.wft_attempt - 1), self.config.max_workflow_task_retry_delay_s),
                 )
                 await m.save()
-                return []
+                return [], None
             if row.wft_attempt > 1:
                 for event in m.transient_workflow_task_events(task.identity):
                     m.append(event.event_type, json.loads(event.attributes), event.event_us)
@@ -1145,14 +1158,19 @@ class HistoryEngine:
                 eager = self._lease_eagerly(m, eager_activity_slots, identity)
             else:
                 eager = []
+            next_task = self._new_workflow_task(m, row.task_queue) if return_new_workflow_task else None
+            transient = self._start_workflow_task(m, next_task, identity) if next_task is not None else []
             await m.save()
             if not m.running:
                 await self._after_run_closed(m)
-            return eager
+            return eager, None if next_task is None else (next_task, row, transient, row.next_event_id)
 
-        leased = await self._transaction(body)
+        activity_tasks, next_workflow_task = await self._transaction(body)
         self.on_new_deadline(self.clock.now_us())
-        return [LeasedActivityTask(self._sign(t), t) for t in leased]
+        return WorkflowTaskCompletion(
+            [LeasedActivityTask(self._sign(t), t) for t in activity_tasks],
+            None if next_workflow_task is None else await self._hand_out_workflow_task(*next_workflow_task),
+        )
 
     def _lease_eagerly(self, m: _Mutation, slots: int, identity: str) -> list[TaskRow]:
         leased = []

@@ -236,10 +236,13 @@ class WorkflowWorker:
                 task, _Cause.WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE, error
             )
             return
-        completed = await self._complete(task, commands)
         closed = any(command.WhichOneof("attributes") in _CLOSING_COMMANDS for command in commands)
+        completed, next_task = await self._complete(task, commands, ask_for_next_task=not closed)
         if completed and not closed:
             self._cache.put(run_id, instance)
+        if next_task is not None:
+            # After the put: the next task of the run continues the cached instance.
+            self.run_eager(next_task)
 
     async def _activate(
         self,
@@ -331,13 +334,17 @@ class WorkflowWorker:
         self,
         task: workflow_service_pb2.PollWorkflowTaskQueueResponse,
         commands: Sequence[command_pb2.Command],
-    ) -> bool:
+        *,
+        ask_for_next_task: bool,
+    ) -> tuple[bool, Optional[workflow_service_pb2.PollWorkflowTaskQueueResponse]]:
         """Reports the commands; runs the activity tasks handed back eagerly.
 
         Returns:
-            Whether the server accepted the commands.
+            Whether the server accepted the commands, and the run's next workflow
+            task if the server handed one back (it holds a reserved slot).
         """
         eager_slots = self._reserve_eager_activity_slots(commands)
+        next_task_slot = ask_for_next_task and self.reserve_eager_slot()
         request = workflow_service_pb2.RespondWorkflowTaskCompletedRequest(
             namespace=self._namespace,
             task_token=task.task_token,
@@ -345,14 +352,20 @@ class WorkflowWorker:
             identity=self._identity,
             eager_activity_slots=eager_slots,
             worker_build_id=self._build_id,
+            return_new_workflow_task=next_task_slot,
         )
         try:
             response = await self._service.call("RespondWorkflowTaskCompleted", request)
         except RPCError as error:
             if self._activity_worker is not None:
                 self._activity_worker.slots.release(eager_slots)
+            if next_task_slot:
+                self.release_eager_slot()
             await self._on_completion_rejected(task, error)
-            return False
+            return False, None
+        next_task = response.workflow_task if response.workflow_task.task_token else None
+        if next_task_slot and next_task is None:
+            self.release_eager_slot()
         handed_back = list(response.activity_tasks)
         if len(handed_back) > eager_slots:
             # Each task needs a slot; leases beyond them expire and get retried.
@@ -367,7 +380,7 @@ class WorkflowWorker:
             for activity_task in handed_back:
                 self._activity_worker.run_task(activity_task)
             self._activity_worker.slots.release(eager_slots - len(handed_back))
-        return True
+        return True, next_task
 
     def _reserve_eager_activity_slots(self, commands: Sequence[command_pb2.Command]) -> int:
         """Takes activity slots for the activities the commands schedule on this queue.

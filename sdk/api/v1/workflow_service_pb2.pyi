@@ -419,26 +419,30 @@ class PollWorkflowTaskQueueResponse(_message.Message):
     def __init__(self, task_token: _Optional[bytes] = ..., workflow_execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., workflow_type: _Optional[str] = ..., history: _Optional[_Iterable[_Union[_common_pb2.HistoryEvent, _Mapping]]] = ..., attempt: _Optional[int] = ..., task_queue: _Optional[str] = ..., query: _Optional[_Union[WorkflowQuery, _Mapping]] = ...) -> None: ...
 
 class RespondWorkflowTaskCompletedRequest(_message.Message):
-    __slots__ = ("namespace", "task_token", "commands", "identity", "eager_activity_slots", "worker_build_id")
+    __slots__ = ("namespace", "task_token", "commands", "identity", "eager_activity_slots", "worker_build_id", "return_new_workflow_task")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     TASK_TOKEN_FIELD_NUMBER: _ClassVar[int]
     COMMANDS_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     EAGER_ACTIVITY_SLOTS_FIELD_NUMBER: _ClassVar[int]
     WORKER_BUILD_ID_FIELD_NUMBER: _ClassVar[int]
+    RETURN_NEW_WORKFLOW_TASK_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     task_token: bytes
     commands: _containers.RepeatedCompositeFieldContainer[_command_pb2.Command]
     identity: str
     eager_activity_slots: int
     worker_build_id: str
-    def __init__(self, namespace: _Optional[str] = ..., task_token: _Optional[bytes] = ..., commands: _Optional[_Iterable[_Union[_command_pb2.Command, _Mapping]]] = ..., identity: _Optional[str] = ..., eager_activity_slots: _Optional[int] = ..., worker_build_id: _Optional[str] = ...) -> None: ...
+    return_new_workflow_task: bool
+    def __init__(self, namespace: _Optional[str] = ..., task_token: _Optional[bytes] = ..., commands: _Optional[_Iterable[_Union[_command_pb2.Command, _Mapping]]] = ..., identity: _Optional[str] = ..., eager_activity_slots: _Optional[int] = ..., worker_build_id: _Optional[str] = ..., return_new_workflow_task: _Optional[bool] = ...) -> None: ...
 
 class RespondWorkflowTaskCompletedResponse(_message.Message):
-    __slots__ = ("activity_tasks",)
+    __slots__ = ("activity_tasks", "workflow_task")
     ACTIVITY_TASKS_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_TASK_FIELD_NUMBER: _ClassVar[int]
     activity_tasks: _containers.RepeatedCompositeFieldContainer[PollActivityTaskQueueResponse]
-    def __init__(self, activity_tasks: _Optional[_Iterable[_Union[PollActivityTaskQueueResponse, _Mapping]]] = ...) -> None: ...
+    workflow_task: PollWorkflowTaskQueueResponse
+    def __init__(self, activity_tasks: _Optional[_Iterable[_Union[PollActivityTaskQueueResponse, _Mapping]]] = ..., workflow_task: _Optional[_Union[PollWorkflowTaskQueueResponse, _Mapping]] = ...) -> None: ...
 
 class RespondWorkflowTaskFailedRequest(_message.Message):
     __slots__ = ("namespace", "task_token", "cause", "failure", "identity")
