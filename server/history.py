@@ -92,6 +92,8 @@ _SECRET_KEY = "task_token_secret"
 # A started event's "started_event_id" placeholder, resolved when the events are
 # appended: buffered events get their ids only then.
 _PREVIOUS_EVENT = "$previous"
+# Commands whose only new deadlines are the mutation's own timers and tasks.
+_DEADLINE_COMMANDS = frozenset({"schedule_activity_task", "start_timer", "cancel_timer"})
 _CLOSE_COMMANDS = (
     "complete_workflow_execution", "fail_workflow_execution", "cancel_workflow_execution",
     "continue_as_new_workflow_execution",
@@ -282,6 +284,16 @@ class _Mutation:
         self.buffered = []
         self.new_tasks = []
         self.new_timers = []
+
+    def earliest_new_deadline(self) -> Optional[int]:
+        """The earliest deadline this mutation adds (timer, lease, pending task, run
+        timeout): the timekeeper needs waking only if it is before its next look."""
+        deadlines = [timer.fire_us for timer in self.new_timers]
+        for task in self.new_tasks:
+            deadlines += [d for d in (task.lease_expires_us, task.pending_deadline_us) if d is not None]
+        if self.new and self.row.deadline_us is not None:
+            deadlines.append(self.row.deadline_us)
+        return min(deadlines, default=None)
 
     async def save(self) -> None:
         row = self.row
@@ -503,11 +515,13 @@ class HistoryEngine:
                 ) from None
             await self._write_visibility(tx, m.row, values, memo)
             await tx.insert_request_id(namespace, request_id, run_id, now)
+            deadline[0] = m.earliest_new_deadline()
             return run_id, True
 
+        deadline: list[Optional[int]] = [None]
         run_id, started = await (body(tx) if tx is not None else self._transaction(body))
-        if started:
-            self.on_new_deadline(self.clock.now_us())
+        if started and deadline[0] is not None:
+            self.on_new_deadline(deadline[0])
         return run_id, started
 
     def _new_run(
@@ -1163,10 +1177,16 @@ class HistoryEngine:
             await m.save()
             if not m.running:
                 await self._after_run_closed(m)
+            # Precise on the hot path; anything else (a continued or child run, a
+            # closing parent) may add deadlines elsewhere, so the timekeeper looks now.
+            hot_path = m.running and all(c.WhichOneof("attributes") in _DEADLINE_COMMANDS for c in commands)
+            deadline[0] = m.earliest_new_deadline() if hot_path else now
             return eager, None if next_task is None else (next_task, row, transient, row.next_event_id)
 
+        deadline: list[Optional[int]] = [None]
         activity_tasks, next_workflow_task = await self._transaction(body)
-        self.on_new_deadline(self.clock.now_us())
+        if deadline[0] is not None:
+            self.on_new_deadline(deadline[0])
         return WorkflowTaskCompletion(
             [LeasedActivityTask(self._sign(t), t) for t in activity_tasks],
             None if next_workflow_task is None else await self._hand_out_workflow_task(*next_workflow_task),

@@ -8,6 +8,8 @@ tasks whose retry backoff has ended and covers a lost cross-replica notification
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import time
 from typing import Awaitable, Callable, Optional, TypeVar, Union
 
@@ -32,6 +34,10 @@ class Matching:
     def __init__(self, engine: HistoryEngine, recheck_interval_s: float = 1.0) -> None:
         self._engine = engine
         self._recheck_interval_s = recheck_interval_s
+        # One lease attempt at a time per queue in this process: a commit wakes every
+        # parked poll of its queue, and without this all of them would see the one
+        # new task and all but one would run an empty write transaction.
+        self._leasing: collections.defaultdict[str, asyncio.Lock] = collections.defaultdict(asyncio.Lock)
 
     async def poll_workflow_task(
         self, namespace: str, task_queue: str, identity: str, timeout_s: float
@@ -73,12 +79,12 @@ class Matching:
         while True:
             # Listen before looking, so a task added in between still wakes us.
             wake = store.notifier.listen(channel)
-            # Look before taking the write lock: of the pollers one commit wakes, all
-            # but one would otherwise run an empty write transaction.
-            if await has_task():
-                leased = await try_lease()
-                if leased is not None:
-                    return leased
+            # Look before taking the write lock, one poll of the queue at a time: of the
+            # polls one commit wakes, the others then find the task gone and wait again.
+            async with self._leasing[channel]:
+                leased = await try_lease() if await has_task() else None
+            if leased is not None:
+                return leased
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
