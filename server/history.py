@@ -1103,7 +1103,9 @@ class HistoryEngine:
         return task
 
     async def _execution_of(self, tx: Transaction, task: TaskRow) -> ExecutionRow:
-        row = await tx.get_execution(task.namespace, task.run_id)
+        """The run of a locked task, locked too (after the task: one lock order), so
+        reports on parallel activities of one run queue instead of conflicting."""
+        row = await tx.get_execution(task.namespace, task.run_id, for_update=True)
         assert row is not None and row.status == "RUNNING", "task rows are deleted when their run closes"
         return row
 

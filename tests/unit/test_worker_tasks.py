@@ -645,6 +645,23 @@ async def test_the_next_task_of_a_run_reuses_the_cached_instance(service, client
     assert constructed() == 1
 
 
+async def test_without_a_cache_every_task_replays_the_history(service, client, constructed):
+    history = History().start({"email": "ada@example.com"})
+
+    async with Worker(client, task_queue=TASK_QUEUE, workflows=[Onboarding], max_cached_workflows=0):
+        service.workflow_tasks.put_nowait(history.task(b"wf-1"))
+        await service.wait_for(lambda: len(service.requests("RespondWorkflowTaskCompleted")) == 1)
+        history.last_task_completed()
+        history.activity_completed(history.activity_scheduled(), CUSTOMER)
+        history.next_task()
+        service.workflow_tasks.put_nowait(history.task(b"wf-2"))
+        await service.wait_for(lambda: len(service.requests("RespondWorkflowTaskCompleted")) == 2)
+
+    (command,) = service.requests("RespondWorkflowTaskCompleted")[1].commands
+    assert default_converter.from_payloads(command.complete_workflow_execution.result) == [{"customer": CUSTOMER}]
+    assert constructed() == 2
+
+
 async def test_a_history_that_does_not_continue_the_cached_instance_is_replayed(
     service, client, constructed
 ):

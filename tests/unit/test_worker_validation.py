@@ -64,6 +64,11 @@ async def client():
             "max_concurrent_workflow_task_polls must be at least 1",
         ),
         (
+            {"workflows": [Billing], "max_cached_workflows": -1},
+            ValueError,
+            "max_cached_workflows must not be negative",
+        ),
+        (
             {"activities": [charge], "graceful_shutdown_timeout": timedelta(seconds=-1)},
             ValueError,
             "graceful_shutdown_timeout",

@@ -1,0 +1,103 @@
+"""The engine's cost per activity, counted exactly, with a budget a regression breaks.
+
+A real server (each store in turn) runs the onboarding DAG and the one-activity
+workflow through a real worker. The server's store is wrapped to count write
+transactions (each one a durable commit, optimistic-concurrency retries included),
+read snapshots and SQL statements (round trips on PostgreSQL); the client the
+worker and the starter share counts RPCs. docs/performance.md explains each
+budget; lower is fine, higher fails the build.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import uuid
+from typing import AsyncIterator
+
+import pytest
+
+from benchmarks.onboarding import SingleActivity, count_rpcs, noop
+from benchmarks.profile import StoreCounters
+from flowforge import Client
+from flowforge.server import FlowForgeServer
+from flowforge.worker import Worker
+from samples.onboarding.workflows import ACTIVITIES, Onboarding
+
+ONBOARDINGS = 12
+IN_FLIGHT = 4
+SINGLES = 5
+
+# Per onboarding activity (6 per workflow): 14 commits per workflow are 1 start, 1
+# workflow task leased by a poll, 6 workflow task completions (each leases the
+# activities and the next workflow task it makes eagerly) and 6 activity completions
+# (each leases the workflow task it schedules). A fan-in whose reports interleave
+# with a workflow task can add one workflow task, hence the slack.
+WRITE_TRANSACTIONS_PER_ACTIVITY = 2.5
+READ_TRANSACTIONS_PER_ACTIVITY = 3.5  # mostly the woken polls looking (cheap: no lock, no commit)
+WRITE_STATEMENTS_PER_ACTIVITY = 20.0
+RPCS_PER_ACTIVITY = 2.67  # 16 per workflow: start, 1 poll, 6 + 6 reports, result, 1 spare
+
+
+@pytest.fixture
+async def counted(server: FlowForgeServer) -> AsyncIterator[tuple[StoreCounters, collections.Counter[str], Client, str]]:
+    store = StoreCounters(server.store)
+    client = await Client.connect(f"127.0.0.1:{server.port}")
+    rpcs = count_rpcs(client)
+    queue = f"cost-{uuid.uuid4().hex[:8]}"
+    try:
+        async with Worker(client, task_queue=queue, workflows=[Onboarding, SingleActivity],
+                          activities=[*ACTIVITIES, noop]):
+            # Let the worker's polls park before counting.
+            await (await client.start_workflow(SingleActivity.run, -1, id=f"warm-{queue}", task_queue=queue)).result()
+            store.counts.clear()
+            rpcs.clear()
+            yield store, rpcs, client, queue
+    finally:
+        await client.close()
+
+
+async def test_one_activity_workflow_costs_five_commits_and_six_rpcs(
+    counted: tuple[StoreCounters, collections.Counter[str], Client, str],
+) -> None:
+    store, rpcs, client, queue = counted
+    for i in range(SINGLES):
+        handle = await client.start_workflow(SingleActivity.run, i, id=f"single-{queue}-{i}", task_queue=queue)
+        assert await handle.result() == i
+    # start, lease by poll, complete (leases the activity), activity completed (leases
+    # the next workflow task), complete: five commits, no conflict, no empty write.
+    assert store.counts["write_transactions"] == 5 * SINGLES, dict(store.counts)
+    assert store.counts["write_transactions_that_changed_rows"] == 5 * SINGLES
+    assert rpcs["StartWorkflowExecution"] == SINGLES
+    assert rpcs["PollWorkflowTaskQueue"] == SINGLES, dict(rpcs)
+    assert rpcs["RespondWorkflowTaskCompleted"] == 2 * SINGLES
+    assert rpcs["RespondActivityTaskCompleted"] == SINGLES
+    assert "PollActivityTaskQueue" not in rpcs
+    assert rpcs["GetWorkflowExecutionHistory"] == SINGLES  # result(): one long poll each
+
+
+async def test_onboarding_stays_within_its_budget_per_activity(
+    counted: tuple[StoreCounters, collections.Counter[str], Client, str],
+) -> None:
+    store, rpcs, client, queue = counted
+    request = {"name": "Cost", "email": "cost@example.com", "work_seconds": 0, "cooling_off_seconds": 0}
+    gate = asyncio.Semaphore(IN_FLIGHT)
+
+    async def one(i: int) -> None:
+        async with gate:
+            handle = await client.start_workflow(Onboarding.run, request, id=f"onb-{queue}-{i}", task_queue=queue)
+            assert (await handle.result())["notification"]["sent_to"] == "cost@example.com"
+
+    await asyncio.gather(*(one(i) for i in range(ONBOARDINGS)))
+    activities = ONBOARDINGS * 6
+    per_activity = {name: count / activities for name, count in store.counts.items()}
+    rpcs_per_activity = sum(rpcs.values()) / activities
+    summary = f"store per activity {per_activity}, RPCs {dict(rpcs)}"
+    assert per_activity["write_transactions"] <= WRITE_TRANSACTIONS_PER_ACTIVITY, summary
+    assert per_activity["read_transactions"] <= READ_TRANSACTIONS_PER_ACTIVITY, summary
+    assert per_activity["write_statements"] <= WRITE_STATEMENTS_PER_ACTIVITY, summary
+    assert rpcs_per_activity <= RPCS_PER_ACTIVITY, summary
+    # Every activity is handed out eagerly, and polls lease only first workflow tasks.
+    assert "PollActivityTaskQueue" not in rpcs, summary
+    assert rpcs["PollWorkflowTaskQueue"] <= ONBOARDINGS, summary
+    assert rpcs["RespondActivityTaskCompleted"] == activities, summary
