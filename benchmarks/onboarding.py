@@ -114,6 +114,8 @@ class Target:
     server_pids: list[int] = dataclasses.field(default_factory=list)
     postmaster_pid: Optional[int] = None
     """The PostgreSQL server, when it is a throwaway cluster of this run."""
+    store_url: Optional[str] = None
+    """The store the servers share (a SQLite file path or a PostgreSQL URL)."""
 
     @property
     def address(self) -> str:
@@ -218,7 +220,7 @@ def target(store: str, replicas: int = 1) -> Iterator[Target]:
         if replicas > 1 and pg_dsn is None:
             raise SystemExit("several replicas need PostgreSQL: a SQLite file admits one server")
         servers = [stack.enter_context(server_process(url)) for _ in range(replicas)]
-        yield Target([address for address, _ in servers], pg_dsn, [pid for _, pid in servers], postmaster)
+        yield Target([address for address, _ in servers], pg_dsn, [pid for _, pid in servers], postmaster, url)
 
 
 def count_rpcs(client: Client) -> collections.Counter[str]:

@@ -297,7 +297,7 @@ class _Mutation:
 
     async def save(self) -> None:
         row = self.row
-        row.buffered_events = json.dumps(self.buffered, separators=(",", ":"))
+        row.buffered_events = json.dumps(self.buffered, separators=(",", ":")) if self.buffered else "[]"
         if self.new:
             await self.tx.insert_execution(row)
         else:

@@ -25,7 +25,9 @@ __all__ = ["Timekeeper"]
 log = logging.getLogger("flowforge.server.timers")
 
 _BATCH = 200
-_TIMER_BATCH = 100
+# Large enough that 10,000 timers due together take few commits, small enough that
+# a batch holds the (SQLite) write lock for tens of milliseconds only.
+_TIMER_BATCH = 250
 
 
 class Timekeeper:

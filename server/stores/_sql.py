@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 from typing import Any, Optional, Sequence, TypeVar
 
 from flowforge.server.stores.base import (
@@ -75,6 +76,30 @@ def list_executions_sql(
 
 def _placeholders(count: int) -> str:
     return ", ".join("?" for _ in range(count))
+
+
+# Hot-path statement texts, built once.
+_EXECUTION_UPDATE_COLUMNS = [c for c in _EXECUTION_COLUMNS if c not in ("namespace", "run_id")]
+_UPDATE_EXECUTION = (
+    f"UPDATE executions SET {', '.join(f'{c} = ?' for c in _EXECUTION_UPDATE_COLUMNS)}"
+    " WHERE namespace = ? AND run_id = ? AND version = ?"
+)
+_INSERT_TASK = (
+    f"INSERT INTO tasks ({', '.join(_TASK_INSERT_COLUMNS)})"
+    f" VALUES ({_placeholders(len(_TASK_INSERT_COLUMNS))}) RETURNING task_id"
+)
+_UPDATE_TASK = f"UPDATE tasks SET {', '.join(f'{c} = ?' for c in _TASK_INSERT_COLUMNS)} WHERE task_id = ?"
+# SQLite allows 32,766 parameters per statement; 6 per event.
+_EVENTS_PER_INSERT = 500
+
+
+@functools.lru_cache(maxsize=64)
+def _insert_events_sql(count: int) -> str:
+    row = "(?, ?, ?, ?, ?, ?)"
+    return (
+        "INSERT INTO history_events (namespace, run_id, event_id, event_type, event_us, attributes)"
+        f" VALUES {', '.join(row for _ in range(count))}"
+    )
 
 
 class SQLTransaction(Transaction, abc.ABC):
@@ -154,12 +179,8 @@ class SQLTransaction(Transaction, abc.ABC):
 
     async def update_execution(self, row: ExecutionRow, expected_version: int) -> None:
         row.version = expected_version + 1
-        assignments = ", ".join(f"{c} = ?" for c in _EXECUTION_COLUMNS if c not in ("namespace", "run_id"))
-        values = [getattr(row, c) for c in _EXECUTION_COLUMNS if c not in ("namespace", "run_id")]
-        changed = await self._execute(
-            f"UPDATE executions SET {assignments} WHERE namespace = ? AND run_id = ? AND version = ?",
-            (*values, row.namespace, row.run_id, expected_version),
-        )
+        values = [getattr(row, c) for c in _EXECUTION_UPDATE_COLUMNS]
+        changed = await self._execute(_UPDATE_EXECUTION, (*values, row.namespace, row.run_id, expected_version))
         if changed != 1:
             raise ConcurrencyConflict(row.run_id)
 
@@ -178,12 +199,13 @@ class SQLTransaction(Transaction, abc.ABC):
     # history
 
     async def append_events(self, namespace: str, run_id: str, events: list[HistoryEventRow]) -> None:
-        for event in events:
-            await self._execute(
-                "INSERT INTO history_events (namespace, run_id, event_id, event_type, event_us, attributes)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (namespace, run_id, event.event_id, event.event_type, event.event_us, event.attributes),
-            )
+        # One statement (one round trip) for the whole batch of a transaction.
+        for start in range(0, len(events), _EVENTS_PER_INSERT):
+            batch = events[start:start + _EVENTS_PER_INSERT]
+            params: list[Any] = []
+            for event in batch:
+                params += (namespace, run_id, event.event_id, event.event_type, event.event_us, event.attributes)
+            await self._execute(_insert_events_sql(len(batch)), params)
 
     async def read_events(
         self, namespace: str, run_id: str, after_event_id: int = 0, limit: Optional[int] = None
@@ -201,11 +223,7 @@ class SQLTransaction(Transaction, abc.ABC):
     # tasks
 
     async def insert_task(self, row: TaskRow) -> int:
-        record = await self._fetchone(
-            f"INSERT INTO tasks ({', '.join(_TASK_INSERT_COLUMNS)})"
-            f" VALUES ({_placeholders(len(_TASK_INSERT_COLUMNS))}) RETURNING task_id",
-            [getattr(row, c) for c in _TASK_INSERT_COLUMNS],
-        )
+        record = await self._fetchone(_INSERT_TASK, [getattr(row, c) for c in _TASK_INSERT_COLUMNS])
         assert record is not None
         row.task_id = int(record[0])
         return row.task_id
@@ -247,11 +265,7 @@ class SQLTransaction(Transaction, abc.ABC):
         )
 
     async def update_task(self, row: TaskRow) -> None:
-        columns = [c for c in _TASK_COLUMNS if c != "task_id"]
-        await self._execute(
-            f"UPDATE tasks SET {', '.join(f'{c} = ?' for c in columns)} WHERE task_id = ?",
-            (*[getattr(row, c) for c in columns], row.task_id),
-        )
+        await self._execute(_UPDATE_TASK, (*[getattr(row, c) for c in _TASK_INSERT_COLUMNS], row.task_id))
 
     async def delete_task(self, task_id: int) -> bool:
         return await self._execute("DELETE FROM tasks WHERE task_id = ?", (task_id,)) == 1

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import uuid
-from typing import AsyncIterator
+from typing import AsyncIterator, Callable
 
 import pytest
 
@@ -39,6 +39,13 @@ WRITE_STATEMENTS_PER_ACTIVITY = 20.0
 RPCS_PER_ACTIVITY = 2.67  # 16 per workflow: start, 1 poll, 6 + 6 reports, result, 1 spare
 
 
+async def _until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "the worker's reports did not all return"
+        await asyncio.sleep(0.01)
+
+
 @pytest.fixture
 async def counted(server: FlowForgeServer) -> AsyncIterator[tuple[StoreCounters, collections.Counter[str], Client, str]]:
     store = StoreCounters(server.store)
@@ -48,8 +55,10 @@ async def counted(server: FlowForgeServer) -> AsyncIterator[tuple[StoreCounters,
     try:
         async with Worker(client, task_queue=queue, workflows=[Onboarding, SingleActivity],
                           activities=[*ACTIVITIES, noop]):
-            # Let the worker's polls park before counting.
+            # Let the worker's polls park before counting. result() can return before
+            # the worker has the answer to its last report, so wait for that too.
             await (await client.start_workflow(SingleActivity.run, -1, id=f"warm-{queue}", task_queue=queue)).result()
+            await _until(lambda: rpcs["RespondWorkflowTaskCompleted"] == 2)
             store.counts.clear()
             rpcs.clear()
             yield store, rpcs, client, queue
@@ -64,6 +73,7 @@ async def test_one_activity_workflow_costs_five_commits_and_six_rpcs(
     for i in range(SINGLES):
         handle = await client.start_workflow(SingleActivity.run, i, id=f"single-{queue}-{i}", task_queue=queue)
         assert await handle.result() == i
+    await _until(lambda: rpcs["RespondWorkflowTaskCompleted"] == 2 * SINGLES)
     # start, lease by poll, complete (leases the activity), activity completed (leases
     # the next workflow task), complete: five commits, no conflict, no empty write.
     assert store.counts["write_transactions"] == 5 * SINGLES, dict(store.counts)
@@ -90,6 +100,7 @@ async def test_onboarding_stays_within_its_budget_per_activity(
 
     await asyncio.gather(*(one(i) for i in range(ONBOARDINGS)))
     activities = ONBOARDINGS * 6
+    await _until(lambda: rpcs["RespondActivityTaskCompleted"] == activities)
     per_activity = {name: count / activities for name, count in store.counts.items()}
     rpcs_per_activity = sum(rpcs.values()) / activities
     summary = f"store per activity {per_activity}, RPCs {dict(rpcs)}"
