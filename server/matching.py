@@ -45,16 +45,17 @@ class Matching:
         """A workflow task or a query of the queue; queries first, as a caller waits on each."""
 
         engine = self._engine
+        query_visible = False
 
         async def has_task() -> bool:
-            return await engine.has_visible_query(namespace, task_queue) or await engine.has_visible_task(
-                namespace, WORKFLOW, task_queue
-            )
+            nonlocal query_visible
+            query_visible = await engine.has_visible_query(namespace, task_queue)
+            return query_visible or await engine.has_visible_task(namespace, WORKFLOW, task_queue)
 
         async def try_lease() -> Union[LeasedWorkflowTask, LeasedQuery, None]:
-            return await engine.try_lease_query(namespace, task_queue) or await engine.try_lease_workflow_task(
-                namespace, task_queue, identity
-            )
+            # Only a query seen waiting is worth a write transaction (the hot path has none).
+            leased = await engine.try_lease_query(namespace, task_queue) if query_visible else None
+            return leased or await engine.try_lease_workflow_task(namespace, task_queue, identity)
 
         return await self._poll(queue_channel(namespace, WORKFLOW, task_queue), timeout_s, has_task, try_lease)
 
