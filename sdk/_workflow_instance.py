@@ -922,7 +922,7 @@ class WorkflowInstance(workflow._Runtime):
         return all(
             e.event_type in _COMMAND_EVENT_TYPES or e.event_type in ("WorkflowTaskCompleted", "WorkflowTaskScheduled")
             for e in later
-        ) and (not self._awaiting_task_close or later[0].event_type == "WorkflowTaskCompleted")
+        ) and (not self._awaiting_task_close or (bool(later) and later[0].event_type == "WorkflowTaskCompleted"))
 
     def run_pending_events(self) -> None:
         """Delivers events history holds past the last workflow task (e.g. a signal
