@@ -32,6 +32,19 @@ def _workflow_definitions(workflows: Sequence[type]) -> dict[str, workflow._Defi
     return definitions
 
 
+def _source(cls: type) -> str:
+    """``inspect.getsource``, retried past CPython 3.11's "AST constructor recursion
+    depth mismatch" (gh-106905): it parses with ``ast``, whose recursion guard is
+    shared by all threads, so a traceback formatted in another thread at the same
+    moment (workflow and activity threads do) can fail it spuriously."""
+    for _ in range(4):
+        try:
+            return inspect.getsource(cls)
+        except SystemError:
+            continue
+    return inspect.getsource(cls)
+
+
 def _default_build_id(workflows: Sequence[type]) -> str:
     """Versioning: a stable hash of the workflow classes' code, the default build id.
 
@@ -43,7 +56,7 @@ def _default_build_id(workflows: Sequence[type]) -> str:
     for definition in sorted((workflow._Definition.from_class(cls) for cls in workflows), key=lambda d: d.name):
         digest.update(definition.name.encode() + b"\0")
         try:
-            code = inspect.getsource(definition.cls).encode()
+            code = _source(definition.cls).encode()
         except (OSError, TypeError):
             code = b"".join(
                 member.__code__.co_code for member in vars(definition.cls).values() if hasattr(member, "__code__")
