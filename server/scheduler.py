@@ -53,6 +53,9 @@ OVERLAP_POLICIES = ("SKIP", "BUFFER_ONE", "ALLOW_ALL", "CANCEL_OTHER", "TERMINAT
 MISFIRE_POLICIES = ("SKIP", "RUN_ONCE", "CATCH_UP")
 _SECOND_US = 1_000_000
 _RECENT_ACTIONS = 10
+# Runs a schedule keeps track of (each pass checks them): only ALLOW_ALL overlaps runs,
+# and a schedule that piles up never-ending runs must not slow every pass down.
+_MAX_TRACKED_RUNS = 100
 _MAX_FIRES_PER_PASS = 1000
 _MAX_BACKFILL_FIRES = 1000
 _BATCH = 100
@@ -339,7 +342,9 @@ class _Pass:
         if not started:  # this nominal time fired before (e.g. a backfill over past fires)
             state["skipped_count"] += 1
             return
-        state["running"].append({"workflow_id": workflow_id, "run_id": run_id, "nominal_us": fire["nominal_us"]})
+        state["running"] = (
+            state["running"] + [{"workflow_id": workflow_id, "run_id": run_id, "nominal_us": fire["nominal_us"]}]
+        )[-_MAX_TRACKED_RUNS:]
         state["action_count"] += 1
         state["recent_actions"] = (
             state["recent_actions"]

@@ -157,6 +157,20 @@ async def test_overlap_allow_all_starts_every_fire(rig: Rig) -> None:
     assert await rig.runs("all") == {"all-2026-01-05T01:00:00Z": R, "all-2026-01-05T02:00:00Z": R}
 
 
+async def test_a_schedule_tracks_its_hundred_newest_running_runs(rig: Rig) -> None:
+    handle = await rig.client.create_schedule("many", Schedule(
+        action=ScheduleActionStartWorkflow("Report", id="many", task_queue="reports"),
+        spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=timedelta(minutes=1))]),
+        policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.ALLOW_ALL),
+    ))
+    await handle.backfill(START - timedelta(minutes=119), START)
+    await rig.server.scheduler.tick()
+    assert len(await rig.runs("many")) == 120
+    info = (await handle.describe()).info
+    assert info.num_actions == 120 and len(info.running_workflow_ids) == 100
+    assert info.running_workflow_ids[-1] == "many-2026-01-05T00:00:00Z"
+
+
 async def test_overlap_cancel_other_requests_cancellation_and_starts_after_the_run_closes(rig: Rig) -> None:
     await rig.hourly("cancel", overlap=ScheduleOverlapPolicy.CANCEL_OTHER)
     await rig.advance(HOUR)
