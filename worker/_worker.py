@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import hashlib
 import inspect
 import logging
 import signal
 import threading
+import types
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from flowforge import activity, workflow
@@ -32,37 +35,35 @@ def _workflow_definitions(workflows: Sequence[type]) -> dict[str, workflow._Defi
     return definitions
 
 
-def _source(cls: type) -> str:
-    """``inspect.getsource``, retried past CPython 3.11's "AST constructor recursion
-    depth mismatch" (gh-106905): it parses with ``ast``, whose recursion guard is
-    shared by all threads, so a traceback formatted in another thread at the same
-    moment (workflow and activity threads do) can fail it spuriously."""
-    for _ in range(4):
-        try:
-            return inspect.getsource(cls)
-        except SystemError:
-            continue
-    return inspect.getsource(cls)
-
-
 def _default_build_id(workflows: Sequence[type]) -> str:
-    """Versioning: a stable hash of the workflow classes' code, the default build id.
+    """Versioning: a stable hash of the workflow code, the default build id.
 
-    It changes when the source of a workflow class changes (or its bytecode, for
-    a class whose source cannot be read), so each deployment of changed workflow
-    code gets a new build id without anyone choosing one.
+    It hashes the source file of each workflow class's module (so helpers that
+    module defines count too) and the class's own code, so each deployment of
+    changed workflow code gets a new build id without anyone choosing one. Reading the file, not ``inspect.getsource``, matters: that parses
+    with ``ast``, whose recursion guard CPython 3.11 shares between threads
+    (gh-106905), so it can fail spuriously while another thread formats a traceback.
     """
     digest = hashlib.sha256()
     for definition in sorted((workflow._Definition.from_class(cls) for cls in workflows), key=lambda d: d.name):
-        digest.update(definition.name.encode() + b"\0")
-        try:
-            code = _source(definition.cls).encode()
-        except (OSError, TypeError):
-            code = b"".join(
-                member.__code__.co_code for member in vars(definition.cls).values() if hasattr(member, "__code__")
-            )
-        digest.update(code + b"\0")
+        digest.update(f"{definition.name}\0{definition.cls.__qualname__}\0".encode())
+        with contextlib.suppress(OSError, TypeError):
+            path = inspect.getsourcefile(definition.cls)
+            digest.update(Path(path).read_bytes() if path else b"")
+        for name, member in sorted(vars(definition.cls).items()):
+            code = getattr(member, "__code__", None)
+            if code is not None:
+                digest.update(name.encode() + b"\0" + _code_fingerprint(code))
     return digest.hexdigest()[:20]
+
+
+def _code_fingerprint(code: types.CodeType) -> bytes:
+    """Bytecode, names and constants (nested functions included), but not the file
+    path or line numbers, so the same code hashes the same wherever it is installed."""
+    parts = [code.co_code, repr(code.co_names).encode()]
+    for constant in code.co_consts:
+        parts.append(_code_fingerprint(constant) if isinstance(constant, types.CodeType) else repr(constant).encode())
+    return b"\0".join(parts)
 
 
 def _activity_definitions(
