@@ -111,6 +111,20 @@ class Approval:
         self.approver = approver
 
 
+@workflow.defn
+class MonthlyRounds:
+    """Runs a 30-day Sleeper child per round, continuing as new between rounds."""
+
+    @workflow.run
+    async def run(self, rounds: int) -> list[str]:
+        times = await workflow.execute_child_workflow(
+            Sleeper.run, timedelta(days=30).total_seconds(), id=f"{workflow.info().workflow_id}-round-{rounds}"
+        )
+        if rounds > 1:
+            workflow.continue_as_new(rounds - 1)
+        return times
+
+
 async def start_sleeper(env: WorkflowEnvironment, duration: timedelta, workflow_id: str = "sleeper",
                         **options: Any) -> WorkflowHandle:
     return await env.client.start_workflow(
@@ -249,3 +263,14 @@ async def test_a_week_long_wait_for_a_signal_expires_at_once_or_ends_with_the_si
             await answered.signal(Approval.approve, "ops")
             assert await asyncio.wait_for(answered.result(), 20) == "approved by ops"
             assert await env.get_current_time() - before < timedelta(days=7)
+
+
+async def test_children_and_continue_as_new_skip_time_together() -> None:
+    async with WorkflowEnvironment.start_time_skipping() as env:
+        async with Worker(env.client, task_queue=QUEUE, workflows=[MonthlyRounds, Sleeper]):
+            before = await env.get_current_time()
+            started = time.monotonic()
+            handle = await env.client.start_workflow(MonthlyRounds.run, 3, id="rounds", task_queue=QUEUE)
+            assert elapsed(await asyncio.wait_for(handle.result(), 20)) >= timedelta(days=30)
+            assert time.monotonic() - started < 5
+            assert await env.get_current_time() - before >= timedelta(days=90)
