@@ -64,6 +64,7 @@ _COMMAND_EVENT_TYPES = frozenset(
         "UpsertWorkflowSearchAttributes",
         "StartChildWorkflowExecutionInitiated",
         "RequestCancelExternalWorkflowExecutionInitiated",
+        "SignalExternalWorkflowExecutionInitiated",
         "WorkflowExecutionContinuedAsNew",
     }
 )
@@ -79,6 +80,7 @@ _CHILD_EVENT_TYPES = frozenset(
         "ChildWorkflowExecutionTimedOut",
     }
 )
+_SIGNAL_CHILD_OUTCOMES = frozenset({"ExternalWorkflowExecutionSignaled", "SignalExternalWorkflowExecutionFailed"})
 # Events delivered to workflow code, in batches, when the next workflow task runs.
 _DELIVERED_EVENT_TYPES = frozenset(
     {
@@ -91,6 +93,7 @@ _DELIVERED_EVENT_TYPES = frozenset(
         "WorkflowExecutionCancelRequested",
         "WorkflowExecutionSignaled",
         *_CHILD_EVENT_TYPES,
+        *_SIGNAL_CHILD_OUTCOMES,
     }
 )
 _WORKFLOW_TASK_NOT_COMPLETED = frozenset({"WorkflowTaskFailed", "WorkflowTaskTimedOut"})
@@ -161,6 +164,10 @@ def _command_signature(command: command_pb2.Command) -> tuple[str, str, dict[str
     if kind == "request_cancel_external_workflow_execution":
         fields = {"workflow_id": command.request_cancel_external_workflow_execution.workflow_id}
         return "RequestCancelExternalWorkflowExecution", "RequestCancelExternalWorkflowExecutionInitiated", fields
+    if kind == "signal_external_workflow_execution":
+        signal = command.signal_external_workflow_execution
+        fields = {"workflow_id": signal.workflow_id, "signal_name": signal.signal_name}
+        return "SignalExternalWorkflowExecution", "SignalExternalWorkflowExecutionInitiated", fields
     if kind == "continue_as_new_workflow_execution":
         fields = {"workflow_type": command.continue_as_new_workflow_execution.workflow_type}
         return "ContinueAsNewWorkflowExecution", "WorkflowExecutionContinuedAsNew", fields
@@ -466,6 +473,9 @@ class WorkflowInstance(workflow._Runtime):
         # StartChildWorkflowExecutionInitiated event id.
         self._children_by_command: dict[int, _Child] = {}
         self._children_by_initiated_event: dict[int, _Child] = {}
+        # Signals to children, the same way.
+        self._child_signals_by_command: dict[int, tuple[command_pb2.Command, asyncio.Future[None]]] = {}
+        self._child_signals_by_initiated_event: dict[int, tuple[command_pb2.Command, asyncio.Future[None]]] = {}
 
         # DAG edges. Each task keeps the frontier of the activities whose
         # outcome it observed (those no other observed activity depends on);
@@ -617,6 +627,8 @@ class WorkflowInstance(workflow._Runtime):
             self._activities_by_scheduled_event[event.event_id] = self._activities[event_fields["activity_id"]]
         elif event.event_type == "StartChildWorkflowExecutionInitiated":
             self._children_by_initiated_event[event.event_id] = self._children_by_command.pop(id(command))
+        elif event.event_type == "SignalExternalWorkflowExecutionInitiated":
+            self._child_signals_by_initiated_event[event.event_id] = self._child_signals_by_command.pop(id(command))
 
     def _command_event_fields(self, event: common_pb2.HistoryEvent, attributes: dict[str, Any]) -> dict[str, str]:
         """The fields of a command event that replay compares with the command."""
@@ -643,6 +655,9 @@ class WorkflowInstance(workflow._Runtime):
             return fields
         if event.event_type == "RequestCancelExternalWorkflowExecutionInitiated":
             return {"workflow_id": str(attributes.get("workflow_id", ""))}
+        if event.event_type == "SignalExternalWorkflowExecutionInitiated":
+            return {"workflow_id": str(attributes.get("workflow_id", "")),
+                    "signal_name": str(attributes.get("signal_name", ""))}
         return {}
 
     def _check_all_commands_matched(self) -> None:
@@ -667,6 +682,8 @@ class WorkflowInstance(workflow._Runtime):
             self._deliver_signal(attributes)
         elif event.event_type in _CHILD_EVENT_TYPES:
             self._resolve_child(event, attributes)
+        elif event.event_type in _SIGNAL_CHILD_OUTCOMES:
+            self._resolve_child_signal(event, attributes)
         else:
             self._resolve_activity(event, attributes)
 
@@ -1369,6 +1386,46 @@ class WorkflowInstance(workflow._Runtime):
         )
         error.__cause__ = cause
         return error
+
+    def workflow_signal_child(self, workflow_id: str, signal_name: str, args: Sequence[Any]) -> asyncio.Future[None]:
+        command = command_pb2.Command(
+            signal_external_workflow_execution=command_pb2.SignalExternalWorkflowExecutionCommandAttributes(
+                workflow_id=workflow_id, signal_name=signal_name, input=self._converter.to_payloads(args),
+                child_workflow_only=True,
+            )
+        )
+        self._commands.append(command)
+        delivered: asyncio.Future[None] = self._loop.create_future()
+        self._child_signals_by_command[id(command)] = (command, delivered)
+        delivered.add_done_callback(functools.partial(self._on_child_signal_done, command))
+        return delivered
+
+    def _on_child_signal_done(self, command: command_pb2.Command, delivered: asyncio.Future[None]) -> None:
+        # Cancelled before it was sent: the signal is not sent at all.
+        if delivered.cancelled() and self._discard_unsent(command):
+            del self._child_signals_by_command[id(command)]
+
+    def _resolve_child_signal(self, event: common_pb2.HistoryEvent, attributes: dict[str, Any]) -> None:
+        initiated_event_id = int(attributes["initiated_event_id"])
+        entry = self._child_signals_by_initiated_event.pop(initiated_event_id, None)
+        if entry is None:
+            raise ValueError(
+                f"malformed history: event {event.event_id} {event.event_type} refers to event "
+                f"{initiated_event_id}, which is not a SignalExternalWorkflowExecutionInitiated event of this run"
+            )
+        command, delivered = entry
+        if delivered.done():
+            return  # the awaiting code was cancelled meanwhile
+        if event.event_type == "ExternalWorkflowExecutionSignaled":
+            delivered.set_result(None)
+            return
+        signal = command.signal_external_workflow_execution
+        delivered.set_exception(
+            exceptions.ApplicationError(
+                f"could not signal {signal.signal_name!r} to child workflow {signal.workflow_id!r}: it has closed",
+                type="ExternalWorkflowExecutionNotFound", non_retryable=True,
+            )
+        )
 
     def _continue_as_new_command(self, error: workflow.ContinueAsNewError) -> command_pb2.Command:
         attributes = command_pb2.ContinueAsNewWorkflowExecutionCommandAttributes(

@@ -50,7 +50,7 @@ from flowforge.exceptions import (
     WorkflowAlreadyStartedError,
     WorkflowFailureError,
 )
-from flowforge.workflow import ParentClosePolicy, _workflow_type_and_result_hint
+from flowforge.workflow import ParentClosePolicy, _signal_name, _workflow_type_and_result_hint
 
 __all__ = [
     "Client",
@@ -84,7 +84,6 @@ __all__ = [
     "WorkflowHistory",
 ]
 
-_SIGNAL_DEFINITION_ATTRIBUTE = "__flowforge_signal_definition__"
 _QUERY_DEFINITION_ATTRIBUTE = "__flowforge_query_definition__"
 # How long a query waits for a worker's answer by default.
 _QUERY_TIMEOUT = timedelta(seconds=30)
@@ -144,19 +143,6 @@ def _status_from_proto(value: int) -> WorkflowExecutionStatus:
 
 def _failure_message(failure: common_pb2.Failure, present: bool) -> Optional[str]:
     return failure.message if present else None
-
-
-def _signal_name(signal: Any) -> str:
-    if isinstance(signal, str):
-        if not signal:
-            raise ValueError("the signal name must not be empty")
-        return signal
-    definition = getattr(signal, _SIGNAL_DEFINITION_ATTRIBUTE, None)
-    if definition is None:
-        raise TypeError(
-            f"{signal!r} is not a signal: pass a @workflow.signal method or a signal name"
-        )
-    return definition.name
 
 
 def _query_name_and_result_hint(query: Any) -> tuple[str, Any]:

@@ -437,6 +437,9 @@ class _Runtime(abc.ABC):
     @abc.abstractmethod
     def workflow_start_child_workflow(self, call: _ChildWorkflowCall) -> ChildWorkflowHandle: ...
 
+    @abc.abstractmethod
+    def workflow_signal_child(self, workflow_id: str, signal_name: str, args: Sequence[Any]) -> asyncio.Future[None]: ...
+
 
 def info() -> Info:
     """Facts about the running workflow execution (ids, type, task queue, start time)."""
@@ -753,6 +756,20 @@ def _workflow_type_and_result_hint(workflow: Any) -> tuple[str, Any]:
     return definition.name, result_hint
 
 
+def _signal_name(signal: Any) -> str:
+    """The name of a signal given as a ``@workflow.signal`` method or a name."""
+    if isinstance(signal, str):
+        if not signal:
+            raise ValueError("the signal name must not be empty")
+        return signal
+    definition = getattr(signal, _SIGNAL_MARKER, None)
+    if definition is None:
+        raise TypeError(
+            f"{signal!r} is not a signal: pass a @workflow.signal method or a signal name"
+        )
+    return definition.name
+
+
 class ParentClosePolicy(enum.IntEnum):
     """What happens to a child workflow when its parent run closes (for any reason,
     continue-as-new included)."""
@@ -807,6 +824,29 @@ class ChildWorkflowHandle(asyncio.Task):  # type: ignore[type-arg]
         if not started.done() or started.cancelled() or started.exception() is not None:
             return None
         return started.result()
+
+    async def signal(
+        self, signal: Union[Callable[..., Any], str], arg: Any = _NO_ARG, *, args: Sequence[Any] = ()
+    ) -> None:
+        """Sends a signal to the child; returns once the server has delivered it.
+
+        The server delivers it to the child (its current run, if it continued as
+        new) in the transaction that records this workflow's command.
+
+        Args:
+            signal: The child's ``@workflow.signal`` method or the signal's name.
+            arg: The signal's single argument, if it takes one.
+            args: All arguments, for a signal taking several; not with ``arg``.
+
+        Raises:
+            ApplicationError: Of type ``ExternalWorkflowExecutionNotFound`` when the
+                child had already closed.
+        """
+        if arg is not _NO_ARG and args:
+            raise TypeError("pass the signal's argument as arg or its arguments as args, not both")
+        await _Runtime.current().workflow_signal_child(
+            self.id, _signal_name(signal), [arg] if arg is not _NO_ARG else list(args)
+        )
 
 
 @dataclasses.dataclass(frozen=True)

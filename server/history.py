@@ -100,7 +100,7 @@ _CLOSE_COMMANDS = (
 )
 _LINEAGE_COMMANDS = (
     "start_child_workflow_execution", "request_cancel_external_workflow_execution",
-    "continue_as_new_workflow_execution",
+    "signal_external_workflow_execution", "continue_as_new_workflow_execution",
 )
 
 
@@ -1765,6 +1765,15 @@ class HistoryEngine:
                 raise InvalidArgument(
                     f"{where}: workflow code may only cancel its own children; set child_workflow_only"
                 )
+        elif kind == "signal_external_workflow_execution":
+            a = command.signal_external_workflow_execution
+            self._check_command_name(where, "workflow_id", a.workflow_id, required=True)
+            self._check_command_name(where, "signal_name", a.signal_name, required=True)
+            if not a.child_workflow_only:
+                raise InvalidArgument(
+                    f"{where}: workflow code may only signal its own children; set child_workflow_only"
+                )
+            self.check_payloads(a.input, f"the input of signal {a.signal_name!r}")
         else:
             a = command.continue_as_new_workflow_execution
             self._check_command_name(where, "workflow_type", a.workflow_type, required=False)
@@ -1794,6 +1803,8 @@ class HistoryEngine:
             await self._start_child(m, command.start_child_workflow_execution, completed_id, outcomes)
         elif kind == "request_cancel_external_workflow_execution":
             await self._request_cancel_child(m, command.request_cancel_external_workflow_execution, completed_id)
+        elif kind == "signal_external_workflow_execution":
+            await self._signal_child(m, command.signal_external_workflow_execution, completed_id, outcomes)
         else:
             a = command.continue_as_new_workflow_execution
             row = m.row
@@ -1866,10 +1877,7 @@ class HistoryEngine:
         """Delivers the cancel request to the child in this transaction; a child that
         closed meanwhile needs none (its outcome is on its way to the parent)."""
         row = m.row
-        children = await m.tx.list_child_executions(row.namespace, row.run_id)
-        child = next(
-            (c for c in children if c.workflow_id == a.workflow_id and a.run_id in ("", c.run_id)), None
-        )
+        child = await self._pending_child(m, a.workflow_id, a.run_id)
         m.append(
             "RequestCancelExternalWorkflowExecutionInitiated",
             {"workflow_id": a.workflow_id, "run_id": a.run_id, "child_workflow_only": True,
@@ -1879,6 +1887,35 @@ class HistoryEngine:
             await self._request_cancel_run(
                 m.tx, row.namespace, child.run_id, m.now, reason=f"cancelled by its parent {row.workflow_id}"
             )
+
+    async def _pending_child(self, m: _Mutation, workflow_id: str, run_id: str) -> Optional[ChildExecutionRow]:
+        """The run's pending child with this workflow id (and run id, if given)."""
+        children = await m.tx.list_child_executions(m.row.namespace, m.row.run_id)
+        return next((c for c in children if c.workflow_id == workflow_id and run_id in ("", c.run_id)), None)
+
+    async def _signal_child(
+        self, m: _Mutation, a: command_pb2.SignalExternalWorkflowExecutionCommandAttributes, completed_id: int,
+        outcomes: list[tuple[str, dict[str, Any]]],
+    ) -> None:
+        """Delivers the signal to the child in this transaction and reports back whether it could."""
+        row = m.row
+        initiated_id = m.append(
+            "SignalExternalWorkflowExecutionInitiated",
+            {"workflow_id": a.workflow_id, "run_id": a.run_id, "signal_name": a.signal_name,
+             "input": payloads_json(a.input), "child_workflow_only": True,
+             "workflow_task_completed_event_id": completed_id},
+        )
+        child = await self._pending_child(m, a.workflow_id, a.run_id)
+        target = await m.tx.get_execution(row.namespace, child.run_id) if child is not None else None
+        identity = {"initiated_event_id": initiated_id, "workflow_id": a.workflow_id}
+        if target is None or target.status != "RUNNING":
+            outcomes.append((
+                "SignalExternalWorkflowExecutionFailed",
+                {**identity, "run_id": a.run_id, "cause": "EXTERNAL_WORKFLOW_EXECUTION_NOT_FOUND"},
+            ))
+            return
+        await self._signal(m.tx, target, StartSignal(a.signal_name, a.input), f"parent {row.workflow_id}")
+        outcomes.append(("ExternalWorkflowExecutionSignaled", {**identity, "run_id": target.run_id}))
 
     async def _request_cancel_run(self, tx: Transaction, namespace: str, run_id: str, now: int, *, reason: str) -> None:
         row = await tx.get_execution(namespace, run_id)

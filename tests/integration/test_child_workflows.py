@@ -61,6 +61,21 @@ class WaitsForever:
 
 
 @workflow.defn
+class AwaitsSignal:
+    def __init__(self) -> None:
+        self.received: list[str] = []
+
+    @workflow.signal
+    def go(self, value: str) -> None:
+        self.received.append(value)
+
+    @workflow.run
+    async def run(self) -> list:
+        await workflow.wait_condition(lambda: bool(self.received))
+        return self.received
+
+
+@workflow.defn
 class Parent:
     @workflow.run
     async def run(self, request: dict) -> dict:
@@ -85,6 +100,15 @@ class Parent:
                 return {"child": "cancelled", "run_id": child.first_execution_run_id,
                         "cause": str(cancelled.__cause__)}
             return {}
+        if request["mode"] == "signal-child":
+            child = await workflow.start_child_workflow(AwaitsSignal.run, id=f"{request['id']}-child")
+            await child.signal(AwaitsSignal.go, "go ahead")
+            received = await child
+            try:
+                await child.signal("go", "too late")
+            except ApplicationError as error:
+                return {"received": received, "late": error.type, "message": str(error)}
+            return {}
         # "policies": start one child per policy, then wait to be terminated.
         for policy in ParentClosePolicy:
             await workflow.start_child_workflow(
@@ -94,7 +118,7 @@ class Parent:
         return {}
 
 
-WORKFLOWS = [Parent, Greeter, Declines, WaitsForever]
+WORKFLOWS = [Parent, Greeter, Declines, WaitsForever, AwaitsSignal]
 
 
 async def test_a_child_result_returns_to_the_parent_and_each_knows_the_other(sdk_client: Client) -> None:
@@ -192,6 +216,24 @@ async def test_cancelling_the_task_awaiting_a_child_cancels_the_child(sdk_client
     )] == ["RequestCancelExternalWorkflowExecutionInitiated", "ChildWorkflowExecutionCanceled"]
 
 
+async def test_a_parent_signals_its_child_and_a_closed_child_cannot_be_signalled(sdk_client: Client) -> None:
+    async with fast_worker(sdk_client, QUEUE, workflows=WORKFLOWS):
+        handle = await sdk_client.start_workflow(
+            Parent.run, {"mode": "signal-child", "id": "p6"}, id="p6", task_queue=QUEUE
+        )
+        result = await handle.result()
+    assert result["received"] == ["go ahead"]
+    assert result["late"] == "ExternalWorkflowExecutionNotFound" and "'p6-child'" in result["message"]
+    history = await events(handle)
+    assert [e.event_type for e in of_type(
+        history, "SignalExternalWorkflowExecutionInitiated", "ExternalWorkflowExecutionSignaled",
+        "SignalExternalWorkflowExecutionFailed",
+    )] == ["SignalExternalWorkflowExecutionInitiated", "ExternalWorkflowExecutionSignaled",
+           "SignalExternalWorkflowExecutionInitiated", "SignalExternalWorkflowExecutionFailed"]
+    (signaled,) = of_type(await events(sdk_client.get_workflow_handle("p6-child")), "WorkflowExecutionSignaled")
+    assert signaled.attributes["signal_name"] == "go" and signaled.attributes["identity"] == "parent p6"
+
+
 async def test_a_child_id_that_is_already_running_gives_a_clear_child_workflow_error(sdk_client: Client) -> None:
     async with fast_worker(sdk_client, QUEUE, workflows=WORKFLOWS):
         handle = await sdk_client.start_workflow(Parent.run, {"mode": "collide", "id": "p5"}, id="p5", task_queue=QUEUE)
@@ -215,11 +257,15 @@ async def test_a_child_id_that_is_already_running_gives_a_clear_child_workflow_e
         (command_pb2.StartChildWorkflowExecutionCommandAttributes(
             workflow_id="c", workflow_type="Child", workflow_run_timeout=seconds(-1)), "must not be negative"),
         (command_pb2.RequestCancelExternalWorkflowExecutionCommandAttributes(workflow_id="c"), "own children"),
+        (command_pb2.SignalExternalWorkflowExecutionCommandAttributes(workflow_id="c", child_workflow_only=True),
+         "signal_name is required"),
+        (command_pb2.SignalExternalWorkflowExecutionCommandAttributes(workflow_id="c", signal_name="s"), "own children"),
         (command_pb2.ContinueAsNewWorkflowExecutionCommandAttributes(workflow_task_timeout=seconds(-1)),
          "workflow_task_timeout must not be negative"),
         (command_pb2.ContinueAsNewWorkflowExecutionCommandAttributes(task_queue="q\n"), "control characters"),
     ],
-    ids=["no-id", "no-type", "bad-policy", "negative-timeout", "not-child-only", "continue-negative-timeout",
+    ids=["no-id", "no-type", "bad-policy", "negative-timeout", "not-child-only", "signal-no-name",
+         "signal-not-child-only", "continue-negative-timeout",
          "continue-bad-queue"],
 )
 async def test_malformed_child_commands_are_invalid_argument_and_change_nothing(
@@ -233,6 +279,7 @@ async def test_malformed_child_commands_are_invalid_argument_and_change_nothing(
             command_pb2.StartChildWorkflowExecutionCommandAttributes: "start_child_workflow_execution",
             command_pb2.RequestCancelExternalWorkflowExecutionCommandAttributes:
                 "request_cancel_external_workflow_execution",
+            command_pb2.SignalExternalWorkflowExecutionCommandAttributes: "signal_external_workflow_execution",
             command_pb2.ContinueAsNewWorkflowExecutionCommandAttributes: "continue_as_new_workflow_execution",
         }[type(command)]
         with pytest.raises(grpc.aio.AioRpcError) as error:

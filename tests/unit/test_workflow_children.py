@@ -54,6 +54,16 @@ class ContinuesDespiteExceptHandler:
             raise AssertionError("continue_as_new was swallowed") from None
 
 
+def _history_with_started_child(parent_type: str) -> tuple[_History, int]:
+    """The parent started, its first task started the child: (history, initiated event id)."""
+    h = _History()
+    h.started(parent_type)
+    h.completed_workflow_task()
+    initiated = h.add("StartChildWorkflowExecutionInitiated", workflow_id=CHILD_ID, workflow_type="Child")
+    h.add("ChildWorkflowExecutionStarted", initiated_event_id=initiated, workflow_id=CHILD_ID, run_id="c-run")
+    return h, initiated
+
+
 def _kinds(commands: list[command_pb2.Command]) -> list[str]:
     return [command.WhichOneof("attributes") for command in commands]
 
@@ -81,11 +91,7 @@ def test_a_child_start_is_a_command_and_its_result_resumes_the_parent() -> None:
 
 
 def test_a_terminated_child_fails_the_parent_with_child_workflow_error_caused_by_terminated_error() -> None:
-    h = _History()
-    h.started("AwaitsChild")
-    h.completed_workflow_task()
-    initiated = h.add("StartChildWorkflowExecutionInitiated", workflow_id=CHILD_ID, workflow_type="Child")
-    h.add("ChildWorkflowExecutionStarted", initiated_event_id=initiated, workflow_id=CHILD_ID, run_id="c-run")
+    h, initiated = _history_with_started_child("AwaitsChild")
     h.completed_workflow_task()
     h.add("ChildWorkflowExecutionTerminated", initiated_event_id=initiated, workflow_id=CHILD_ID, run_id="c-run",
           reason="ops")
@@ -131,3 +137,28 @@ def test_child_workflow_error_survives_a_failure_round_trip_with_its_cause() -> 
             rebuilt.started_event_id, rebuilt.retry_state) == (CHILD_ID, "c-run", "Child", 5, 6,
                                                                RetryState.NON_RETRYABLE_FAILURE)
     assert isinstance(rebuilt.cause, ApplicationError) and rebuilt.cause.type == "CardDeclined"
+
+
+@workflow.defn
+class SignalsChild:
+    @workflow.run
+    async def run(self) -> str:
+        child = await workflow.start_child_workflow(Child.run, 1, id=CHILD_ID)
+        await child.signal("nudge", {"n": 1})
+        return "signalled"
+
+
+def test_signalling_a_child_is_a_command_and_its_delivery_resumes_the_parent() -> None:
+    h, _ = _history_with_started_child("SignalsChild")
+    h.workflow_task()
+    (command,) = _instance(SignalsChild).activate(h.events)
+    signal = command.signal_external_workflow_execution
+    assert (signal.workflow_id, signal.signal_name, signal.child_workflow_only) == (CHILD_ID, "nudge", True)
+    assert default_converter.from_payloads(signal.input) == [{"n": 1}]
+
+    h.add("WorkflowTaskCompleted", scheduled_event_id=h.events[-2].event_id, started_event_id=h.events[-1].event_id)
+    sent = h.add("SignalExternalWorkflowExecutionInitiated", workflow_id=CHILD_ID, signal_name="nudge")
+    h.add("ExternalWorkflowExecutionSignaled", initiated_event_id=sent, workflow_id=CHILD_ID, run_id="c-run")
+    h.workflow_task()
+    (complete,) = _instance(SignalsChild).activate(h.events)
+    assert default_converter.from_payloads(complete.complete_workflow_execution.result) == ["signalled"]

@@ -11,7 +11,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Command(_message.Message):
-    __slots__ = ("schedule_activity_task", "start_timer", "cancel_timer", "request_cancel_activity_task", "complete_workflow_execution", "fail_workflow_execution", "cancel_workflow_execution", "record_marker", "upsert_workflow_search_attributes", "start_child_workflow_execution", "request_cancel_external_workflow_execution", "continue_as_new_workflow_execution")
+    __slots__ = ("schedule_activity_task", "start_timer", "cancel_timer", "request_cancel_activity_task", "complete_workflow_execution", "fail_workflow_execution", "cancel_workflow_execution", "record_marker", "upsert_workflow_search_attributes", "start_child_workflow_execution", "request_cancel_external_workflow_execution", "continue_as_new_workflow_execution", "signal_external_workflow_execution")
     SCHEDULE_ACTIVITY_TASK_FIELD_NUMBER: _ClassVar[int]
     START_TIMER_FIELD_NUMBER: _ClassVar[int]
     CANCEL_TIMER_FIELD_NUMBER: _ClassVar[int]
@@ -24,6 +24,7 @@ class Command(_message.Message):
     START_CHILD_WORKFLOW_EXECUTION_FIELD_NUMBER: _ClassVar[int]
     REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_FIELD_NUMBER: _ClassVar[int]
     CONTINUE_AS_NEW_WORKFLOW_EXECUTION_FIELD_NUMBER: _ClassVar[int]
+    SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FIELD_NUMBER: _ClassVar[int]
     schedule_activity_task: ScheduleActivityTaskCommandAttributes
     start_timer: StartTimerCommandAttributes
     cancel_timer: CancelTimerCommandAttributes
@@ -36,7 +37,8 @@ class Command(_message.Message):
     start_child_workflow_execution: StartChildWorkflowExecutionCommandAttributes
     request_cancel_external_workflow_execution: RequestCancelExternalWorkflowExecutionCommandAttributes
     continue_as_new_workflow_execution: ContinueAsNewWorkflowExecutionCommandAttributes
-    def __init__(self, schedule_activity_task: _Optional[_Union[ScheduleActivityTaskCommandAttributes, _Mapping]] = ..., start_timer: _Optional[_Union[StartTimerCommandAttributes, _Mapping]] = ..., cancel_timer: _Optional[_Union[CancelTimerCommandAttributes, _Mapping]] = ..., request_cancel_activity_task: _Optional[_Union[RequestCancelActivityTaskCommandAttributes, _Mapping]] = ..., complete_workflow_execution: _Optional[_Union[CompleteWorkflowExecutionCommandAttributes, _Mapping]] = ..., fail_workflow_execution: _Optional[_Union[FailWorkflowExecutionCommandAttributes, _Mapping]] = ..., cancel_workflow_execution: _Optional[_Union[CancelWorkflowExecutionCommandAttributes, _Mapping]] = ..., record_marker: _Optional[_Union[RecordMarkerCommandAttributes, _Mapping]] = ..., upsert_workflow_search_attributes: _Optional[_Union[UpsertWorkflowSearchAttributesCommandAttributes, _Mapping]] = ..., start_child_workflow_execution: _Optional[_Union[StartChildWorkflowExecutionCommandAttributes, _Mapping]] = ..., request_cancel_external_workflow_execution: _Optional[_Union[RequestCancelExternalWorkflowExecutionCommandAttributes, _Mapping]] = ..., continue_as_new_workflow_execution: _Optional[_Union[ContinueAsNewWorkflowExecutionCommandAttributes, _Mapping]] = ...) -> None: ...
+    signal_external_workflow_execution: SignalExternalWorkflowExecutionCommandAttributes
+    def __init__(self, schedule_activity_task: _Optional[_Union[ScheduleActivityTaskCommandAttributes, _Mapping]] = ..., start_timer: _Optional[_Union[StartTimerCommandAttributes, _Mapping]] = ..., cancel_timer: _Optional[_Union[CancelTimerCommandAttributes, _Mapping]] = ..., request_cancel_activity_task: _Optional[_Union[RequestCancelActivityTaskCommandAttributes, _Mapping]] = ..., complete_workflow_execution: _Optional[_Union[CompleteWorkflowExecutionCommandAttributes, _Mapping]] = ..., fail_workflow_execution: _Optional[_Union[FailWorkflowExecutionCommandAttributes, _Mapping]] = ..., cancel_workflow_execution: _Optional[_Union[CancelWorkflowExecutionCommandAttributes, _Mapping]] = ..., record_marker: _Optional[_Union[RecordMarkerCommandAttributes, _Mapping]] = ..., upsert_workflow_search_attributes: _Optional[_Union[UpsertWorkflowSearchAttributesCommandAttributes, _Mapping]] = ..., start_child_workflow_execution: _Optional[_Union[StartChildWorkflowExecutionCommandAttributes, _Mapping]] = ..., request_cancel_external_workflow_execution: _Optional[_Union[RequestCancelExternalWorkflowExecutionCommandAttributes, _Mapping]] = ..., continue_as_new_workflow_execution: _Optional[_Union[ContinueAsNewWorkflowExecutionCommandAttributes, _Mapping]] = ..., signal_external_workflow_execution: _Optional[_Union[SignalExternalWorkflowExecutionCommandAttributes, _Mapping]] = ...) -> None: ...
 
 class ScheduleActivityTaskCommandAttributes(_message.Message):
     __slots__ = ("activity_id", "activity_type", "task_queue", "input", "schedule_to_close_timeout", "schedule_to_start_timeout", "start_to_close_timeout", "heartbeat_timeout", "retry_policy", "depends_on_activity_ids", "cancellation_type")
@@ -156,6 +158,20 @@ class RequestCancelExternalWorkflowExecutionCommandAttributes(_message.Message):
     run_id: str
     child_workflow_only: bool
     def __init__(self, workflow_id: _Optional[str] = ..., run_id: _Optional[str] = ..., child_workflow_only: _Optional[bool] = ...) -> None: ...
+
+class SignalExternalWorkflowExecutionCommandAttributes(_message.Message):
+    __slots__ = ("workflow_id", "run_id", "signal_name", "input", "child_workflow_only")
+    WORKFLOW_ID_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    SIGNAL_NAME_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    CHILD_WORKFLOW_ONLY_FIELD_NUMBER: _ClassVar[int]
+    workflow_id: str
+    run_id: str
+    signal_name: str
+    input: _common_pb2.Payloads
+    child_workflow_only: bool
+    def __init__(self, workflow_id: _Optional[str] = ..., run_id: _Optional[str] = ..., signal_name: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., child_workflow_only: _Optional[bool] = ...) -> None: ...
 
 class ContinueAsNewWorkflowExecutionCommandAttributes(_message.Message):
     __slots__ = ("workflow_type", "task_queue", "input", "workflow_run_timeout", "workflow_task_timeout")
