@@ -296,6 +296,8 @@ async def test_malformed_child_commands_are_invalid_argument_and_change_nothing(
 # ---- kill -9 of the server while children run
 
 ran: Counter[str] = Counter()
+# A workflow task leased when the server died is handed out again after this.
+WFT_TIMEOUT = timedelta(seconds=2)
 
 
 @activity.defn
@@ -318,7 +320,9 @@ class ChargeMany:
     async def run(self, count: int) -> list:
         info = workflow.info()
         return list(await asyncio.gather(*(
-            workflow.execute_child_workflow(ChargeOne.run, f"{info.workflow_id}-{i}", id=f"{info.workflow_id}-{i}")
+            workflow.execute_child_workflow(
+                ChargeOne.run, f"{info.workflow_id}-{i}", id=f"{info.workflow_id}-{i}", task_timeout=WFT_TIMEOUT
+            )
             for i in range(count)
         )))
 
@@ -331,7 +335,10 @@ async def test_a_server_killed_while_children_run_completes_everything_exactly_o
     try:
         async with fast_worker(client, QUEUE, workflows=[ChargeMany, ChargeOne], activities=[charge]):
             handles = [
-                await client.start_workflow(ChargeMany.run, 4, id=f"many-{n}", task_queue=QUEUE) for n in range(3)
+                await client.start_workflow(
+                    ChargeMany.run, 4, id=f"many-{n}", task_queue=QUEUE, task_timeout=WFT_TIMEOUT
+                )
+                for n in range(3)
             ]
             await wait_until(lambda: sum(ran.values()) >= 3, timeout=60, what="some children to charge")
             server_process.kill9()

@@ -16,6 +16,7 @@ import pytest
 from flowforge import Client, WorkflowExecutionStatus, workflow
 from flowforge.exceptions import NonDeterminismError, TimeoutError, WorkflowFailureError
 from flowforge.testing import Replayer
+from tests.integration._processes import ServerProcess, wait_until
 from tests.integration._reliability import assert_gapless, events, fast_worker, sdk_client
 
 __all__ = ["sdk_client"]
@@ -40,6 +41,18 @@ class CountdownThatNoLongerContinues:
     @workflow.run
     async def run(self, state: dict) -> dict:
         return state
+
+
+@workflow.defn
+class Steps:
+    """Continues as new after each short timer until it has taken ``total`` steps."""
+
+    @workflow.run
+    async def run(self, state: dict) -> dict:
+        await workflow.sleep(timedelta(seconds=0.05))
+        if state["step"] == state["total"]:
+            return state
+        workflow.continue_as_new({**state, "step": state["step"] + 1})
 
 
 @workflow.defn
@@ -111,3 +124,39 @@ async def test_the_execution_timeout_spans_the_chain_while_the_run_timeout_resta
     first, last = min(runs, key=lambda r: r.start_time), max(runs, key=lambda r: r.start_time)
     assert last.close_time is not None and first.start_time is not None
     assert 1.8 <= (last.close_time - first.start_time).total_seconds() <= 6.0
+
+
+async def test_a_server_killed_during_a_continue_as_new_chain_leaves_exactly_one_run_per_step(
+    server_process: ServerProcess,
+) -> None:
+    total = 30
+    client = await Client.connect(server_process.address)
+    try:
+        async with fast_worker(client, QUEUE, workflows=[Steps]):
+            handle = await client.start_workflow(
+                Steps.run, {"step": 0, "total": total}, id="steps", task_queue=QUEUE,
+                task_timeout=timedelta(seconds=2),
+            )
+
+            async def runs_so_far() -> int:
+                return len([run async for run in client.list_workflows(workflow_id="steps")])
+
+            await wait_until(lambda: _at_least(runs_so_far(), 8), timeout=60, what="a few continuations")
+            server_process.kill9()
+            server_process.start()
+            assert await handle.result() == {"step": total, "total": total}
+        runs = [run async for run in client.list_workflows(workflow_id="steps")]
+        assert len(runs) == total + 1
+        assert sorted(run.status.name for run in runs) == ["COMPLETED"] + ["CONTINUED_AS_NEW"] * total
+        inputs = []
+        for run in runs:
+            history = await events(client.get_workflow_handle("steps", run_id=run.run_id))
+            assert_gapless(history)
+            inputs.append(history[0].attributes["input"])
+        assert len({str(value) for value in inputs}) == total + 1  # every step started exactly once
+    finally:
+        await client.close()
+
+
+async def _at_least(count, minimum: int) -> bool:  # type: ignore[no-untyped-def]
+    return (await count) >= minimum
