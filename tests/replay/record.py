@@ -22,7 +22,7 @@ from samples.approval.demo import wait_for_stage
 from samples.onboarding.workflows import ACTIVITIES, TASK_QUEUE, Onboarding
 from samples.order_tracking import workflows as order_tracking
 from samples.saga import workflows as saga
-from tests.replay import shipping
+from tests.replay import batches, shipping
 
 HISTORIES = Path(__file__).parent / "histories"
 REQUESTS = {
@@ -101,6 +101,20 @@ async def record_saga(client: Client) -> None:
             await _save(client, workflow_id)
 
 
+# Continue-as-new: every run of one chain, each history on its own.
+async def record_batches(client: Client) -> None:
+    async with Worker(client, task_queue=batches.TASK_QUEUE, workflows=[batches.DrainQueue],
+                      activities=batches.ACTIVITIES):
+        handle = await client.start_workflow(
+            batches.DrainQueue.run, ["a", "b", "c", "d", "e"], id="batches", task_queue=batches.TASK_QUEUE
+        )
+        await handle.result()
+        runs = sorted([run async for run in client.list_workflows(workflow_id="batches")], key=lambda r: r.start_time)
+        for number, run in enumerate(runs, 1):
+            history = await client.get_workflow_handle("batches", run_id=run.run_id).fetch_history()
+            (HISTORIES / f"batches-run-{number}.json").write_text(history.to_json() + "\n")
+
+
 async def _save(client: Client, workflow_id: str) -> None:
     history = await client.get_workflow_handle(workflow_id).fetch_history()
     (HISTORIES / f"{workflow_id}.json").write_text(history.to_json() + "\n")
@@ -137,6 +151,7 @@ RECORDERS: dict[str, Callable[[Client], Awaitable[None]]] = {
     "shipping": record_shipping,
     "order_tracking": record_order_tracking,
     "saga": record_saga,
+    "batches": record_batches,
     "approval": record_approval,
 }
 

@@ -20,7 +20,7 @@ from samples.onboarding.workflows import (
 )
 from samples.order_tracking.workflows import OrderFulfillment
 from samples.saga import workflows as saga
-from tests.replay import shipping
+from tests.replay import batches, shipping
 
 HISTORY_FOLDER = Path(__file__).parent / "histories"
 ONBOARDING_HISTORIES = sorted(HISTORY_FOLDER.glob("onboarding-*.json"))
@@ -61,7 +61,8 @@ class OnboardingReadingTheClock:
 
 # One test per committed history: every history replays against today's code.
 test_recorded_history_replays_against_the_current_code = replay_histories_in(
-    HISTORY_FOLDER, workflows=[Onboarding, shipping.Shipping, OrderFulfillment, *saga.WORKFLOWS, ExpenseApproval]
+    HISTORY_FOLDER,
+    workflows=[Onboarding, shipping.Shipping, OrderFulfillment, *saga.WORKFLOWS, ExpenseApproval, batches.DrainQueue],
 )
 
 
@@ -139,3 +140,19 @@ async def test_dropping_the_approval_deadline_raises_non_determinism_naming_the_
             load(HISTORY_FOLDER / "approval-paid.json")
         )
     assert "history event 11 TimerStarted" in str(error.value) and "no matching command" in str(error.value)
+
+
+async def test_each_run_of_a_continue_as_new_chain_replays_and_dropping_the_continuation_is_named() -> None:
+    runs = [load(HISTORY_FOLDER / f"batches-run-{number}.json") for number in (1, 2, 3)]
+    assert [run.events[-1].event_type for run in runs] == [
+        "WorkflowExecutionContinuedAsNew", "WorkflowExecutionContinuedAsNew", "WorkflowExecutionCompleted"
+    ]
+    first_run_id = runs[0].events[0].attributes["run_id"]
+    assert runs[1].events[0].attributes["continued_execution_run_id"] == first_run_id
+    assert runs[2].events[0].attributes["first_execution_run_id"] == first_run_id
+    for run in runs:
+        await Replayer(workflows=[batches.DrainQueue]).replay_workflow(run)
+    with pytest.raises(NonDeterminismError) as error:
+        await Replayer(workflows=[batches.DrainQueueInOneRun]).replay_workflow(runs[0])
+    message = str(error.value)
+    assert "WorkflowExecutionContinuedAsNew" in message and "ScheduleActivityTask" in message
