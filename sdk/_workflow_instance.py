@@ -694,7 +694,7 @@ class WorkflowInstance(workflow._Runtime):
             workflow_type=self._definition.name,
             task_queue=self._task_queue,
             namespace=self._namespace,
-            attempt=1,
+            attempt=int(attributes.get("attempt", 1)),
             start_time=event.event_time.ToDatetime(tzinfo=timezone.utc),
             search_attributes=_search_attributes_from_proto(
                 json_dict_to_message(attributes.get("search_attributes"), common_pb2.SearchAttributes)
@@ -1255,6 +1255,8 @@ class WorkflowInstance(workflow._Runtime):
         ):
             if timeout is not None:
                 field.FromTimedelta(timeout)
+        if call.retry_policy is not None:
+            attributes.retry_policy.CopyFrom(call.retry_policy.to_proto())
         command = command_pb2.Command(start_child_workflow_execution=attributes)
         self._commands.append(command)
         child = _Child(
@@ -1349,7 +1351,9 @@ class WorkflowInstance(workflow._Runtime):
     ) -> exceptions.ChildWorkflowError:
         event_type = event.event_type
         cause: exceptions.FailureError
-        retry_state = exceptions.RetryState.NON_RETRYABLE_FAILURE
+        retry_state = exceptions.RetryState.__members__.get(
+            attributes.get("retry_state", ""), exceptions.RetryState.NON_RETRYABLE_FAILURE
+        )
         if event_type == "StartChildWorkflowExecutionFailed":
             outcome = "could not start: its workflow id already has a running execution"
             cause = exceptions.ApplicationError(
@@ -1373,7 +1377,8 @@ class WorkflowInstance(workflow._Runtime):
             cause = exceptions.TimeoutError(
                 f"child workflow timed out ({attributes.get('timeout_type', 'EXECUTION')})", type=None
             )
-            retry_state = exceptions.RetryState.TIMEOUT
+            if "retry_state" not in attributes:
+                retry_state = exceptions.RetryState.TIMEOUT
         error = exceptions.ChildWorkflowError(
             f"child workflow {child.workflow_type!r} (id {child.workflow_id}) {outcome}",
             namespace=self._namespace,

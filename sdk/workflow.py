@@ -290,7 +290,7 @@ class Info:
     """The namespace of the execution."""
 
     attempt: int
-    """The run's attempt, starting at 1 (always 1 until workflows can be retried)."""
+    """The run's attempt, starting at 1; a child workflow retried by its retry policy counts up."""
 
     start_time: datetime
     """When the execution started (UTC)."""
@@ -864,6 +864,7 @@ class _ChildWorkflowCall:
     parent_close_policy: ParentClosePolicy
     search_attributes: Optional[Mapping[str, SearchAttributeValue]] = None
     memo: Optional[Mapping[str, Any]] = None
+    retry_policy: Optional[RetryPolicy] = None
 
 
 async def start_child_workflow(
@@ -879,6 +880,7 @@ async def start_child_workflow(
     parent_close_policy: ParentClosePolicy = ParentClosePolicy.TERMINATE,
     search_attributes: Optional[Mapping[str, SearchAttributeValue]] = None,
     memo: Optional[Mapping[str, Any]] = None,
+    retry_policy: Optional[RetryPolicy] = None,
 ) -> ChildWorkflowHandle:
     """Starts a child workflow and returns its handle once it has started.
 
@@ -911,6 +913,7 @@ async def start_child_workflow(
             parent_close_policy=ParentClosePolicy(parent_close_policy),
             search_attributes=search_attributes,
             memo=memo,
+            retry_policy=retry_policy,
             **timeouts,
         )
     )
@@ -939,6 +942,7 @@ async def execute_child_workflow(
     parent_close_policy: ParentClosePolicy = ParentClosePolicy.TERMINATE,
     search_attributes: Optional[Mapping[str, SearchAttributeValue]] = None,
     memo: Optional[Mapping[str, Any]] = None,
+    retry_policy: Optional[RetryPolicy] = None,
 ) -> Any:
     """Runs a child workflow and returns its result.
 
@@ -960,6 +964,10 @@ async def execute_child_workflow(
             ``Client.start_workflow`` (each registered in the namespace; otherwise
             this workflow task fails with ``BAD_SEARCH_ATTRIBUTES`` until it is).
         memo: The child's memo.
+        retry_policy: Retries of the child: a run that fails (or reaches its run
+            timeout) is followed by a new run after the policy's backoff, until one
+            succeeds, the attempts run out or the execution timeout passes; this
+            workflow hears only of the last run. ``None``: no retries.
 
     Returns:
         The child's result.
@@ -972,7 +980,7 @@ async def execute_child_workflow(
     handle = await start_child_workflow(
         workflow, arg, args=args, id=id, task_queue=task_queue, execution_timeout=execution_timeout,
         run_timeout=run_timeout, task_timeout=task_timeout, parent_close_policy=parent_close_policy,
-        search_attributes=search_attributes, memo=memo,
+        search_attributes=search_attributes, memo=memo, retry_policy=retry_policy,
     )
     return await handle
 

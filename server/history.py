@@ -36,7 +36,7 @@ from google.protobuf import duration_pb2
 from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.converter import message_to_json_dict
 from flowforge.server import _events
-from flowforge.server._events import duration_s, failure_json, payloads_from_json, payloads_json
+from flowforge.server._events import duration_s, failure_from_json, failure_json, payloads_from_json, payloads_json
 from flowforge.server.clock import Clock, SystemClock
 from flowforge.server.errors import (
     AlreadyExists,
@@ -529,6 +529,7 @@ class HistoryEngine:
         input: common_pb2.Payloads, identity: str, execution_timeout_s: float, run_timeout_s: float,
         task_timeout_s: float, started: dict[str, Any], run_id: Optional[str] = None,
         execution_expiration_us: Optional[int] = None, first_events: Sequence[tuple[str, dict[str, Any]]] = (),
+        first_task_delay_s: float = 0.0,
     ) -> _Mutation:
         """A new run with its WorkflowExecutionStarted and first workflow task, to be saved.
 
@@ -573,7 +574,7 @@ class HistoryEngine:
         m.append("WorkflowExecutionStarted", {**attributes, **started})
         for event_type, event_attributes in first_events:
             m.append(event_type, event_attributes)
-        m.schedule_workflow_task(attempt=1)
+        m.schedule_workflow_task(attempt=1, delay_s=first_task_delay_s)
         return m
 
     async def resolve_execution(self, tx: Transaction, namespace: str, workflow_id: str, run_id: str) -> ExecutionRow:
@@ -1831,6 +1832,9 @@ class HistoryEngine:
         policy = common_pb2.ParentClosePolicy.Name(a.parent_close_policy or common_pb2.PARENT_CLOSE_POLICY_TERMINATE)
         policy = policy.removeprefix("PARENT_CLOSE_POLICY_")
         task_queue = a.task_queue or parent.task_queue
+        retry = (
+            {"retry_policy": StoredRetryPolicy.from_proto(a.retry_policy).to_json()} if a.HasField("retry_policy") else {}
+        )
         initiated_id = m.append(
             "StartChildWorkflowExecutionInitiated",
             {
@@ -1839,7 +1843,7 @@ class HistoryEngine:
                 "workflow_execution_timeout": duration_s(a.workflow_execution_timeout),
                 "workflow_run_timeout": duration_s(a.workflow_run_timeout),
                 "workflow_task_timeout": duration_s(a.workflow_task_timeout),
-                "parent_close_policy": policy, "workflow_task_completed_event_id": completed_id,
+                "parent_close_policy": policy, "workflow_task_completed_event_id": completed_id, **retry,
             },
         )
         child = self._new_run(
@@ -1849,7 +1853,7 @@ class HistoryEngine:
             run_timeout_s=duration_s(a.workflow_run_timeout), task_timeout_s=duration_s(a.workflow_task_timeout),
             started={
                 "parent_workflow_namespace": parent.namespace, "parent_workflow_id": parent.workflow_id,
-                "parent_run_id": parent.run_id, "parent_initiated_event_id": initiated_id,
+                "parent_run_id": parent.run_id, "parent_initiated_event_id": initiated_id, **retry,
                 **self._visibility_attributes(a.search_attributes, a.memo),
             },
         )
@@ -1931,9 +1935,13 @@ class HistoryEngine:
         row = m.row
         close_event = m.events[-1]
         attributes = json.loads(close_event.attributes)
+        started = json.loads((await m.tx.read_events(row.namespace, row.run_id, 0, 1))[0].attributes)
         new_run_id: Optional[str] = None
+        retry_state: Optional[str] = None
         if close_event.event_type == "WorkflowExecutionContinuedAsNew":
-            new_run_id = await self._start_continued_run(m, attributes)
+            new_run_id = await self._start_continued_run(m, started, attributes)
+        elif close_event.event_type == "WorkflowExecutionFailed" or attributes.get("timeout_type") == "RUN":
+            new_run_id, retry_state = await self._retry_run(m, started, attributes)
         for child in await m.tx.list_child_executions(row.namespace, row.run_id):
             await m.tx.delete_child_execution(row.namespace, row.run_id, child.initiated_event_id)
             await self._apply_parent_close_policy(m.tx, child, m.now, parent=row)
@@ -1952,15 +1960,47 @@ class HistoryEngine:
         pm.deliver([(
             outcome_type,
             {"initiated_event_id": link.initiated_event_id, "workflow_id": row.workflow_id, "run_id": row.run_id,
-             "workflow_type": row.workflow_type, **{key: attributes.get(key) for key in outcome}},
+             "workflow_type": row.workflow_type, **{key: attributes.get(key) for key in outcome},
+             **({"retry_state": retry_state} if retry_state else {})},
         )])
         await pm.save()
 
-    async def _start_continued_run(self, m: _Mutation, continued: dict[str, Any]) -> str:
-        """Starts the run a continue-as-new asked for: same workflow id, fresh history,
-        the execution timeout still counted from the chain's first run."""
+    async def _retry_run(
+        self, m: _Mutation, started: dict[str, Any], closed: dict[str, Any]
+    ) -> tuple[Optional[str], str]:
+        """Starts the next attempt of a failed (or run-timed-out) run that has a retry
+        policy, after its backoff; returns (the new run id or None, the retry state)."""
+        if "retry_policy" not in started:
+            return None, "NON_RETRYABLE_FAILURE" if "failure" in closed else "TIMEOUT"
+        attempt = int(started.get("attempt", 1))
+        failure = (
+            failure_from_json(closed["failure"]) if "failure" in closed
+            else common_pb2.Failure(message="workflow run timed out", type="TimeoutError")
+        )
+        decision = decide_retry(
+            StoredRetryPolicy.from_json(started["retry_policy"]), attempt=attempt, failure=failure, now_us=m.now,
+            schedule_to_close_deadline_us=started.get("workflow_execution_expiration_us"), rng=self._rng,
+        )
+        if decision.delay_s is None:
+            return None, decision.retry_state
         row = m.row
-        started = json.loads((await m.tx.read_events(row.namespace, row.run_id, 0, 1))[0].attributes)
+        retry = {
+            "new_execution_run_id": str(uuid.uuid4()), "workflow_type": row.workflow_type,
+            "task_queue": row.task_queue, "input": started["input"],
+            "workflow_run_timeout": started["workflow_run_timeout"], "workflow_task_timeout": row.wft_timeout_s,
+        }
+        new_run_id = await self._start_continued_run(
+            m, started, retry, extra={"attempt": attempt + 1, "initiator": "RETRY"}, first_task_delay_s=decision.delay_s
+        )
+        return new_run_id, decision.retry_state
+
+    async def _start_continued_run(
+        self, m: _Mutation, started: dict[str, Any], continued: dict[str, Any], *,
+        extra: Optional[dict[str, Any]] = None, first_task_delay_s: float = 0.0,
+    ) -> str:
+        """Starts the run a continue-as-new (or a retry) asked for: same workflow id,
+        fresh history, the execution timeout still counted from the chain's first run."""
+        row = m.row
         carried = {key: started[key] for key in _CARRIED_START_ATTRIBUTES if key in started}
         # Like Temporal, the new run keeps the memo and the search attributes as they are now (upserts included).
         search_attributes, memo = (await self._visibility_of(m.tx, row.namespace, [row.run_id]))[row.run_id]
@@ -1972,10 +2012,11 @@ class HistoryEngine:
             run_timeout_s=continued["workflow_run_timeout"], task_timeout_s=continued["workflow_task_timeout"],
             started={
                 **carried, "continued_execution_run_id": row.run_id,
-                **self._visibility_attributes(search_attributes, memo),
+                **self._visibility_attributes(search_attributes, memo), **(extra or {}),
             },
             run_id=continued["new_execution_run_id"],
             execution_expiration_us=started.get("workflow_execution_expiration_us"),
+            first_task_delay_s=first_task_delay_s,
         )
         await new.save()
         values = await self._stored_values(m.tx, row.namespace, search_attributes)
@@ -2017,6 +2058,6 @@ _CHILD_OUTCOMES: dict[str, tuple[str, tuple[str, ...]]] = {
 # What every run of a continue-as-new chain keeps from the first one.
 _CARRIED_START_ATTRIBUTES = (
     "parent_workflow_namespace", "parent_workflow_id", "parent_run_id", "parent_initiated_event_id",
-    "original_execution_run_id", "first_execution_run_id",
+    "original_execution_run_id", "first_execution_run_id", "retry_policy",
 )
 _MAX_NAME_LENGTH = 1000

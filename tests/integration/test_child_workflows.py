@@ -21,9 +21,9 @@ from datetime import timedelta
 import grpc
 import pytest
 
-from flowforge import Client, WorkflowExecutionStatus, activity, workflow
+from flowforge import Client, RetryPolicy, WorkflowExecutionStatus, activity, workflow
 from flowforge.api.v1 import command_pb2
-from flowforge.exceptions import ApplicationError, ChildWorkflowError, WorkflowFailureError
+from flowforge.exceptions import ApplicationError, ChildWorkflowError, RetryState, WorkflowFailureError
 from flowforge.server import FlowForgeServer
 from flowforge.workflow import ParentClosePolicy
 from tests.integration._processes import ServerProcess, wait_until
@@ -76,6 +76,30 @@ class AwaitsSignal:
 
 
 @workflow.defn
+class FlakyUntilThirdAttempt:
+    @workflow.run
+    async def run(self) -> int:
+        info = workflow.info()
+        if info.attempt >= 3:
+            return info.attempt
+        raise ApplicationError(f"attempt {info.attempt} failed", type="Flaky")
+
+
+@workflow.defn
+class RetriesChildren:
+    @workflow.run
+    async def run(self, maximum_attempts: int) -> dict:
+        policy = RetryPolicy(initial_interval=timedelta(seconds=0.1), maximum_attempts=maximum_attempts)
+        child_id = f"{workflow.info().workflow_id}-child"
+        try:
+            return {"attempt": await workflow.execute_child_workflow(
+                FlakyUntilThirdAttempt.run, id=child_id, retry_policy=policy
+            )}
+        except ChildWorkflowError as error:
+            return {"error": error.cause.message, "retry_state": error.retry_state.name}
+
+
+@workflow.defn
 class Parent:
     @workflow.run
     async def run(self, request: dict) -> dict:
@@ -118,7 +142,7 @@ class Parent:
         return {}
 
 
-WORKFLOWS = [Parent, Greeter, Declines, WaitsForever, AwaitsSignal]
+WORKFLOWS = [Parent, Greeter, Declines, WaitsForever, AwaitsSignal, FlakyUntilThirdAttempt, RetriesChildren]
 
 
 async def test_a_child_result_returns_to_the_parent_and_each_knows_the_other(sdk_client: Client) -> None:
@@ -232,6 +256,28 @@ async def test_a_parent_signals_its_child_and_a_closed_child_cannot_be_signalled
            "SignalExternalWorkflowExecutionInitiated", "SignalExternalWorkflowExecutionFailed"]
     (signaled,) = of_type(await events(sdk_client.get_workflow_handle("p6-child")), "WorkflowExecutionSignaled")
     assert signaled.attributes["signal_name"] == "go" and signaled.attributes["identity"] == "parent p6"
+
+
+async def test_a_child_with_a_retry_policy_runs_again_until_it_succeeds_or_the_attempts_run_out(
+    sdk_client: Client,
+) -> None:
+    async with fast_worker(sdk_client, QUEUE, workflows=WORKFLOWS):
+        enough = await sdk_client.start_workflow(RetriesChildren.run, 5, id="r1", task_queue=QUEUE)
+        too_few = await sdk_client.start_workflow(RetriesChildren.run, 2, id="r2", task_queue=QUEUE)
+        assert await enough.result() == {"attempt": 3}
+        assert await too_few.result() == {"error": "attempt 2 failed", "retry_state": "MAXIMUM_ATTEMPTS_REACHED"}
+
+    runs = sorted([r async for r in sdk_client.list_workflows(workflow_id="r1-child")], key=lambda r: r.start_time)
+    assert [r.status.name for r in runs] == ["FAILED", "FAILED", "COMPLETED"]
+    third = (await events(sdk_client.get_workflow_handle("r1-child", run_id=runs[2].run_id)))[0].attributes
+    assert (third["attempt"], third["continued_execution_run_id"], third["parent_workflow_id"]) == (3, runs[1].run_id, "r1")
+    # The parent saw one start and one outcome, whatever the number of attempts.
+    history = await events(enough)
+    assert len(of_type(history, "ChildWorkflowExecutionStarted")) == 1
+    (completed,) = of_type(history, "ChildWorkflowExecutionCompleted")
+    assert completed.attributes["run_id"] == runs[2].run_id
+    (failed,) = of_type(await events(too_few), "ChildWorkflowExecutionFailed")
+    assert failed.attributes["retry_state"] == RetryState.MAXIMUM_ATTEMPTS_REACHED.name
 
 
 async def test_a_child_id_that_is_already_running_gives_a_clear_child_workflow_error(sdk_client: Client) -> None:

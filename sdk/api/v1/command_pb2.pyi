@@ -126,7 +126,7 @@ class UpsertWorkflowSearchAttributesCommandAttributes(_message.Message):
     def __init__(self, search_attributes: _Optional[_Union[_common_pb2.SearchAttributes, _Mapping]] = ...) -> None: ...
 
 class StartChildWorkflowExecutionCommandAttributes(_message.Message):
-    __slots__ = ("workflow_id", "workflow_type", "task_queue", "input", "workflow_execution_timeout", "workflow_run_timeout", "workflow_task_timeout", "parent_close_policy", "search_attributes", "memo")
+    __slots__ = ("workflow_id", "workflow_type", "task_queue", "input", "workflow_execution_timeout", "workflow_run_timeout", "workflow_task_timeout", "parent_close_policy", "retry_policy", "search_attributes", "memo")
     WORKFLOW_ID_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_TYPE_FIELD_NUMBER: _ClassVar[int]
     TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
@@ -135,6 +135,7 @@ class StartChildWorkflowExecutionCommandAttributes(_message.Message):
     WORKFLOW_RUN_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_TASK_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     PARENT_CLOSE_POLICY_FIELD_NUMBER: _ClassVar[int]
+    RETRY_POLICY_FIELD_NUMBER: _ClassVar[int]
     SEARCH_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
     MEMO_FIELD_NUMBER: _ClassVar[int]
     workflow_id: str
@@ -145,9 +146,10 @@ class StartChildWorkflowExecutionCommandAttributes(_message.Message):
     workflow_run_timeout: _duration_pb2.Duration
     workflow_task_timeout: _duration_pb2.Duration
     parent_close_policy: _common_pb2.ParentClosePolicy
+    retry_policy: _common_pb2.RetryPolicy
     search_attributes: _common_pb2.SearchAttributes
     memo: _common_pb2.Memo
-    def __init__(self, workflow_id: _Optional[str] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., workflow_execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_run_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_task_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., parent_close_policy: _Optional[_Union[_common_pb2.ParentClosePolicy, str]] = ..., search_attributes: _Optional[_Union[_common_pb2.SearchAttributes, _Mapping]] = ..., memo: _Optional[_Union[_common_pb2.Memo, _Mapping]] = ...) -> None: ...
+    def __init__(self, workflow_id: _Optional[str] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., workflow_execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_run_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_task_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., parent_close_policy: _Optional[_Union[_common_pb2.ParentClosePolicy, str]] = ..., retry_policy: _Optional[_Union[_common_pb2.RetryPolicy, _Mapping]] = ..., search_attributes: _Optional[_Union[_common_pb2.SearchAttributes, _Mapping]] = ..., memo: _Optional[_Union[_common_pb2.Memo, _Mapping]] = ...) -> None: ...
 
 class RequestCancelExternalWorkflowExecutionCommandAttributes(_message.Message):
     __slots__ = ("workflow_id", "run_id", "child_workflow_only")
