@@ -30,7 +30,7 @@ import dataclasses
 import math
 import re
 from datetime import datetime, timezone
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Callable, Iterator, Optional, Union
 
 from flowforge.api.v1 import common_pb2
 from flowforge.server.errors import InvalidArgument
@@ -305,18 +305,18 @@ class _Parser:
         raise _QueryError(self._query, token.position, what)
 
     def _or(self) -> _Node:
-        operands = [self._and()]
-        while self._at_keyword("OR"):
-            self._next()
-            operands.append(self._and())
-        return operands[0] if len(operands) == 1 else _Junction("OR", tuple(operands))
+        return self._junction("OR", self._and)
 
     def _and(self) -> _Node:
-        operands = [self._not()]
-        while self._at_keyword("AND"):
+        return self._junction("AND", self._not)
+
+    def _junction(self, operator: str, operand: Callable[[], _Node]) -> _Node:
+        """``operand (operator operand)*``: the one operand, or a junction of them all."""
+        operands = [operand()]
+        while self._at_keyword(operator):
             self._next()
-            operands.append(self._not())
-        return operands[0] if len(operands) == 1 else _Junction("AND", tuple(operands))
+            operands.append(operand())
+        return operands[0] if len(operands) == 1 else _Junction(operator, tuple(operands))
 
     def _not(self) -> _Node:
         if self._at_keyword("NOT"):
