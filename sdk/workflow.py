@@ -225,6 +225,12 @@ def signal(*, name: Optional[str] = None) -> Callable[[CallableType], CallableTy
 def signal(fn: Optional[CallableType] = None, *, name: Optional[str] = None) -> Any:
     """Marks a method that handles a signal; use as ``@workflow.signal`` or ``@workflow.signal(name=...)``.
 
+    The handler (``def`` or ``async def``) runs on the workflow's deterministic loop,
+    started in the order the signals are in history, with its arguments decoded using
+    its type hints. A ``FailureError`` it raises fails the workflow; any other exception
+    fails the workflow task (retried). A signal no handler takes is dropped with a
+    warning. See docs/signals-and-queries.md.
+
     Args:
         fn: The method, when used without parentheses.
         name: The signal name; defaults to the method name.
@@ -248,7 +254,10 @@ def query(*, name: Optional[str] = None) -> Callable[[CallableType], CallableTyp
 def query(fn: Optional[CallableType] = None, *, name: Optional[str] = None) -> Any:
     """Marks a method that answers a query; use as ``@workflow.query`` or ``@workflow.query(name=...)``.
 
-    A query handler only reads the workflow's state, so it must be a plain ``def``.
+    A query handler only reads the workflow's state, so it must be a plain ``def``; a
+    worker runs it on the run's current state (its cached instance, or a replay of the
+    history, also for closed runs). Starting an activity or a timer, or awaiting, in a
+    query handler fails the query.
 
     Args:
         fn: The method, when used without parentheses.
@@ -481,14 +490,17 @@ async def sleep(duration: Union[timedelta, float]) -> None:
 async def wait_condition(
     fn: Callable[[], bool], *, timeout: Union[timedelta, float, None] = None
 ) -> None:
-    """Waits until ``fn()`` is true; it is checked whenever the workflow is idle.
+    """Waits until ``fn()`` is true; it is checked whenever the workflow is idle
+    (after each signal, activity result or timer has been handled).
 
     Args:
         fn: A condition over the workflow's state; it must not have side effects.
-        timeout: Give up after this long (a durable timer); a number is seconds.
+        timeout: Give up after this long (a durable timer, cancelled if the condition
+            comes true first); a number is seconds.
 
     Raises:
-        TimeoutError: The timeout expired first.
+        asyncio.TimeoutError: The timeout expired first (the built-in
+            ``TimeoutError``, as in Temporal; not ``flowforge.exceptions.TimeoutError``).
     """
     runtime = _Runtime.current()
     if fn():
