@@ -19,10 +19,11 @@ from __future__ import annotations
 import dataclasses
 import enum
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
-from flowforge.api.v1 import workflow_service_pb2 as pb
+from flowforge.api.v1 import common_pb2, workflow_service_pb2 as pb
 from flowforge.client import _NO_ARGUMENT, _call_arguments, _set_workflow_timeouts, _workflow_type_and_result_hint
+from flowforge.common import SearchAttributeValue, _search_attributes_from_proto, _search_attributes_to_proto
 
 if TYPE_CHECKING:
     from flowforge.client import Client
@@ -119,6 +120,9 @@ class ScheduleActionStartWorkflow:
         execution_timeout: Limit on each started execution.
         run_timeout: Limit on one run.
         task_timeout: Limit on one workflow task.
+        search_attributes: Search attributes of every started execution (each
+            registered in the namespace; checked when the schedule is created).
+        memo: The memo of every started execution.
     """
 
     workflow: str
@@ -128,6 +132,8 @@ class ScheduleActionStartWorkflow:
     execution_timeout: Optional[timedelta]
     run_timeout: Optional[timedelta]
     task_timeout: Optional[timedelta]
+    search_attributes: dict[str, SearchAttributeValue]
+    memo: dict[str, Any]
 
     def __init__(
         self,
@@ -140,6 +146,8 @@ class ScheduleActionStartWorkflow:
         execution_timeout: Optional[timedelta] = None,
         run_timeout: Optional[timedelta] = None,
         task_timeout: Optional[timedelta] = None,
+        search_attributes: Optional[Mapping[str, SearchAttributeValue]] = None,
+        memo: Optional[Mapping[str, Any]] = None,
     ) -> None:
         self.workflow = _workflow_type_and_result_hint(workflow)[0]
         self.args = _call_arguments(arg, args)
@@ -148,6 +156,8 @@ class ScheduleActionStartWorkflow:
         self.execution_timeout = execution_timeout
         self.run_timeout = run_timeout
         self.task_timeout = task_timeout
+        self.search_attributes = dict(search_attributes or {})
+        self.memo = dict(memo or {})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -325,6 +335,8 @@ def _schedule_to_proto(schedule: Schedule, client: Client) -> pb.Schedule:
         action=pb.ScheduleActionStartWorkflow(
             workflow_id=action.id, workflow_type=action.workflow, task_queue=action.task_queue,
             input=client.data_converter.to_payloads(action.args),
+            search_attributes=_search_attributes_to_proto(action.search_attributes),
+            memo=common_pb2.Memo(fields={k: client.data_converter.to_payload(v) for k, v in action.memo.items()}),
         ),
         policy=pb.SchedulePolicy(
             overlap=int(schedule.policy.overlap), misfire=int(schedule.policy.misfire),
@@ -354,6 +366,8 @@ def _description(schedule_id: str, proto: pb.Schedule, info: pb.ScheduleInfo, cl
             execution_timeout=_optional_timedelta(action.workflow_execution_timeout),
             run_timeout=_optional_timedelta(action.workflow_run_timeout),
             task_timeout=_optional_timedelta(action.workflow_task_timeout),
+            search_attributes=_search_attributes_from_proto(action.search_attributes),
+            memo={k: client.data_converter.from_payload(v) for k, v in sorted(action.memo.fields.items())},
         ),
         spec=ScheduleSpec(
             cron_expressions=list(proto.spec.cron_expressions),

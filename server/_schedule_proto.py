@@ -12,7 +12,7 @@ from google.protobuf import duration_pb2, timestamp_pb2
 from flowforge.api.v1 import common_pb2, workflow_service_pb2 as pb
 from flowforge.server._events import duration_s
 from flowforge.server.errors import InvalidArgument
-from flowforge.server.scheduler import SchedulerStatus
+from flowforge.server.scheduler import SchedulerStatus, action_visibility
 from flowforge.server.stores.base import ScheduleRow
 
 __all__ = ["action_document", "overlap_name", "policy_document", "schedule_proto", "spec_document", "status_proto"]
@@ -63,6 +63,8 @@ def action_document(action: pb.ScheduleActionStartWorkflow, check_name: Callable
         "execution_timeout_s": _positive_seconds(action.workflow_execution_timeout, "workflow_execution_timeout"),
         "run_timeout_s": _positive_seconds(action.workflow_run_timeout, "workflow_run_timeout"),
         "task_timeout_s": _positive_seconds(action.workflow_task_timeout, "workflow_task_timeout"),
+        "search_attributes": base64.b64encode(action.search_attributes.SerializeToString(deterministic=True)).decode(),
+        "memo": base64.b64encode(action.memo.SerializeToString(deterministic=True)).decode(),
     }
 
 
@@ -103,6 +105,7 @@ def schedule_proto(row: ScheduleRow, upcoming: list[int]) -> tuple[pb.Schedule, 
             input=input_payloads, workflow_execution_timeout=_duration(action["execution_timeout_s"]),
             workflow_run_timeout=_duration(action["run_timeout_s"]),
             workflow_task_timeout=_duration(action["task_timeout_s"]),
+            search_attributes=action_visibility(action)[0], memo=action_visibility(action)[1],
         ),
         policy=pb.SchedulePolicy(
             overlap=pb.ScheduleOverlapPolicy.Value(f"SCHEDULE_OVERLAP_POLICY_{policy['overlap']}"),

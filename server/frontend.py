@@ -663,6 +663,7 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
         if not schedule.HasField("action"):
             raise InvalidArgument("schedule.action is required: the workflow each fire starts")
         self._engine.check_payloads(schedule.action.input, "the schedule's workflow input")
+        await self._engine.check_visibility(namespace, schedule.action.search_attributes, schedule.action.memo)
         await self._schedules.create(
             namespace, schedule_id, _schedule_proto.spec_document(schedule.spec),
             _schedule_proto.action_document(schedule.action, _name),

@@ -476,8 +476,7 @@ class HistoryEngine:
             self.check_payloads(start_signal.input, "the signal input")
         search_attributes = search_attributes or common_pb2.SearchAttributes()
         memo = memo or common_pb2.Memo()
-        self._check_search_attribute_names(search_attributes, "search_attributes")
-        self.check_payloads(common_pb2.Payloads(payloads=memo.fields.values()), "the memo")
+        self._check_visibility_input(search_attributes, memo, "search_attributes")
         await self.ensure_namespace(namespace)
 
         async def body(tx: Transaction) -> tuple[str, bool]:
@@ -854,6 +853,22 @@ class HistoryEngine:
         await self._transaction(body)
 
     # ------------------------------------------------------------ visibility (docs/visibility.md)
+
+    def _check_visibility_input(
+        self, attributes: common_pb2.SearchAttributes, memo: common_pb2.Memo, where: str
+    ) -> None:
+        """What can be checked without the registry: names, counts, the memo's size."""
+        self._check_search_attribute_names(attributes, where)
+        self.check_payloads(common_pb2.Payloads(payloads=memo.fields.values()), "the memo")
+
+    async def check_visibility(
+        self, namespace: str, attributes: common_pb2.SearchAttributes, memo: common_pb2.Memo
+    ) -> None:
+        """Raises INVALID_ARGUMENT unless a later start could carry these (a schedule's action):
+        types never change once registered, so what passes now passes at every fire."""
+        self._check_visibility_input(attributes, memo, "search_attributes")
+        await self.ensure_namespace(namespace)
+        await self.read(lambda tx: self._stored_values(tx, namespace, attributes))
 
     @staticmethod
     def _check_search_attribute_names(attributes: common_pb2.SearchAttributes, where: str) -> None:
@@ -1757,8 +1772,7 @@ class HistoryEngine:
             if a.parent_close_policy not in common_pb2.ParentClosePolicy.values():
                 raise InvalidArgument(f"{where}: unknown parent_close_policy {a.parent_close_policy}")
             self.check_payloads(a.input, f"the input of child workflow {a.workflow_id!r}")
-            self._check_search_attribute_names(a.search_attributes, where)
-            self.check_payloads(common_pb2.Payloads(payloads=a.memo.fields.values()), f"the memo of {a.workflow_id!r}")
+            self._check_visibility_input(a.search_attributes, a.memo, where)
         elif kind == "request_cancel_external_workflow_execution":
             a = command.request_cancel_external_workflow_execution
             self._check_command_name(where, "workflow_id", a.workflow_id, required=True)

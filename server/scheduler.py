@@ -43,6 +43,7 @@ __all__ = [
     "SchedulerConfig",
     "Schedules",
     "SchedulerStatus",
+    "action_visibility",
     "nominal_workflow_id",
 ]
 
@@ -333,6 +334,7 @@ class _Pass:
             request_id=f"schedule/{row.schedule_id}/{workflow_id}", identity=_IDENTITY,
             execution_timeout_s=action.get("execution_timeout_s", 0.0), run_timeout_s=action.get("run_timeout_s", 0.0),
             task_timeout_s=action.get("task_timeout_s", 0.0),
+            search_attributes=action_visibility(action)[0], memo=action_visibility(action)[1],
             origin={
                 "kind": "schedule", "schedule_id": row.schedule_id, "nominal_time": nominal_text,
                 "trigger": fire["kind"],
@@ -360,6 +362,15 @@ class _Pass:
             candidates.append(self.now + int(self.config.max_sleep_s * _SECOND_US))
         found = [c for c in candidates if c is not None]
         return min(found) if found else None
+
+
+def action_visibility(action: dict[str, Any]) -> tuple[common_pb2.SearchAttributes, common_pb2.Memo]:
+    """The search attributes and memo an action document gives each started run (none in
+    documents written before schedules had them)."""
+    return (
+        common_pb2.SearchAttributes.FromString(base64.b64decode(action.get("search_attributes", ""))),
+        common_pb2.Memo.FromString(base64.b64decode(action.get("memo", ""))),
+    )
 
 
 def _payloads(encoded: str) -> common_pb2.Payloads:

@@ -26,7 +26,13 @@ import pytest
 
 from flowforge import Client, WorkflowExecutionStatus, activity, workflow
 from flowforge.api.v1 import workflow_service_pb2 as pb
-from flowforge.client import WorkflowHandle
+from flowforge.client import (
+    Schedule,
+    ScheduleActionStartWorkflow,
+    ScheduleIntervalSpec,
+    ScheduleSpec,
+    WorkflowHandle,
+)
 from flowforge.common import SearchAttributeIndexedValueType as IndexedType
 from flowforge.exceptions import NonDeterminismError, RPCError
 from flowforge.server import FlowForgeServer, ServerConfig
@@ -525,3 +531,31 @@ async def test_namespaces_have_their_own_attributes_and_runs(sdk_client: Client,
         assert (await other.count_workflows("")).count == 1 and (await sdk_client.count_workflows("")).count == 1
     finally:
         await other.close()
+
+
+# ----------------------------------------------------------------------------- schedules
+
+
+async def test_a_schedule_starts_its_runs_with_its_search_attributes_and_memo(
+    sdk_client: Client, server: FlowForgeServer
+) -> None:
+    await sdk_client.add_search_attributes({"Customer": IndexedType.KEYWORD})
+    hourly = ScheduleSpec(intervals=[ScheduleIntervalSpec(every=timedelta(hours=1))])
+
+    def action(**visibility: Any) -> ScheduleActionStartWorkflow:
+        return ScheduleActionStartWorkflow("Report", id="report", task_queue=IDLE_QUEUE, **visibility)
+
+    refused = await rejection(sdk_client.create_schedule(
+        "unregistered", Schedule(action=action(search_attributes={"Colour": "red"}), spec=hourly)
+    ))
+    assert refused.status == grpc.StatusCode.INVALID_ARGUMENT and "'Colour' is not registered" in refused.message
+    handle = await sdk_client.create_schedule(
+        "reports", Schedule(action=action(search_attributes={"Customer": "ada"}, memo={"plan": "gold"}), spec=hourly)
+    )
+    scheduled = (await handle.describe()).schedule.action
+    assert (scheduled.search_attributes, scheduled.memo) == ({"Customer": "ada"}, {"plan": "gold"})
+    await handle.trigger()
+    await server.scheduler.tick()
+    [run] = await wait_until(lambda: list_all(sdk_client, "Customer = 'ada'"), timeout=DEADLINE_S,
+                             what="the triggered run to be listed by its search attribute")
+    assert run.workflow_id.startswith("report-") and run.memo == {"plan": "gold"}

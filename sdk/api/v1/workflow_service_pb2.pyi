@@ -597,7 +597,7 @@ class ScheduleSpec(_message.Message):
     def __init__(self, cron_expressions: _Optional[_Iterable[str]] = ..., intervals: _Optional[_Iterable[_Union[ScheduleIntervalSpec, _Mapping]]] = ..., time_zone_name: _Optional[str] = ...) -> None: ...
 
 class ScheduleActionStartWorkflow(_message.Message):
-    __slots__ = ("workflow_id", "workflow_type", "task_queue", "input", "workflow_execution_timeout", "workflow_run_timeout", "workflow_task_timeout")
+    __slots__ = ("workflow_id", "workflow_type", "task_queue", "input", "workflow_execution_timeout", "workflow_run_timeout", "workflow_task_timeout", "search_attributes", "memo")
     WORKFLOW_ID_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_TYPE_FIELD_NUMBER: _ClassVar[int]
     TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
@@ -605,6 +605,8 @@ class ScheduleActionStartWorkflow(_message.Message):
     WORKFLOW_EXECUTION_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_RUN_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_TASK_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    MEMO_FIELD_NUMBER: _ClassVar[int]
     workflow_id: str
     workflow_type: str
     task_queue: str
@@ -612,7 +614,9 @@ class ScheduleActionStartWorkflow(_message.Message):
     workflow_execution_timeout: _duration_pb2.Duration
     workflow_run_timeout: _duration_pb2.Duration
     workflow_task_timeout: _duration_pb2.Duration
-    def __init__(self, workflow_id: _Optional[str] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., workflow_execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_run_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_task_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    search_attributes: _common_pb2.SearchAttributes
+    memo: _common_pb2.Memo
+    def __init__(self, workflow_id: _Optional[str] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., workflow_execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_run_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_task_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., search_attributes: _Optional[_Union[_common_pb2.SearchAttributes, _Mapping]] = ..., memo: _Optional[_Union[_common_pb2.Memo, _Mapping]] = ...) -> None: ...
 
 class SchedulePolicy(_message.Message):
     __slots__ = ("overlap", "catchup_window", "misfire")
