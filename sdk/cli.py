@@ -33,7 +33,7 @@ import asyncio
 import json
 import logging
 import sys
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Optional, Sequence
 
 __all__ = ["main"]
@@ -437,6 +437,11 @@ async def _run_workflow(args: argparse.Namespace) -> None:
             build = f"  build {description.first_worker_build_id}" if description.first_worker_build_id else ""
             print(f"{description.workflow_id}  run {description.run_id}  {description.workflow_type}"
                   f"  {description.status.name}{build}")
+            for title, values in (("Search attributes", description.search_attributes), ("Memo", description.memo)):
+                if values:
+                    print(f"\n{title}:")
+                    for name, value in values.items():
+                        print(f"  {name} = {value.isoformat() if isinstance(value, datetime) else json.dumps(value)}")
             print("\nHistory:")
             for event in history.events:
                 print(f"  {event.event_id:>4}  {_stamp(event.event_time)}  {event.event_type}")
@@ -555,8 +560,6 @@ def _json(text: str, where: str) -> Any:
 
 async def _search_attribute_values(client: Any, items: Sequence[str]) -> dict[str, Any]:
     """NAME=VALUE pairs as typed values: JSON where it parses, else text; a time for a Datetime attribute."""
-    from datetime import datetime
-
     from flowforge.common import SearchAttributeIndexedValueType
 
     types = await client.list_search_attributes() if items else {}
@@ -567,12 +570,7 @@ async def _search_attribute_values(client: Any, items: Sequence[str]) -> dict[st
         except ValueError:
             value = text
         if types.get(name) == SearchAttributeIndexedValueType.DATETIME and isinstance(value, str):
-            try:
-                value = datetime.fromisoformat(value)
-            except ValueError:
-                raise SystemExit(f"error: --search-attribute {name}: {text!r} is not an RFC 3339 time") from None
-            if value.tzinfo is None:
-                raise SystemExit(f"error: --search-attribute {name}: {text!r} needs a UTC offset (e.g. Z)")
+            value = _moment(value, f"--search-attribute {name}")
         values[name] = value
     return values
 

@@ -425,6 +425,9 @@ async def test_the_cli_registers_attributes_and_lists_and_counts_by_query(
     assert row["memo"] == {"who": "cli-eu"}
     counted = flowforge("workflow", "count", "-q", "WorkflowType = 'Order'", *address)
     assert (counted.returncode, counted.stdout.strip()) == (0, "2")
+    shown = flowforge("workflow", "show", "--workflow-id", "cli-eu", *address)
+    assert "Search attributes:\n  DueAt = 2024-05-01T12:00:00+00:00\n  Region = \"eu\"\n" in shown.stdout
+    assert "Memo:\n  who = \"cli-eu\"\n" in shown.stdout
 
     bad = flowforge("workflow", "list", "--query", "Region = ", *address)
     assert bad.returncode == 1
