@@ -961,6 +961,11 @@ class WorkflowInstance(workflow._Runtime):
             NonDeterminismError: The code called a nondeterministic function.
         """
         batch, self._pending_batch = self._pending_batch, []
+        if any(event.event_type == "WorkflowExecutionStarted" for event in batch):
+            # Temporal's order for the first activation: the handlers of signals that
+            # came with the start (signal-with-start, or sent before any worker ran)
+            # run before the run method begins. Stable: signals keep their order.
+            batch.sort(key=lambda event: event.event_type != "WorkflowExecutionSignaled")
         for event in batch:
             self._deliver(event)
         guard = self._determinism_guard(_WorkflowEventLoop.run_until_quiescent.__code__)

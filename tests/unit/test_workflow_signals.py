@@ -152,3 +152,27 @@ def test_a_query_that_tries_to_change_the_workflow_fails_and_retires_the_instanc
         instance.activate(history.events)
     [complete] = _instance(Inbox).activate(history.events)
     assert _result(complete) == ["z"]
+
+
+@workflow.defn
+class EarlyBird:
+    def __init__(self) -> None:
+        self.greeting = ""
+
+    @workflow.run
+    async def run(self) -> str:
+        return self.greeting or "no signal yet"  # reads state before its first await
+
+    @workflow.signal
+    def greet(self, text: str) -> None:
+        self.greeting = text
+
+
+def test_signals_that_came_with_the_start_are_handled_before_the_run_method_begins() -> None:
+    history = _History()
+    history.started("EarlyBird")
+    _signal(history, "greet", "hello")
+    _signal(history, "greet", "hello again")
+    history.workflow_task()
+    [complete] = _instance(EarlyBird).activate(history.events)
+    assert _result(complete) == "hello again"
