@@ -126,6 +126,7 @@ def plot(results: list[dict[str, Any]], path: str, title: str) -> bool:
         label = f"{workers} worker process{'es' if workers > 1 else ''}"
         left.plot([r["in_flight"] for r in rows], [r["workflows_per_s"] for r in rows], marker="o", label=label)
         right.plot([r["in_flight"] for r in rows], [r["latency_p95_ms"] for r in rows], marker="o", label=label)
+    left.set_ylim(bottom=0)
     left.set(xscale="log", xlabel="executions in flight", ylabel="onboarding workflows/s (6 activities each)",
              title="Throughput")
     right.set(xscale="log", yscale="log", xlabel="executions in flight", ylabel="latency p95, start to result (ms)",

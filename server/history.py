@@ -1042,9 +1042,11 @@ class HistoryEngine:
         assert task.task_id is not None
         return self.signer.sign(TaskToken(task.namespace, task.task_id, task.fencing_token, task.kind, task.run_id))
 
-    async def has_visible_task(self, namespace: str, kind: str, task_queue: str) -> bool:
-        """Whether a poll of the queue would find a task now (a read, no lock)."""
-        return await self.read(lambda tx: tx.has_visible_task(namespace, kind, task_queue, self.clock.now_us()))
+    async def visible_tasks(self, namespace: str, kind: str, task_queue: str, limit: int) -> int:
+        """How many tasks a poll of the queue could lease now, at most ``limit`` (a read, no lock)."""
+        return await self.read(
+            lambda tx: tx.count_visible_tasks(namespace, kind, task_queue, self.clock.now_us(), limit)
+        )
 
     async def try_lease_workflow_task(self, namespace: str, task_queue: str, identity: str) -> Optional[LeasedWorkflowTask]:
         """Leases the oldest visible workflow task of the queue, or returns None."""

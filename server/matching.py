@@ -8,7 +8,6 @@ tasks whose retry backoff has ended and covers a lost cross-replica notification
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import time
 from typing import Awaitable, Callable, Optional, TypeVar, Union
@@ -27,6 +26,9 @@ __all__ = ["Matching"]
 
 _T = TypeVar("_T")
 
+# A look counts visible tasks up to this many (more than a worker's parked polls).
+_LOOK_LIMIT = 16
+
 
 class Matching:
     """Long-poll front of the task tables."""
@@ -34,10 +36,11 @@ class Matching:
     def __init__(self, engine: HistoryEngine, recheck_interval_s: float = 1.0) -> None:
         self._engine = engine
         self._recheck_interval_s = recheck_interval_s
-        # One lease attempt at a time per queue in this process: a commit wakes every
-        # parked poll of its queue, and without this all of them would see the one
-        # new task and all but one would run an empty write transaction.
-        self._leasing: collections.defaultdict[str, asyncio.Lock] = collections.defaultdict(asyncio.Lock)
+        # Lease attempts under way per queue in this process. A commit wakes every
+        # parked poll of its queue; a poll tries to lease only while fewer attempts
+        # are under way than tasks are visible, so for one new task one poll writes
+        # and the others wait again instead of running empty write transactions.
+        self._leasing: collections.Counter[str] = collections.Counter()
 
     async def poll_workflow_task(
         self, namespace: str, task_queue: str, identity: str, timeout_s: float
@@ -47,24 +50,24 @@ class Matching:
         engine = self._engine
         query_visible = False
 
-        async def has_task() -> bool:
+        async def visible() -> int:
             nonlocal query_visible
             query_visible = await engine.has_visible_query(namespace, task_queue)
-            return query_visible or await engine.has_visible_task(namespace, WORKFLOW, task_queue)
+            return query_visible + await engine.visible_tasks(namespace, WORKFLOW, task_queue, _LOOK_LIMIT)
 
         async def try_lease() -> Union[LeasedWorkflowTask, LeasedQuery, None]:
             # Only a query seen waiting is worth a write transaction (the hot path has none).
             leased = await engine.try_lease_query(namespace, task_queue) if query_visible else None
             return leased or await engine.try_lease_workflow_task(namespace, task_queue, identity)
 
-        return await self._poll(queue_channel(namespace, WORKFLOW, task_queue), timeout_s, has_task, try_lease)
+        return await self._poll(queue_channel(namespace, WORKFLOW, task_queue), timeout_s, visible, try_lease)
 
     async def poll_activity_task(
         self, namespace: str, task_queue: str, identity: str, timeout_s: float
     ) -> Optional[LeasedActivityTask]:
         return await self._poll(
             queue_channel(namespace, ACTIVITY, task_queue), timeout_s,
-            lambda: self._engine.has_visible_task(namespace, ACTIVITY, task_queue),
+            lambda: self._engine.visible_tasks(namespace, ACTIVITY, task_queue, _LOOK_LIMIT),
             lambda: self._engine.try_lease_activity_task(namespace, task_queue, identity),
         )
 
@@ -72,7 +75,7 @@ class Matching:
         self,
         channel: str,
         timeout_s: float,
-        has_task: Callable[[], Awaitable[bool]],
+        visible: Callable[[], Awaitable[int]],
         try_lease: Callable[[], Awaitable[Optional[_T]]],
     ) -> Optional[_T]:
         store = self._engine.store
@@ -80,12 +83,16 @@ class Matching:
         while True:
             # Listen before looking, so a task added in between still wakes us.
             wake = store.notifier.listen(channel)
-            # Look before taking the write lock, one poll of the queue at a time: of the
-            # polls one commit wakes, the others then find the task gone and wait again.
-            async with self._leasing[channel]:
-                leased = await try_lease() if await has_task() else None
-            if leased is not None:
-                return leased
+            # Look before taking the write lock (see _leasing). No await between the
+            # look's answer and the count, so two polls cannot both take the last task.
+            if await visible() > self._leasing[channel]:
+                self._leasing[channel] += 1
+                try:
+                    leased = await try_lease()
+                finally:
+                    self._leasing[channel] -= 1
+                if leased is not None:
+                    return leased
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None

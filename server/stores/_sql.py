@@ -255,14 +255,16 @@ class SQLTransaction(Transaction, abc.ABC):
         )
 
     async def has_visible_task(self, namespace: str, kind: str, task_queue: str, now_us: int) -> bool:
-        return (
-            await self._fetchone(
-                "SELECT 1 FROM tasks WHERE namespace = ? AND kind = ? AND task_queue = ? AND state = 'PENDING'"
-                " AND visible_us <= ? LIMIT 1",
-                (namespace, kind, task_queue, now_us),
-            )
-            is not None
+        return await self.count_visible_tasks(namespace, kind, task_queue, now_us, 1) > 0
+
+    async def count_visible_tasks(self, namespace: str, kind: str, task_queue: str, now_us: int, limit: int) -> int:
+        record = await self._fetchone(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM tasks WHERE namespace = ? AND kind = ? AND task_queue = ?"
+            " AND state = 'PENDING' AND visible_us <= ? LIMIT ?) AS visible",
+            (namespace, kind, task_queue, now_us, limit),
         )
+        assert record is not None
+        return int(record[0])
 
     async def update_task(self, row: TaskRow) -> None:
         await self._execute(_UPDATE_TASK, (*[getattr(row, c) for c in _TASK_INSERT_COLUMNS], row.task_id))

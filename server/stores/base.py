@@ -312,6 +312,11 @@ class Transaction(abc.ABC):
         a write transaction to every poller woken for a task another one took."""
 
     @abc.abstractmethod
+    async def count_visible_tasks(self, namespace: str, kind: str, task_queue: str, now_us: int, limit: int) -> int:
+        """How many pending tasks of the queue are visible now, counting at most
+        ``limit``: how many of the polls a commit woke can lease something."""
+
+    @abc.abstractmethod
     async def update_task(self, row: TaskRow) -> None: ...
 
     @abc.abstractmethod

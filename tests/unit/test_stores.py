@@ -273,6 +273,21 @@ async def test_has_visible_task_sees_only_pending_visible_tasks_of_its_queue(sto
         assert not await tx.has_visible_task("default", "WORKFLOW", "other", NOW)
 
 
+async def test_count_visible_tasks_counts_up_to_the_limit(store: Store) -> None:
+    run = await insert_run(store)
+    await insert_tasks(
+        store,
+        *(task(run, f"ready-{i}", visible_us=NOW - 1) for i in range(3)),
+        task(run, "future", visible_us=NOW + 1),
+        task(run, "taken", visible_us=NOW - 1, state="LEASED", lease_expires_us=NOW + 1),
+    )
+    async with store.read() as tx:
+        assert await tx.count_visible_tasks("default", "ACTIVITY", "q", NOW, 16) == 3
+        assert await tx.count_visible_tasks("default", "ACTIVITY", "q", NOW, 2) == 2
+        assert await tx.count_visible_tasks("default", "ACTIVITY", "q", NOW + 1, 16) == 4
+        assert await tx.count_visible_tasks("default", "WORKFLOW", "q", NOW, 16) == 0
+
+
 async def test_concurrent_leases_never_share_a_task(store: Store) -> None:
     run = await insert_run(store)
     task_ids = await insert_tasks(store, *(task(run, f"a{i}", visible_us=NOW - i) for i in range(40)))
