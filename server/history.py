@@ -84,8 +84,6 @@ _T = TypeVar("_T")
 WORKFLOW = "WORKFLOW"
 ACTIVITY = "ACTIVITY"
 QUERY = "QUERY"
-# How long a worker may take to answer a query before it is offered to another.
-_QUERY_LEASE_S = 10.0
 # How long a query row outlives its caller's deadline before the sweep may delete it.
 _QUERY_ROW_GRACE_S = 60.0
 _SECRET_KEY = "task_token_secret"
@@ -137,6 +135,8 @@ class EngineConfig:
     max_workflow_task_retry_delay_s: float = 60.0
     """Cap of the backoff between attempts of a failing workflow task."""
     default_history_wait_s: float = 60.0
+    query_lease_s: float = 10.0
+    """How long a worker may take to answer a query before it is offered to another."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -801,7 +801,7 @@ class HistoryEngine:
             if query is None:
                 return None
             query.fencing_token += 1
-            query.visible_us = now + _us(_QUERY_LEASE_S)
+            query.visible_us = now + _us(self.config.query_lease_s)
             await tx.update_query(query)
             return query
 

@@ -32,7 +32,7 @@ from flowforge import Client, WorkflowExecutionStatus, activity, workflow
 from flowforge.api.v1 import common_pb2, workflow_service_pb2 as pb
 from flowforge.converter import default_converter, json_dict_to_message
 from flowforge.exceptions import ApplicationError, RPCError, WorkflowFailureError
-from flowforge.server import FlowForgeServer, ServerConfig
+from flowforge.server import EngineConfig, FlowForgeServer, ServerConfig
 from flowforge.testing import Replayer
 from tests.integration._processes import ServerProcess, wait_until
 from tests.integration._protocol import NS, Wire
@@ -477,3 +477,39 @@ async def test_bad_queries_and_answers_get_a_clear_status(sdk_client: Client, se
         ]
     finally:
         await wire.close()
+
+
+async def test_a_query_whose_worker_died_is_answered_by_another_after_the_query_lease(store_url: str) -> None:
+    server = FlowForgeServer(
+        ServerConfig(store=store_url, port=0, poll_recheck_interval_s=0.2, engine=EngineConfig(query_lease_s=1.0))
+    )
+    await server.start()
+    client = await Client.connect(f"127.0.0.1:{server.port}")
+    wire = Wire(f"127.0.0.1:{server.port}")
+    try:
+        handle = await client.start_workflow(Collector.run, 2, id="collect-lost-query", task_queue=QUEUE)
+        async with _worker(client):
+            await handle.signal(Collector.add, "kept")
+            await wait_until(lambda: _items_are(handle, ["kept"]), timeout=DEADLINE_S, what="the signal to show")
+        # No worker now, and no workflow task pending: a poll can only get the query.
+        asking = asyncio.ensure_future(handle.query(Collector.progress))
+        leased = await wire.poll_workflow_task(QUEUE)  # a "worker" that dies silently
+        assert leased.query.query_type == "progress"
+        started = time.monotonic()
+        async with _worker(client):
+            assert await asyncio.wait_for(asking, DEADLINE_S) == {"stage": "collecting", "items": ["kept"]}
+            assert time.monotonic() - started >= 0.9  # only once the query lease ran out
+            # The dead worker's late answer changes nothing.
+            with pytest.raises(grpc.aio.AioRpcError) as late:
+                await wire.stub.RespondQueryTaskCompleted(pb.RespondQueryTaskCompletedRequest(
+                    namespace=NS, task_token=leased.task_token, completed_type=pb.QUERY_RESULT_TYPE_ANSWERED,
+                    query_result=default_converter.to_payloads(["stale"]),
+                ))
+            assert late.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+            await handle.signal(Collector.add, "second")
+            released.set()
+            assert await asyncio.wait_for(handle.result(), DEADLINE_S) == ["kept", "second"]
+    finally:
+        await wire.close()
+        await client.close()
+        await server.stop()
