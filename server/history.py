@@ -1729,7 +1729,8 @@ class HistoryEngine:
             for timer in sorted(claimed, key=lambda t: (t.run_id, t.fire_us)):
                 row = await tx.get_execution(timer.namespace, timer.run_id, for_update=True)
                 assert row is not None and row.status == "RUNNING", "timers are deleted when their run closes"
-                m = _Mutation(tx, row, now)
+                # Each event carries the time it was fired at, not the batch's start.
+                m = _Mutation(tx, row, self.clock.now_us())
                 m.deliver([("TimerFired", {"timer_id": timer.timer_id, "started_event_id": timer.started_event_id})])
                 await m.save()
             return len(claimed)
