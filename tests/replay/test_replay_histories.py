@@ -128,7 +128,7 @@ class ExpenseApprovalWithoutDeadline(ExpenseApproval):
         return self._status
 
 
-def test_approval_histories_hold_signals_and_their_replay_is_checked() -> None:
+def test_the_approved_history_holds_the_signals_it_was_recorded_with() -> None:
     paid = load(HISTORY_FOLDER / "approval-paid.json")
     signals = [e.attributes["signal_name"] for e in paid.events if e.event_type == "WorkflowExecutionSignaled"]
     assert signals == ["approve", "reject"]
