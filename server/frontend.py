@@ -201,6 +201,22 @@ def _indexed_value_type(value_type: str) -> int:
     return common_pb2.IndexedValueType.Value(f"INDEXED_VALUE_TYPE_{value_type}")
 
 
+def _page_size(requested: int) -> int:
+    """A list RPC's page size: 100 when unset, at most 1000."""
+    page_size = requested or 100
+    if not 0 < page_size <= 1000:
+        raise InvalidArgument("page_size must be between 1 and 1000")
+    return page_size
+
+
+def _text_page_token(token: bytes) -> str:
+    """The key a keyset page continues after, as the previous page returned it."""
+    try:
+        return token.decode()
+    except UnicodeDecodeError:
+        raise InvalidArgument("next_page_token is malformed; pass back the one the last page returned") from None
+
+
 def _page_cursor(token: bytes) -> Optional[tuple[int, str]]:
     """The (start_us, run_id) keyset cursor inside a list page token."""
     if not token:
@@ -587,13 +603,8 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
     async def ListEventTriggers(
         self, request: event_pb2.ListEventTriggersRequest, context: Any
     ) -> event_pb2.ListEventTriggersResponse:
-        page_size = request.page_size or 100
-        if not 0 < page_size <= 1000:
-            raise InvalidArgument("page_size must be between 1 and 1000")
-        try:
-            after = request.next_page_token.decode()
-        except UnicodeDecodeError:
-            raise InvalidArgument("next_page_token is malformed; pass back the one the last page returned") from None
+        page_size = _page_size(request.page_size)
+        after = _text_page_token(request.next_page_token)
         rows = await self._events.list_triggers(
             _name(request.namespace, "namespace"), page_size=page_size, after_trigger_id=after
         )
@@ -680,13 +691,8 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
     @_rpc
     async def ListSchedules(self, request: pb.ListSchedulesRequest, context: Any) -> pb.ListSchedulesResponse:
         namespace = _name(request.namespace, "namespace")
-        page_size = request.page_size or 100
-        if not 0 < page_size <= 1000:
-            raise InvalidArgument("page_size must be between 1 and 1000")
-        try:
-            after = request.next_page_token.decode()
-        except UnicodeDecodeError:
-            raise InvalidArgument("next_page_token is malformed; pass back the one the last page returned") from None
+        page_size = _page_size(request.page_size)
+        after = _text_page_token(request.next_page_token)
         rows = await self._schedules.list(namespace, after=after, limit=page_size)
         response = pb.ListSchedulesResponse(
             next_page_token=rows[-1].schedule_id.encode() if len(rows) == page_size else b""
@@ -734,9 +740,7 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
         self, request: pb.ListWorkflowExecutionsRequest, context: Any
     ) -> pb.ListWorkflowExecutionsResponse:
         namespace = _name(request.namespace, "namespace")
-        page_size = request.page_size or 100
-        if not 0 < page_size <= 1000:
-            raise InvalidArgument("page_size must be between 1 and 1000")
+        page_size = _page_size(request.page_size)
         status = _STATUS_BY_NUMBER.get(request.status) if request.status else None
         if request.status and status is None:
             raise InvalidArgument(f"unknown status {request.status}")

@@ -40,9 +40,11 @@ def _default_build_id(workflows: Sequence[type]) -> str:
 
     It hashes the source file of each workflow class's module (so helpers that
     module defines count too) and the class's own code, so each deployment of
-    changed workflow code gets a new build id without anyone choosing one. Reading the file, not ``inspect.getsource``, matters: that parses
-    with ``ast``, whose recursion guard CPython 3.11 shares between threads
-    (gh-106905), so it can fail spuriously while another thread formats a traceback.
+    changed workflow code gets a new build id without anyone choosing one.
+    Reading the file, not ``inspect.getsource``, matters: that parses with
+    ``ast``, whose recursion guard CPython 3.11 shares between threads
+    (gh-106905), so it can fail spuriously while another thread formats a
+    traceback.
     """
     digest = hashlib.sha256()
     for definition in sorted((workflow._Definition.from_class(cls) for cls in workflows), key=lambda d: d.name):

@@ -265,7 +265,15 @@ class WorkflowWorker:
                 return cached, await loop.run_in_executor(self._executor, cached.activate, history)
             except HistoryContinuityError as error:
                 logger.debug("%s: replaying from the start (%s)", _describe(task), error)
-        instance = WorkflowInstance(
+        instance = self._new_instance(definition, task)
+        return instance, await loop.run_in_executor(self._executor, instance.activate, history)
+
+    def _new_instance(
+        self, definition: workflow._Definition, task: workflow_service_pb2.PollWorkflowTaskQueueResponse
+    ) -> WorkflowInstance:
+        """A fresh instance of the task's run, to replay its history from the start."""
+        execution = task.workflow_execution
+        return WorkflowInstance(
             definition,
             namespace=self._namespace,
             workflow_id=execution.workflow_id,
@@ -273,7 +281,6 @@ class WorkflowWorker:
             task_queue=task.task_queue or self._task_queue,
             converter=self._converter,
         )
-        return instance, await loop.run_in_executor(self._executor, instance.activate, history)
 
     # queries (signals and queries feature)
 
@@ -314,14 +321,7 @@ class WorkflowWorker:
                 self._cache.put_if_absent(execution.run_id, cached)
         if cached is not None:
             self._cache.put_if_absent(execution.run_id, cached)
-        instance = WorkflowInstance(
-            definition,
-            namespace=self._namespace,
-            workflow_id=execution.workflow_id,
-            run_id=execution.run_id,
-            task_queue=task.task_queue or self._task_queue,
-            converter=self._converter,
-        )
+        instance = self._new_instance(definition, task)
 
         def replay_and_query() -> common_pb2.Payloads:
             instance.activate(history)
