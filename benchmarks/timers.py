@@ -10,10 +10,16 @@ timer so that all fall due at that instant). Reports, as a markdown table:
 - the server's resident memory (VmRSS) idle, with all executions open and
   waiting, and after they all completed: an idle open execution costs the server
   no memory (its state is rows in the store), so the middle figure stays flat;
-- how late each timer fired (``TimerFired`` time minus ``TimerStarted`` time plus
-  the timer's duration, read from the store): p50, p95, max; the target is every
-  timer within one second of its due time;
-- how long until every timer had fired and every execution completed.
+- how late each timer fired: its ``TimerFired`` event's time minus its due time
+  (the ``TimerStarted`` event's time plus the timer's duration, which is the
+  timer row's ``fire_us``), read from the store: p50, p95, max. This is the bound
+  of issue 7 (every timer within one second of its due time), and it measures the
+  firing only: the server stamps ``TimerFired`` while it builds the timer's batch,
+  a few milliseconds before that batch commits;
+- when the last timer's batch had committed (the ``timers`` table empty, polled
+  every 50 ms), which bounds the commit as well;
+- when every execution had completed: after the firing, the 10,000 workflow tasks
+  the timers scheduled still go through the worker, which is not part of the bound.
 """
 
 from __future__ import annotations
@@ -115,7 +121,7 @@ async def measure(address: str, server_pid: int, reader: StoreReader, count: int
             while await reader.count("SELECT COUNT(*) FROM timers") > 0:
                 if time.monotonic() > deadline:
                     raise RuntimeError("the timers did not all fire")
-                await asyncio.sleep(0.2)
+                await asyncio.sleep(0.05)
             result["all_fired_after_due_s"] = round(time.time() - due, 2)
             while await reader.count("SELECT COUNT(*) FROM executions WHERE status = 'RUNNING'") > 0:
                 if time.monotonic() > deadline:
@@ -145,7 +151,7 @@ def table(result: dict[str, Any]) -> str:
         ("timer lateness p50 / p95 / max (ms)",
          f"{result['timer_late_p50_ms']} / {result['timer_late_p95_ms']} / {result['timer_late_max_ms']}"),
         ("timers fired within 1 s of due", result["timers_within_1s"]),
-        ("last timer fired, after due (s)", result["all_fired_after_due_s"]),
+        ("last timer's batch committed, after due (s)", result["all_fired_after_due_s"]),
         ("last execution completed, after due (s)", result["all_completed_after_due_s"]),
         ("time to start all executions (s)", result["start_seconds"]),
     ]

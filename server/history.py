@@ -22,6 +22,7 @@ saw is exactly what history says it saw.
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 import json
 import logging
@@ -182,6 +183,11 @@ class WorkflowTaskCompletion:
     workflow_task: Optional[LeasedWorkflowTask]
 
 
+_MUTABLE_EXECUTION_COLUMNS = tuple(
+    f.name for f in dataclasses.fields(ExecutionRow) if f.name not in ("namespace", "run_id", "version")
+)
+
+
 class _Mutation:
     """The changes to one execution within one transaction."""
 
@@ -191,6 +197,8 @@ class _Mutation:
         self.now = now
         self.new = new
         self.expected_version = row.version
+        # What the row was, so a batch save writes only the columns that changed.
+        self.original = copy.copy(row)
         self.events: list[HistoryEventRow] = []
         self.buffered: list[dict[str, Any]] = json.loads(row.buffered_events)
         self.new_tasks: list[TaskRow] = []
@@ -295,27 +303,50 @@ class _Mutation:
             deadlines.append(self.row.deadline_us)
         return min(deadlines, default=None)
 
+    def changed_columns(self) -> tuple[str, ...]:
+        """The execution columns this mutation changed (the version aside)."""
+        return tuple(c for c in _MUTABLE_EXECUTION_COLUMNS if getattr(self.row, c) != getattr(self.original, c))
+
     async def save(self) -> None:
-        row = self.row
-        row.buffered_events = json.dumps(self.buffered, separators=(",", ":")) if self.buffered else "[]"
-        if self.new:
-            await self.tx.insert_execution(row)
+        await _Mutation.save_all(self.tx, [self])
+
+    @staticmethod
+    async def save_all(tx: Transaction, mutations: list[_Mutation]) -> None:
+        """Writes the mutations of several executions in ``tx``: with more than one,
+        each kind of row (execution updates, events, tasks) goes in one batch, and
+        the new tasks get no ``task_id`` in memory (polls hand them out)."""
+        updates: dict[tuple[str, ...], list[tuple[ExecutionRow, int]]] = {}
+        for m in mutations:
+            m.row.buffered_events = json.dumps(m.buffered, separators=(",", ":")) if m.buffered else "[]"
+            if m.new:
+                await tx.insert_execution(m.row)
+            elif len(mutations) == 1:
+                await tx.update_execution(m.row, m.expected_version)
+            else:
+                updates.setdefault(m.changed_columns(), []).append((m.row, m.expected_version))
+        for columns, rows in updates.items():
+            await tx.update_executions(columns, rows)
+        await tx.append_run_events([(m.row.namespace, m.row.run_id, m.events) for m in mutations])
+        closed = [m.row.run_id for m in mutations if not m.running]
+        for run_id in closed:
+            await tx.delete_run_tasks(run_id)
+            await tx.delete_run_timers(run_id)
+        new_tasks = [task for m in mutations for task in m.new_tasks]
+        if len(mutations) == 1:
+            for task in new_tasks:
+                await tx.insert_task(task)
         else:
-            await self.tx.update_execution(row, self.expected_version)
-        await self.tx.append_events(row.namespace, row.run_id, self.events)
-        if row.status != "RUNNING":
-            await self.tx.delete_run_tasks(row.run_id)
-            await self.tx.delete_run_timers(row.run_id)
-        for task in self.new_tasks:
-            await self.tx.insert_task(task)
+            await tx.insert_tasks(new_tasks)
+        for task in new_tasks:
             if task.state == "PENDING":
-                self.tx.notify_after_commit(queue_channel(task.namespace, task.kind, task.task_queue))
-        for timer in self.new_timers:
-            await self.tx.insert_timer(timer)
-        if self.events:
-            self.tx.notify_after_commit(run_channel(row.run_id))
-        if row.status != "RUNNING":
-            self.tx.notify_after_commit(close_channel(row.run_id))
+                tx.notify_after_commit(queue_channel(task.namespace, task.kind, task.task_queue))
+        for m in mutations:
+            for timer in m.new_timers:
+                await tx.insert_timer(timer)
+            if m.events:
+                tx.notify_after_commit(run_channel(m.row.run_id))
+        for run_id in closed:
+            tx.notify_after_commit(close_channel(run_id))
 
 
 class HistoryEngine:
@@ -1719,20 +1750,32 @@ class HistoryEngine:
 
         The batch is claimed by deleting its rows (skipping rows another replica's
         timekeeper holds), so each timer fires exactly once however many replicas
-        run; its executions are locked in run-id order, so two batches never wait
-        on each other in a cycle, and a concurrent report waits rather than conflicts.
+        run; its executions are read (and locked) with one statement, in (namespace,
+        run id) order, so two batches never wait on each other in a cycle, and a
+        concurrent report waits rather than conflicts. Their events, workflow tasks
+        and execution rows are written a batch at a time (:meth:`_Mutation.save_all`).
         """
 
         async def body(tx: Transaction) -> int:
+            claimed = await tx.claim_due_timers(self.clock.now_us(), limit)
+            timers_of_run: dict[tuple[str, str], list[TimerRow]] = {}
+            for timer in sorted(claimed, key=lambda t: (t.fire_us, t.started_event_id)):
+                timers_of_run.setdefault((timer.namespace, timer.run_id), []).append(timer)
+            rows = await tx.lock_executions(list(timers_of_run))
+            assert len(rows) == len(timers_of_run), "timers are deleted with their run"
+            # One mutation per execution: its timers of the batch fire in due order,
+            # with gapless event ids, through the same rules as any other delivery.
             now = self.clock.now_us()
-            claimed = await tx.claim_due_timers(now, limit)
-            for timer in sorted(claimed, key=lambda t: (t.run_id, t.fire_us)):
-                row = await tx.get_execution(timer.namespace, timer.run_id, for_update=True)
-                assert row is not None and row.status == "RUNNING", "timers are deleted when their run closes"
-                # Each event carries the time it was fired at, not the batch's start.
-                m = _Mutation(tx, row, self.clock.now_us())
-                m.deliver([("TimerFired", {"timer_id": timer.timer_id, "started_event_id": timer.started_event_id})])
-                await m.save()
+            mutations = []
+            for row in rows:
+                assert row.status == "RUNNING", "timers are deleted when their run closes"
+                m = _Mutation(tx, row, now)
+                m.deliver([
+                    ("TimerFired", {"timer_id": timer.timer_id, "started_event_id": timer.started_event_id})
+                    for timer in timers_of_run[(row.namespace, row.run_id)]
+                ])
+                mutations.append(m)
+            await _Mutation.save_all(tx, mutations)
             return len(claimed)
 
         return await self._transaction(body)

@@ -88,9 +88,13 @@ _INSERT_TASK = (
     f"INSERT INTO tasks ({', '.join(_TASK_INSERT_COLUMNS)})"
     f" VALUES ({_placeholders(len(_TASK_INSERT_COLUMNS))}) RETURNING task_id"
 )
+_INSERT_TASK_NO_ID = (
+    f"INSERT INTO tasks ({', '.join(_TASK_INSERT_COLUMNS)}) VALUES ({_placeholders(len(_TASK_INSERT_COLUMNS))})"
+)
 _UPDATE_TASK = f"UPDATE tasks SET {', '.join(f'{c} = ?' for c in _TASK_INSERT_COLUMNS)} WHERE task_id = ?"
 # SQLite allows 32,766 parameters per statement; 6 per event.
 _EVENTS_PER_INSERT = 500
+_KEYS_PER_SELECT = 1000
 
 
 @functools.lru_cache(maxsize=64)
@@ -99,6 +103,15 @@ def _insert_events_sql(count: int) -> str:
     return (
         "INSERT INTO history_events (namespace, run_id, event_id, event_type, event_us, attributes)"
         f" VALUES {', '.join(row for _ in range(count))}"
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def update_executions_sql(columns: tuple[str, ...]) -> str:
+    """Sets ``columns`` and ``version`` of one execution whose version is as expected."""
+    return (
+        f"UPDATE executions SET {', '.join(f'{c} = ?' for c in (*columns, 'version'))}"
+        " WHERE namespace = ? AND run_id = ? AND version = ?"
     )
 
 
@@ -123,6 +136,16 @@ class SQLTransaction(Transaction, abc.ABC):
 
     @abc.abstractmethod
     def _is_unique_violation(self, error: BaseException) -> bool: ...
+
+    @abc.abstractmethod
+    async def _executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> None:
+        """Runs a statement once per parameter tuple, in one call (pipelined on PostgreSQL)."""
+
+    @abc.abstractmethod
+    async def _update_executions(self, columns: tuple[str, ...], params: list[tuple[Any, ...]]) -> int:
+        """Sets ``columns`` then ``version`` of each execution (a parameter tuple holds
+        those values, then namespace, run_id and the expected version); returns the
+        number of rows changed."""
 
     async def _one(self, row_type: type[_Row], sql: str, params: Sequence[Any] = ()) -> Optional[_Row]:
         record = await self._fetchone(sql, params)
@@ -199,13 +222,7 @@ class SQLTransaction(Transaction, abc.ABC):
     # history
 
     async def append_events(self, namespace: str, run_id: str, events: list[HistoryEventRow]) -> None:
-        # One statement (one round trip) for the whole batch of a transaction.
-        for start in range(0, len(events), _EVENTS_PER_INSERT):
-            batch = events[start:start + _EVENTS_PER_INSERT]
-            params: list[Any] = []
-            for event in batch:
-                params += (namespace, run_id, event.event_id, event.event_type, event.event_us, event.attributes)
-            await self._execute(_insert_events_sql(len(batch)), params)
+        await self.append_run_events([(namespace, run_id, events)])
 
     async def read_events(
         self, namespace: str, run_id: str, after_event_id: int = 0, limit: Optional[int] = None
@@ -219,6 +236,48 @@ class SQLTransaction(Transaction, abc.ABC):
             sql += " LIMIT ?"
             params.append(limit)
         return await self._all(HistoryEventRow, sql, params)
+
+    # batched timer firing (issue 7)
+
+    async def lock_executions(self, keys: list[tuple[str, str]]) -> list[ExecutionRow]:
+        run_ids_by_namespace: dict[str, set[str]] = {}
+        for namespace, run_id in keys:
+            run_ids_by_namespace.setdefault(namespace, set()).add(run_id)
+        rows: list[ExecutionRow] = []
+        for namespace, run_ids in sorted(run_ids_by_namespace.items()):
+            ordered = sorted(run_ids)
+            for start in range(0, len(ordered), _KEYS_PER_SELECT):
+                chunk = ordered[start:start + _KEYS_PER_SELECT]
+                rows += await self._all(
+                    ExecutionRow,
+                    f"{_SELECT_EXECUTION} WHERE namespace = ? AND run_id IN ({_placeholders(len(chunk))})"
+                    f" ORDER BY run_id{self.for_update_clause}",
+                    (namespace, *chunk),
+                )
+        return rows
+
+    async def update_executions(self, columns: tuple[str, ...], updates: list[tuple[ExecutionRow, int]]) -> None:
+        params = []
+        for row, expected_version in updates:
+            row.version = expected_version + 1
+            params.append((*[getattr(row, c) for c in columns], row.version, row.namespace, row.run_id,
+                           expected_version))
+        if updates and await self._update_executions(columns, params) != len(updates):
+            raise ConcurrencyConflict(f"one of {len(updates)} executions changed concurrently")
+
+    async def append_run_events(self, batches: list[tuple[str, str, list[HistoryEventRow]]]) -> None:
+        # One statement (one round trip) per _EVENTS_PER_INSERT events.
+        rows = [(namespace, run_id, event) for namespace, run_id, events in batches for event in events]
+        for start in range(0, len(rows), _EVENTS_PER_INSERT):
+            batch = rows[start:start + _EVENTS_PER_INSERT]
+            params: list[Any] = []
+            for namespace, run_id, event in batch:
+                params += (namespace, run_id, event.event_id, event.event_type, event.event_us, event.attributes)
+            await self._execute(_insert_events_sql(len(batch)), params)
+
+    async def insert_tasks(self, rows: list[TaskRow]) -> None:
+        if rows:
+            await self._executemany(_INSERT_TASK_NO_ID, [[getattr(r, c) for c in _TASK_INSERT_COLUMNS] for r in rows])
 
     # tasks
 

@@ -357,6 +357,32 @@ class Transaction(abc.ABC):
     async def next_deadline_us(self) -> Optional[int]:
         """The earliest lease expiry, pending deadline, timer or execution deadline."""
 
+    # batched timer firing (issue 7): a batch's executions read, and their rows
+    # written, with one statement per kind of row instead of several per timer
+
+    @abc.abstractmethod
+    async def lock_executions(self, keys: list[tuple[str, str]]) -> list[ExecutionRow]:
+        """The executions of the (namespace, run_id) ``keys`` that exist, ordered by
+        (namespace, run_id) and locked in that order until commit (PostgreSQL), so two
+        transactions locking overlapping sets never wait on each other in a cycle."""
+
+    @abc.abstractmethod
+    async def update_executions(self, columns: tuple[str, ...], updates: list[tuple[ExecutionRow, int]]) -> None:
+        """Writes ``columns`` of each (row, expected version) pair and bumps its version,
+        in one batch: :meth:`update_execution` for rows whose other columns did not
+        change (unwritten columns' indexes are left alone). Raises
+        :class:`ConcurrencyConflict` if any stored version differs from its expected
+        one (the transaction then commits nothing)."""
+
+    @abc.abstractmethod
+    async def append_run_events(self, batches: list[tuple[str, str, list[HistoryEventRow]]]) -> None:
+        """:meth:`append_events` for several (namespace, run_id, events) at once."""
+
+    @abc.abstractmethod
+    async def insert_tasks(self, rows: list[TaskRow]) -> None:
+        """Inserts the task rows in one batch. Their ``task_id`` stays unset in memory:
+        for tasks only polls will hand out; use :meth:`insert_task` for an id."""
+
     # queries (signals and queries feature)
 
     @abc.abstractmethod

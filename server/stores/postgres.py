@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import logging
 from typing import Any, AsyncIterator, Iterator, Optional, Sequence
@@ -65,6 +66,31 @@ _CONFLICT_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.SerializationError,  # 40001
     asyncpg.DeadlockDetectedError,  # 40P01
 )
+
+
+def _array_type(annotation: str) -> str:
+    """The PostgreSQL array type for an ``ExecutionRow`` field's annotation."""
+    for python_type, sql_type in (("str", "text"), ("float", "double precision"), ("int", "bigint")):
+        if python_type in annotation:
+            return f"{sql_type}[]"
+    raise TypeError(f"no PostgreSQL type for {annotation!r}")
+
+
+_EXECUTION_TYPES = {f.name: str(f.type) for f in dataclasses.fields(ExecutionRow)}
+
+
+@functools.lru_cache(maxsize=64)
+def _update_executions_from_arrays(columns: tuple[str, ...]) -> str:
+    """Many executions' ``columns`` and versions in one UPDATE, each row checked
+    against its expected version (one array parameter per column)."""
+    arrays = [*((c, _EXECUTION_TYPES[c]) for c in (*columns, "version", "namespace", "run_id")),
+              ("expected_version", "int")]
+    return (
+        f"UPDATE executions AS e SET {', '.join(f'{c} = v.{c}' for c in (*columns, 'version'))}"
+        f" FROM unnest({', '.join(f'${i}::{_array_type(t)}' for i, (_, t) in enumerate(arrays, 1))})"
+        f" AS v({', '.join(name for name, _ in arrays)})"
+        " WHERE e.namespace = v.namespace AND e.run_id = v.run_id AND e.version = v.expected_version"
+    )
 
 
 @functools.lru_cache(maxsize=1024)
@@ -116,6 +142,18 @@ class _PostgresTransaction(SQLTransaction):
 
     def _is_unique_violation(self, error: BaseException) -> bool:
         return isinstance(error, asyncpg.UniqueViolationError)
+
+    async def _executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> None:
+        with _translated(self.connection):
+            await self.connection.executemany(_numbered(sql), params)
+
+    async def _update_executions(self, columns: tuple[str, ...], params: list[tuple[Any, ...]]) -> int:
+        # One statement over column arrays: asyncpg's executemany reports no row
+        # counts, and the version check needs them.
+        arrays = [list(values) for values in zip(*params)]
+        with _translated(self.connection):
+            status = await self.connection.execute(_update_executions_from_arrays(columns), *arrays)
+        return int(status.rpartition(" ")[2])
 
     async def insert_execution(self, row: ExecutionRow) -> None:
         # A failed statement aborts a whole PostgreSQL transaction, but the engine

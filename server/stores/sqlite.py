@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Optional, Sequence
 
 from flowforge.server.stores import migrations
-from flowforge.server.stores._sql import SQLTransaction
+from flowforge.server.stores._sql import SQLTransaction, update_executions_sql
 from flowforge.server.stores.base import Store, StoreUnavailable, Transaction
 
 __all__ = ["SQLiteStore"]
@@ -56,6 +56,19 @@ class _SQLiteTransaction(SQLTransaction):
 
     def _is_unique_violation(self, error: BaseException) -> bool:
         return isinstance(error, sqlite3.IntegrityError) and "UNIQUE" in str(error)
+
+    async def _executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> None:
+        try:
+            self._connection.executemany(sql, params)
+        except sqlite3.OperationalError as error:
+            raise StoreUnavailable(f"SQLite: {error}") from error
+
+    async def _update_executions(self, columns: tuple[str, ...], params: list[tuple[Any, ...]]) -> int:
+        try:
+            # executemany's rowcount sums the rows every run of the statement changed.
+            return self._connection.executemany(update_executions_sql(columns), params).rowcount
+        except sqlite3.OperationalError as error:
+            raise StoreUnavailable(f"SQLite: {error}") from error
 
 
 class SQLiteStore(Store):

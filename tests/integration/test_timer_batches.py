@@ -19,10 +19,11 @@ from typing import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from flowforge.api.v1 import common_pb2
+from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.server.clock import ManualClock
-from flowforge.server.stores.base import ExecutionRow, Store, TimerRow
+from flowforge.server.history import StartSignal
+from flowforge.server.stores.base import ExecutionRow, HistoryEventRow, Store, TimerRow
 from tests.integration._protocol import NS, start_timer
 
 TIMERS = 120
@@ -165,3 +166,67 @@ async def _at_least(claims: collections.Counter[int], expected: int) -> bool:
 
 async def _equals(count: Callable[[], Awaitable[int]], expected: int) -> bool:
     return await count() == expected
+
+
+async def test_several_timers_of_one_execution_fire_in_one_batch_in_due_order(
+    replicas: tuple[ManualClock, list[FlowForgeServer]],
+) -> None:
+    """One batch holding three timers of one execution (and two of an execution whose
+    workflow task is started) fires each once, in due order, with gapless history:
+    the workflow's next task sees them in that order, the started one's are buffered
+    until its task completes."""
+    clock, servers = replicas
+    engine = servers[0].engine
+    timers = [start_timer("late", 30.0), start_timer("early", 10.0), start_timer("middle", 20.0)]
+
+    async def start_with_timers(workflow_id: str, commands: list[command_pb2.Command]) -> str:
+        run_id, _ = await engine.start_workflow(
+            namespace=NS, workflow_id=workflow_id, workflow_type="wf", task_queue="q",
+            input=common_pb2.Payloads(), request_id=workflow_id, identity="test",
+            # A task lease that outlasts the clock jump: the busy run's stays started.
+            execution_timeout_s=0, run_timeout_s=0, task_timeout_s=120,
+        )
+        leased = await engine.try_lease_workflow_task(NS, "q", "test")
+        assert leased is not None and leased.execution.run_id == run_id
+        await engine.complete_workflow_task(leased.token, NS, commands, "test", 0)
+        return run_id
+
+    idle_run = await start_with_timers("idle", timers)
+    busy_run = await start_with_timers("busy", timers[:2])
+    # The busy run's workflow task is started (leased) when its timers fire.
+    await engine.signal_workflow(NS, "busy", busy_run, StartSignal("poke", common_pb2.Payloads()), "test", "poke")
+    busy_task = await engine.try_lease_workflow_task(NS, "q", "test")
+    assert busy_task is not None and busy_task.execution.run_id == busy_run
+    claims: collections.Counter[int] = collections.Counter()
+    for index, server in enumerate(servers):
+        _count_claims(server, claims, index)
+
+    # One pass of one timekeeper, so all five timers are in one batch.
+    for server in servers:
+        await server.timekeeper.stop()
+    clock.advance(int(30.0 * 1e6) + 1)
+    assert await servers[0].timekeeper.tick() is False
+    assert sum(claims.values()) == 5, claims
+
+    def fired(events: list[HistoryEventRow]) -> list[str]:
+        return [json.loads(e.attributes)["timer_id"] for e in events if e.event_type == "TimerFired"]
+
+    async with servers[0].store.read() as tx:
+        idle_events = await tx.read_events(NS, idle_run)
+        busy_events = await tx.read_events(NS, busy_run)
+        assert await tx.due_timers(clock.now_us(), 10) == []
+    assert [e.event_id for e in idle_events] == list(range(1, len(idle_events) + 1))
+    assert [e.event_type for e in idle_events[-4:]] == ["TimerFired"] * 3 + ["WorkflowTaskScheduled"]
+    assert fired(idle_events) == ["early", "middle", "late"]
+    assert fired(busy_events) == [], "fired while the workflow task is started: buffered"
+
+    # The workflow code's view: its next task carries the timers in due order.
+    idle_task = await engine.try_lease_workflow_task(NS, "q", "test")
+    assert idle_task is not None and idle_task.execution.run_id == idle_run
+    assert fired(idle_task.history) == ["early", "middle", "late"]
+    await engine.complete_workflow_task(busy_task.token, NS, [], "test", 0)
+    async with servers[0].store.read() as tx:
+        busy_events = await tx.read_events(NS, busy_run)
+    assert [e.event_id for e in busy_events] == list(range(1, len(busy_events) + 1))
+    assert fired(busy_events) == ["early", "late"]
+    assert busy_events[-1].event_type == "WorkflowTaskScheduled"

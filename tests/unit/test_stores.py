@@ -312,6 +312,44 @@ async def test_delete_timer_claims_once(store: Store) -> None:
         assert await tx.delete_timer(run.run_id, "t1") is None
 
 
+async def test_batch_writes_of_several_executions_round_trip_and_check_versions(store: Store) -> None:
+    """The timekeeper's batch statements: executions locked and read in (namespace,
+    run id) order, rows, events and tasks written together; one stale version fails
+    the whole transaction."""
+    runs = [await insert_run(store, workflow_id=f"wf-{i}") for i in range(3)]
+    async with store.transaction() as tx:
+        locked = await tx.lock_executions([(r.namespace, r.run_id) for r in reversed(runs)] + [("default", "gone")])
+        assert [r.run_id for r in locked] == sorted(r.run_id for r in runs)
+        # Only the listed columns are written.
+        await tx.update_executions(
+            ("next_event_id",), [(dataclasses.replace(r, next_event_id=4, task_queue="unwritten"), r.version) for r in locked]
+        )
+        await tx.append_run_events([(r.namespace, r.run_id, [event(2), event(3)]) for r in locked])
+        await tx.insert_tasks([task(r, activity_id=None, kind="WORKFLOW") for r in locked])
+    async with store.read() as tx:
+        for run in runs:
+            stored = await tx.get_execution(run.namespace, run.run_id)
+            assert stored is not None and (stored.version, stored.next_event_id, stored.task_queue) == (2, 4, "q")
+            assert [e.event_id for e in await tx.read_events(run.namespace, run.run_id)] == [1, 2, 3]
+            [stored_task] = await tx.list_run_tasks(run.namespace, run.run_id)
+            assert (stored_task.kind, stored_task.input) == ("WORKFLOW", task(run).input)
+    with pytest.raises(ConcurrencyConflict):
+        async with store.transaction() as tx:
+            fresh = [await tx.get_execution(r.namespace, r.run_id) for r in runs]
+            await tx.append_run_events([(r.namespace, r.run_id, [event(4)]) for r in runs])
+            # The last one's expected version is stale (it is 2 now).
+            await tx.update_executions(
+                ("next_event_id",),
+                [(dataclasses.replace(r, next_event_id=5), r.version) for r in fresh[:2]]  # type: ignore[union-attr]
+                + [(dataclasses.replace(runs[2], next_event_id=5), 1)]
+            )
+    async with store.read() as tx:
+        for run in runs:
+            stored = await tx.get_execution(run.namespace, run.run_id)
+            assert stored is not None and (stored.version, stored.next_event_id) == (2, 4)
+            assert [e.event_id for e in await tx.read_events(run.namespace, run.run_id)] == [1, 2, 3]
+
+
 async def test_reaper_queries(store: Store) -> None:
     run = await insert_run(store, deadline_us=NOW + 40, deadline_kind="RUN")
     await insert_run(store, workflow_id="closed", status="COMPLETED", close_us=NOW, deadline_us=NOW)
