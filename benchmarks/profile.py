@@ -72,7 +72,7 @@ class StoreCounters:
         transaction, read = store.transaction, store.read
 
         def count_statements(tx: Any, prefix: str, changed: list[bool]) -> None:
-            for name in ("_execute", "_fetchone", "_fetchall", "_executemany", "_update_executions"):
+            for name in ("_execute", "_fetchone", "_fetchall", "_insert_many", "_update_executions"):
                 method = getattr(tx, name)
 
                 async def counted(*args: Any, _method: Any = method, _name: str = name, **kwargs: Any) -> Any:

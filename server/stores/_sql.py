@@ -88,22 +88,15 @@ _INSERT_TASK = (
     f"INSERT INTO tasks ({', '.join(_TASK_INSERT_COLUMNS)})"
     f" VALUES ({_placeholders(len(_TASK_INSERT_COLUMNS))}) RETURNING task_id"
 )
-_INSERT_TASK_NO_ID = (
-    f"INSERT INTO tasks ({', '.join(_TASK_INSERT_COLUMNS)}) VALUES ({_placeholders(len(_TASK_INSERT_COLUMNS))})"
-)
 _UPDATE_TASK = f"UPDATE tasks SET {', '.join(f'{c} = ?' for c in _TASK_INSERT_COLUMNS)} WHERE task_id = ?"
-# SQLite allows 32,766 parameters per statement; 6 per event.
-_EVENTS_PER_INSERT = 500
 _KEYS_PER_SELECT = 1000
 
 
-@functools.lru_cache(maxsize=64)
-def _insert_events_sql(count: int) -> str:
-    row = "(?, ?, ?, ?, ?, ?)"
-    return (
-        "INSERT INTO history_events (namespace, run_id, event_id, event_type, event_us, attributes)"
-        f" VALUES {', '.join(row for _ in range(count))}"
-    )
+#: (name, annotation) of the columns a batch insert writes, for dialects that type them.
+EVENT_INSERT_FIELDS = [
+    ("namespace", "str"), ("run_id", "str"), *((f.name, str(f.type)) for f in dataclasses.fields(HistoryEventRow))
+]
+TASK_INSERT_FIELDS = [(f.name, str(f.type)) for f in dataclasses.fields(TaskRow) if f.name != "task_id"]
 
 
 @functools.lru_cache(maxsize=64)
@@ -138,8 +131,9 @@ class SQLTransaction(Transaction, abc.ABC):
     def _is_unique_violation(self, error: BaseException) -> bool: ...
 
     @abc.abstractmethod
-    async def _executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> None:
-        """Runs a statement once per parameter tuple, in one call (pipelined on PostgreSQL)."""
+    async def _insert_many(self, table: str, fields: list[tuple[str, str]], rows: Sequence[Sequence[Any]]) -> None:
+        """Inserts ``rows`` (values in the order of ``fields``, (name, annotation)
+        pairs) into ``table`` in one call, whatever their number."""
 
     @abc.abstractmethod
     async def _update_executions(self, columns: tuple[str, ...], params: list[tuple[Any, ...]]) -> int:
@@ -266,18 +260,16 @@ class SQLTransaction(Transaction, abc.ABC):
             raise ConcurrencyConflict(f"one of {len(updates)} executions changed concurrently")
 
     async def append_run_events(self, batches: list[tuple[str, str, list[HistoryEventRow]]]) -> None:
-        # One statement (one round trip) per _EVENTS_PER_INSERT events.
-        rows = [(namespace, run_id, event) for namespace, run_id, events in batches for event in events]
-        for start in range(0, len(rows), _EVENTS_PER_INSERT):
-            batch = rows[start:start + _EVENTS_PER_INSERT]
-            params: list[Any] = []
-            for namespace, run_id, event in batch:
-                params += (namespace, run_id, event.event_id, event.event_type, event.event_us, event.attributes)
-            await self._execute(_insert_events_sql(len(batch)), params)
+        rows = [(namespace, run_id, event.event_id, event.event_type, event.event_us, event.attributes)
+                for namespace, run_id, events in batches for event in events]
+        if rows:
+            await self._insert_many("history_events", EVENT_INSERT_FIELDS, rows)
 
     async def insert_tasks(self, rows: list[TaskRow]) -> None:
         if rows:
-            await self._executemany(_INSERT_TASK_NO_ID, [[getattr(r, c) for c in _TASK_INSERT_COLUMNS] for r in rows])
+            await self._insert_many(
+                "tasks", TASK_INSERT_FIELDS, [[getattr(row, name) for name, _ in TASK_INSERT_FIELDS] for row in rows]
+            )
 
     # tasks
 

@@ -69,8 +69,10 @@ _CONFLICT_ERRORS: tuple[type[BaseException], ...] = (
 
 
 def _array_type(annotation: str) -> str:
-    """The PostgreSQL array type for an ``ExecutionRow`` field's annotation."""
-    for python_type, sql_type in (("str", "text"), ("float", "double precision"), ("int", "bigint")):
+    """The PostgreSQL array type for a row field's annotation."""
+    for python_type, sql_type in (
+        ("bytes", "bytea"), ("str", "text"), ("float", "double precision"), ("int", "bigint"),
+    ):
         if python_type in annotation:
             return f"{sql_type}[]"
     raise TypeError(f"no PostgreSQL type for {annotation!r}")
@@ -91,6 +93,13 @@ def _update_executions_from_arrays(columns: tuple[str, ...]) -> str:
         f" AS v({', '.join(name for name, _ in arrays)})"
         " WHERE e.namespace = v.namespace AND e.run_id = v.run_id AND e.version = v.expected_version"
     )
+
+
+@functools.lru_cache(maxsize=16)
+def _insert_from_arrays(table: str, fields: tuple[tuple[str, str], ...]) -> str:
+    """Inserts one row per array index: a batch in one statement whatever its size."""
+    arrays = ", ".join(f"${i}::{_array_type(annotation)}" for i, (_, annotation) in enumerate(fields, 1))
+    return f"INSERT INTO {table} ({', '.join(name for name, _ in fields)}) SELECT * FROM unnest({arrays})"
 
 
 @functools.lru_cache(maxsize=1024)
@@ -143,9 +152,9 @@ class _PostgresTransaction(SQLTransaction):
     def _is_unique_violation(self, error: BaseException) -> bool:
         return isinstance(error, asyncpg.UniqueViolationError)
 
-    async def _executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> None:
-        with _translated(self.connection):
-            await self.connection.executemany(_numbered(sql), params)
+    async def _insert_many(self, table: str, fields: list[tuple[str, str]], rows: Sequence[Sequence[Any]]) -> None:
+        # One statement over column arrays: one plan and one round trip for any count.
+        await self._execute(_insert_from_arrays(table, tuple(fields)), [list(column) for column in zip(*rows)])
 
     async def _update_executions(self, columns: tuple[str, ...], params: list[tuple[Any, ...]]) -> int:
         # One statement over column arrays: asyncpg's executemany reports no row

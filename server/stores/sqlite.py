@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import functools
 import os
 import sqlite3
 import tempfile
@@ -32,6 +33,11 @@ from flowforge.server.stores._sql import SQLTransaction, update_executions_sql
 from flowforge.server.stores.base import Store, StoreUnavailable, Transaction
 
 __all__ = ["SQLiteStore"]
+
+
+@functools.lru_cache(maxsize=16)
+def _insert_row_sql(table: str, columns: tuple[str, ...]) -> str:
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
 
 
 class _SQLiteTransaction(SQLTransaction):
@@ -57,9 +63,9 @@ class _SQLiteTransaction(SQLTransaction):
     def _is_unique_violation(self, error: BaseException) -> bool:
         return isinstance(error, sqlite3.IntegrityError) and "UNIQUE" in str(error)
 
-    async def _executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> None:
+    async def _insert_many(self, table: str, fields: list[tuple[str, str]], rows: Sequence[Sequence[Any]]) -> None:
         try:
-            self._connection.executemany(sql, params)
+            self._connection.executemany(_insert_row_sql(table, tuple(name for name, _ in fields)), rows)
         except sqlite3.OperationalError as error:
             raise StoreUnavailable(f"SQLite: {error}") from error
 
