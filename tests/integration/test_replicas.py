@@ -12,8 +12,9 @@ a ledger file. Half the workflows are started through A, half through B.
 When a third of them have completed, the forwarder is pointed at B (the load
 balancer takes A out) and A is killed with SIGKILL. Both workers must keep
 going, through B alone, and executions must keep completing while A is down.
-Then A is started again on the same port and put back behind the forwarder, and
-worker "a" must work through it again. In the end every workflow id has exactly
+Then A is started again on the same port and put back behind the forwarder, the
+last 60 workflows are started (so work is left however fast the first ones
+finished), and worker "a" must work through A again. In the end every workflow id has exactly
 one run, completed once, with a gapless history without duplicate outcomes that
 both replicas serve identically, and no activity task was handed out twice
 under one fencing token.
@@ -55,6 +56,9 @@ TASK_QUEUE = "replicas"
 KILL_AT_COMPLETED = WORKFLOWS // 3
 # Executions that must complete while A is down, with only B serving.
 COMPLETED_WHILE_DOWN = 30
+# Executions started only once A is back, so work is left for worker a through the
+# restarted A however fast the first ones finished.
+STARTED_AFTER_RESTART = 60
 DEADLINE_S = 90.0
 REQUEST = {"name": "Replica", "work_seconds": 0, "cooling_off_seconds": 0.3}
 
@@ -272,7 +276,7 @@ async def test_two_replicas_share_the_work_and_a_killed_replica_loses_nothing(
                 await (client_a, client_b)[i % 2].start_workflow(
                     Onboarding.run, {**REQUEST, "email": f"r{i}@example.com"}, id=ids[i], task_queue=TASK_QUEUE)
 
-        await asyncio.gather(*(start(i) for i in range(WORKFLOWS)))
+        await asyncio.gather(*(start(i) for i in range(WORKFLOWS - STARTED_AFTER_RESTART)))
         phase("started")
 
         # Both workers, each through its own replica, do the work.
@@ -305,6 +309,7 @@ async def test_two_replicas_share_the_work_and_a_killed_replica_loses_nothing(
         restarted_at = time.time()
         phase("restarted")
         balancer.point_to(replica_a.port, cut=True)
+        await asyncio.gather(*(start(i) for i in range(WORKFLOWS - STARTED_AFTER_RESTART, WORKFLOWS)))
         await wait_until(lambda: starts_by(ledger, worker_a.pid, restarted_at) >= 10, timeout=DEADLINE_S,
                          what="worker a to run activities through the restarted A")
 
