@@ -819,9 +819,18 @@ class HistoryEngine:
         finally:
             await self._transaction(lambda tx: tx.delete_query(namespace, query_id))
 
-    async def has_visible_query(self, namespace: str, task_queue: str) -> bool:
-        """Whether a poll of the queue would find a query now (a read, no lock)."""
-        return await self.read(lambda tx: tx.has_visible_query(namespace, task_queue, self.clock.now_us()))
+    async def visible_workflow_work(self, namespace: str, task_queue: str, limit: int) -> tuple[bool, int]:
+        """Whether a query waits on the queue, and how many workflow tasks a poll could
+        lease now (at most ``limit``): one read snapshot, no lock, for a poll's look."""
+
+        async def body(tx: Transaction) -> tuple[bool, int]:
+            now = self.clock.now_us()
+            return (
+                await tx.has_visible_query(namespace, task_queue, now),
+                await tx.count_visible_tasks(namespace, WORKFLOW, task_queue, now, limit),
+            )
+
+        return await self.read(body)
 
     async def try_lease_query(self, namespace: str, task_queue: str) -> Optional[LeasedQuery]:
         """Leases the oldest visible query of the queue, with its run's history, or returns None."""

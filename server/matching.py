@@ -52,8 +52,8 @@ class Matching:
 
         async def visible() -> int:
             nonlocal query_visible
-            query_visible = await engine.has_visible_query(namespace, task_queue)
-            return query_visible + await engine.visible_tasks(namespace, WORKFLOW, task_queue, _LOOK_LIMIT)
+            query_visible, tasks = await engine.visible_workflow_work(namespace, task_queue, _LOOK_LIMIT)
+            return query_visible + tasks
 
         async def try_lease() -> Union[LeasedWorkflowTask, LeasedQuery, None]:
             # Only a query seen waiting is worth a write transaction (the hot path has none).

@@ -39,7 +39,7 @@ WRITE_TRANSACTIONS_PER_ACTIVITY = 2.5
 # workflow task and the result() long poll.
 READ_TRANSACTIONS_PER_ACTIVITY = 2.2
 WRITE_STATEMENTS_PER_ACTIVITY = 20.0
-_LOOKS = ("HistoryEngine.visible_tasks", "HistoryEngine.has_visible_query")
+_LOOKS = ("HistoryEngine.visible_tasks", "HistoryEngine.visible_workflow_work")
 RPCS_PER_ACTIVITY = 2.67  # 16 per workflow: start, 1 poll, 6 + 6 reports, result, 1 spare
 
 
