@@ -1999,18 +1999,24 @@ class HistoryEngine:
         cm.deliver([("WorkflowExecutionCancelRequested", {"reason": reason, "identity": "server"})])
         await cm.save()
 
+    @staticmethod
+    async def _started_attributes_of(m: _Mutation) -> dict[str, Any]:
+        """The attributes of the run's WorkflowExecutionStarted event."""
+        return json.loads((await m.tx.read_events(m.row.namespace, m.row.run_id, 0, 1))[0].attributes)
+
     async def _after_run_closed(self, m: _Mutation) -> None:
         """The consequences of closing ``m``'s run, in its transaction (see above)."""
         row = m.row
         close_event = m.events[-1]
         attributes = json.loads(close_event.attributes)
-        started = json.loads((await m.tx.read_events(row.namespace, row.run_id, 0, 1))[0].attributes)
         new_run_id: Optional[str] = None
         retry_state: Optional[str] = None
+        # Only a run that goes on (continued, or retried) needs its start event: a
+        # completing run, the common case, does not read it.
         if close_event.event_type == "WorkflowExecutionContinuedAsNew":
-            new_run_id = await self._start_continued_run(m, started, attributes)
+            new_run_id = await self._start_continued_run(m, await self._started_attributes_of(m), attributes)
         elif close_event.event_type == "WorkflowExecutionFailed" or attributes.get("timeout_type") == "RUN":
-            new_run_id, retry_state = await self._retry_run(m, started, attributes)
+            new_run_id, retry_state = await self._retry_run(m, await self._started_attributes_of(m), attributes)
         for child in await m.tx.list_child_executions(row.namespace, row.run_id):
             await m.tx.delete_child_execution(row.namespace, row.run_id, child.initiated_event_id)
             await self._apply_parent_close_policy(m.tx, child, m.now, parent=row)
