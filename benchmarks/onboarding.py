@@ -43,7 +43,6 @@ import json
 import os
 import platform
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -52,6 +51,7 @@ from typing import Any, Iterator, Optional
 
 from flowforge import Client, activity, workflow
 from flowforge.worker import Worker
+from samples._dev_server import start_server
 from samples.onboarding.workflows import ACTIVITIES, Onboarding
 
 ACTIVITIES_PER_WORKFLOW = 6
@@ -194,19 +194,9 @@ def store_url(store: str) -> Iterator[tuple[str, Optional[int]]]:
 def server_process(store: str) -> Iterator[tuple[str, int]]:
     """``flowforge server start`` on ``store``; yields its address and pid."""
     with tempfile.TemporaryDirectory() as tmp:
-        ready = os.path.join(tmp, "ready")
-        process = subprocess.Popen(
-            [sys.executable, "-m", "flowforge.cli", "server", "start", "--store", store, "--port", "0",
-             "--ready-file", ready, "--log-level", "WARNING"]
-        )
+        process, address = start_server(["start", "--store", store], os.path.join(tmp, "ready"), timeout_s=60)
         try:
-            deadline = time.monotonic() + 60
-            while not os.path.exists(ready):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the benchmark server did not start")
-                time.sleep(0.05)
-            with open(ready) as f:
-                yield f"127.0.0.1:{f.read().strip()}", process.pid
+            yield address, process.pid
         finally:
             process.terminate()
             process.wait(timeout=30)

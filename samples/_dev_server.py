@@ -12,20 +12,27 @@ import time
 from typing import Any, Awaitable, Callable
 
 
-def start_dev_server(ready_file: str) -> tuple[subprocess.Popen, str]:
-    """Starts the dev server; returns the process and its address once it serves."""
+def start_server(arguments: list[str], ready_file: str, timeout_s: float = 30) -> tuple[subprocess.Popen, str]:
+    """Starts ``flowforge server <arguments>`` writing its port to ``ready_file``;
+    returns the process and its address once it serves."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "flowforge.cli", "server", "start-dev", "--in-memory", "--port", "0",
-         "--http-port", "0", "--ready-file", ready_file, "--log-level", "WARNING"]
+        [sys.executable, "-m", "flowforge.cli", "server", *arguments, "--port", "0",
+         "--ready-file", ready_file, "--log-level", "WARNING"]
     )
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + timeout_s
     while not os.path.exists(ready_file):
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
-            raise RuntimeError("the dev server did not start")
+            raise RuntimeError(f"the server ({' '.join(arguments)}) did not start")
         time.sleep(0.05)
     with open(ready_file) as f:
         return process, f"127.0.0.1:{f.read().strip()}"
+
+
+def start_dev_server(ready_file: str) -> tuple[subprocess.Popen, str]:
+    """Starts the dev server (in memory, webhook on a free port); returns the process
+    and its address once it serves."""
+    return start_server(["start-dev", "--in-memory", "--http-port", "0"], ready_file)
 
 
 def run_with_dev_server(demo: Callable[[str], Awaitable[Any]]) -> None:
