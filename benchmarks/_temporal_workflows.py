@@ -26,8 +26,11 @@ async def create_customer(request: dict) -> dict:
     started = time.time()
     customer_id = "cus_" + hashlib.sha256(request["email"].encode()).hexdigest()[:12]
     return {
-        "customer_id": customer_id, "name": request["name"], "email": request["email"],
-        "work_seconds": request.get("work_seconds", 0.2), **_ran(started),
+        "customer_id": customer_id,
+        "name": request["name"],
+        "email": request["email"],
+        "work_seconds": request.get("work_seconds", 0.2),
+        **_ran(started),
     }
 
 
@@ -64,8 +67,11 @@ async def enrich_customer(customer: dict, checks: list) -> dict:
 async def send_notification(customer: dict) -> dict:
     started = time.time()
     info = activity.info()
-    return {"sent_to": customer["email"], "idempotency_key": f"{info.workflow_run_id}/{info.activity_id}",
-            **_ran(started)}
+    return {
+        "sent_to": customer["email"],
+        "idempotency_key": f"{info.workflow_run_id}/{info.activity_id}",
+        **_ran(started),
+    }
 
 
 @activity.defn

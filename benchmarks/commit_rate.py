@@ -60,8 +60,14 @@ def postgresql(seconds: int, clients: list[int]) -> list[dict]:
             try:
                 await connection.execute(SETUP_SQL)
                 settings = {}
-                for name in ("server_version", "fsync", "synchronous_commit", "wal_sync_method", "commit_delay",
-                             "shared_buffers"):
+                for name in (
+                    "server_version",
+                    "fsync",
+                    "synchronous_commit",
+                    "wal_sync_method",
+                    "commit_delay",
+                    "shared_buffers",
+                ):
                     settings[name] = await connection.fetchval(f"SHOW {name}")
                 return settings
             finally:
@@ -72,18 +78,41 @@ def postgresql(seconds: int, clients: list[int]) -> list[dict]:
         results = []
         for count in clients:
             threads = min(count, os.cpu_count() or 1)
-            command = [_pgbench(), "-n", "-c", str(count), "-j", str(threads), "-T", str(seconds),
-                       "-f", str(INSERT_SQL), "-h", parts.hostname or "127.0.0.1", "-p", str(parts.port or 5432),
-                       "-U", parts.username or "postgres", parts.path.lstrip("/")]
+            command = [
+                _pgbench(),
+                "-n",
+                "-c",
+                str(count),
+                "-j",
+                str(threads),
+                "-T",
+                str(seconds),
+                "-f",
+                str(INSERT_SQL),
+                "-h",
+                parts.hostname or "127.0.0.1",
+                "-p",
+                str(parts.port or 5432),
+                "-U",
+                parts.username or "postgres",
+                parts.path.lstrip("/"),
+            ]
             output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
             tps = float(re.search(r"tps = ([0-9.]+)", output).group(1))  # type: ignore[union-attr]
             latency = re.search(r"latency average = ([0-9.]+) ms", output)
-            results.append({
-                "store": "postgresql", "tool": "pgbench", "command": f"pgbench -n -c {count} -j {threads} -T {seconds} -f benchmarks/insert.sql",
-                "clients": count, "seconds": seconds, "commits_per_s": round(tps, 1),
-                "latency_avg_ms": float(latency.group(1)) if latency else None,
-                "settings": settings, "server": server.description,
-            })
+            results.append(
+                {
+                    "store": "postgresql",
+                    "tool": "pgbench",
+                    "command": f"pgbench -n -c {count} -j {threads} -T {seconds} -f benchmarks/insert.sql",
+                    "clients": count,
+                    "seconds": seconds,
+                    "commits_per_s": round(tps, 1),
+                    "latency_avg_ms": float(latency.group(1)) if latency else None,
+                    "settings": settings,
+                    "server": server.description,
+                }
+            )
         return results
     finally:
         server.stop()
@@ -110,12 +139,19 @@ def sqlite(seconds: int) -> dict:
         connection.close()
     latencies.sort()
     return {
-        "store": "sqlite", "tool": "python sqlite3", "clients": 1, "seconds": seconds,
+        "store": "sqlite",
+        "tool": "python sqlite3",
+        "clients": 1,
+        "seconds": seconds,
         "commits_per_s": round(commits / elapsed, 1),
         "latency_p50_ms": round(latencies[len(latencies) // 2] * 1000, 3),
         "latency_p95_ms": round(latencies[int(len(latencies) * 0.95)] * 1000, 3),
-        "settings": {"journal_mode": "wal", "synchronous": "FULL", "sqlite_version": sqlite3.sqlite_version,
-                     "directory": tempfile.gettempdir()},
+        "settings": {
+            "journal_mode": "wal",
+            "synchronous": "FULL",
+            "sqlite_version": sqlite3.sqlite_version,
+            "directory": tempfile.gettempdir(),
+        },
     }
 
 

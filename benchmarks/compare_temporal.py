@@ -44,11 +44,17 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterator, Optional
+from typing import Any
 
 from benchmarks.onboarding import (
-    code_version, cpu_seconds, load_average, machine_busy_seconds, percentile, server_process,
+    code_version,
+    cpu_seconds,
+    load_average,
+    machine_busy_seconds,
+    percentile,
+    server_process,
 )
 
 ACTIVITIES_PER_WORKFLOW = 6
@@ -168,8 +174,10 @@ async def measure_flowforge(count: int, concurrency: int, singles: int, historie
     from flowforge.worker import Worker
     from samples.onboarding.workflows import ACTIVITIES, Onboarding
 
-    with tempfile.TemporaryDirectory(prefix="flowforge-compare-") as tmp, \
-            server_process(os.path.join(tmp, "flowforge.db")) as (address, pid):
+    with (
+        tempfile.TemporaryDirectory(prefix="flowforge-compare-") as tmp,
+        server_process(os.path.join(tmp, "flowforge.db")) as (address, pid),
+    ):
         client = await Client.connect(address)
         queue = f"compare-{uuid.uuid4().hex[:8]}"
 
@@ -186,15 +194,23 @@ async def measure_flowforge(count: int, concurrency: int, singles: int, historie
         async def history(i: int) -> list[Event]:
             events = (await client.get_workflow_handle(f"onb-{queue}-{i}").fetch_history()).events
             return [
-                Event(e.event_id, e.event_type, e.event_time.timestamp(), int(e.attributes.get("scheduled_event_id", 0)))
+                Event(
+                    e.event_id, e.event_type, e.event_time.timestamp(), int(e.attributes.get("scheduled_event_id", 0))
+                )
                 for e in events
             ]
 
         try:
-            async with Worker(client, task_queue=queue, workflows=[Onboarding, SingleActivity],
-                              activities=[*ACTIVITIES, noop]):
-                return await drive(Engine("FlowForge", run_single, start_onboarding, wait, history, lambda: [pid]),
-                                   count, concurrency, singles, histories)
+            async with Worker(
+                client, task_queue=queue, workflows=[Onboarding, SingleActivity], activities=[*ACTIVITIES, noop]
+            ):
+                return await drive(
+                    Engine("FlowForge", run_single, start_onboarding, wait, history, lambda: [pid]),
+                    count,
+                    concurrency,
+                    singles,
+                    histories,
+                )
         finally:
             await client.close()
 
@@ -202,7 +218,7 @@ async def measure_flowforge(count: int, concurrency: int, singles: int, historie
 # ------------------------------------------------------------------ Temporal
 
 
-def temporal_cli() -> Optional[str]:
+def temporal_cli() -> str | None:
     beside_python = os.path.join(os.path.dirname(sys.executable), "temporal")
     return beside_python if os.path.exists(beside_python) else shutil.which("temporal")
 
@@ -219,11 +235,28 @@ def temporal_dev_server(cli: str) -> Iterator[tuple[str, int]]:
     with tempfile.TemporaryDirectory(prefix="temporal-compare-") as tmp:
         port = _free_port()
         process = subprocess.Popen(
-            [cli, "server", "start-dev", "--db-filename", os.path.join(tmp, "temporal.db"), "--ip", "127.0.0.1",
-             "--port", str(port), "--http-port", str(_free_port()), "--metrics-port", str(_free_port()),
-             "--headless", "--log-level", "error",
-             "--dynamic-config-value", "system.enableActivityEagerExecution=true"],
-            stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "server.log"), "w"),
+            [
+                cli,
+                "server",
+                "start-dev",
+                "--db-filename",
+                os.path.join(tmp, "temporal.db"),
+                "--ip",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--http-port",
+                str(_free_port()),
+                "--metrics-port",
+                str(_free_port()),
+                "--headless",
+                "--log-level",
+                "error",
+                "--dynamic-config-value",
+                "system.enableActivityEagerExecution=true",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=open(os.path.join(tmp, "server.log"), "w"),
         )
         try:
             yield f"127.0.0.1:{port}", process.pid
@@ -253,9 +286,9 @@ async def measure_temporal(cli: str, count: int, concurrency: int, singles: int,
                 client = await Client.connect(address, namespace="default")
                 await client.count_workflows()
                 break
-            except Exception:
+            except Exception as exc:
                 if time.monotonic() > deadline:
-                    raise RuntimeError("Temporal's dev server did not start within 60 s")
+                    raise RuntimeError("Temporal's dev server did not start within 60 s") from exc
                 await asyncio.sleep(0.5)
         queue = f"compare-{uuid.uuid4().hex[:8]}"
 
@@ -281,10 +314,20 @@ async def measure_temporal(cli: str, count: int, concurrency: int, singles: int,
             return result
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=100) as executor:
-            async with Worker(client, task_queue=queue, workflows=[tw.Onboarding, tw.SingleActivity],
-                              activities=tw.ACTIVITIES, activity_executor=executor):
-                return await drive(Engine("Temporal", run_single, start_onboarding, wait, history, lambda: [pid]),
-                                   count, concurrency, singles, histories)
+            async with Worker(
+                client,
+                task_queue=queue,
+                workflows=[tw.Onboarding, tw.SingleActivity],
+                activities=tw.ACTIVITIES,
+                activity_executor=executor,
+            ):
+                return await drive(
+                    Engine("Temporal", run_single, start_onboarding, wait, history, lambda: [pid]),
+                    count,
+                    concurrency,
+                    singles,
+                    histories,
+                )
 
 
 # ------------------------------------------------------------------ report
@@ -320,8 +363,9 @@ def main() -> None:
     parser.add_argument("-n", "--workflows", type=int, default=500, help="onboarding executions (default 500)")
     parser.add_argument("--concurrency", type=int, default=50, help="onboarding executions in flight (default 50)")
     parser.add_argument("--single", type=int, default=50, help="sequential one-activity workflows (default 50)")
-    parser.add_argument("--histories", type=int, default=100,
-                        help="onboarding histories read for schedule-to-start (default 100)")
+    parser.add_argument(
+        "--histories", type=int, default=100, help="onboarding histories read for schedule-to-start (default 100)"
+    )
     parser.add_argument("--engines", default="flowforge,temporal", help="which to run, in order")
     parser.add_argument("--json", help="also write the raw figures to this file")
     args = parser.parse_args()
@@ -348,15 +392,26 @@ def main() -> None:
     temporal_version = ""
     if cli is not None and "temporal" in engines:
         temporal_version = subprocess.run([cli, "--version"], capture_output=True, text=True).stdout.strip()
-    print(f"Machine: {machine_line()}. FlowForge `{code}` on SQLite (WAL, synchronous=FULL); "
-          f"{temporal_version or 'Temporal not run'}. Onboarding: {args.workflows} executions, "
-          f"{args.concurrency} in flight; one-activity: {args.single} in sequence. "
-          f"Load average before/after: {load_before} / {load_average()}.\n")
+    print(
+        f"Machine: {machine_line()}. FlowForge `{code}` on SQLite (WAL, synchronous=FULL); "
+        f"{temporal_version or 'Temporal not run'}. Onboarding: {args.workflows} executions, "
+        f"{args.concurrency} in flight; one-activity: {args.single} in sequence. "
+        f"Load average before/after: {load_before} / {load_average()}.\n"
+    )
     print(table(results))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"machine": machine_line(), "code": code, "temporal": temporal_version,
-                       "arguments": vars(args), "results": results}, f, indent=2)
+            json.dump(
+                {
+                    "machine": machine_line(),
+                    "code": code,
+                    "temporal": temporal_version,
+                    "arguments": vars(args),
+                    "results": results,
+                },
+                f,
+                indent=2,
+            )
 
 
 if __name__ == "__main__":

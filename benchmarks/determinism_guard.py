@@ -33,8 +33,9 @@ import statistics
 import sys
 import threading
 import time
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any, Self
 
 from benchmarks.onboarding import load_average, machine
 from flowforge import _workflow_instance, workflow
@@ -73,8 +74,10 @@ def _history() -> list[common_pb2.HistoryEvent]:
         ],
         start=1,
     ):
-        event = common_pb2.HistoryEvent(event_id=event_id, event_type=event_type, attributes_json=json.dumps(attributes))
-        event.event_time.FromDatetime(datetime(2024, 5, 1, tzinfo=timezone.utc))
+        event = common_pb2.HistoryEvent(
+            event_id=event_id, event_type=event_type, attributes_json=json.dumps(attributes)
+        )
+        event.event_time.FromDatetime(datetime(2024, 5, 1, tzinfo=UTC))
         events.append(event)
     return events
 
@@ -96,10 +99,10 @@ class _NoGuard:
 
     def __init__(self, **_: Any) -> None: ...
 
-    def __enter__(self) -> _NoGuard:
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc_info: Any) -> None: ...
+    def __exit__(self, *exc_info: object) -> None: ...
 
 
 @contextlib.contextmanager
@@ -159,9 +162,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7, help="rounds; the median is reported")
     options = parser.parse_args()
     rounds = [measure_round() for _ in range(options.repeat)]
-    result: dict[str, Any] = {
-        key: round(statistics.median(r[key] for r in rounds), 1) for key in rounds[0]
-    }
+    result: dict[str, Any] = {key: round(statistics.median(r[key] for r in rounds), 1) for key in rounds[0]}
     result.update(machine=machine(), load_average=load_average(), repeat=options.repeat)
     print(json.dumps(result))
 

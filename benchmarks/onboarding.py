@@ -46,8 +46,9 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from datetime import timedelta
-from typing import Any, Iterator, Optional
+from typing import Any
 
 from flowforge import Client, activity, workflow
 from flowforge.worker import Worker
@@ -72,7 +73,7 @@ class SingleActivity:
 
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
 def machine() -> str:
@@ -82,18 +83,26 @@ def machine() -> str:
         with open("/proc/meminfo") as f:
             kib = int(f.readline().split()[1])
         memory = f", {kib / 1024 / 1024:.0f} GiB"
-    return f"{platform.machine()} {os.cpu_count()} cpu{memory}, {platform.system()} {platform.release()}, " \
-           f"Python {platform.python_version()}"
+    return (
+        f"{platform.machine()} {os.cpu_count()} cpu{memory}, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}"
+    )
 
 
 def code_version() -> str:
     """The commit measured, "+modified" if the engine's sources differ from it."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "server", "sdk", "worker"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "server", "sdk", "worker"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+modified" if dirty else "")
@@ -109,12 +118,12 @@ class Target:
     """What a benchmark runs against: one or more server replicas."""
 
     addresses: list[str]
-    pg_dsn: Optional[str] = None
+    pg_dsn: str | None = None
     """The database, when it is PostgreSQL (to read transaction ids)."""
     server_pids: list[int] = dataclasses.field(default_factory=list)
-    postmaster_pid: Optional[int] = None
+    postmaster_pid: int | None = None
     """The PostgreSQL server, when it is a throwaway cluster of this run."""
-    store_url: Optional[str] = None
+    store_url: str | None = None
     """The store the servers share (a SQLite file path or a PostgreSQL URL)."""
 
     @property
@@ -122,7 +131,7 @@ class Target:
         return self.addresses[0]
 
     @property
-    def server_pid(self) -> Optional[int]:
+    def server_pid(self) -> int | None:
         return self.server_pids[0] if self.server_pids else None
 
     def pids(self) -> list[int]:
@@ -163,7 +172,7 @@ def machine_busy_seconds() -> float:
 
 
 @contextlib.contextmanager
-def store_url(store: str) -> Iterator[tuple[str, Optional[int]]]:
+def store_url(store: str) -> Iterator[tuple[str, int | None]]:
     """The store URL ``--store`` names, created for the run (and removed after),
     and the pid of the PostgreSQL server when this run started it."""
     if store == "sqlite":
@@ -229,7 +238,7 @@ def count_rpcs(client: Client) -> collections.Counter[str]:
     return counts
 
 
-async def pg_txid(dsn: Optional[str]) -> Optional[int]:
+async def pg_txid(dsn: str | None) -> int | None:
     """The cluster's next transaction id (each write transaction takes one)."""
     if dsn is None:
         return None
@@ -250,18 +259,30 @@ async def measure(where: Target, count: int, concurrency: int, cooling_off_s: fl
     task_queue = f"bench-{uuid.uuid4().hex[:8]}"
     async with contextlib.AsyncExitStack() as stack:
         for client in clients:
-            await stack.enter_async_context(Worker(client, task_queue=task_queue, workflows=[Onboarding, SingleActivity],
-                                                   activities=[*ACTIVITIES, noop]))
+            await stack.enter_async_context(
+                Worker(
+                    client,
+                    task_queue=task_queue,
+                    workflows=[Onboarding, SingleActivity],
+                    activities=[*ACTIVITIES, noop],
+                )
+            )
         # Sequential single-activity latency: one workflow at a time, end to end.
         single = []
         for i in range(SINGLE_RUNS):
             began = time.perf_counter()
-            handle = await clients[0].start_workflow(SingleActivity.run, i, id=f"single-{task_queue}-{i}",
-                                                     task_queue=task_queue)
+            handle = await clients[0].start_workflow(
+                SingleActivity.run, i, id=f"single-{task_queue}-{i}", task_queue=task_queue
+            )
             assert await handle.result() == i
             single.append(time.perf_counter() - began)
 
-        request = {"name": "Bench", "email": "bench@example.com", "work_seconds": 0, "cooling_off_seconds": cooling_off_s}
+        request = {
+            "name": "Bench",
+            "email": "bench@example.com",
+            "work_seconds": 0,
+            "cooling_off_seconds": cooling_off_s,
+        }
         starts: list[float] = []
         latencies: list[float] = []
         gate = asyncio.Semaphore(concurrency)
@@ -270,8 +291,10 @@ async def measure(where: Target, count: int, concurrency: int, cooling_off_s: fl
             async with gate:
                 began = time.perf_counter()
                 handle = await clients[i % len(clients)].start_workflow(
-                    Onboarding.run, {**request, "email": f"bench{i}@example.com"},
-                    id=f"onb-{task_queue}-{i}", task_queue=task_queue,
+                    Onboarding.run,
+                    {**request, "email": f"bench{i}@example.com"},
+                    id=f"onb-{task_queue}-{i}",
+                    task_queue=task_queue,
                 )
                 starts.append(time.perf_counter() - began)
                 result = await handle.result()
@@ -291,8 +314,11 @@ async def measure(where: Target, count: int, concurrency: int, cooling_off_s: fl
         cpu_ours, busy = cpu_seconds(pids) - cpu_before, machine_busy_seconds() - busy_before
         calls = sum(rpcs, collections.Counter())
         txid_after = await pg_txid(where.pg_dsn)
-        timers_late = await timer_lateness(clients[0], [f"onb-{task_queue}-{i}" for i in range(count)], cooling_off_s) \
-            if cooling_off_s > 0 else []
+        timers_late = (
+            await timer_lateness(clients[0], [f"onb-{task_queue}-{i}" for i in range(count)], cooling_off_s)
+            if cooling_off_s > 0
+            else []
+        )
     for client in clients:
         await client.close()
     result: dict[str, Any] = {
@@ -345,10 +371,18 @@ def main() -> None:
     where.add_argument("--store", default="sqlite", help="sqlite, postgresql, or a store URL (default sqlite)")
     parser.add_argument("-n", "--workflows", type=int, default=500)
     parser.add_argument("--concurrency", type=int, default=100, help="workflows in flight at once")
-    parser.add_argument("--replicas", type=int, default=1,
-                        help="server processes on the one store (PostgreSQL only), each with a worker")
-    parser.add_argument("--cooling-off", type=float, default=0.0,
-                        help="the onboarding timer in seconds (default 0: no timer); >0 also reports its lateness")
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="server processes on the one store (PostgreSQL only), each with a worker",
+    )
+    parser.add_argument(
+        "--cooling-off",
+        type=float,
+        default=0.0,
+        help="the onboarding timer in seconds (default 0: no timer); >0 also reports its lateness",
+    )
     args = parser.parse_args()
     load_before, code_before = load_average(), code_version()
     with contextlib.ExitStack() as stack:

@@ -33,11 +33,20 @@ import sys
 import tempfile
 import time
 import uuid
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 from benchmarks.onboarding import (
-    ACTIVITIES_PER_WORKFLOW, SINGLE_RUNS, SingleActivity, code_version, count_rpcs, cpu_seconds, machine, noop,
-    store_url, target,
+    ACTIVITIES_PER_WORKFLOW,
+    SINGLE_RUNS,
+    SingleActivity,
+    code_version,
+    count_rpcs,
+    cpu_seconds,
+    machine,
+    noop,
+    store_url,
+    target,
 )
 from flowforge import Client
 from flowforge.server import FlowForgeServer, ServerConfig
@@ -122,8 +131,10 @@ def _per(counts: dict[str, int], workflows: int, activities: int) -> dict[str, A
 
 def _callers(callers: dict[str, list[int]], workflows: int) -> dict[str, str]:
     """``all (changed rows)`` per workflow, by engine method."""
-    return {name: f"{total / workflows:.2f} ({changed / workflows:.2f})"
-            for name, (total, changed) in sorted(callers.items(), key=lambda item: -item[1][0])}
+    return {
+        name: f"{total / workflows:.2f} ({changed / workflows:.2f})"
+        for name, (total, changed) in sorted(callers.items(), key=lambda item: -item[1][0])
+    }
 
 
 def _readers(readers: collections.Counter[str], workflows: int) -> dict[str, float]:
@@ -139,8 +150,9 @@ async def counts(url: str, workflows: int) -> dict[str, Any]:
     queue = f"profile-{uuid.uuid4().hex[:8]}"
     result: dict[str, Any] = {}
     try:
-        async with Worker(client, task_queue=queue, workflows=[Onboarding, SingleActivity],
-                          activities=[*ACTIVITIES, noop]):
+        async with Worker(
+            client, task_queue=queue, workflows=[Onboarding, SingleActivity], activities=[*ACTIVITIES, noop]
+        ):
             # Let the worker's polls settle before counting.
             await (await client.start_workflow(SingleActivity.run, -1, id=f"warm-{queue}", task_queue=queue)).result()
 
@@ -149,7 +161,8 @@ async def counts(url: str, workflows: int) -> dict[str, Any]:
                 handle = await client.start_workflow(SingleActivity.run, i, id=f"single-{queue}-{i}", task_queue=queue)
                 await handle.result()
             result["single_activity"] = {
-                "workflows": SINGLE_RUNS, "store": _per(dict(store.counts), SINGLE_RUNS, SINGLE_RUNS),
+                "workflows": SINGLE_RUNS,
+                "store": _per(dict(store.counts), SINGLE_RUNS, SINGLE_RUNS),
                 "rpcs": _per(dict(rpcs), SINGLE_RUNS, SINGLE_RUNS),
                 "write_transactions_by_caller_per_workflow": _callers(store.callers, SINGLE_RUNS),
                 "read_transactions_by_caller_per_workflow": _readers(store.readers, SINGLE_RUNS),
@@ -160,7 +173,9 @@ async def counts(url: str, workflows: int) -> dict[str, Any]:
 
             async def one(i: int) -> None:
                 async with gate:
-                    handle = await client.start_workflow(Onboarding.run, request, id=f"onb-{queue}-{i}", task_queue=queue)
+                    handle = await client.start_workflow(
+                        Onboarding.run, request, id=f"onb-{queue}-{i}", task_queue=queue
+                    )
                     await handle.result()
 
             store.counts.clear(), store.callers.clear(), store.readers.clear(), rpcs.clear()
@@ -169,8 +184,10 @@ async def counts(url: str, workflows: int) -> dict[str, Any]:
             elapsed = time.perf_counter() - began
             activities = workflows * ACTIVITIES_PER_WORKFLOW
             result["onboarding"] = {
-                "workflows": workflows, "seconds_in_one_process": round(elapsed, 2),
-                "store": _per(dict(store.counts), workflows, activities), "rpcs": _per(dict(rpcs), workflows, activities),
+                "workflows": workflows,
+                "seconds_in_one_process": round(elapsed, 2),
+                "store": _per(dict(store.counts), workflows, activities),
+                "rpcs": _per(dict(rpcs), workflows, activities),
                 "write_transactions_by_caller_per_workflow": _callers(store.callers, workflows),
                 "read_transactions_by_caller_per_workflow": _readers(store.readers, workflows),
             }
@@ -191,7 +208,10 @@ _COMPONENTS = [
     # asyncio socket transports carry only the PostgreSQL connections in the server
     # (gRPC has its own I/O); their callbacks run asyncpg's Cython protocol.
     ("asyncio transports (asyncpg's Cython protocol)", re.compile(r"_SelectorSocketTransport|_SelectorTransport")),
-    ("protobuf / JSON / payload conversion", re.compile(r"google/protobuf|[(/]json/|sdk/converter\.py|server/_events\.py")),
+    (
+        "protobuf / JSON / payload conversion",
+        re.compile(r"google/protobuf|[(/]json/|sdk/converter\.py|server/_events\.py"),
+    ),
     ("grpc (Python part)", re.compile(r"[(/]grpc/")),
     ("store SQL layer", re.compile(r"stores/_sql\.py|stores/postgres\.py|stores/base\.py")),
     ("history engine / frontend", re.compile(r"server/(history|frontend|matching|timers|tokens|retries|errors)\.py")),
@@ -240,16 +260,39 @@ def cpu(store: str, workflows: int, py_spy: str) -> dict[str, Any]:
     result: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp, target(store) as where:
         assert where.server_pid is not None
-        profiles = {"server": (where.server_pid, os.path.join(tmp, "server.txt")),
-                    "worker_and_starter": (os.getpid(), os.path.join(tmp, "worker.txt"))}
+        profiles = {
+            "server": (where.server_pid, os.path.join(tmp, "server.txt")),
+            "worker_and_starter": (os.getpid(), os.path.join(tmp, "worker.txt")),
+        }
         # --gil: only samples of the thread holding the GIL, i.e. Python code
         # running; waits in epoll, fsync or a socket are left out.
-        spies = [subprocess.Popen([py_spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "200", "--gil",
-                                   "--nonblocking", "--output", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                 for pid, path in profiles.values()]
+        spies = [
+            subprocess.Popen(
+                [
+                    py_spy,
+                    "record",
+                    "--pid",
+                    str(pid),
+                    "--format",
+                    "raw",
+                    "--rate",
+                    "200",
+                    "--gil",
+                    "--nonblocking",
+                    "--output",
+                    path,
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for pid, path in profiles.values()
+        ]
         time.sleep(1.0)  # py-spy attaches
-        processes = {"server": [where.server_pid], "worker_and_starter": [os.getpid()],
-                     "postgresql": [pid for pid in where.pids() if pid != where.server_pid]}
+        processes = {
+            "server": [where.server_pid],
+            "worker_and_starter": [os.getpid()],
+            "postgresql": [pid for pid in where.pids() if pid != where.server_pid],
+        }
         before = {name: cpu_seconds(pids) for name, pids in processes.items()}
         began = time.perf_counter()
         result["benchmark"] = asyncio.run(measure(where, workflows, 100))

@@ -74,7 +74,9 @@ async def level(client: Client, task_queue: str, in_flight: int, count: int) -> 
     await asyncio.gather(*(one(i) for i in range(count)))
     elapsed = time.perf_counter() - began
     return {
-        "in_flight": in_flight, "workflows": count, "workflows_per_s": round(count / elapsed, 1),
+        "in_flight": in_flight,
+        "workflows": count,
+        "workflows_per_s": round(count / elapsed, 1),
         "activities_per_s": round(count * 6 / elapsed, 1),
         "latency_p50_ms": round(percentile(latencies, 0.5) * 1000, 1),
         "latency_p95_ms": round(percentile(latencies, 0.95) * 1000, 1),
@@ -103,11 +105,15 @@ async def measure(address: str, levels: list[int], worker_counts: list[int], per
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    lines = ["| workers | in flight | executions | workflows/s | activities/s | latency p50 (ms) | latency p95 (ms) |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| workers | in flight | executions | workflows/s | activities/s | latency p50 (ms) | latency p95 (ms) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in results:
-        lines.append(f"| {r['workers']} | {r['in_flight']} | {r['workflows']} | {r['workflows_per_s']} | "
-                     f"{r['activities_per_s']} | {r['latency_p50_ms']} | {r['latency_p95_ms']} |")
+        lines.append(
+            f"| {r['workers']} | {r['in_flight']} | {r['workflows']} | {r['workflows_per_s']} | "
+            f"{r['activities_per_s']} | {r['latency_p50_ms']} | {r['latency_p95_ms']} |"
+        )
     return "\n".join(lines)
 
 
@@ -127,10 +133,19 @@ def plot(results: list[dict[str, Any]], path: str, title: str) -> bool:
         left.plot([r["in_flight"] for r in rows], [r["workflows_per_s"] for r in rows], marker="o", label=label)
         right.plot([r["in_flight"] for r in rows], [r["latency_p95_ms"] for r in rows], marker="o", label=label)
     left.set_ylim(bottom=0)
-    left.set(xscale="log", xlabel="executions in flight", ylabel="onboarding workflows/s (6 activities each)",
-             title="Throughput")
-    right.set(xscale="log", yscale="log", xlabel="executions in flight", ylabel="latency p95, start to result (ms)",
-              title="Latency")
+    left.set(
+        xscale="log",
+        xlabel="executions in flight",
+        ylabel="onboarding workflows/s (6 activities each)",
+        title="Throughput",
+    )
+    right.set(
+        xscale="log",
+        yscale="log",
+        xlabel="executions in flight",
+        ylabel="latency p95, start to result (ms)",
+        title="Latency",
+    )
     levels = sorted({r["in_flight"] for r in results})
     for axes in (left, right):
         axes.set_xticks(levels, [str(v) for v in levels])

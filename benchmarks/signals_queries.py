@@ -22,8 +22,8 @@ import json
 import statistics
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Awaitable, Callable
 
 from flowforge import Client, workflow
 from flowforge.server import FlowForgeServer, ServerConfig
@@ -90,7 +90,9 @@ async def run(store: str, count: int) -> dict[str, float]:
             running = await client.start_workflow(Counter.run, 1_000_000, id="bench-cached", task_queue=QUEUE)
             await running.query(Counter.value)
             figures |= _percentiles("query_cached_latency", await _timed(count, lambda: running.query(Counter.value)))
-            figures |= _percentiles("query_replay_latency", await _timed(count // 4, lambda: handle.query(Counter.value)))
+            figures |= _percentiles(
+                "query_replay_latency", await _timed(count // 4, lambda: handle.query(Counter.value))
+            )
             figures["replayed_history_events"] = len((await handle.fetch_history()).events)
             await running.terminate("done")
         return figures
@@ -106,8 +108,15 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         store = str(Path(tmp) / "bench.db") if args.store == "sqlite" else args.store
-        print(json.dumps({"store": "sqlite" if args.store == "sqlite" else "postgresql", "n": args.n,
-                          **asyncio.run(run(store, args.n))}))
+        print(
+            json.dumps(
+                {
+                    "store": "sqlite" if args.store == "sqlite" else "postgresql",
+                    "n": args.n,
+                    **asyncio.run(run(store, args.n)),
+                }
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ import sqlite3
 import time
 import uuid
 from datetime import timedelta
-from typing import Any, Optional
+from typing import Any
 
 from benchmarks.onboarding import code_version, load_average, machine, percentile, target
 from flowforge import Client, workflow
@@ -59,7 +59,7 @@ def rss_mib(pid: int) -> float:
 class StoreReader:
     """Reads timer events and run states straight from the benchmark's store."""
 
-    def __init__(self, url: str, pg_dsn: Optional[str]) -> None:
+    def __init__(self, url: str, pg_dsn: str | None) -> None:
         self._url, self._pg_dsn = url, pg_dsn
 
     async def rows(self, sql: str) -> list[tuple[Any, ...]]:
@@ -91,8 +91,9 @@ class StoreReader:
         return [(fired[run] - due) / 1e6 for run, due in started.items() if run in fired]
 
 
-async def measure(address: str, server_pid: int, reader: StoreReader, count: int, due_in_s: float,
-                  in_flight: int) -> dict[str, Any]:
+async def measure(
+    address: str, server_pid: int, reader: StoreReader, count: int, due_in_s: float, in_flight: int
+) -> dict[str, Any]:
     client = await Client.connect(address)
     queue = f"timers-{uuid.uuid4().hex[:8]}"
     result: dict[str, Any] = {"executions": count, "rss_idle_mib": rss_mib(server_pid)}
@@ -148,8 +149,10 @@ def table(result: dict[str, Any]) -> str:
         ("server RSS idle (MiB)", result["rss_idle_mib"]),
         ("server RSS with all executions open and waiting (MiB)", result["rss_open_waiting_mib"]),
         ("server RSS after all completed (MiB)", result["rss_after_mib"]),
-        ("timer lateness p50 / p95 / max (ms)",
-         f"{result['timer_late_p50_ms']} / {result['timer_late_p95_ms']} / {result['timer_late_max_ms']}"),
+        (
+            "timer lateness p50 / p95 / max (ms)",
+            f"{result['timer_late_p50_ms']} / {result['timer_late_p95_ms']} / {result['timer_late_max_ms']}",
+        ),
         ("timers fired within 1 s of due", result["timers_within_1s"]),
         ("last timer's batch committed, after due (s)", result["all_fired_after_due_s"]),
         ("last execution completed, after due (s)", result["all_completed_after_due_s"]),
@@ -162,8 +165,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--store", default="sqlite", help="sqlite, postgresql, or a store URL (default sqlite)")
     parser.add_argument("-n", "--executions", type=int, default=10_000)
-    parser.add_argument("--due-in", type=float, default=90.0,
-                        help="seconds from the first start to the shared due instant (default 90)")
+    parser.add_argument(
+        "--due-in", type=float, default=90.0, help="seconds from the first start to the shared due instant (default 90)"
+    )
     parser.add_argument("--in-flight", type=int, default=200, help="start calls in flight at once")
     args = parser.parse_args()
     load_before, code = load_average(), code_version()
@@ -171,10 +175,13 @@ def main() -> None:
         assert where.server_pid is not None
         url = where.pg_dsn or where.store_url
         reader = StoreReader(url, where.pg_dsn)
-        result = asyncio.run(measure(where.address, where.server_pid, reader, args.executions, args.due_in,
-                                     args.in_flight))
-    print(f"Machine: {machine()}. Code `{code}`, store {'postgresql' if where.pg_dsn else 'sqlite'}. "
-          f"Load average before/after: {load_before} / {load_average()}.\n")
+        result = asyncio.run(
+            measure(where.address, where.server_pid, reader, args.executions, args.due_in, args.in_flight)
+        )
+    print(
+        f"Machine: {machine()}. Code `{code}`, store {'postgresql' if where.pg_dsn else 'sqlite'}. "
+        f"Load average before/after: {load_before} / {load_average()}.\n"
+    )
     print(table(result))
 
 

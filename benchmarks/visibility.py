@@ -15,7 +15,7 @@ import asyncio
 import json
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from benchmarks.onboarding import load_average, machine
@@ -36,10 +36,13 @@ async def _measure(store: str, runs: int) -> dict[str, Any]:
     await server.start()
     client = await Client.connect(f"127.0.0.1:{server.port}")
     try:
-        await client.add_search_attributes({
-            "Customer": SearchAttributeIndexedValueType.KEYWORD, "Amount": SearchAttributeIndexedValueType.INT,
-            "DueAt": SearchAttributeIndexedValueType.DATETIME,
-        })
+        await client.add_search_attributes(
+            {
+                "Customer": SearchAttributeIndexedValueType.KEYWORD,
+                "Amount": SearchAttributeIndexedValueType.INT,
+                "DueAt": SearchAttributeIndexedValueType.DATETIME,
+            }
+        )
         began = time.perf_counter()
         for n in range(runs):
             await client.start_workflow("Plain", id=f"plain-{n}", task_queue="idle")
@@ -47,8 +50,11 @@ async def _measure(store: str, runs: int) -> dict[str, Any]:
         began = time.perf_counter()
         for n in range(runs):
             await client.start_workflow(
-                "Tagged", id=f"tagged-{n}", task_queue="idle", memo={"n": n},
-                search_attributes={"Customer": f"c-{n % 50}", "Amount": n, "DueAt": datetime.now(timezone.utc)},
+                "Tagged",
+                id=f"tagged-{n}",
+                task_queue="idle",
+                memo={"n": n},
+                search_attributes={"Customer": f"c-{n % 50}", "Amount": n, "DueAt": datetime.now(UTC)},
             )
         tagged_ms = (time.perf_counter() - began) * 1000 / runs
         listings = {}
@@ -76,8 +82,9 @@ async def _main(stores: list[str], runs: int) -> None:
                     figures = await _measure(dsn, runs)
             finally:
                 postgres.stop()
-        print(json.dumps({"store": store, "runs": runs, **figures, "load_average": load_average(),
-                          "machine": machine()}))
+        print(
+            json.dumps({"store": store, "runs": runs, **figures, "load_average": load_average(), "machine": machine()})
+        )
 
 
 def main() -> None:

@@ -9,15 +9,27 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 
 def start_server(arguments: list[str], ready_file: str, timeout_s: float = 30) -> tuple[subprocess.Popen, str]:
     """Starts ``flowforge server <arguments>`` writing its port to ``ready_file``;
     returns the process and its address once it serves."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "flowforge.cli", "server", *arguments, "--port", "0",
-         "--ready-file", ready_file, "--log-level", "WARNING"]
+        [
+            sys.executable,
+            "-m",
+            "flowforge.cli",
+            "server",
+            *arguments,
+            "--port",
+            "0",
+            "--ready-file",
+            ready_file,
+            "--log-level",
+            "WARNING",
+        ]
     )
     deadline = time.monotonic() + timeout_s
     while not os.path.exists(ready_file):

@@ -16,7 +16,8 @@ into the failure's ``encoded_attributes`` payload, and decoding puts them back.
 from __future__ import annotations
 
 import json
-from typing import Any, Awaitable, Callable, Sequence, TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
@@ -143,8 +144,7 @@ async def _visit_json(value: Any, transform: _Transform) -> Any:
             (transformed,) = await transform([json_format.ParseDict(value, common_pb2.Payload())])
             return json_format.MessageToDict(transformed, preserving_proto_field_name=True)
         visited = {
-            key: item if key in _NOT_ENCODED else await _visit_json(item, transform)
-            for key, item in value.items()
+            key: item if key in _NOT_ENCODED else await _visit_json(item, transform) for key, item in value.items()
         }
         if _is_payload_json(visited.get("encoded_attributes") or {}):  # a failure, decoded just now
             attributes = default_converter.from_payload(

@@ -34,8 +34,9 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from types import CodeType, FrameType, TracebackType
-from typing import Any, Callable, Optional
+from typing import Any, Self
 
 __all__ = ["DeterminismGuard"]
 
@@ -57,8 +58,23 @@ _IO = "do I/O in an activity"
 _THREAD = "run concurrent work as asyncio tasks (asyncio.gather) or in an activity"
 
 _OS_FILE_FUNCTIONS = (
-    "open", "stat", "lstat", "listdir", "scandir", "remove", "unlink", "rename", "replace",
-    "mkdir", "rmdir", "chmod", "utime", "truncate", "symlink", "link", "readlink",
+    "open",
+    "stat",
+    "lstat",
+    "listdir",
+    "scandir",
+    "remove",
+    "unlink",
+    "rename",
+    "replace",
+    "mkdir",
+    "rmdir",
+    "chmod",
+    "utime",
+    "truncate",
+    "symlink",
+    "link",
+    "readlink",
 )
 
 # Keyed by the C function objects the profiler reports on 'c_call'. Bound
@@ -89,11 +105,28 @@ _FORBIDDEN_BUILTINS: dict[object, _Forbidden] = {
 # The workflow event loop inherits these from AbstractEventLoop (which raises
 # NotImplementedError): naming them tells what the code tried, e.g. an async HTTP client.
 _LOOP_IO_METHODS = (
-    "getaddrinfo", "getnameinfo", "create_connection", "create_server", "create_datagram_endpoint",
-    "create_unix_connection", "create_unix_server", "connect_accepted_socket", "sendfile", "start_tls",
-    "sock_recv", "sock_recv_into", "sock_sendall", "sock_connect", "sock_accept", "sock_sendfile",
-    "connect_read_pipe", "connect_write_pipe", "subprocess_shell", "subprocess_exec",
-    "add_reader", "add_writer",
+    "getaddrinfo",
+    "getnameinfo",
+    "create_connection",
+    "create_server",
+    "create_datagram_endpoint",
+    "create_unix_connection",
+    "create_unix_server",
+    "connect_accepted_socket",
+    "sendfile",
+    "start_tls",
+    "sock_recv",
+    "sock_recv_into",
+    "sock_sendall",
+    "sock_connect",
+    "sock_accept",
+    "sock_sendfile",
+    "connect_read_pipe",
+    "connect_write_pipe",
+    "subprocess_shell",
+    "subprocess_exec",
+    "add_reader",
+    "add_writer",
 )
 
 # Python functions, matched on 'call' by their code object.
@@ -102,9 +135,7 @@ _FORBIDDEN_CODE: dict[CodeType, _Forbidden] = {
     uuid.uuid1.__code__: _Forbidden("uuid.uuid1()", _UUID),
     socket.socket.__init__.__code__: _Forbidden("socket.socket()", _IO),
     threading.Thread.start.__code__: _Forbidden("threading.Thread.start()", _THREAD),
-    asyncio.AbstractEventLoop.run_in_executor.__code__: _Forbidden(
-        "loop.run_in_executor()", _THREAD, asyncio_io=True
-    ),
+    asyncio.AbstractEventLoop.run_in_executor.__code__: _Forbidden("loop.run_in_executor()", _THREAD, asyncio_io=True),
     **{
         getattr(asyncio.AbstractEventLoop, name).__code__: _Forbidden(f"loop.{name}()", _IO, asyncio_io=True)
         for name in _LOOP_IO_METHODS
@@ -121,9 +152,7 @@ _IO_OBJECT_TYPES = (_socket.socket, _ssl._SSLSocket)
 _EXCUSED_PACKAGES = frozenset({"flowforge", "asyncio", "linecache"})
 # Nor is anything done under a logging call (such as a handler stamping the
 # time) or under an import (a first import reads the module's files).
-_EXCUSED_ANYWHERE = frozenset(
-    {"logging", "importlib", "_frozen_importlib", "_frozen_importlib_external", "zipimport"}
-)
+_EXCUSED_ANYWHERE = frozenset({"logging", "importlib", "_frozen_importlib", "_frozen_importlib_external", "zipimport"})
 
 
 def _module(frame: FrameType) -> str:
@@ -163,19 +192,19 @@ class DeterminismGuard:
     def __init__(self, boundary: CodeType, workflow_module: str = "") -> None:
         self._boundary = boundary
         self._workflow_module = workflow_module
-        self._previous_profile: Optional[Callable[..., Any]] = None
-        self.violation: Optional[str] = None
+        self._previous_profile: Callable[..., Any] | None = None
+        self.violation: str | None = None
 
-    def __enter__(self) -> DeterminismGuard:
+    def __enter__(self) -> Self:
         self._previous_profile = sys.getprofile()
         sys.setprofile(self._profile)
         return self
 
     def __exit__(
         self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        traceback: Optional[TracebackType],
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
     ) -> None:
         sys.setprofile(self._previous_profile)
 
@@ -195,14 +224,14 @@ class DeterminismGuard:
         if forbidden is not None and self.violation is None:
             self.violation = self._describe(forbidden, frame, frame_is_forbidden=event == "call")
 
-    def _describe(self, forbidden: _Forbidden, frame: FrameType, *, frame_is_forbidden: bool) -> Optional[str]:
+    def _describe(self, forbidden: _Forbidden, frame: FrameType, *, frame_is_forbidden: bool) -> str | None:
         """The violation message, or ``None`` when the call is not workflow code's doing."""
-        caller: Optional[FrameType] = None  # the innermost frame outside the standard library
-        library_entry: Optional[FrameType] = None  # the outermost standard library frame below it
-        workflow_frame: Optional[FrameType] = None  # the innermost frame of the workflow's module
-        user_entry: Optional[FrameType] = None  # the outermost frame outside the stdlib and the SDK
+        caller: FrameType | None = None  # the innermost frame outside the standard library
+        library_entry: FrameType | None = None  # the outermost standard library frame below it
+        workflow_frame: FrameType | None = None  # the innermost frame of the workflow's module
+        user_entry: FrameType | None = None  # the outermost frame outside the stdlib and the SDK
         excused = _EXCUSED_PACKAGES - {"asyncio"} if forbidden.asyncio_io else _EXCUSED_PACKAGES
-        current: Optional[FrameType] = frame
+        current: FrameType | None = frame
         while current is not None and current.f_code is not self._boundary:
             package = _package(current)
             if package in _EXCUSED_ANYWHERE:

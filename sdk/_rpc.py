@@ -14,8 +14,9 @@ import asyncio
 import dataclasses
 import logging
 import random
+from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import grpc
 
@@ -102,7 +103,7 @@ class WorkflowServiceClient:
         *,
         metadata: Sequence[tuple[str, str]] = (),
         retry_config: RPCRetryConfig = RPCRetryConfig(),
-        payload_codec: Optional[PayloadCodec] = None,
+        payload_codec: PayloadCodec | None = None,
         encode_failure_attributes: bool = False,
     ) -> None:
         self._channel = channel
@@ -118,7 +119,7 @@ class WorkflowServiceClient:
         request: Any,
         *,
         retry: bool = True,
-        timeout: Optional[timedelta] = None,
+        timeout: timedelta | None = None,
     ) -> Any:
         """Calls one RPC.
 
@@ -150,9 +151,7 @@ class WorkflowServiceClient:
                 raise UndecodableResponse(rpc, response, error) from error
         return await self._call(method, rpc, request, retry=retry, timeout=timeout)
 
-    async def _call(
-        self, method: Any, rpc: str, request: Any, *, retry: bool, timeout: Optional[timedelta]
-    ) -> Any:
+    async def _call(self, method: Any, rpc: str, request: Any, *, retry: bool, timeout: timedelta | None) -> Any:
         config = self.retry_config
         attempt_timeout = (timeout or config.rpc_timeout).total_seconds()
         loop = asyncio.get_running_loop()
@@ -163,15 +162,9 @@ class WorkflowServiceClient:
                 return await method(request, metadata=self._metadata, timeout=attempt_timeout)
             except grpc.aio.AioRpcError as error:
                 sleep_for = delay * random.uniform(1 - _JITTER, 1 + _JITTER)
-                if (
-                    not retry
-                    or error.code() not in _RETRYABLE_STATUSES
-                    or loop.time() + sleep_for > give_up_at
-                ):
+                if not retry or error.code() not in _RETRYABLE_STATUSES or loop.time() + sleep_for > give_up_at:
                     raise rpc_error(error) from None
-                logger.debug(
-                    "%s failed with %s; retrying in %.2fs", rpc, error.code().name, sleep_for
-                )
+                logger.debug("%s failed with %s; retrying in %.2fs", rpc, error.code().name, sleep_for)
             await asyncio.sleep(sleep_for)
             delay = min(delay * config.backoff_coefficient, config.maximum_interval.total_seconds())
 

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
-from flowforge.api.v1 import common_pb2, workflow_service_pb2 as pb
+from flowforge.api.v1 import common_pb2
+from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.client import _NO_ARGUMENT, _call_arguments, _set_workflow_timeouts, _workflow_type_and_result_hint
 from flowforge.common import SearchAttributeValue, _search_attributes_from_proto, _search_attributes_to_proto
 
@@ -129,9 +131,9 @@ class ScheduleActionStartWorkflow:
     args: list[Any]
     id: str
     task_queue: str
-    execution_timeout: Optional[timedelta]
-    run_timeout: Optional[timedelta]
-    task_timeout: Optional[timedelta]
+    execution_timeout: timedelta | None
+    run_timeout: timedelta | None
+    task_timeout: timedelta | None
     search_attributes: dict[str, SearchAttributeValue]
     memo: dict[str, Any]
 
@@ -143,11 +145,11 @@ class ScheduleActionStartWorkflow:
         args: Sequence[Any] = (),
         id: str,
         task_queue: str,
-        execution_timeout: Optional[timedelta] = None,
-        run_timeout: Optional[timedelta] = None,
-        task_timeout: Optional[timedelta] = None,
-        search_attributes: Optional[Mapping[str, SearchAttributeValue]] = None,
-        memo: Optional[Mapping[str, Any]] = None,
+        execution_timeout: timedelta | None = None,
+        run_timeout: timedelta | None = None,
+        task_timeout: timedelta | None = None,
+        search_attributes: Mapping[str, SearchAttributeValue] | None = None,
+        memo: Mapping[str, Any] | None = None,
     ) -> None:
         self.workflow = _workflow_type_and_result_hint(workflow)[0]
         self.args = _call_arguments(arg, args)
@@ -302,8 +304,8 @@ class SchedulerStatus:
 
     leader_identity: str
     fencing_token: int
-    leader_since: Optional[datetime]
-    lease_expires_at: Optional[datetime]
+    leader_since: datetime | None
+    lease_expires_at: datetime | None
     replica_identity: str
     replica_is_leader: bool
     replica_rejected_writes: int
@@ -311,18 +313,18 @@ class SchedulerStatus:
 
 
 def _datetime(timestamp: Any) -> datetime:
-    return timestamp.ToDatetime(tzinfo=timezone.utc)
+    return timestamp.ToDatetime(tzinfo=UTC)
 
 
 def _timestamp_of(moment: datetime, field: str) -> Any:
     if moment.tzinfo is None:
         raise ValueError(f"{field} must be timezone-aware (e.g. datetime(..., tzinfo=timezone.utc))")
     stamp = pb.ScheduleBackfill().start_time
-    stamp.FromDatetime(moment.astimezone(timezone.utc))
+    stamp.FromDatetime(moment.astimezone(UTC))
     return stamp
 
 
-def _overlap_value(overlap: Optional[ScheduleOverlapPolicy]) -> int:
+def _overlap_value(overlap: ScheduleOverlapPolicy | None) -> int:
     return 0 if overlap is None else int(overlap)
 
 
@@ -330,16 +332,20 @@ def _schedule_to_proto(schedule: Schedule, client: Client) -> pb.Schedule:
     action = schedule.action
     proto = pb.Schedule(
         spec=pb.ScheduleSpec(
-            cron_expressions=list(schedule.spec.cron_expressions), time_zone_name=schedule.spec.time_zone_name,
+            cron_expressions=list(schedule.spec.cron_expressions),
+            time_zone_name=schedule.spec.time_zone_name,
         ),
         action=pb.ScheduleActionStartWorkflow(
-            workflow_id=action.id, workflow_type=action.workflow, task_queue=action.task_queue,
+            workflow_id=action.id,
+            workflow_type=action.workflow,
+            task_queue=action.task_queue,
             input=client.data_converter.to_payloads(action.args),
             search_attributes=_search_attributes_to_proto(action.search_attributes),
             memo=common_pb2.Memo(fields={k: client.data_converter.to_payload(v) for k, v in action.memo.items()}),
         ),
         policy=pb.SchedulePolicy(
-            overlap=int(schedule.policy.overlap), misfire=int(schedule.policy.misfire),
+            overlap=int(schedule.policy.overlap),
+            misfire=int(schedule.policy.misfire),
         ),
         state=pb.ScheduleState(paused=schedule.state.paused, note=schedule.state.note),
     )
@@ -352,7 +358,7 @@ def _schedule_to_proto(schedule: Schedule, client: Client) -> pb.Schedule:
     return proto
 
 
-def _optional_timedelta(duration: Any) -> Optional[timedelta]:
+def _optional_timedelta(duration: Any) -> timedelta | None:
     value = duration.ToTimedelta()
     return value or None
 
@@ -361,7 +367,9 @@ def _description(schedule_id: str, proto: pb.Schedule, info: pb.ScheduleInfo, cl
     action = proto.action
     schedule = Schedule(
         action=ScheduleActionStartWorkflow(
-            action.workflow_type, args=client.data_converter.from_payloads(action.input), id=action.workflow_id,
+            action.workflow_type,
+            args=client.data_converter.from_payloads(action.input),
+            id=action.workflow_id,
             task_queue=action.task_queue,
             execution_timeout=_optional_timedelta(action.workflow_execution_timeout),
             run_timeout=_optional_timedelta(action.workflow_run_timeout),
@@ -371,11 +379,14 @@ def _description(schedule_id: str, proto: pb.Schedule, info: pb.ScheduleInfo, cl
         ),
         spec=ScheduleSpec(
             cron_expressions=list(proto.spec.cron_expressions),
-            intervals=[ScheduleIntervalSpec(i.every.ToTimedelta(), i.offset.ToTimedelta()) for i in proto.spec.intervals],
+            intervals=[
+                ScheduleIntervalSpec(i.every.ToTimedelta(), i.offset.ToTimedelta()) for i in proto.spec.intervals
+            ],
             time_zone_name=proto.spec.time_zone_name,
         ),
         policy=SchedulePolicy(
-            overlap=ScheduleOverlapPolicy(proto.policy.overlap), catchup_window=proto.policy.catchup_window.ToTimedelta(),
+            overlap=ScheduleOverlapPolicy(proto.policy.overlap),
+            catchup_window=proto.policy.catchup_window.ToTimedelta(),
             misfire=ScheduleMisfirePolicy(proto.policy.misfire),
         ),
         state=ScheduleState(paused=proto.state.paused, note=proto.state.note),
@@ -390,8 +401,11 @@ def _description(schedule_id: str, proto: pb.Schedule, info: pb.ScheduleInfo, cl
             running_workflow_ids=[e.workflow_id for e in info.running_workflows],
             recent_actions=[
                 ScheduleActionResult(
-                    scheduled_at=_datetime(a.nominal_time), started_at=_datetime(a.actual_time),
-                    workflow_id=a.execution.workflow_id, run_id=a.execution.run_id, trigger=a.trigger,
+                    scheduled_at=_datetime(a.nominal_time),
+                    started_at=_datetime(a.actual_time),
+                    workflow_id=a.execution.workflow_id,
+                    run_id=a.execution.run_id,
+                    trigger=a.trigger,
                 )
                 for a in info.recent_actions
             ],
@@ -456,13 +470,11 @@ class ScheduleHandle:
         """Resumes fires from now on (fires that fell while paused are not run)."""
         await self._patch(unpause=True, note=note)
 
-    async def trigger(self, overlap: Optional[ScheduleOverlapPolicy] = None) -> None:
+    async def trigger(self, overlap: ScheduleOverlapPolicy | None = None) -> None:
         """Fires now, paused or not; ``overlap`` overrides the schedule's policy."""
         await self._patch(trigger=pb.ScheduleTrigger(overlap=_overlap_value(overlap)))
 
-    async def backfill(
-        self, start: datetime, end: datetime, *, overlap: Optional[ScheduleOverlapPolicy] = None
-    ) -> None:
+    async def backfill(self, start: datetime, end: datetime, *, overlap: ScheduleOverlapPolicy | None = None) -> None:
         """Fires every nominal time of the spec in ``[start, end]`` (timezone-aware),
         at most 1000; ``overlap`` overrides the schedule's policy. Times that already
         fired are not started again."""

@@ -30,8 +30,9 @@ import logging
 import random
 import types
 import typing
-from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Mapping, Optional, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from flowforge import exceptions, workflow
 from flowforge._determinism import DeterminismGuard
@@ -219,7 +220,7 @@ class _DurableTimer(asyncio.TimerHandle):
         callback: Callable[..., Any],
         args: Sequence[Any],
         loop: asyncio.AbstractEventLoop,
-        context: Optional[contextvars.Context],
+        context: contextvars.Context | None,
     ) -> None:
         super().__init__(when, callback, args, loop, context)
         self.timer_id = timer_id
@@ -339,14 +340,14 @@ class _WorkflowEventLoop(asyncio.AbstractEventLoop):
         return self._instance._time
 
     def call_soon(  # type: ignore[override]
-        self, callback: Callable[..., Any], *args: Any, context: Optional[contextvars.Context] = None
+        self, callback: Callable[..., Any], *args: Any, context: contextvars.Context | None = None
     ) -> asyncio.Handle:
         handle = asyncio.Handle(callback, args, self, context)
         self._ready.append(handle)
         return handle
 
     def call_later(  # type: ignore[override]
-        self, delay: float, callback: Callable[..., Any], *args: Any, context: Optional[contextvars.Context] = None
+        self, delay: float, callback: Callable[..., Any], *args: Any, context: contextvars.Context | None = None
     ) -> asyncio.TimerHandle:
         if delay <= 0:
             handle = asyncio.TimerHandle(self.time(), callback, args, self, context)
@@ -355,7 +356,7 @@ class _WorkflowEventLoop(asyncio.AbstractEventLoop):
         return self._instance._start_timer(delay, callback, args, context)
 
     def call_at(  # type: ignore[override]
-        self, when: float, callback: Callable[..., Any], *args: Any, context: Optional[contextvars.Context] = None
+        self, when: float, callback: Callable[..., Any], *args: Any, context: contextvars.Context | None = None
     ) -> asyncio.TimerHandle:
         return self.call_later(when - self.time(), callback, *args, context=context)
 
@@ -367,7 +368,7 @@ class _WorkflowEventLoop(asyncio.AbstractEventLoop):
         return asyncio.Future(loop=self)
 
     def create_task(
-        self, coro: Any, *, name: Optional[str] = None, context: Optional[contextvars.Context] = None
+        self, coro: Any, *, name: str | None = None, context: contextvars.Context | None = None
     ) -> asyncio.Task[Any]:
         task = asyncio.Task(coro, loop=self, name=name, context=context)
         self._instance._track_task(task)
@@ -428,16 +429,16 @@ class WorkflowInstance(workflow._Runtime):
         self._converter = converter
         self._loop = _WorkflowEventLoop(self)  # type: ignore[abstract]  # see its docstring
         self._random = random.Random(run_id)
-        self._info: Optional[workflow.Info] = None
+        self._info: workflow.Info | None = None
         self._memo = common_pb2.Memo()
-        self._run_task: Optional[asyncio.Task[Any]] = None
+        self._run_task: asyncio.Task[Any] | None = None
         self._cancel_requested = False
         self._closed = False
         self._object: Any = None
         # A FailureError raised by a signal handler: it fails the workflow.
-        self._handler_failure: Optional[exceptions.FailureError] = None
+        self._handler_failure: exceptions.FailureError | None = None
         # Any other exception of a signal handler: it fails the workflow task.
-        self._handler_error: Optional[BaseException] = None
+        self._handler_error: BaseException | None = None
 
         # Where replay stands.
         self._last_event_id = 0
@@ -445,7 +446,7 @@ class WorkflowInstance(workflow._Runtime):
         self._spent = False
         self._pending_batch: list[common_pb2.HistoryEvent] = []
         self._time = 0.0
-        self._now = datetime.fromtimestamp(0, timezone.utc)
+        self._now = datetime.fromtimestamp(0, UTC)
         self._replaying = False
         # Commands of the running activation, in order.
         self._commands: list[command_pb2.Command] = []
@@ -480,7 +481,7 @@ class WorkflowInstance(workflow._Runtime):
         # DAG edges. Each task keeps the frontier of the activities whose
         # outcome it observed (those no other observed activity depends on);
         # each activity keeps the frontier it was scheduled with.
-        self._frontiers: dict[Optional[asyncio.Task[Any]], set[int]] = {}
+        self._frontiers: dict[asyncio.Task[Any] | None, set[int]] = {}
         self._dependencies: dict[int, tuple[int, ...]] = {}
 
     @property
@@ -530,7 +531,7 @@ class WorkflowInstance(workflow._Runtime):
 
     def _new_events_with_successors(
         self, history: Sequence[common_pb2.HistoryEvent]
-    ) -> list[tuple[common_pb2.HistoryEvent, Optional[common_pb2.HistoryEvent]]]:
+    ) -> list[tuple[common_pb2.HistoryEvent, common_pb2.HistoryEvent | None]]:
         """The events after the last processed one, each with the event that follows it."""
         history = list(history)
         processed = next((e for e in history if e.event_id == self._last_event_id), None)
@@ -543,8 +544,7 @@ class WorkflowInstance(workflow._Runtime):
         expected_id = self._last_event_id + 1
         if not events:
             raise HistoryContinuityError(
-                f"the history has no event after event {self._last_event_id}, which this "
-                "instance already processed"
+                f"the history has no event after event {self._last_event_id}, which this instance already processed"
             )
         if events[0].event_id != expected_id:
             raise HistoryContinuityError(
@@ -558,9 +558,7 @@ class WorkflowInstance(workflow._Runtime):
 
     # ----------------------------------------------------------------- replay
 
-    def _process(
-        self, event: common_pb2.HistoryEvent, following: Optional[common_pb2.HistoryEvent]
-    ) -> None:
+    def _process(self, event: common_pb2.HistoryEvent, following: common_pb2.HistoryEvent | None) -> None:
         event_type = event.event_type
         if self._awaiting_task_close:
             self._awaiting_task_close = False
@@ -578,7 +576,7 @@ class WorkflowInstance(workflow._Runtime):
             self._pending_batch.append(event)
 
     def _on_workflow_task_started(
-        self, event: common_pb2.HistoryEvent, following: Optional[common_pb2.HistoryEvent]
+        self, event: common_pb2.HistoryEvent, following: common_pb2.HistoryEvent | None
     ) -> None:
         self._check_all_commands_matched()
         if following is not None and following.event_type in _WORKFLOW_TASK_NOT_COMPLETED:
@@ -595,7 +593,7 @@ class WorkflowInstance(workflow._Runtime):
         # Nothing is written between a WorkflowTaskStarted and the event that closes it.
         self._running_task_completed_event_id = started.event_id + 1
         self._time = started.event_time.ToNanoseconds() / 1e9
-        self._now = started.event_time.ToDatetime(tzinfo=timezone.utc)
+        self._now = started.event_time.ToDatetime(tzinfo=UTC)
         self._replaying = replaying
         self._commands = []
         self._deliver_pending_batch_and_run()
@@ -620,8 +618,7 @@ class WorkflowInstance(workflow._Runtime):
         _, expected_event_type, command_fields = _command_signature(command)
         if (event.event_type, event_fields) != (expected_event_type, command_fields):
             raise exceptions.NonDeterminismError(
-                f"{recorded} does not match the command the workflow produced: "
-                f"{_describe_command(command)}"
+                f"{recorded} does not match the command the workflow produced: {_describe_command(command)}"
             )
         if event.event_type == "ActivityTaskScheduled":
             self._activities_by_scheduled_event[event.event_id] = self._activities[event_fields["activity_id"]]
@@ -656,8 +653,10 @@ class WorkflowInstance(workflow._Runtime):
         if event.event_type == "RequestCancelExternalWorkflowExecutionInitiated":
             return {"workflow_id": str(attributes.get("workflow_id", ""))}
         if event.event_type == "SignalExternalWorkflowExecutionInitiated":
-            return {"workflow_id": str(attributes.get("workflow_id", "")),
-                    "signal_name": str(attributes.get("signal_name", ""))}
+            return {
+                "workflow_id": str(attributes.get("workflow_id", "")),
+                "signal_name": str(attributes.get("signal_name", "")),
+            }
         return {}
 
     def _check_all_commands_matched(self) -> None:
@@ -695,7 +694,7 @@ class WorkflowInstance(workflow._Runtime):
             task_queue=self._task_queue,
             namespace=self._namespace,
             attempt=int(attributes.get("attempt", 1)),
-            start_time=event.event_time.ToDatetime(tzinfo=timezone.utc),
+            start_time=event.event_time.ToDatetime(tzinfo=UTC),
             search_attributes=_search_attributes_from_proto(
                 json_dict_to_message(attributes.get("search_attributes"), common_pb2.SearchAttributes)
             ),
@@ -703,7 +702,9 @@ class WorkflowInstance(workflow._Runtime):
                 namespace=attributes.get("parent_workflow_namespace", self._namespace),
                 workflow_id=attributes["parent_workflow_id"],
                 run_id=attributes["parent_run_id"],
-            ) if attributes.get("parent_run_id") else None,
+            )
+            if attributes.get("parent_run_id")
+            else None,
             continued_run_id=attributes.get("continued_execution_run_id") or None,
         )
         self._memo = json_dict_to_message(attributes.get("memo"), common_pb2.Memo)
@@ -803,7 +804,9 @@ class WorkflowInstance(workflow._Runtime):
         except exceptions.FailureError as error:
             if self._cancel_requested and _is_cancellation(error):
                 self._commands.append(
-                    command_pb2.Command(cancel_workflow_execution=command_pb2.CancelWorkflowExecutionCommandAttributes())
+                    command_pb2.Command(
+                        cancel_workflow_execution=command_pb2.CancelWorkflowExecutionCommandAttributes()
+                    )
                 )
             else:
                 failure = error_to_failure(error, self._converter)
@@ -983,7 +986,7 @@ class WorkflowInstance(workflow._Runtime):
     # ----------------------------------------------------------------- timers (for the loop)
 
     def _start_timer(
-        self, delay: float, callback: Callable[..., Any], args: Sequence[Any], context: Optional[contextvars.Context]
+        self, delay: float, callback: Callable[..., Any], args: Sequence[Any], context: contextvars.Context | None
     ) -> _DurableTimer:
         self._timer_seq += 1
         timer_id = str(self._timer_seq)
@@ -1020,7 +1023,7 @@ class WorkflowInstance(workflow._Runtime):
         # The pending tasks of an evicted instance are garbage, not a bug worth a log line.
         task._log_destroy_pending = False  # type: ignore[attr-defined]
 
-    def _merge_frontier(self, creator: Optional[asyncio.Task[Any]], task: asyncio.Task[Any]) -> None:
+    def _merge_frontier(self, creator: asyncio.Task[Any] | None, task: asyncio.Task[Any]) -> None:
         observed = self._frontiers.pop(task)
         creator_frontier = self._frontiers.get(creator)
         if creator_frontier is not None:
@@ -1077,9 +1080,7 @@ class WorkflowInstance(workflow._Runtime):
         deprecated = _recorded_marker_details(attributes).get(_DEPRECATED_DETAIL)
         if deprecated is None or not default_converter.from_payloads(deprecated)[0]:
             return False
-        if self._unmatched and _command_signature(self._unmatched[0])[1:] == ("MarkerRecorded", event_fields):
-            return False
-        return True
+        return not (self._unmatched and _command_signature(self._unmatched[0])[1:] == ("MarkerRecorded", event_fields))
 
     def workflow_patch(self, patch_id: str, *, deprecated: bool) -> bool:
         memoized = self._patches_memo.get(patch_id)
@@ -1274,7 +1275,10 @@ class WorkflowInstance(workflow._Runtime):
         )
         self._children_by_command[id(command)] = child
         child.handle = workflow.ChildWorkflowHandle(
-            self._await_child(child), loop=self._loop, id=call.id, workflow_type=call.workflow_type,
+            self._await_child(child),
+            loop=self._loop,
+            id=call.id,
+            workflow_type=call.workflow_type,
             started=child.started,
         )
         child.handle.add_done_callback(functools.partial(self._on_child_handle_done, child))
@@ -1363,7 +1367,8 @@ class WorkflowInstance(workflow._Runtime):
             outcome = "could not start: its workflow id already has a running execution"
             cause = exceptions.ApplicationError(
                 f"workflow id {child.workflow_id!r} already has a running execution",
-                type="WorkflowAlreadyStartedError", non_retryable=True,
+                type="WorkflowAlreadyStartedError",
+                non_retryable=True,
             )
         elif event_type == "ChildWorkflowExecutionFailed":
             outcome = "failed"
@@ -1400,7 +1405,9 @@ class WorkflowInstance(workflow._Runtime):
     def workflow_signal_child(self, workflow_id: str, signal_name: str, args: Sequence[Any]) -> asyncio.Future[None]:
         command = command_pb2.Command(
             signal_external_workflow_execution=command_pb2.SignalExternalWorkflowExecutionCommandAttributes(
-                workflow_id=workflow_id, signal_name=signal_name, input=self._converter.to_payloads(args),
+                workflow_id=workflow_id,
+                signal_name=signal_name,
+                input=self._converter.to_payloads(args),
                 child_workflow_only=True,
             )
         )
@@ -1433,7 +1440,8 @@ class WorkflowInstance(workflow._Runtime):
         delivered.set_exception(
             exceptions.ApplicationError(
                 f"could not signal {signal.signal_name!r} to child workflow {signal.workflow_id!r}: it has closed",
-                type="ExternalWorkflowExecutionNotFound", non_retryable=True,
+                type="ExternalWorkflowExecutionNotFound",
+                non_retryable=True,
             )
         )
 

@@ -26,8 +26,9 @@ import inspect
 import logging
 import threading
 import typing
+from collections.abc import Callable, MutableMapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Callable, MutableMapping, Optional, Sequence, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 __all__ = ["Info", "defn", "heartbeat", "info", "is_cancelled", "logger"]
 
@@ -99,11 +100,11 @@ def defn(fn: CallableType) -> CallableType: ...
 
 
 @overload
-def defn(*, name: Optional[str] = None) -> Callable[[CallableType], CallableType]: ...
+def defn(*, name: str | None = None) -> Callable[[CallableType], CallableType]: ...
 
 
 def defn(
-    fn: Optional[CallableType] = None, *, name: Optional[str] = None
+    fn: CallableType | None = None, *, name: str | None = None
 ) -> CallableType | Callable[[CallableType], CallableType]:
     """Marks a function as an activity.
 
@@ -125,9 +126,7 @@ def defn(
         if not callable(target):
             raise TypeError(f"@activity.defn needs a function, got {target!r}")
         if inspect.isgeneratorfunction(target) or inspect.isasyncgenfunction(target):
-            raise TypeError(
-                f"activity {target.__qualname__!r} must return a value, not be a generator"
-            )
+            raise TypeError(f"activity {target.__qualname__!r} must return a value, not be a generator")
         activity_name = name if name is not None else target.__name__
         if not activity_name:
             raise TypeError("an activity name must not be empty")
@@ -184,10 +183,10 @@ class Info:
     workflow_type: str
     namespace: str
     task_queue: str
-    scheduled_time: Optional[datetime]
-    started_time: Optional[datetime]
-    start_to_close_timeout: Optional[timedelta]
-    heartbeat_timeout: Optional[timedelta]
+    scheduled_time: datetime | None
+    started_time: datetime | None
+    start_to_close_timeout: timedelta | None
+    heartbeat_timeout: timedelta | None
     task_token: bytes = dataclasses.field(default=b"", repr=False, compare=False)
 
 
@@ -204,9 +203,7 @@ class _Context:
         self.cancelled = threading.Event()
 
 
-_current_context: contextvars.ContextVar[_Context] = contextvars.ContextVar(
-    "flowforge_activity_context"
-)
+_current_context: contextvars.ContextVar[_Context] = contextvars.ContextVar("flowforge_activity_context")
 
 
 def _context() -> _Context:
@@ -268,9 +265,7 @@ class _ActivityLoggerAdapter(logging.LoggerAdapter):
     must never be what breaks a program.
     """
 
-    def process(
-        self, msg: Any, kwargs: MutableMapping[str, Any]
-    ) -> tuple[Any, MutableMapping[str, Any]]:
+    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
         context = _current_context.get(None)
         if context is None:
             return msg, kwargs

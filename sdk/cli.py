@@ -1,29 +1,29 @@
 """The ``flowforge`` command line: run a server, start and inspect workflows.
 
-    flowforge server start-dev [--db FILE | --in-memory] [--port 7233]
-    flowforge server start --store postgresql://user@host:5432/db [--port 7233]
-    flowforge workflow start --type T --task-queue Q --workflow-id ID [--input JSON]
-        [--search-attribute NAME=VALUE ...] [--memo NAME=JSON ...]
-    flowforge workflow list [--query "WorkflowType = 'X' AND ExecutionStatus = 'Running'"] [--output json]
-    flowforge workflow count [--query QUERY]
-    flowforge workflow show --workflow-id ID [--run-id R] [--output json]
-    flowforge workflow cancel|terminate --workflow-id ID [--reason TEXT]
-    flowforge workflow signal --workflow-id ID --name SIGNAL [--input JSON ...]
-    flowforge workflow query --workflow-id ID --name QUERY [--input JSON ...] [--timeout SECONDS]
-    flowforge namespace create NAME | list
-    flowforge trigger create --trigger-id ID --event-type T --workflow-type W --task-queue Q
-                             [--filter COND ...] [--input PATH ...] [--id-prefix P]
-    flowforge trigger list | describe --trigger-id ID | delete --trigger-id ID
-    flowforge event publish --id ID --source S --type T [--data JSON] [--subject S]
-    flowforge search-attribute create --name NAME --type Keyword|Int|Double|Bool|Datetime | list
-    flowforge schedule create --schedule-id ID --workflow-type T --task-queue Q --workflow-id PREFIX
-                              [--cron EXPR ...] [--interval SECONDS ...] [--time-zone ZONE] [--input JSON ...]
-                              [--overlap POLICY] [--misfire POLICY] [--catchup-window SECONDS] [--paused --note N]
-    flowforge schedule list | describe | delete --schedule-id ID
-    flowforge schedule pause|unpause --schedule-id ID [--note TEXT]
-    flowforge schedule trigger --schedule-id ID [--overlap POLICY]
-    flowforge schedule backfill --schedule-id ID --start ISO --end ISO [--overlap POLICY]
-    flowforge schedule status            (which server replica leads the scheduler)
+flowforge server start-dev [--db FILE | --in-memory] [--port 7233]
+flowforge server start --store postgresql://user@host:5432/db [--port 7233]
+flowforge workflow start --type T --task-queue Q --workflow-id ID [--input JSON]
+    [--search-attribute NAME=VALUE ...] [--memo NAME=JSON ...]
+flowforge workflow list [--query "WorkflowType = 'X' AND ExecutionStatus = 'Running'"] [--output json]
+flowforge workflow count [--query QUERY]
+flowforge workflow show --workflow-id ID [--run-id R] [--output json]
+flowforge workflow cancel|terminate --workflow-id ID [--reason TEXT]
+flowforge workflow signal --workflow-id ID --name SIGNAL [--input JSON ...]
+flowforge workflow query --workflow-id ID --name QUERY [--input JSON ...] [--timeout SECONDS]
+flowforge namespace create NAME | list
+flowforge trigger create --trigger-id ID --event-type T --workflow-type W --task-queue Q
+                         [--filter COND ...] [--input PATH ...] [--id-prefix P]
+flowforge trigger list | describe --trigger-id ID | delete --trigger-id ID
+flowforge event publish --id ID --source S --type T [--data JSON] [--subject S]
+flowforge search-attribute create --name NAME --type Keyword|Int|Double|Bool|Datetime | list
+flowforge schedule create --schedule-id ID --workflow-type T --task-queue Q --workflow-id PREFIX
+                          [--cron EXPR ...] [--interval SECONDS ...] [--time-zone ZONE] [--input JSON ...]
+                          [--overlap POLICY] [--misfire POLICY] [--catchup-window SECONDS] [--paused --note N]
+flowforge schedule list | describe | delete --schedule-id ID
+flowforge schedule pause|unpause --schedule-id ID [--note TEXT]
+flowforge schedule trigger --schedule-id ID [--overlap POLICY]
+flowforge schedule backfill --schedule-id ID --start ISO --end ISO [--overlap POLICY]
+flowforge schedule status            (which server replica leads the scheduler)
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ import asyncio
 import json
 import logging
 import sys
+from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any, Optional, Sequence
+from typing import Any
 
 __all__ = ["main"]
 
@@ -51,10 +52,18 @@ def _server_parser(commands: Any) -> None:
     where.add_argument("--in-memory", action="store_true", help="keep nothing after exit")
     start = server.add_parser("start", help="a server replica on a shared store (PostgreSQL)")
     start.add_argument("--store", required=True, help="postgresql://user@host:port/db (or a SQLite file)")
-    dev.add_argument("--http-port", type=int, default=_DEV_HTTP_PORT,
-                     help=f"port of the POST /events webhook (default {_DEV_HTTP_PORT}; 0 = any free port)")
-    start.add_argument("--http-port", type=int, default=None,
-                       help="port of the POST /events webhook (default: none; 0 = any free port)")
+    dev.add_argument(
+        "--http-port",
+        type=int,
+        default=_DEV_HTTP_PORT,
+        help=f"port of the POST /events webhook (default {_DEV_HTTP_PORT}; 0 = any free port)",
+    )
+    start.add_argument(
+        "--http-port",
+        type=int,
+        default=None,
+        help="port of the POST /events webhook (default: none; 0 = any free port)",
+    )
     for parser in (dev, start):
         parser.add_argument("--ip", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
         parser.add_argument("--port", type=int, default=7233, help="gRPC port (default 7233; 0 = any free port)")
@@ -65,13 +74,23 @@ def _server_parser(commands: Any) -> None:
             " an X-FlowForge-Signature (docs/events.md)",
         )
         parser.add_argument(
-            "--event-dedupe-window", type=float, default=24 * 3600.0,
+            "--event-dedupe-window",
+            type=float,
+            default=24 * 3600.0,
             help="seconds a published event's (source, id) is remembered (default 86400)",
         )
-        parser.add_argument("--scheduler-lease-ttl", type=float, default=15.0,
-                            help="seconds a scheduler leader's lease lasts unrenewed (default 15)")
-        parser.add_argument("--scheduler-renew-interval", type=float, default=5.0,
-                            help="seconds between the leader's lease renewals (default 5)")
+        parser.add_argument(
+            "--scheduler-lease-ttl",
+            type=float,
+            default=15.0,
+            help="seconds a scheduler leader's lease lasts unrenewed (default 15)",
+        )
+        parser.add_argument(
+            "--scheduler-renew-interval",
+            type=float,
+            default=5.0,
+            help="seconds between the leader's lease renewals (default 5)",
+        )
         parser.add_argument("--scheduler-max-sleep", type=float, default=1.0, help=argparse.SUPPRESS)
         parser.add_argument("--log-level", default="INFO")
         parser.add_argument("--ready-file", help=argparse.SUPPRESS)  # tests: the bound port is written here
@@ -91,9 +110,14 @@ def _workflow_parser(commands: Any) -> None:
     start.add_argument("--task-queue", required=True)
     start.add_argument("--workflow-id", required=True)
     start.add_argument("--input", action="append", default=[], help="a JSON argument (repeat for several)")
-    start.add_argument("--search-attribute", action="append", default=[], metavar="NAME=VALUE",
-                       help="a registered search attribute (repeat); VALUE is JSON (42, true) or text,"
-                            " an RFC 3339 time for a Datetime attribute")
+    start.add_argument(
+        "--search-attribute",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a registered search attribute (repeat); VALUE is JSON (42, true) or text,"
+        " an RFC 3339 time for a Datetime attribute",
+    )
     start.add_argument("--memo", action="append", default=[], metavar="NAME=JSON", help="a memo entry (repeat)")
     listing = workflow.add_parser("list", help="executions, newest first")
     listing.add_argument("--limit", type=int, default=50)
@@ -145,10 +169,18 @@ def _trigger_parser(commands: Any) -> None:
     create.add_argument("--event-type", required=True)
     create.add_argument("--workflow-type", required=True)
     create.add_argument("--task-queue", required=True)
-    create.add_argument("--filter", action="append", default=[],
-                        help="condition PATH OP JSON, OP one of ==, !=, in, not in (repeat: all must hold)")
-    create.add_argument("--input", action="append", default=[],
-                        help="event path of a workflow argument, e.g. data.order_id (repeat for several)")
+    create.add_argument(
+        "--filter",
+        action="append",
+        default=[],
+        help="condition PATH OP JSON, OP one of ==, !=, in, not in (repeat: all must hold)",
+    )
+    create.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        help="event path of a workflow argument, e.g. data.order_id (repeat for several)",
+    )
     create.add_argument("--id-prefix", default=None, help="workflow id prefix (default TRIGGER_ID-)")
     listing = trigger.add_parser("list", help="triggers by id")
     listing.add_argument("--output", choices=("text", "json"), default="text")
@@ -232,20 +264,31 @@ def _schedule_dict(description: Any) -> dict[str, Any]:
     schedule, info = description.schedule, description.info
     return {
         "schedule_id": description.id,
-        "workflow_type": schedule.action.workflow, "task_queue": schedule.action.task_queue,
-        "workflow_id_prefix": schedule.action.id, "args": schedule.action.args,
+        "workflow_type": schedule.action.workflow,
+        "task_queue": schedule.action.task_queue,
+        "workflow_id_prefix": schedule.action.id,
+        "args": schedule.action.args,
         "cron_expressions": list(schedule.spec.cron_expressions),
         "intervals_s": [i.every.total_seconds() for i in schedule.spec.intervals],
         "time_zone": schedule.spec.time_zone_name,
-        "overlap": schedule.policy.overlap.name, "misfire": schedule.policy.misfire.name,
+        "overlap": schedule.policy.overlap.name,
+        "misfire": schedule.policy.misfire.name,
         "catchup_window_s": schedule.policy.catchup_window.total_seconds(),
-        "paused": schedule.state.paused, "note": schedule.state.note,
-        "actions": info.num_actions, "skipped_overlap": info.num_actions_skipped_overlap,
-        "missed": info.num_actions_missed_catchup_window, "buffered": info.buffered_actions,
+        "paused": schedule.state.paused,
+        "note": schedule.state.note,
+        "actions": info.num_actions,
+        "skipped_overlap": info.num_actions_skipped_overlap,
+        "missed": info.num_actions_missed_catchup_window,
+        "buffered": info.buffered_actions,
         "running": info.running_workflow_ids,
         "recent_actions": [
-            {"nominal_time": _stamp(a.scheduled_at), "started_at": _stamp(a.started_at), "workflow_id": a.workflow_id,
-             "run_id": a.run_id, "trigger": a.trigger}
+            {
+                "nominal_time": _stamp(a.scheduled_at),
+                "started_at": _stamp(a.started_at),
+                "workflow_id": a.workflow_id,
+                "run_id": a.run_id,
+                "trigger": a.trigger,
+            }
             for a in info.recent_actions
         ],
         "next_action_times": [_stamp(t) for t in info.next_action_times],
@@ -278,32 +321,48 @@ async def _run_schedule(args: argparse.Namespace) -> None:
                 inputs = [json.loads(value) for value in args.input]
             except ValueError:
                 raise SystemExit("error: --input is not JSON (strings need double quotes)") from None
-            await client.create_schedule(args.schedule_id, api.Schedule(
-                action=api.ScheduleActionStartWorkflow(
-                    args.workflow_type, args=inputs, id=args.workflow_id, task_queue=args.task_queue,
+            await client.create_schedule(
+                args.schedule_id,
+                api.Schedule(
+                    action=api.ScheduleActionStartWorkflow(
+                        args.workflow_type,
+                        args=inputs,
+                        id=args.workflow_id,
+                        task_queue=args.task_queue,
+                    ),
+                    spec=api.ScheduleSpec(
+                        cron_expressions=args.cron,
+                        time_zone_name=args.time_zone,
+                        intervals=[api.ScheduleIntervalSpec(every=timedelta(seconds=s)) for s in args.interval],
+                    ),
+                    policy=api.SchedulePolicy(
+                        overlap=overlap or api.ScheduleOverlapPolicy.SKIP,
+                        misfire=api.ScheduleMisfirePolicy[args.misfire],
+                        catchup_window=timedelta(seconds=args.catchup_window),
+                    ),
+                    state=api.ScheduleState(paused=args.paused, note=args.note),
                 ),
-                spec=api.ScheduleSpec(
-                    cron_expressions=args.cron, time_zone_name=args.time_zone,
-                    intervals=[api.ScheduleIntervalSpec(every=timedelta(seconds=s)) for s in args.interval],
-                ),
-                policy=api.SchedulePolicy(
-                    overlap=overlap or api.ScheduleOverlapPolicy.SKIP, misfire=api.ScheduleMisfirePolicy[args.misfire],
-                    catchup_window=timedelta(seconds=args.catchup_window),
-                ),
-                state=api.ScheduleState(paused=args.paused, note=args.note),
-            ))
+            )
             print(f"schedule {args.schedule_id} created")
         elif args.action == "list":
             schedules = [_schedule_dict(d) async for d in client.list_schedules()]
             if args.output == "json":
                 print(json.dumps(schedules, indent=2))
             elif schedules:
-                _print_table([("SCHEDULE ID", "WORKFLOW TYPE", "SPEC", "ZONE", "PAUSED", "ACTIONS")] + [
-                    (d["schedule_id"], d["workflow_type"],
-                     " | ".join(d["cron_expressions"] + [f"every {s:g}s" for s in d["intervals_s"]]),
-                     d["time_zone"], "yes" if d["paused"] else "no", str(d["actions"]))
-                    for d in schedules
-                ])
+                _print_table(
+                    [("SCHEDULE ID", "WORKFLOW TYPE", "SPEC", "ZONE", "PAUSED", "ACTIONS")]
+                    + [
+                        (
+                            d["schedule_id"],
+                            d["workflow_type"],
+                            " | ".join(d["cron_expressions"] + [f"every {s:g}s" for s in d["intervals_s"]]),
+                            d["time_zone"],
+                            "yes" if d["paused"] else "no",
+                            str(d["actions"]),
+                        )
+                        for d in schedules
+                    ]
+                )
         elif args.action == "describe":
             described = _schedule_dict(await handle.describe())
             if args.output == "json":
@@ -325,10 +384,14 @@ async def _run_schedule(args: argparse.Namespace) -> None:
             print(f"schedule {args.schedule_id} deleted")
         else:
             status = await client.get_scheduler_status()
-            print(f"leader: {status.leader_identity or '-'}  fencing token {status.fencing_token}"
-                  f"  since {_stamp(status.leader_since)}  lease until {_stamp(status.lease_expires_at)}")
-            print(f"this replica: {status.replica_identity}  leader: {'yes' if status.replica_is_leader else 'no'}"
-                  f"  refused writes: {status.replica_rejected_writes}")
+            print(
+                f"leader: {status.leader_identity or '-'}  fencing token {status.fencing_token}"
+                f"  since {_stamp(status.leader_since)}  lease until {_stamp(status.lease_expires_at)}"
+            )
+            print(
+                f"this replica: {status.replica_identity}  leader: {'yes' if status.replica_is_leader else 'no'}"
+                f"  refused writes: {status.replica_rejected_writes}"
+            )
             for change in status.replica_leader_changes:
                 print(f"  {_stamp(change.time)}  {change.event}  token {change.fencing_token}")
     finally:
@@ -357,11 +420,16 @@ async def _run_server(args: argparse.Namespace) -> None:
         store = args.store
     server = FlowForgeServer(
         ServerConfig(
-            store=store, host=args.ip, port=args.port, engine=EngineConfig(max_payload_bytes=args.max_payload_bytes),
-            http_port=args.http_port, event_dedupe_window_s=args.event_dedupe_window,
+            store=store,
+            host=args.ip,
+            port=args.port,
+            engine=EngineConfig(max_payload_bytes=args.max_payload_bytes),
+            http_port=args.http_port,
+            event_dedupe_window_s=args.event_dedupe_window,
             webhook_secrets=_read_webhook_secrets(args.webhook_secrets_file) if args.webhook_secrets_file else {},
             scheduler=SchedulerConfig(
-                lease_ttl_s=args.scheduler_lease_ttl, renew_interval_s=args.scheduler_renew_interval,
+                lease_ttl_s=args.scheduler_lease_ttl,
+                renew_interval_s=args.scheduler_renew_interval,
                 max_sleep_s=args.scheduler_max_sleep,
             ),
         )
@@ -387,7 +455,7 @@ def _read_webhook_secrets(path: str) -> dict[str, str]:
 def _print_table(rows: Sequence[Sequence[str]]) -> None:
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
-        print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())
+        print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip())
 
 
 def _stamp(value: Any) -> str:
@@ -401,7 +469,9 @@ async def _run_workflow(args: argparse.Namespace) -> None:
     try:
         if args.action == "start":
             handle = await client.start_workflow(
-                args.type, args=[json.loads(value) for value in args.input], id=args.workflow_id,
+                args.type,
+                args=[json.loads(value) for value in args.input],
+                id=args.workflow_id,
                 task_queue=args.task_queue,
                 search_attributes=await _search_attribute_values(client, args.search_attribute),
                 memo={name: _json(text, f"--memo {name}") for name, text in _pairs(args.memo, "--memo")},
@@ -414,17 +484,40 @@ async def _run_workflow(args: argparse.Namespace) -> None:
                 if len(executions) >= args.limit:
                     break
             if args.output == "json":
-                print(json.dumps([
-                    {"workflow_id": e.workflow_id, "run_id": e.run_id, "workflow_type": e.workflow_type,
-                     "status": e.status.name, "start_time": _stamp(e.start_time), "close_time": _stamp(e.close_time),
-                     "search_attributes": e.search_attributes, "memo": e.memo}
-                    for e in executions
-                ], indent=2, default=lambda value: value.isoformat()))
+                print(
+                    json.dumps(
+                        [
+                            {
+                                "workflow_id": e.workflow_id,
+                                "run_id": e.run_id,
+                                "workflow_type": e.workflow_type,
+                                "status": e.status.name,
+                                "start_time": _stamp(e.start_time),
+                                "close_time": _stamp(e.close_time),
+                                "search_attributes": e.search_attributes,
+                                "memo": e.memo,
+                            }
+                            for e in executions
+                        ],
+                        indent=2,
+                        default=lambda value: value.isoformat(),
+                    )
+                )
             else:
-                _print_table([("WORKFLOW ID", "RUN ID", "TYPE", "STATUS", "STARTED", "CLOSED")] + [
-                    (e.workflow_id, e.run_id, e.workflow_type, e.status.name, _stamp(e.start_time),
-                     _stamp(e.close_time)) for e in executions
-                ])
+                _print_table(
+                    [("WORKFLOW ID", "RUN ID", "TYPE", "STATUS", "STARTED", "CLOSED")]
+                    + [
+                        (
+                            e.workflow_id,
+                            e.run_id,
+                            e.workflow_type,
+                            e.status.name,
+                            _stamp(e.start_time),
+                            _stamp(e.close_time),
+                        )
+                        for e in executions
+                    ]
+                )
         elif args.action == "count":
             print((await client.count_workflows(args.query)).count)
         elif args.action == "show":
@@ -435,8 +528,10 @@ async def _run_workflow(args: argparse.Namespace) -> None:
                 return
             description = await handle.describe()
             build = f"  build {description.first_worker_build_id}" if description.first_worker_build_id else ""
-            print(f"{description.workflow_id}  run {description.run_id}  {description.workflow_type}"
-                  f"  {description.status.name}{build}")
+            print(
+                f"{description.workflow_id}  run {description.run_id}  {description.workflow_type}"
+                f"  {description.status.name}{build}"
+            )
             for title, values in (("Search attributes", description.search_attributes), ("Memo", description.memo)):
                 if values:
                     print(f"\n{title}:")
@@ -449,8 +544,10 @@ async def _run_workflow(args: argparse.Namespace) -> None:
                 print("\nDAG:")
                 for node in description.dag:
                     after = ", ".join(node.depends_on) or "-"
-                    print(f"  [{node.activity_id}] {node.activity_type}  after: {after}  {node.state}"
-                          f" (attempt {node.attempt})")
+                    print(
+                        f"  [{node.activity_id}] {node.activity_type}  after: {after}  {node.state}"
+                        f" (attempt {node.attempt})"
+                    )
             if description.pending_workflow_task and description.pending_workflow_task.last_failure:
                 print(f"\nWorkflow task failing: {description.pending_workflow_task.last_failure}")
         elif args.action in ("cancel", "terminate"):
@@ -486,9 +583,14 @@ async def _run_namespace(args: argparse.Namespace) -> None:
 
 def _trigger_dict(trigger: Any) -> dict[str, Any]:
     return {
-        "trigger_id": trigger.trigger_id, "event_type": trigger.event_type, "filter": trigger.filter,
-        "input_paths": trigger.input_paths, "workflow_type": trigger.workflow_type, "task_queue": trigger.task_queue,
-        "workflow_id_prefix": trigger.workflow_id_prefix, "create_time": _stamp(trigger.create_time),
+        "trigger_id": trigger.trigger_id,
+        "event_type": trigger.event_type,
+        "filter": trigger.filter,
+        "input_paths": trigger.input_paths,
+        "workflow_type": trigger.workflow_type,
+        "task_queue": trigger.task_queue,
+        "workflow_id_prefix": trigger.workflow_id_prefix,
+        "create_time": _stamp(trigger.create_time),
     }
 
 
@@ -499,8 +601,13 @@ async def _run_trigger(args: argparse.Namespace) -> None:
     try:
         if args.action == "create":
             trigger = await client.create_trigger(
-                args.trigger_id, event_type=args.event_type, workflow=args.workflow_type, task_queue=args.task_queue,
-                filter=args.filter, input_paths=args.input, id_prefix=args.id_prefix,
+                args.trigger_id,
+                event_type=args.event_type,
+                workflow=args.workflow_type,
+                task_queue=args.task_queue,
+                filter=args.filter,
+                input_paths=args.input,
+                id_prefix=args.id_prefix,
             )
             print(f"trigger {trigger.trigger_id} created")
         elif args.action == "list":
@@ -508,10 +615,13 @@ async def _run_trigger(args: argparse.Namespace) -> None:
             if args.output == "json":
                 print(json.dumps([_trigger_dict(t) for t in triggers], indent=2))
             else:
-                _print_table([("TRIGGER ID", "EVENT TYPE", "WORKFLOW TYPE", "TASK QUEUE", "FILTER")] + [
-                    (t.trigger_id, t.event_type, t.workflow_type, t.task_queue, " AND ".join(t.filter) or "-")
-                    for t in triggers
-                ])
+                _print_table(
+                    [("TRIGGER ID", "EVENT TYPE", "WORKFLOW TYPE", "TASK QUEUE", "FILTER")]
+                    + [
+                        (t.trigger_id, t.event_type, t.workflow_type, t.task_queue, " AND ".join(t.filter) or "-")
+                        for t in triggers
+                    ]
+                )
         elif args.action == "describe":
             print(json.dumps(_trigger_dict(await client.describe_trigger(args.trigger_id)), indent=2))
         else:
@@ -533,10 +643,23 @@ async def _run_event(args: argparse.Namespace) -> None:
         result = await client.publish_event(
             id=args.id, source=args.source, type=args.type, data=data, subject=args.subject
         )
-        print(json.dumps({"duplicate": result.duplicate, "workflows": [
-            {"trigger_id": w.trigger_id, "workflow_id": w.workflow_id, "run_id": w.run_id, "started": w.started}
-            for w in result.workflows
-        ]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "duplicate": result.duplicate,
+                    "workflows": [
+                        {
+                            "trigger_id": w.trigger_id,
+                            "workflow_id": w.workflow_id,
+                            "run_id": w.run_id,
+                            "started": w.started,
+                        }
+                        for w in result.workflows
+                    ],
+                },
+                indent=2,
+            )
+        )
     finally:
         await client.close()
 
@@ -591,7 +714,7 @@ async def _run_search_attribute(args: argparse.Namespace) -> None:
         await client.close()
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the process exit code."""
     args = _parser().parse_args(argv)
     logging.basicConfig(
@@ -601,9 +724,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from flowforge.exceptions import RPCError
 
     runners = {
-        "server": _run_server, "workflow": _run_workflow, "namespace": _run_namespace,
-        "trigger": _run_trigger, "event": _run_event,
-        "search-attribute": _run_search_attribute, "schedule": _run_schedule,
+        "server": _run_server,
+        "workflow": _run_workflow,
+        "namespace": _run_namespace,
+        "trigger": _run_trigger,
+        "event": _run_event,
+        "search-attribute": _run_search_attribute,
+        "schedule": _run_schedule,
     }
     try:
         asyncio.run(runners[args.command](args))

@@ -16,14 +16,16 @@ gRPC status and message; transient failures are retried first (see
 from __future__ import annotations
 
 import asyncio
+import builtins
 import dataclasses
 import json
 import os
 import socket
 import typing
 import uuid
-from datetime import datetime, timedelta, timezone
-from typing import Any, AsyncIterator, Callable, Mapping, Optional, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import grpc
 
@@ -62,7 +64,6 @@ __all__ = [
     "PendingWorkflowTask",
     "PublishEventResult",
     "RPCRetryConfig",
-    "TriggeredWorkflow",
     "Schedule",
     "ScheduleActionResult",
     "ScheduleActionStartWorkflow",
@@ -77,6 +78,7 @@ __all__ = [
     "ScheduleState",
     "SchedulerLeaderChange",
     "SchedulerStatus",
+    "TriggeredWorkflow",
     "WorkflowExecution",
     "WorkflowExecutionCount",
     "WorkflowExecutionDescription",
@@ -115,7 +117,7 @@ def _call_arguments(arg: Any, args: Sequence[Any]) -> list[Any]:
 
 
 def _set_workflow_timeouts(
-    message: Any, execution: Optional[timedelta], run: Optional[timedelta], task: Optional[timedelta]
+    message: Any, execution: timedelta | None, run: timedelta | None, task: timedelta | None
 ) -> None:
     """Sets the workflow_{execution,run,task}_timeout fields that are given."""
     for field, timeout in (
@@ -127,8 +129,8 @@ def _set_workflow_timeouts(
             field.FromTimedelta(timeout)
 
 
-def _timestamp_to_datetime(timestamp: Any, present: bool) -> Optional[datetime]:
-    return timestamp.ToDatetime(tzinfo=timezone.utc) if present else None
+def _timestamp_to_datetime(timestamp: Any, present: bool) -> datetime | None:
+    return timestamp.ToDatetime(tzinfo=UTC) if present else None
 
 
 def _status_from_proto(value: int) -> WorkflowExecutionStatus:
@@ -141,7 +143,7 @@ def _status_from_proto(value: int) -> WorkflowExecutionStatus:
         ) from None
 
 
-def _failure_message(failure: common_pb2.Failure, present: bool) -> Optional[str]:
+def _failure_message(failure: common_pb2.Failure, present: bool) -> str | None:
     return failure.message if present else None
 
 
@@ -167,7 +169,7 @@ def _query_name_and_result_hint(query: Any) -> tuple[str, Any]:
 
 def _format_event_time(value: datetime) -> str:
     # A fixed layout (always microseconds, always "Z") keeps to_json() byte-stable.
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _parse_event_time(text: Any, where: str) -> datetime:
@@ -177,7 +179,7 @@ def _parse_event_time(text: Any, where: str) -> datetime:
         raise ValueError(f"{where}: {text!r} is not an ISO-8601 time") from None
     if value.tzinfo is None:
         raise ValueError(f"{where}: {text!r} has no UTC offset")
-    return value.astimezone(timezone.utc)
+    return value.astimezone(UTC)
 
 
 def _with_sorted_keys(value: Any) -> Any:
@@ -212,7 +214,7 @@ class HistoryEvent:
         return cls(
             event_id=proto.event_id,
             event_type=proto.event_type,
-            event_time=proto.event_time.ToDatetime(tzinfo=timezone.utc),
+            event_time=proto.event_time.ToDatetime(tzinfo=UTC),
             attributes=json.loads(proto.attributes_json) if proto.attributes_json else {},
         )
 
@@ -336,8 +338,8 @@ class WorkflowExecution:
     workflow_type: str
     task_queue: str
     status: WorkflowExecutionStatus
-    start_time: Optional[datetime]
-    close_time: Optional[datetime]
+    start_time: datetime | None
+    close_time: datetime | None
     history_length: int
     search_attributes: dict[str, SearchAttributeValue]
     memo: dict[str, Any]
@@ -396,9 +398,9 @@ class PendingActivity:
     activity_type: str
     state: str
     attempt: int
-    last_heartbeat_time: Optional[datetime]
-    next_attempt_schedule_time: Optional[datetime]
-    last_failure: Optional[str]
+    last_heartbeat_time: datetime | None
+    next_attempt_schedule_time: datetime | None
+    last_failure: str | None
     last_worker_identity: str
 
 
@@ -415,7 +417,7 @@ class PendingWorkflowTask:
 
     state: str
     attempt: int
-    last_failure: Optional[str]
+    last_failure: str | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -480,20 +482,20 @@ class WorkflowExecutionDescription(WorkflowExecution):
     """
 
     pending_activities: list[PendingActivity]
-    pending_workflow_task: Optional[PendingWorkflowTask]
+    pending_workflow_task: PendingWorkflowTask | None
     dag: list[DagNode]
-    origin: Optional[dict[str, Any]] = None
+    origin: dict[str, Any] | None = None
     first_worker_build_id: str = ""
     pending_children: list[PendingChildWorkflow] = dataclasses.field(default_factory=list)
-    parent_workflow_id: Optional[str] = None
-    parent_run_id: Optional[str] = None
-    continued_run_id: Optional[str] = None
+    parent_workflow_id: str | None = None
+    parent_run_id: str | None = None
+    continued_run_id: str | None = None
 
     @classmethod
     def _from_describe_response(
         cls, proto: workflow_service_pb2.DescribeWorkflowExecutionResponse, converter: DataConverter
     ) -> WorkflowExecutionDescription:
-        pending_task: Optional[PendingWorkflowTask] = None
+        pending_task: PendingWorkflowTask | None = None
         if proto.HasField("pending_workflow_task"):
             task = proto.pending_workflow_task
             pending_task = PendingWorkflowTask(
@@ -565,7 +567,7 @@ class WorkflowExecutionDescription(WorkflowExecution):
 # ---------------------------------------------------------------------------
 
 
-def _optional_duration(proto: Any, field: str) -> Optional[timedelta]:
+def _optional_duration(proto: Any, field: str) -> timedelta | None:
     return getattr(proto, field).ToTimedelta() if proto.HasField(field) else None
 
 
@@ -596,16 +598,20 @@ class EventTrigger:
     workflow_type: str
     task_queue: str
     workflow_id_prefix: str
-    execution_timeout: Optional[timedelta]
-    run_timeout: Optional[timedelta]
-    task_timeout: Optional[timedelta]
-    create_time: Optional[datetime]
+    execution_timeout: timedelta | None
+    run_timeout: timedelta | None
+    task_timeout: timedelta | None
+    create_time: datetime | None
 
     @classmethod
     def _from_proto(cls, proto: event_pb2.EventTrigger) -> EventTrigger:
         return cls(
-            trigger_id=proto.trigger_id, event_type=proto.event_type, filter=list(proto.filter),
-            input_paths=list(proto.input_paths), workflow_type=proto.workflow_type, task_queue=proto.task_queue,
+            trigger_id=proto.trigger_id,
+            event_type=proto.event_type,
+            filter=list(proto.filter),
+            input_paths=list(proto.input_paths),
+            workflow_type=proto.workflow_type,
+            task_queue=proto.task_queue,
             workflow_id_prefix=proto.workflow_id_prefix,
             execution_timeout=_optional_duration(proto, "workflow_execution_timeout"),
             run_timeout=_optional_duration(proto, "workflow_run_timeout"),
@@ -683,13 +689,13 @@ class Client:
         cls,
         target: str,
         namespace: str = "default",
-        api_key: Optional[str] = None,
-        identity: Optional[str] = None,
+        api_key: str | None = None,
+        identity: str | None = None,
         *,
         tls: bool | grpc.ChannelCredentials = False,
         data_converter: DataConverter = default_converter,
         rpc_retry: RPCRetryConfig = RPCRetryConfig(),
-        connect_timeout: Optional[timedelta] = timedelta(seconds=10),
+        connect_timeout: timedelta | None = timedelta(seconds=10),
     ) -> Client:
         """Connects to a server.
 
@@ -726,7 +732,7 @@ class Client:
         if connect_timeout is not None:
             try:
                 await asyncio.wait_for(channel.channel_ready(), connect_timeout.total_seconds())
-            except asyncio.TimeoutError:
+            except builtins.TimeoutError:
                 await channel.close()
                 raise RPCError(
                     f"could not connect to {target} within {connect_timeout.total_seconds():g}s",
@@ -734,7 +740,10 @@ class Client:
                 ) from None
         metadata = [("authorization", f"Bearer {api_key}")] if api_key else []
         service = WorkflowServiceClient(
-            channel, metadata=metadata, retry_config=rpc_retry, payload_codec=data_converter.payload_codec,
+            channel,
+            metadata=metadata,
+            retry_config=rpc_retry,
+            payload_codec=data_converter.payload_codec,
             encode_failure_attributes=data_converter.encode_failure_attributes,
         )
         return cls(
@@ -772,14 +781,14 @@ class Client:
         args: Sequence[Any] = (),
         id: str,
         task_queue: str,
-        request_id: Optional[str] = None,
-        execution_timeout: Optional[timedelta] = None,
-        run_timeout: Optional[timedelta] = None,
-        task_timeout: Optional[timedelta] = None,
-        start_signal: Optional[Callable[..., Any] | str] = None,
+        request_id: str | None = None,
+        execution_timeout: timedelta | None = None,
+        run_timeout: timedelta | None = None,
+        task_timeout: timedelta | None = None,
+        start_signal: Callable[..., Any] | str | None = None,
         start_signal_args: Sequence[Any] = (),
-        search_attributes: Optional[Mapping[str, SearchAttributeValue]] = None,
-        memo: Optional[Mapping[str, Any]] = None,
+        search_attributes: Mapping[str, SearchAttributeValue] | None = None,
+        memo: Mapping[str, Any] | None = None,
     ) -> WorkflowHandle:
         """Starts a workflow execution (or, with ``start_signal``, signals it).
 
@@ -849,7 +858,7 @@ class Client:
         return WorkflowHandle(self, id, run_id=response.run_id, result_type=result_hint)
 
     def get_workflow_handle(
-        self, workflow_id: str, *, run_id: Optional[str] = None, result_type: Any = None
+        self, workflow_id: str, *, run_id: str | None = None, result_type: Any = None
     ) -> WorkflowHandle:
         """A handle to an existing execution; no call is made.
 
@@ -863,11 +872,11 @@ class Client:
 
     async def list_workflows(
         self,
-        query: Optional[str] = None,
+        query: str | None = None,
         *,
-        status: Optional[WorkflowExecutionStatus] = None,
-        workflow_type: Optional[str] = None,
-        workflow_id: Optional[str] = None,
+        status: WorkflowExecutionStatus | None = None,
+        workflow_type: str | None = None,
+        workflow_id: str | None = None,
         page_size: int = _LIST_PAGE_SIZE,
     ) -> AsyncIterator[WorkflowExecution]:
         """Iterates over the runs of the namespace matching a query, newest first.
@@ -917,7 +926,7 @@ class Client:
                 return
             request.next_page_token = response.next_page_token
 
-    async def count_workflows(self, query: Optional[str] = None) -> WorkflowExecutionCount:
+    async def count_workflows(self, query: str | None = None) -> WorkflowExecutionCount:
         """Counts the runs of the namespace matching a query (see :meth:`list_workflows`).
 
         Raises:
@@ -961,9 +970,7 @@ class Client:
             for name, value_type in sorted(response.custom_attributes.items())
         }
 
-    async def register_namespace(
-        self, name: str, *, description: str = "", retention: Optional[timedelta] = None
-    ) -> None:
+    async def register_namespace(self, name: str, *, description: str = "", retention: timedelta | None = None) -> None:
         """Creates a namespace.
 
         Args:
@@ -991,10 +998,10 @@ class Client:
         task_queue: str,
         filter: Sequence[str] = (),
         input_paths: Sequence[str] = (),
-        id_prefix: Optional[str] = None,
-        execution_timeout: Optional[timedelta] = None,
-        run_timeout: Optional[timedelta] = None,
-        task_timeout: Optional[timedelta] = None,
+        id_prefix: str | None = None,
+        execution_timeout: timedelta | None = None,
+        run_timeout: timedelta | None = None,
+        task_timeout: timedelta | None = None,
     ) -> EventTrigger:
         """Subscribes a workflow to published events.
 
@@ -1027,8 +1034,13 @@ class Client:
         """
         workflow_type, _ = _workflow_type_and_result_hint(workflow)
         trigger = event_pb2.EventTrigger(
-            trigger_id=trigger_id, event_type=event_type, filter=list(filter), input_paths=list(input_paths),
-            workflow_type=workflow_type, task_queue=task_queue, workflow_id_prefix=id_prefix or "",
+            trigger_id=trigger_id,
+            event_type=event_type,
+            filter=list(filter),
+            input_paths=list(input_paths),
+            workflow_type=workflow_type,
+            task_queue=task_queue,
+            workflow_id_prefix=id_prefix or "",
         )
         _set_workflow_timeouts(trigger, execution_timeout, run_timeout, task_timeout)
         response = await self._workflow_service.call(
@@ -1080,8 +1092,8 @@ class Client:
         source: str,
         type: str,
         data: Any = None,
-        subject: Optional[str] = None,
-        time: Optional[datetime] = None,
+        subject: str | None = None,
+        time: datetime | None = None,
     ) -> PublishEventResult:
         """Publishes a CloudEvents-shaped event: one workflow starts per matching trigger.
 
@@ -1107,7 +1119,7 @@ class Client:
         if data is not None:
             event.data = json.dumps(data, separators=(",", ":")).encode()
         if time is not None:
-            event.time.FromDatetime(time if time.tzinfo else time.replace(tzinfo=timezone.utc))
+            event.time.FromDatetime(time if time.tzinfo else time.replace(tzinfo=UTC))
         response = await self._workflow_service.call(
             "PublishEvent",
             event_pb2.PublishEventRequest(namespace=self._namespace, event=event, identity=self._identity),
@@ -1115,7 +1127,9 @@ class Client:
         return PublishEventResult(
             duplicate=response.duplicate,
             workflows=[
-                TriggeredWorkflow(trigger_id=w.trigger_id, workflow_id=w.workflow_id, run_id=w.run_id, started=w.started)
+                TriggeredWorkflow(
+                    trigger_id=w.trigger_id, workflow_id=w.workflow_id, run_id=w.run_id, started=w.started
+                )
                 for w in response.workflows
             ],
         )
@@ -1140,7 +1154,9 @@ class Client:
         await self._workflow_service.call(
             "CreateSchedule",
             workflow_service_pb2.CreateScheduleRequest(
-                namespace=self._namespace, schedule_id=id, identity=self._identity,
+                namespace=self._namespace,
+                schedule_id=id,
+                identity=self._identity,
                 schedule=_schedule._schedule_to_proto(schedule, self),
             ),
         )
@@ -1177,10 +1193,10 @@ class Client:
         """Closes the connection; calls in flight are cancelled."""
         await self._workflow_service.close()
 
-    async def __aenter__(self) -> Client:
+    async def __aenter__(self) -> typing.Self:
         return self
 
-    async def __aexit__(self, *exc_info: Any) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
 
@@ -1194,9 +1210,7 @@ class WorkflowHandle:
         run_id: The run the handle refers to; ``None`` means the latest run.
     """
 
-    def __init__(
-        self, client: Client, id: str, *, run_id: Optional[str] = None, result_type: Any = None
-    ) -> None:
+    def __init__(self, client: Client, id: str, *, run_id: str | None = None, result_type: Any = None) -> None:
         self._client = client
         self.id = id
         self.run_id = run_id
@@ -1239,20 +1253,14 @@ class WorkflowHandle:
                 continue
             raise self._failure_error(close_event, converter)
 
-    def _failure_error(
-        self, close_event: HistoryEvent, converter: DataConverter
-    ) -> WorkflowFailureError:
+    def _failure_error(self, close_event: HistoryEvent, converter: DataConverter) -> WorkflowFailureError:
         attributes = close_event.attributes
         event_type = close_event.event_type
         if event_type == "WorkflowExecutionFailed":
             failure = json_dict_to_message(attributes.get("failure"), common_pb2.Failure)
-            return WorkflowFailureError(
-                "workflow execution failed", failure_to_error(failure, converter)
-            )
+            return WorkflowFailureError("workflow execution failed", failure_to_error(failure, converter))
         if event_type == "WorkflowExecutionCanceled":
-            details = converter.from_payloads(
-                json_dict_to_message(attributes.get("details"), common_pb2.Payloads)
-            )
+            details = converter.from_payloads(json_dict_to_message(attributes.get("details"), common_pb2.Payloads))
             cause = CancelledError("workflow execution canceled", *details)
             return WorkflowFailureError("workflow execution canceled", cause)
         if event_type == "WorkflowExecutionTerminated":
@@ -1316,9 +1324,7 @@ class WorkflowHandle:
         )
         events: list[HistoryEvent] = []
         while True:
-            response = await self._client.workflow_service.call(
-                "GetWorkflowExecutionHistory", request
-            )
+            response = await self._client.workflow_service.call("GetWorkflowExecutionHistory", request)
             events.extend(HistoryEvent.from_proto(event) for event in response.events)
             # Later pages must come from the same run even when the handle names none.
             if response.run_id:
@@ -1450,8 +1456,8 @@ from flowforge._schedule import (  # noqa: E402
     ScheduleMisfirePolicy,
     ScheduleOverlapPolicy,
     SchedulePolicy,
-    ScheduleSpec,
-    ScheduleState,
     SchedulerLeaderChange,
     SchedulerStatus,
+    ScheduleSpec,
+    ScheduleState,
 )

@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-from datetime import datetime, timedelta, timezone
-from typing import Any, Mapping, Optional, Sequence, Union
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from flowforge.api.v1 import common_pb2
 
@@ -25,7 +26,7 @@ class RetryPolicy:
     backoff_coefficient: float = 2.0
     """Each retry waits this many times longer than the previous one."""
 
-    maximum_interval: Optional[timedelta] = None
+    maximum_interval: timedelta | None = None
     """Cap on the delay; ``None`` means 100 x ``initial_interval``."""
 
     maximum_attempts: int = 0
@@ -98,7 +99,7 @@ class SearchAttributeIndexedValueType(enum.IntEnum):
     """A timezone-aware ``datetime``, stored in UTC with microseconds."""
 
 
-SearchAttributeValue = Union[str, int, float, bool, datetime]
+SearchAttributeValue = str | int | float | bool | datetime
 """A search attribute value; its Python type picks the indexed type (see
 :class:`SearchAttributeIndexedValueType`)."""
 
@@ -141,7 +142,7 @@ def _search_attribute_value_to_proto(name: str, value: Any) -> common_pb2.Search
                 f"search attribute {name!r}: {value.isoformat()} is a naive datetime; give it a timezone"
                 " (e.g. datetime.now(timezone.utc) or workflow.now())"
             )
-        proto.datetime_value.FromDatetime(value.astimezone(timezone.utc))
+        proto.datetime_value.FromDatetime(value.astimezone(UTC))
     else:
         raise TypeError(
             f"search attribute {name!r} is a {type(value).__name__}; use str (Keyword), int (Int), float"
@@ -151,7 +152,7 @@ def _search_attribute_value_to_proto(name: str, value: Any) -> common_pb2.Search
 
 
 def _search_attributes_to_proto(
-    attributes: Mapping[str, Optional[SearchAttributeValue]],
+    attributes: Mapping[str, SearchAttributeValue | None],
 ) -> common_pb2.SearchAttributes:
     proto = common_pb2.SearchAttributes()
     for name, value in attributes.items():
@@ -161,14 +162,16 @@ def _search_attributes_to_proto(
     return proto
 
 
-def _search_attribute_value_from_proto(proto: common_pb2.SearchAttributeValue) -> Optional[SearchAttributeValue]:
+def _search_attribute_value_from_proto(proto: common_pb2.SearchAttributeValue) -> SearchAttributeValue | None:
     kind = proto.WhichOneof("value")
     if kind == "datetime_value":
-        return proto.datetime_value.ToDatetime(tzinfo=timezone.utc)
+        return proto.datetime_value.ToDatetime(tzinfo=UTC)
     return getattr(proto, kind) if kind is not None else None
 
 
 def _search_attributes_from_proto(proto: common_pb2.SearchAttributes) -> dict[str, SearchAttributeValue]:
     """name -> value, sorted by name; entries without a value are left out."""
-    values = {name: _search_attribute_value_from_proto(proto.indexed_fields[name]) for name in sorted(proto.indexed_fields)}
+    values = {
+        name: _search_attribute_value_from_proto(proto.indexed_fields[name]) for name in sorted(proto.indexed_fields)
+    }
     return {name: value for name, value in values.items() if value is not None}

@@ -26,7 +26,8 @@ import traceback
 import types
 import typing
 import uuid
-from typing import Any, Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from google.protobuf import json_format
 
@@ -37,10 +38,10 @@ __all__ = [
     "DataConverter",
     "PayloadCodec",
     "default_converter",
-    "failure_to_error",
     "error_to_failure",
-    "message_to_json_dict",
+    "failure_to_error",
     "json_dict_to_message",
+    "message_to_json_dict",
 ]
 
 _ENCODING = "encoding"
@@ -49,7 +50,7 @@ _NULL = b"binary/null"
 _BINARY = b"binary/plain"
 
 
-def _pydantic_model_class() -> Optional[type]:
+def _pydantic_model_class() -> type | None:
     """``pydantic.BaseModel`` if pydantic is loaded, else ``None``.
 
     pydantic is optional: a program whose payloads contain models has imported it
@@ -103,7 +104,7 @@ def _from_json_value(value: Any, hint: Any) -> Any:
     if origin in _SEQUENCE_ORIGINS and isinstance(value, list):
         arguments = typing.get_args(hint)
         if origin is tuple and arguments and arguments[-1] is not Ellipsis:
-            return tuple(_from_json_value(v, h) for v, h in zip(value, arguments))
+            return tuple(_from_json_value(v, h) for v, h in zip(value, arguments, strict=False))
         items = [_from_json_value(v, arguments[0] if arguments else None) for v in value]
         return items if origin in (list, Sequence, typing.MutableSequence) else origin(items)
     if origin in (dict, typing.Mapping, typing.MutableMapping) and isinstance(value, dict):
@@ -174,16 +175,14 @@ class DataConverter:
         ValueError: ``encode_failure_attributes`` without a ``payload_codec``.
     """
 
-    def __init__(
-        self, *, payload_codec: Optional[PayloadCodec] = None, encode_failure_attributes: bool = False
-    ) -> None:
+    def __init__(self, *, payload_codec: PayloadCodec | None = None, encode_failure_attributes: bool = False) -> None:
         if encode_failure_attributes and payload_codec is None:
             raise ValueError("encode_failure_attributes needs a payload_codec to encode them with")
         self._payload_codec = payload_codec
         self._encode_failure_attributes = encode_failure_attributes
 
     @property
-    def payload_codec(self) -> Optional[PayloadCodec]:
+    def payload_codec(self) -> PayloadCodec | None:
         """The codec applied between this process and the server, if any."""
         return self._payload_codec
 
@@ -216,17 +215,12 @@ class DataConverter:
         """Serializes a list of values (e.g. call arguments)."""
         return common_pb2.Payloads(payloads=[self.to_payload(v) for v in values])
 
-    def from_payloads(
-        self, payloads: Optional[common_pb2.Payloads], type_hints: Optional[Sequence[Any]] = None
-    ) -> list[Any]:
+    def from_payloads(self, payloads: common_pb2.Payloads | None, type_hints: Sequence[Any] | None = None) -> list[Any]:
         """Deserializes a list of values; missing hints mean plain JSON values."""
         if payloads is None:
             return []
         hints = list(type_hints or [])
-        return [
-            self.from_payload(p, hints[i] if i < len(hints) else None)
-            for i, p in enumerate(payloads.payloads)
-        ]
+        return [self.from_payload(p, hints[i] if i < len(hints) else None) for i, p in enumerate(payloads.payloads)]
 
 
 default_converter = DataConverter()
@@ -237,7 +231,7 @@ def message_to_json_dict(message: Any) -> dict:
     return json_format.MessageToDict(message, preserving_proto_field_name=True)
 
 
-def json_dict_to_message(value: Optional[dict], message_type: type) -> Any:
+def json_dict_to_message(value: dict | None, message_type: type) -> Any:
     """Inverse of :func:`message_to_json_dict`; ``None`` gives an empty message."""
     return json_format.ParseDict(value or {}, message_type(), ignore_unknown_fields=True)
 
@@ -270,8 +264,10 @@ def error_to_failure(
         failure.type = "ActivityError"
         failure.activity_failure_info.CopyFrom(
             common_pb2.ActivityFailureInfo(
-                activity_type=error.activity_type, activity_id=error.activity_id,
-                scheduled_event_id=error.scheduled_event_id, retry_state=error.retry_state.name,
+                activity_type=error.activity_type,
+                activity_id=error.activity_id,
+                scheduled_event_id=error.scheduled_event_id,
+                retry_state=error.retry_state.name,
             )
         )
     elif isinstance(error, exceptions.ChildWorkflowError):
@@ -280,8 +276,10 @@ def error_to_failure(
             common_pb2.ChildWorkflowExecutionFailureInfo(
                 namespace=error.namespace,
                 workflow_execution=common_pb2.WorkflowExecution(workflow_id=error.workflow_id, run_id=error.run_id),
-                workflow_type=error.workflow_type, initiated_event_id=error.initiated_event_id,
-                started_event_id=error.started_event_id, retry_state=error.retry_state.name,
+                workflow_type=error.workflow_type,
+                initiated_event_id=error.initiated_event_id,
+                started_event_id=error.started_event_id,
+                retry_state=error.retry_state.name,
             )
         )
     else:
@@ -299,12 +297,8 @@ def failure_to_error(
     details = converter.from_payloads(failure.details) if failure.HasField("details") else []
     error: exceptions.FailureError
     if failure.type == "TimeoutError":
-        timeout_type = (
-            exceptions.TimeoutType(failure.timeout_type) if failure.timeout_type else None
-        )
-        error = exceptions.TimeoutError(
-            failure.message, type=timeout_type, last_heartbeat_details=details
-        )
+        timeout_type = exceptions.TimeoutType(failure.timeout_type) if failure.timeout_type else None
+        error = exceptions.TimeoutError(failure.message, type=timeout_type, last_heartbeat_details=details)
     elif failure.type == "CancelledError":
         error = exceptions.CancelledError(failure.message, *details)
     elif failure.type == "TerminatedError":
@@ -312,16 +306,22 @@ def failure_to_error(
     elif failure.type == "ActivityError":
         info = failure.activity_failure_info
         error = exceptions.ActivityError(
-            failure.message, activity_type=info.activity_type, activity_id=info.activity_id,
+            failure.message,
+            activity_type=info.activity_type,
+            activity_id=info.activity_id,
             scheduled_event_id=info.scheduled_event_id,
             retry_state=exceptions.RetryState.__members__.get(info.retry_state, exceptions.RetryState.UNSPECIFIED),
         )
     elif failure.type == "ChildWorkflowError":
         child = failure.child_workflow_execution_failure_info
         error = exceptions.ChildWorkflowError(
-            failure.message, namespace=child.namespace, workflow_id=child.workflow_execution.workflow_id,
-            run_id=child.workflow_execution.run_id, workflow_type=child.workflow_type,
-            initiated_event_id=child.initiated_event_id, started_event_id=child.started_event_id,
+            failure.message,
+            namespace=child.namespace,
+            workflow_id=child.workflow_execution.workflow_id,
+            run_id=child.workflow_execution.run_id,
+            workflow_type=child.workflow_type,
+            initiated_event_id=child.initiated_event_id,
+            started_event_id=child.started_event_id,
             retry_state=exceptions.RetryState.__members__.get(child.retry_state, exceptions.RetryState.UNSPECIFIED),
         )
     else:

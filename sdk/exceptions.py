@@ -11,7 +11,8 @@ a bug can be fixed and redeployed without losing the execution.
 from __future__ import annotations
 
 import enum
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import grpc
 
@@ -65,7 +66,7 @@ class ApplicationError(FailureError):
         self,
         message: str,
         *details: Any,
-        type: Optional[str] = None,
+        type: str | None = None,
         non_retryable: bool = False,
     ) -> None:
         super().__init__(message)
@@ -86,14 +87,14 @@ class TimeoutType(enum.Enum):
     HEARTBEAT = 4
 
 
-class TimeoutError(FailureError):  # noqa: A001 - Temporal's name, on purpose
+class TimeoutError(FailureError):
     """A timeout expired; ``type`` says which one."""
 
     def __init__(
         self,
         message: str,
         *,
-        type: Optional[TimeoutType],
+        type: TimeoutType | None,
         last_heartbeat_details: Sequence[Any] = (),
     ) -> None:
         super().__init__(message)
@@ -147,7 +148,7 @@ class ActivityError(FailureError):
         self.retry_state = retry_state
 
     @property
-    def cause(self) -> Optional[BaseException]:
+    def cause(self) -> BaseException | None:
         """The error that failed the activity's last attempt."""
         return self.__cause__
 
@@ -182,7 +183,7 @@ class ChildWorkflowError(FailureError):
         self.retry_state = retry_state
 
     @property
-    def cause(self) -> Optional[BaseException]:
+    def cause(self) -> BaseException | None:
         """The error that failed the child workflow."""
         return self.__cause__
 

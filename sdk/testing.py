@@ -32,11 +32,13 @@ import inspect
 import json
 import logging
 import tempfile
-from datetime import datetime, timedelta, timezone
+from collections.abc import AsyncIterable, Awaitable, Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import (
-    Any, AsyncIterable, Awaitable, Callable, Generator, Iterable, Iterator, Mapping, Optional, Sequence, TypeVar,
-    Union,
+    Any,
+    Self,
+    TypeVar,
 )
 
 from flowforge import activity, workflow
@@ -64,7 +66,7 @@ _log = logging.getLogger("flowforge.testing")
 _T = TypeVar("_T")
 
 # A history as the Replayer accepts it: a WorkflowHistory, or the run's events.
-_History = Union[WorkflowHistory, Sequence[Union[common_pb2.HistoryEvent, Any]]]
+_History = WorkflowHistory | Sequence[common_pb2.HistoryEvent | Any]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,7 +83,7 @@ class WorkflowReplayResult:
 
     history: Any
     run_id: str
-    replay_failure: Optional[Exception]
+    replay_failure: Exception | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,7 +157,7 @@ class Replayer:
         return WorkflowReplayResult(history=history, run_id=run_id, replay_failure=None)
 
     async def replay_workflows(
-        self, histories: Union[Iterable[_History], AsyncIterable[_History]], *, raise_on_failure: bool = True
+        self, histories: Iterable[_History] | AsyncIterable[_History], *, raise_on_failure: bool = True
     ) -> WorkflowReplayResults:
         """Replays several runs' histories, each on its own.
 
@@ -235,7 +237,7 @@ def _recorded_run_id(history: _History) -> str:
 
 
 def replay_histories_in(
-    folder: Union[str, Path],
+    folder: str | Path,
     *,
     workflows: Sequence[type],
     pattern: str = "*.json",
@@ -289,7 +291,7 @@ def replay_histories_in(
 
 
 def _default_activity_info() -> activity.Info:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     return activity.Info(
         activity_id="test",
         activity_type="unknown",
@@ -338,8 +340,8 @@ class ActivityEnvironment:
         self.info: activity.Info = self._default_info
         self.on_heartbeat: Callable[..., None] = lambda *details: None
         self.data_converter = data_converter
-        self._context: Optional[activity._Context] = None
-        self._task: Optional[asyncio.Task[Any]] = None
+        self._context: activity._Context | None = None
+        self._task: asyncio.Task[Any] | None = None
         self._cancel_requested = False
 
     def cancel(self) -> None:
@@ -444,14 +446,14 @@ class WorkflowEnvironment:
         """Whether :meth:`sleep` skips time instead of waiting for it."""
         return False
 
-    async def sleep(self, duration: Union[timedelta, float]) -> None:
+    async def sleep(self, duration: timedelta | float) -> None:
         """Lets ``duration`` (a timedelta or seconds) pass: really, or by skipping
         time in a time-skipping environment."""
         await asyncio.sleep(_seconds(duration))
 
     async def get_current_time(self) -> datetime:
         """The server's current time (UTC): the wall clock, plus whatever was skipped."""
-        return datetime.now(timezone.utc)
+        return datetime.now(UTC)
 
     @contextlib.contextmanager
     def auto_time_skipping_disabled(self) -> Iterator[None]:
@@ -463,10 +465,10 @@ class WorkflowEnvironment:
         """Closes the client (and, for started environments, stops the server)."""
         await self._client.close()
 
-    async def __aenter__(self) -> WorkflowEnvironment:
+    async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(self, *exc_info: Any) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.shutdown()
 
     @staticmethod
@@ -531,7 +533,7 @@ class WorkflowEnvironment:
         )
 
 
-def _seconds(duration: Union[timedelta, float]) -> float:
+def _seconds(duration: timedelta | float) -> float:
     return duration.total_seconds() if isinstance(duration, timedelta) else float(duration)
 
 
@@ -541,7 +543,7 @@ class _StartingEnvironment:
 
     def __init__(self, start: Callable[[], Awaitable[WorkflowEnvironment]]) -> None:
         self._start = start
-        self._environment: Optional[WorkflowEnvironment] = None
+        self._environment: WorkflowEnvironment | None = None
 
     def __await__(self) -> Generator[Any, None, WorkflowEnvironment]:
         return self._start().__await__()
@@ -550,7 +552,7 @@ class _StartingEnvironment:
         self._environment = await self._start()
         return self._environment
 
-    async def __aexit__(self, *exc_info: Any) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         assert self._environment is not None
         await self._environment.shutdown()
 
@@ -568,13 +570,18 @@ class _ServerEnvironment(WorkflowEnvironment):
         cls, clock: Clock, namespace: str, data_converter: DataConverter, ip: str, port: int
     ) -> WorkflowEnvironment:
         directory = tempfile.TemporaryDirectory(prefix="flowforge-test-")
-        server = FlowForgeServer(ServerConfig(
-            store=str(Path(directory.name) / "flowforge.db"), host=ip, port=port, clock=clock,
-            # Pollers notice a task whose retry backoff ended (possibly skipped) soon.
-            poll_recheck_interval_s=0.1,
-            # Tests stop their workers first; nothing is left to drain.
-            shutdown_grace_s=1.0,
-        ))
+        server = FlowForgeServer(
+            ServerConfig(
+                store=str(Path(directory.name) / "flowforge.db"),
+                host=ip,
+                port=port,
+                clock=clock,
+                # Pollers notice a task whose retry backoff ended (possibly skipped) soon.
+                poll_recheck_interval_s=0.1,
+                # Tests stop their workers first; nothing is left to drain.
+                shutdown_grace_s=1.0,
+            )
+        )
         try:
             await server.start()
             client = await Client.connect(f"{ip}:{server.port}", data_converter=data_converter)
@@ -603,9 +610,11 @@ class _TimeSkippingEnvironment(_ServerEnvironment):
         self._skipper = _TimeSkipper(server, clock)
         tracking = _ResultWaitTracking(client.workflow_service, self._skipper)
         super().__init__(
-            Client(tracking, namespace=client.namespace, identity=client.identity,
-                   data_converter=client.data_converter),
-            server, directory,
+            Client(
+                tracking, namespace=client.namespace, identity=client.identity, data_converter=client.data_converter
+            ),
+            server,
+            directory,
         )
         self._clock = clock
         self._skipper.start()
@@ -614,13 +623,13 @@ class _TimeSkippingEnvironment(_ServerEnvironment):
     def supports_time_skipping(self) -> bool:
         return True
 
-    async def sleep(self, duration: Union[timedelta, float]) -> None:
+    async def sleep(self, duration: timedelta | float) -> None:
         """Skips ``duration`` ahead, firing the timers due on the way in order
         (each one's workflow task runs before time moves on)."""
         await self._skipper.sleep(int(_seconds(duration) * 1_000_000))
 
     async def get_current_time(self) -> datetime:
-        return datetime.fromtimestamp(self._clock.now_us() / 1e6, tz=timezone.utc)
+        return datetime.fromtimestamp(self._clock.now_us() / 1e6, tz=UTC)
 
     @contextlib.contextmanager
     def auto_time_skipping_disabled(self) -> Iterator[None]:
@@ -657,7 +666,7 @@ class _TimeSkipper:
         self.result_waiters = 0
         self._sleep_ends: list[int] = []
         self._poked = asyncio.Event()
-        self._task: Optional[asyncio.Task[None]] = None
+        self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="flowforge-time-skipper")
@@ -684,7 +693,8 @@ class _TimeSkipper:
         self._sleep_ends.append(end)
         self.poke()
         try:
-            while (remaining_us := end - self._clock.now_us()) > 0:
+            # The virtual clock can jump at any moment, so this re-reads it rather than waiting on one event.
+            while (remaining_us := end - self._clock.now_us()) > 0:  # noqa: ASYNC110
                 await asyncio.sleep(min(_SKIP_CHECK_INTERVAL_S, remaining_us / 1e6))
         finally:
             self._sleep_ends.remove(end)
@@ -719,7 +729,7 @@ class _TimeSkipper:
             if target is not None:
                 self._clock.skip_to(target)
 
-    async def _skip_target(self, tx: Any) -> Optional[int]:
+    async def _skip_target(self, tx: Any) -> int | None:
         """Where to jump to, or None when something can still progress or nothing waits ahead."""
         now = self._clock.now_us()
         task_due = await tx.earliest_work_due_us()
@@ -742,9 +752,7 @@ class _ResultWaitTracking(WorkflowServiceClient):
         self.retry_config = inner.retry_config
 
     async def call(self, rpc: str, request: Any, **options: Any) -> Any:
-        awaits_result = (
-            rpc == "GetWorkflowExecutionHistory" and request.wait_new_event and request.close_event_only
-        )
+        awaits_result = rpc == "GetWorkflowExecutionHistory" and request.wait_new_event and request.close_event_only
         if not awaits_result:
             return await self._inner.call(rpc, request, **options)
         with self._skipper.result_awaited():

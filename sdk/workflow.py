@@ -32,8 +32,9 @@ import logging
 import random as _random
 import typing
 import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Awaitable, Callable, Mapping, NoReturn, Optional, Sequence, TypeVar, Union
+from typing import Any, NoReturn, TypeVar
 
 from flowforge.api.v1 import common_pb2
 from flowforge.common import RetryPolicy, SearchAttributeValue
@@ -63,8 +64,8 @@ __all__ = [
     "signal",
     "sleep",
     "start_activity",
-    "upsert_search_attributes",
     "start_child_workflow",
+    "upsert_search_attributes",
     "uuid4",
     "wait_condition",
 ]
@@ -147,8 +148,7 @@ class _Definition:
         if len(run_fns) != 1:
             found = ", ".join(fn.__name__ for fn in run_fns) or "none"
             raise TypeError(
-                f"workflow class {cls.__qualname__} needs exactly one @workflow.run method "
-                f"(found: {found})"
+                f"workflow class {cls.__qualname__} needs exactly one @workflow.run method (found: {found})"
             )
         signals = _collect_handlers(cls, members, _SIGNAL_MARKER, "signal")
         queries = _collect_handlers(cls, members, _QUERY_MARKER, "query")
@@ -172,10 +172,10 @@ def defn(cls: ClassType) -> ClassType: ...
 
 
 @typing.overload
-def defn(*, name: Optional[str] = None) -> Callable[[ClassType], ClassType]: ...
+def defn(*, name: str | None = None) -> Callable[[ClassType], ClassType]: ...
 
 
-def defn(cls: Optional[ClassType] = None, *, name: Optional[str] = None) -> Any:
+def defn(cls: ClassType | None = None, *, name: str | None = None) -> Any:
     """Makes a class a workflow; use as ``@workflow.defn`` or ``@workflow.defn(name=...)``.
 
     The class needs exactly one ``async`` method decorated with :func:`run`, and a
@@ -219,10 +219,10 @@ def signal(fn: CallableType) -> CallableType: ...
 
 
 @typing.overload
-def signal(*, name: Optional[str] = None) -> Callable[[CallableType], CallableType]: ...
+def signal(*, name: str | None = None) -> Callable[[CallableType], CallableType]: ...
 
 
-def signal(fn: Optional[CallableType] = None, *, name: Optional[str] = None) -> Any:
+def signal(fn: CallableType | None = None, *, name: str | None = None) -> Any:
     """Marks a method that handles a signal; use as ``@workflow.signal`` or ``@workflow.signal(name=...)``.
 
     The handler (``def`` or ``async def``) runs on the workflow's deterministic loop,
@@ -248,10 +248,10 @@ def query(fn: CallableType) -> CallableType: ...
 
 
 @typing.overload
-def query(*, name: Optional[str] = None) -> Callable[[CallableType], CallableType]: ...
+def query(*, name: str | None = None) -> Callable[[CallableType], CallableType]: ...
 
 
-def query(fn: Optional[CallableType] = None, *, name: Optional[str] = None) -> Any:
+def query(fn: CallableType | None = None, *, name: str | None = None) -> Any:
     """Marks a method that answers a query; use as ``@workflow.query`` or ``@workflow.query(name=...)``.
 
     A query handler only reads the workflow's state, so it must be a plain ``def``; a
@@ -307,10 +307,10 @@ class Info:
     search_attributes: dict[str, SearchAttributeValue] = dataclasses.field(default_factory=dict)
     """The run's search attributes as the workflow code sees them now: those given
     at start, updated by each :func:`upsert_search_attributes`."""
-    parent: Optional[ParentInfo] = None
+    parent: ParentInfo | None = None
     """The parent run, when this execution is a child workflow."""
 
-    continued_run_id: Optional[str] = None
+    continued_run_id: str | None = None
     """The run this one continued as new from, if any."""
 
 
@@ -382,11 +382,11 @@ class _ActivityCall:
     args: Sequence[Any]
     result_type: Any
     task_queue: str
-    schedule_to_close_timeout: Optional[timedelta]
-    schedule_to_start_timeout: Optional[timedelta]
-    start_to_close_timeout: Optional[timedelta]
-    heartbeat_timeout: Optional[timedelta]
-    retry_policy: Optional[RetryPolicy]
+    schedule_to_close_timeout: timedelta | None
+    schedule_to_start_timeout: timedelta | None
+    start_to_close_timeout: timedelta | None
+    heartbeat_timeout: timedelta | None
+    retry_policy: RetryPolicy | None
     cancellation_type: ActivityCancellationType
 
 
@@ -398,7 +398,7 @@ class _Runtime(abc.ABC):
     """
 
     @staticmethod
-    def current_or_none() -> Optional[_Runtime]:
+    def current_or_none() -> _Runtime | None:
         runtime = getattr(asyncio.events._get_running_loop(), "_flowforge_runtime", None)
         return runtime if isinstance(runtime, _Runtime) else None
 
@@ -434,7 +434,7 @@ class _Runtime(abc.ABC):
     def workflow_patch(self, patch_id: str, *, deprecated: bool) -> bool: ...
 
     @abc.abstractmethod
-    def workflow_upsert_search_attributes(self, attributes: Mapping[str, Optional[SearchAttributeValue]]) -> None: ...
+    def workflow_upsert_search_attributes(self, attributes: Mapping[str, SearchAttributeValue | None]) -> None: ...
 
     @abc.abstractmethod
     def workflow_memo_value(self, key: str, type_hint: Any) -> Any:
@@ -447,7 +447,9 @@ class _Runtime(abc.ABC):
     def workflow_start_child_workflow(self, call: _ChildWorkflowCall) -> ChildWorkflowHandle: ...
 
     @abc.abstractmethod
-    def workflow_signal_child(self, workflow_id: str, signal_name: str, args: Sequence[Any]) -> asyncio.Future[None]: ...
+    def workflow_signal_child(
+        self, workflow_id: str, signal_name: str, args: Sequence[Any]
+    ) -> asyncio.Future[None]: ...
 
 
 def info() -> Info:
@@ -477,7 +479,7 @@ def uuid4() -> uuid.UUID:
     return uuid.UUID(int=random().getrandbits(128), version=4)
 
 
-async def sleep(duration: Union[timedelta, float]) -> None:
+async def sleep(duration: timedelta | float) -> None:
     """Waits on a durable timer: the wait survives worker restarts.
 
     Args:
@@ -487,9 +489,7 @@ async def sleep(duration: Union[timedelta, float]) -> None:
     await asyncio.sleep(_seconds(duration))
 
 
-async def wait_condition(
-    fn: Callable[[], bool], *, timeout: Union[timedelta, float, None] = None
-) -> None:
+async def wait_condition(fn: Callable[[], bool], *, timeout: timedelta | float | None = None) -> None:
     """Waits until ``fn()`` is true; it is checked whenever the workflow is idle
     (after each signal, activity result or timer has been handled).
 
@@ -571,7 +571,7 @@ def _patch_id(patch_id: str) -> str:
 _NO_DEFAULT: Any = object()
 
 
-def upsert_search_attributes(attributes: Mapping[str, Optional[SearchAttributeValue]]) -> None:
+def upsert_search_attributes(attributes: Mapping[str, SearchAttributeValue | None]) -> None:
     """Sets search attributes of the running execution; ``None`` removes one.
 
     The change is recorded in history (an ``UpsertWorkflowSearchAttributes``
@@ -617,7 +617,7 @@ def memo_value(key: str, default: Any = _NO_DEFAULT, *, type_hint: Any = None) -
         return default
 
 
-def _seconds(duration: Union[timedelta, float]) -> float:
+def _seconds(duration: timedelta | float) -> float:
     return duration.total_seconds() if isinstance(duration, timedelta) else float(duration)
 
 
@@ -627,16 +627,16 @@ _NO_ARG: Any = object()
 
 
 def start_activity(
-    activity: Union[Callable[..., Any], str],
+    activity: Callable[..., Any] | str,
     arg: Any = _NO_ARG,
     *,
     args: Sequence[Any] = (),
-    task_queue: Optional[str] = None,
-    schedule_to_close_timeout: Optional[timedelta] = None,
-    schedule_to_start_timeout: Optional[timedelta] = None,
-    start_to_close_timeout: Optional[timedelta] = None,
-    heartbeat_timeout: Optional[timedelta] = None,
-    retry_policy: Optional[RetryPolicy] = None,
+    task_queue: str | None = None,
+    schedule_to_close_timeout: timedelta | None = None,
+    schedule_to_start_timeout: timedelta | None = None,
+    start_to_close_timeout: timedelta | None = None,
+    heartbeat_timeout: timedelta | None = None,
+    retry_policy: RetryPolicy | None = None,
     cancellation_type: ActivityCancellationType = ActivityCancellationType.TRY_CANCEL,
 ) -> ActivityHandle:
     """Schedules an activity and returns its handle without waiting for it.
@@ -648,9 +648,7 @@ def start_activity(
     if arg is not _NO_ARG and args:
         raise TypeError("pass the activity's argument as arg or its arguments as args, not both")
     if start_to_close_timeout is None and schedule_to_close_timeout is None:
-        raise ValueError(
-            f"activity {activity_type!r} needs start_to_close_timeout or schedule_to_close_timeout"
-        )
+        raise ValueError(f"activity {activity_type!r} needs start_to_close_timeout or schedule_to_close_timeout")
     timeouts = {
         "schedule_to_close_timeout": schedule_to_close_timeout,
         "schedule_to_start_timeout": schedule_to_start_timeout,
@@ -674,16 +672,16 @@ def start_activity(
 
 
 async def execute_activity(
-    activity: Union[Callable[..., Any], str],
+    activity: Callable[..., Any] | str,
     arg: Any = _NO_ARG,
     *,
     args: Sequence[Any] = (),
-    task_queue: Optional[str] = None,
-    schedule_to_close_timeout: Optional[timedelta] = None,
-    schedule_to_start_timeout: Optional[timedelta] = None,
-    start_to_close_timeout: Optional[timedelta] = None,
-    heartbeat_timeout: Optional[timedelta] = None,
-    retry_policy: Optional[RetryPolicy] = None,
+    task_queue: str | None = None,
+    schedule_to_close_timeout: timedelta | None = None,
+    schedule_to_start_timeout: timedelta | None = None,
+    start_to_close_timeout: timedelta | None = None,
+    heartbeat_timeout: timedelta | None = None,
+    retry_policy: RetryPolicy | None = None,
     cancellation_type: ActivityCancellationType = ActivityCancellationType.TRY_CANCEL,
 ) -> Any:
     """Runs an activity and returns its result.
@@ -727,7 +725,7 @@ async def execute_activity(
     )
 
 
-def _activity_type_and_result_type(activity: Union[Callable[..., Any], str]) -> tuple[str, Any]:
+def _activity_type_and_result_type(activity: Callable[..., Any] | str) -> tuple[str, Any]:
     """The activity type name, and the type hint its result is decoded with."""
     if isinstance(activity, str):
         return activity, None
@@ -776,9 +774,7 @@ def _signal_name(signal: Any) -> str:
         return signal
     definition = getattr(signal, _SIGNAL_MARKER, None)
     if definition is None:
-        raise TypeError(
-            f"{signal!r} is not a signal: pass a @workflow.signal method or a signal name"
-        )
+        raise TypeError(f"{signal!r} is not a signal: pass a @workflow.signal method or a signal name")
     return definition.name
 
 
@@ -830,16 +826,14 @@ class ChildWorkflowHandle(asyncio.Task):  # type: ignore[type-arg]
         return self._workflow_type
 
     @property
-    def first_execution_run_id(self) -> Optional[str]:
+    def first_execution_run_id(self) -> str | None:
         """The child's first run id, once it has started (``None`` before)."""
         started = self._started
         if not started.done() or started.cancelled() or started.exception() is not None:
             return None
         return started.result()
 
-    async def signal(
-        self, signal: Union[Callable[..., Any], str], arg: Any = _NO_ARG, *, args: Sequence[Any] = ()
-    ) -> None:
+    async def signal(self, signal: Callable[..., Any] | str, arg: Any = _NO_ARG, *, args: Sequence[Any] = ()) -> None:
         """Sends a signal to the child; returns once the server has delivered it.
 
         The server delivers it to the child (its current run, if it continued as
@@ -870,29 +864,29 @@ class _ChildWorkflowCall:
     result_type: Any
     id: str
     task_queue: str
-    execution_timeout: Optional[timedelta]
-    run_timeout: Optional[timedelta]
-    task_timeout: Optional[timedelta]
+    execution_timeout: timedelta | None
+    run_timeout: timedelta | None
+    task_timeout: timedelta | None
     parent_close_policy: ParentClosePolicy
-    search_attributes: Optional[Mapping[str, SearchAttributeValue]] = None
-    memo: Optional[Mapping[str, Any]] = None
-    retry_policy: Optional[RetryPolicy] = None
+    search_attributes: Mapping[str, SearchAttributeValue] | None = None
+    memo: Mapping[str, Any] | None = None
+    retry_policy: RetryPolicy | None = None
 
 
 async def start_child_workflow(
-    workflow: Union[Callable[..., Any], type, str],
+    workflow: Callable[..., Any] | type | str,
     arg: Any = _NO_ARG,
     *,
     args: Sequence[Any] = (),
-    id: Optional[str] = None,
-    task_queue: Optional[str] = None,
-    execution_timeout: Optional[timedelta] = None,
-    run_timeout: Optional[timedelta] = None,
-    task_timeout: Optional[timedelta] = None,
+    id: str | None = None,
+    task_queue: str | None = None,
+    execution_timeout: timedelta | None = None,
+    run_timeout: timedelta | None = None,
+    task_timeout: timedelta | None = None,
     parent_close_policy: ParentClosePolicy = ParentClosePolicy.TERMINATE,
-    search_attributes: Optional[Mapping[str, SearchAttributeValue]] = None,
-    memo: Optional[Mapping[str, Any]] = None,
-    retry_policy: Optional[RetryPolicy] = None,
+    search_attributes: Mapping[str, SearchAttributeValue] | None = None,
+    memo: Mapping[str, Any] | None = None,
+    retry_policy: RetryPolicy | None = None,
 ) -> ChildWorkflowHandle:
     """Starts a child workflow and returns its handle once it has started.
 
@@ -942,19 +936,19 @@ async def start_child_workflow(
 
 
 async def execute_child_workflow(
-    workflow: Union[Callable[..., Any], type, str],
+    workflow: Callable[..., Any] | type | str,
     arg: Any = _NO_ARG,
     *,
     args: Sequence[Any] = (),
-    id: Optional[str] = None,
-    task_queue: Optional[str] = None,
-    execution_timeout: Optional[timedelta] = None,
-    run_timeout: Optional[timedelta] = None,
-    task_timeout: Optional[timedelta] = None,
+    id: str | None = None,
+    task_queue: str | None = None,
+    execution_timeout: timedelta | None = None,
+    run_timeout: timedelta | None = None,
+    task_timeout: timedelta | None = None,
     parent_close_policy: ParentClosePolicy = ParentClosePolicy.TERMINATE,
-    search_attributes: Optional[Mapping[str, SearchAttributeValue]] = None,
-    memo: Optional[Mapping[str, Any]] = None,
-    retry_policy: Optional[RetryPolicy] = None,
+    search_attributes: Mapping[str, SearchAttributeValue] | None = None,
+    memo: Mapping[str, Any] | None = None,
+    retry_policy: RetryPolicy | None = None,
 ) -> Any:
     """Runs a child workflow and returns its result.
 
@@ -990,9 +984,18 @@ async def execute_child_workflow(
         ValueError: A timeout is not positive or the id is empty.
     """
     handle = await start_child_workflow(
-        workflow, arg, args=args, id=id, task_queue=task_queue, execution_timeout=execution_timeout,
-        run_timeout=run_timeout, task_timeout=task_timeout, parent_close_policy=parent_close_policy,
-        search_attributes=search_attributes, memo=memo, retry_policy=retry_policy,
+        workflow,
+        arg,
+        args=args,
+        id=id,
+        task_queue=task_queue,
+        execution_timeout=execution_timeout,
+        run_timeout=run_timeout,
+        task_timeout=task_timeout,
+        parent_close_policy=parent_close_policy,
+        search_attributes=search_attributes,
+        memo=memo,
+        retry_policy=retry_policy,
     )
     return await handle
 
@@ -1006,8 +1009,13 @@ class ContinueAsNewError(BaseException):
     """
 
     def __init__(
-        self, *, args: Sequence[Any], workflow_type: str, task_queue: str,
-        run_timeout: Optional[timedelta], task_timeout: Optional[timedelta],
+        self,
+        *,
+        args: Sequence[Any],
+        workflow_type: str,
+        task_queue: str,
+        run_timeout: timedelta | None,
+        task_timeout: timedelta | None,
     ) -> None:
         super().__init__("continue as new")
         self.input = list(args)
@@ -1021,10 +1029,10 @@ def continue_as_new(
     arg: Any = _NO_ARG,
     *,
     args: Sequence[Any] = (),
-    workflow: Union[Callable[..., Any], type, str, None] = None,
-    task_queue: Optional[str] = None,
-    run_timeout: Optional[timedelta] = None,
-    task_timeout: Optional[timedelta] = None,
+    workflow: Callable[..., Any] | type | str | None = None,
+    task_queue: str | None = None,
+    run_timeout: timedelta | None = None,
+    task_timeout: timedelta | None = None,
 ) -> NoReturn:
     """Ends this run and starts a new run of the same workflow id with fresh history.
 
@@ -1051,10 +1059,15 @@ def continue_as_new(
     for timeout_name, timeout in (("run_timeout", run_timeout), ("task_timeout", task_timeout)):
         if timeout is not None and timeout <= timedelta(0):
             raise ValueError(f"{timeout_name} must be positive, not {timeout}")
-    workflow_type = _workflow_type_and_result_hint(workflow)[0] if workflow is not None else runtime.workflow_info().workflow_type
+    workflow_type = (
+        _workflow_type_and_result_hint(workflow)[0] if workflow is not None else runtime.workflow_info().workflow_type
+    )
     raise ContinueAsNewError(
-        args=[arg] if arg is not _NO_ARG else list(args), workflow_type=workflow_type,
-        task_queue=task_queue or "", run_timeout=run_timeout, task_timeout=task_timeout,
+        args=[arg] if arg is not _NO_ARG else list(args),
+        workflow_type=workflow_type,
+        task_queue=task_queue or "",
+        run_timeout=run_timeout,
+        task_timeout=task_timeout,
     )
 
 

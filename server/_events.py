@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any
 
 from google.protobuf import duration_pb2
 
 from flowforge.api.v1 import common_pb2
 from flowforge.converter import json_dict_to_message, message_to_json_dict
 
-__all__ = ["dumps", "duration_s", "failure_json", "payloads_json", "payloads_from_json", "failure_from_json"]
+__all__ = ["dumps", "duration_s", "failure_from_json", "failure_json", "payloads_from_json", "payloads_json"]
 
 
 def dumps(attributes: dict[str, Any]) -> str:
@@ -26,7 +26,7 @@ def payloads_json(payloads: common_pb2.Payloads) -> dict[str, Any]:
     return message_to_json_dict(payloads)
 
 
-def payloads_from_json(value: Optional[dict[str, Any]]) -> common_pb2.Payloads:
+def payloads_from_json(value: dict[str, Any] | None) -> common_pb2.Payloads:
     return json_dict_to_message(value, common_pb2.Payloads)
 
 
@@ -34,5 +34,5 @@ def failure_json(failure: common_pb2.Failure) -> dict[str, Any]:
     return message_to_json_dict(failure)
 
 
-def failure_from_json(value: Optional[dict[str, Any]]) -> common_pb2.Failure:
+def failure_from_json(value: dict[str, Any] | None) -> common_pb2.Failure:
     return json_dict_to_message(value, common_pb2.Failure)

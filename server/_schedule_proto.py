@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
-from flowforge.api.v1 import common_pb2, workflow_service_pb2 as pb
+from flowforge.api.v1 import common_pb2
+from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.server._events import duration_s
 from flowforge.server.errors import InvalidArgument
 from flowforge.server.scheduler import SchedulerStatus, action_visibility
@@ -46,8 +48,10 @@ def spec_document(spec: pb.ScheduleSpec) -> dict[str, Any]:
     return {
         "cron_expressions": list(spec.cron_expressions),
         "intervals": [
-            {"every_s": _positive_seconds(i.every, "interval every"),
-             "offset_s": _positive_seconds(i.offset, "interval offset")}
+            {
+                "every_s": _positive_seconds(i.every, "interval every"),
+                "offset_s": _positive_seconds(i.offset, "interval offset"),
+            }
             for i in spec.intervals
         ],
         "time_zone_name": spec.time_zone_name or "UTC",
@@ -71,7 +75,9 @@ def action_document(action: pb.ScheduleActionStartWorkflow, check_name: Callable
 def policy_document(policy: pb.SchedulePolicy) -> dict[str, Any]:
     return {
         "overlap": overlap_name(policy.overlap, "SKIP"),
-        "misfire": _enum_name(pb.ScheduleMisfirePolicy, "SCHEDULE_MISFIRE_POLICY_", policy.misfire, "CATCH_UP", "misfire"),
+        "misfire": _enum_name(
+            pb.ScheduleMisfirePolicy, "SCHEDULE_MISFIRE_POLICY_", policy.misfire, "CATCH_UP", "misfire"
+        ),
         "catchup_window_s": _positive_seconds(policy.catchup_window, "catchup_window") or _DEFAULT_CATCHUP_WINDOW_S,
     }
 
@@ -94,18 +100,23 @@ def schedule_proto(row: ScheduleRow, upcoming: list[int]) -> tuple[pb.Schedule, 
     input_payloads.ParseFromString(base64.b64decode(action["input"]))
     schedule = pb.Schedule(
         spec=pb.ScheduleSpec(
-            cron_expressions=spec["cron_expressions"], time_zone_name=spec["time_zone_name"],
+            cron_expressions=spec["cron_expressions"],
+            time_zone_name=spec["time_zone_name"],
             intervals=[
                 pb.ScheduleIntervalSpec(every=_duration(i["every_s"]), offset=_duration(i["offset_s"]))
                 for i in spec["intervals"]
             ],
         ),
         action=pb.ScheduleActionStartWorkflow(
-            workflow_id=action["workflow_id"], workflow_type=action["workflow_type"], task_queue=action["task_queue"],
-            input=input_payloads, workflow_execution_timeout=_duration(action["execution_timeout_s"]),
+            workflow_id=action["workflow_id"],
+            workflow_type=action["workflow_type"],
+            task_queue=action["task_queue"],
+            input=input_payloads,
+            workflow_execution_timeout=_duration(action["execution_timeout_s"]),
             workflow_run_timeout=_duration(action["run_timeout_s"]),
             workflow_task_timeout=_duration(action["task_timeout_s"]),
-            search_attributes=action_visibility(action)[0], memo=action_visibility(action)[1],
+            search_attributes=action_visibility(action)[0],
+            memo=action_visibility(action)[1],
         ),
         policy=pb.SchedulePolicy(
             overlap=pb.ScheduleOverlapPolicy.Value(f"SCHEDULE_OVERLAP_POLICY_{policy['overlap']}"),
@@ -115,13 +126,16 @@ def schedule_proto(row: ScheduleRow, upcoming: list[int]) -> tuple[pb.Schedule, 
         state=pb.ScheduleState(paused=bool(row.paused), note=row.note),
     )
     info = pb.ScheduleInfo(
-        action_count=state["action_count"], skipped_count=state["skipped_count"], missed_count=state["missed_count"],
+        action_count=state["action_count"],
+        skipped_count=state["skipped_count"],
+        missed_count=state["missed_count"],
         running_workflows=[
             common_pb2.WorkflowExecution(workflow_id=r["workflow_id"], run_id=r["run_id"]) for r in state["running"]
         ],
         recent_actions=[
             pb.ScheduleActionResult(
-                nominal_time=_timestamp(a["nominal_us"]), actual_time=_timestamp(a["actual_us"]),
+                nominal_time=_timestamp(a["nominal_us"]),
+                actual_time=_timestamp(a["actual_us"]),
                 execution=common_pb2.WorkflowExecution(workflow_id=a["workflow_id"], run_id=a["run_id"]),
                 trigger=a["trigger"],
             )
@@ -129,14 +143,16 @@ def schedule_proto(row: ScheduleRow, upcoming: list[int]) -> tuple[pb.Schedule, 
         ],
         next_action_times=[_timestamp(t) for t in upcoming],
         buffered_count=len(state["buffered"]),
-        create_time=_timestamp(row.create_us), update_time=_timestamp(row.update_us),
+        create_time=_timestamp(row.create_us),
+        update_time=_timestamp(row.update_us),
     )
     return schedule, info
 
 
 def status_proto(status: SchedulerStatus) -> pb.GetSchedulerStatusResponse:
     response = pb.GetSchedulerStatusResponse(
-        replica_identity=status.identity, replica_is_leader=status.is_leader,
+        replica_identity=status.identity,
+        replica_is_leader=status.is_leader,
         replica_rejected_writes=status.rejected_writes,
         replica_leader_changes=[
             pb.SchedulerLeaderChange(

@@ -16,8 +16,9 @@ they ignore the time zone. All times are integer microseconds since the epoch.
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime, timedelta, timezone
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
@@ -34,12 +35,12 @@ class ScheduleSpecError(ValueError):
 
 
 def _us(moment: datetime) -> int:
-    delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
     return (delta.days * 86_400 + delta.seconds) * _SECOND_US + delta.microseconds
 
 
 def _utc(us: int) -> datetime:
-    return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=us)
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=us)
 
 
 def _local_to_us(naive: datetime, zone: ZoneInfo) -> int:
@@ -72,7 +73,7 @@ class SpecRule:
     """(every_us, offset_us) pairs."""
     zone: ZoneInfo
 
-    def _cron_after(self, expression: str, after_us: int) -> Optional[int]:
+    def _cron_after(self, expression: str, after_us: int) -> int | None:
         # Iterate on the naive wall clock (croniter then knows nothing of DST) and map
         # each wall-clock time to its instant; skip those not after ``after_us``
         # (a repeated hour maps back to its first occurrence).
@@ -91,7 +92,7 @@ class SpecRule:
     def _interval_after(every_us: int, offset_us: int, after_us: int) -> int:
         return ((after_us - offset_us) // every_us + 1) * every_us + offset_us
 
-    def next_after(self, after_us: int) -> Optional[int]:
+    def next_after(self, after_us: int) -> int | None:
         """The first nominal fire time strictly after ``after_us``; None if none."""
         candidates = [self._cron_after(e, after_us) for e in self.cron_expressions]
         candidates += [self._interval_after(every, offset, after_us) for every, offset in self.intervals]

@@ -8,14 +8,13 @@ import dataclasses
 import logging
 import os
 import signal
-from typing import Optional
 
 import grpc
 
 from flowforge.api.v1 import workflow_service_pb2_grpc
+from flowforge.server.clock import Clock, SystemClock
 from flowforge.server.events import EventRouter
 from flowforge.server.frontend import WorkflowService
-from flowforge.server.clock import Clock, SystemClock
 from flowforge.server.history import EngineConfig, HistoryEngine
 from flowforge.server.matching import Matching
 from flowforge.server.scheduler import Scheduler, SchedulerConfig, Schedules
@@ -47,7 +46,7 @@ class ServerConfig:
     clock: Clock = dataclasses.field(default_factory=SystemClock)
     """What "now" is for every deadline; tests pass a :class:`ManualClock` to control time."""
     # event triggers (docs/events.md)
-    http_port: Optional[int] = None
+    http_port: int | None = None
     """Port of the HTTP endpoint ``POST /events`` (on :attr:`host`); ``None`` = no
     HTTP endpoint, 0 = a free port (see :attr:`FlowForgeServer.http_port`)."""
     webhook_secrets: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
@@ -84,16 +83,17 @@ class FlowForgeServer:
         self.engine = HistoryEngine(self.store, config.engine, config.clock)
         self.timekeeper = Timekeeper(self.engine)
         self.events = EventRouter(
-            self.engine, dedupe_window_s=config.event_dedupe_window_s,
+            self.engine,
+            dedupe_window_s=config.event_dedupe_window_s,
             sweep_interval_s=config.event_dedupe_sweep_interval_s,
         )
         self.scheduler = Scheduler(self.engine, config.scheduler)
         self.schedules = Schedules(self.engine, wake=self.scheduler.wake)
-        self._grpc: Optional[grpc.aio.Server] = None
-        self._webhook: Optional[EventWebhook] = None
-        self.port: Optional[int] = None
+        self._grpc: grpc.aio.Server | None = None
+        self._webhook: EventWebhook | None = None
+        self.port: int | None = None
         #: The bound port of ``POST /events``, when :attr:`ServerConfig.http_port` is set.
-        self.http_port: Optional[int] = None
+        self.http_port: int | None = None
 
     async def start(self) -> None:
         await self.store.open()
@@ -108,8 +108,11 @@ class FlowForgeServer:
             ]
         )
         service = WorkflowService(
-            self.engine, Matching(self.engine, self.config.poll_recheck_interval_s), self.events,
-            self.schedules, self.scheduler,
+            self.engine,
+            Matching(self.engine, self.config.poll_recheck_interval_s),
+            self.events,
+            self.schedules,
+            self.scheduler,
         )
         workflow_service_pb2_grpc.add_WorkflowServiceServicer_to_server(service, server)
         self.port = server.add_insecure_port(f"{self.config.host}:{self.config.port}")
@@ -121,7 +124,10 @@ class FlowForgeServer:
         self.events.start()
         if self.config.http_port is not None:
             self._webhook = EventWebhook(
-                service, host=self.config.host, port=self.config.http_port, secrets=self.config.webhook_secrets,
+                service,
+                host=self.config.host,
+                port=self.config.http_port,
+                secrets=self.config.webhook_secrets,
                 max_body_bytes=self.config.engine.max_payload_bytes + 64 * 1024,
             )
             try:
@@ -144,7 +150,7 @@ class FlowForgeServer:
         await self.timekeeper.stop()
         await self.store.close()
 
-    async def serve(self, ready_file: Optional[str] = None) -> None:
+    async def serve(self, ready_file: str | None = None) -> None:
         """Runs until SIGTERM/SIGINT. Writes the bound port to ``ready_file`` once serving."""
         await self.start()
         stop = asyncio.Event()
@@ -152,7 +158,7 @@ class FlowForgeServer:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         if ready_file:
-            with open(ready_file + ".tmp", "w") as f:
+            with open(ready_file + ".tmp", "w") as f:  # noqa: ASYNC230 - a few bytes, once at start
                 f.write(str(self.port))
             os.replace(ready_file + ".tmp", ready_file)
         try:

@@ -8,7 +8,7 @@ time without touching the engine.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["Clock", "ManualClock", "SkippingClock", "SystemClock"]
 

@@ -26,7 +26,7 @@ import json
 import logging
 import re
 import uuid
-from typing import Any, Optional
+from typing import Any
 
 from flowforge.converter import default_converter
 from flowforge.server.errors import AlreadyExists, InvalidArgument, NotFound
@@ -129,7 +129,7 @@ def parse_condition(text: str) -> Condition:
             f"filter condition {text!r}: {match['value']!r} is not a JSON value (strings need double quotes)"
         ) from None
     if op in ("in", "not in") and not isinstance(value, list):
-        raise InvalidArgument(f"filter condition {text!r}: '{op}' needs a JSON list, e.g. [\"a\", \"b\"]")
+        raise InvalidArgument(f'filter condition {text!r}: \'{op}\' needs a JSON list, e.g. ["a", "b"]')
     return Condition(path, op, value)
 
 
@@ -151,7 +151,7 @@ def _json_equal(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=False))
     return a == b
 
 
@@ -166,7 +166,7 @@ class PublishedEvent:
     source: str
     type: str
     subject: str
-    time: Optional[str]
+    time: str | None
     """RFC 3339, if the publisher gave a time."""
     data: Any
     """The decoded JSON payload (``None`` when absent)."""
@@ -212,7 +212,7 @@ class EventRouter:
         self._engine = engine
         self._dedupe_window_us = int(dedupe_window_s * 1_000_000)
         self._sweep_interval_s = sweep_interval_s
-        self._sweeper: Optional[asyncio.Task[None]] = None
+        self._sweeper: asyncio.Task[None] | None = None
 
     # triggers
 
@@ -256,7 +256,9 @@ class EventRouter:
 
     # events
 
-    async def publish(self, namespace: str, event: PublishedEvent, identity: str) -> tuple[bool, list[TriggeredWorkflow]]:
+    async def publish(
+        self, namespace: str, event: PublishedEvent, identity: str
+    ) -> tuple[bool, list[TriggeredWorkflow]]:
         """Starts one workflow per matching trigger, once per ``(source, id)`` within
         the dedupe window. Returns (duplicate, workflows): for a duplicate, the
         workflows the first publish led to, and nothing new is started."""
@@ -286,7 +288,9 @@ class EventRouter:
         triggers: list[EventTriggerRow] = []
         while True:
             page = await tx.list_event_triggers(
-                namespace, limit=_TRIGGER_PAGE, after_trigger_id=triggers[-1].trigger_id if triggers else "",
+                namespace,
+                limit=_TRIGGER_PAGE,
+                after_trigger_id=triggers[-1].trigger_id if triggers else "",
                 event_type=event_type,
             )
             triggers.extend(page)
@@ -294,8 +298,13 @@ class EventRouter:
                 return triggers
 
     async def _start(
-        self, tx: Transaction, namespace: str, trigger: EventTriggerRow, event: PublishedEvent,
-        fields: dict[str, Any], identity: str,
+        self,
+        tx: Transaction,
+        namespace: str,
+        trigger: EventTriggerRow,
+        event: PublishedEvent,
+        fields: dict[str, Any],
+        identity: str,
     ) -> TriggeredWorkflow:
         workflow_id = event_workflow_id(trigger, event.source, event.id)
         # Only possible once this event's dedupe row has expired while its workflow
@@ -305,13 +314,17 @@ class EventRouter:
             return TriggeredWorkflow(trigger.trigger_id, workflow_id, running.run_id, started=False)
         arguments = [_resolve(fields, parse_path(p, "input path"))[1] for p in json.loads(trigger.input_paths)]
         run_id, _ = await self._engine.start_workflow(
-            namespace=namespace, workflow_id=workflow_id, workflow_type=trigger.workflow_type,
-            task_queue=trigger.task_queue, input=default_converter.to_payloads(arguments),
-            request_id=str(uuid.uuid4()), identity=identity,
-            execution_timeout_s=trigger.execution_timeout_s, run_timeout_s=trigger.run_timeout_s,
+            namespace=namespace,
+            workflow_id=workflow_id,
+            workflow_type=trigger.workflow_type,
+            task_queue=trigger.task_queue,
+            input=default_converter.to_payloads(arguments),
+            request_id=str(uuid.uuid4()),
+            identity=identity,
+            execution_timeout_s=trigger.execution_timeout_s,
+            run_timeout_s=trigger.run_timeout_s,
             task_timeout_s=trigger.task_timeout_s,
-            origin={"kind": "event", "trigger": trigger.trigger_id, "event_source": event.source,
-                    "event_id": event.id},
+            origin={"kind": "event", "trigger": trigger.trigger_id, "event_source": event.source, "event_id": event.id},
             tx=tx,
         )
         return TriggeredWorkflow(trigger.trigger_id, workflow_id, run_id, started=True)
@@ -323,7 +336,9 @@ class EventRouter:
         deleted = 0
         while True:
             now = self._engine.clock.now_us()
-            batch = await self._engine.transaction(lambda tx: tx.delete_expired_event_dedupe(now, _SWEEP_BATCH))
+            batch = await self._engine.transaction(
+                lambda tx, now=now: tx.delete_expired_event_dedupe(now, _SWEEP_BATCH)
+            )
             deleted += batch
             if batch < _SWEEP_BATCH:
                 return deleted
@@ -351,9 +366,18 @@ class EventRouter:
 
 
 def trigger_row(
-    *, namespace: str, trigger_id: str, event_type: str, filter: list[str], input_paths: list[str],
-    workflow_type: str, task_queue: str, workflow_id_prefix: str,
-    execution_timeout_s: float, run_timeout_s: float, task_timeout_s: float,
+    *,
+    namespace: str,
+    trigger_id: str,
+    event_type: str,
+    filter: list[str],
+    input_paths: list[str],
+    workflow_type: str,
+    task_queue: str,
+    workflow_id_prefix: str,
+    execution_timeout_s: float,
+    run_timeout_s: float,
+    task_timeout_s: float,
 ) -> EventTriggerRow:
     """A trigger row from validated names: parses and canonicalizes the filter and
     input paths, so a stored trigger can always be evaluated.
@@ -370,10 +394,16 @@ def trigger_row(
     if len(workflow_id_prefix) > _MAX_WORKFLOW_ID_PREFIX:
         raise InvalidArgument(f"workflow_id_prefix is longer than {_MAX_WORKFLOW_ID_PREFIX} characters")
     return EventTriggerRow(
-        namespace=namespace, trigger_id=trigger_id, event_type=event_type,
+        namespace=namespace,
+        trigger_id=trigger_id,
+        event_type=event_type,
         filter=json.dumps([parse_condition(c).canonical() for c in filter]),
-        input_paths=json.dumps(list(input_paths)), workflow_type=workflow_type, task_queue=task_queue,
+        input_paths=json.dumps(list(input_paths)),
+        workflow_type=workflow_type,
+        task_queue=task_queue,
         workflow_id_prefix=workflow_id_prefix or f"{trigger_id}-",
-        execution_timeout_s=execution_timeout_s, run_timeout_s=run_timeout_s, task_timeout_s=task_timeout_s,
+        execution_timeout_s=execution_timeout_s,
+        run_timeout_s=run_timeout_s,
+        task_timeout_s=task_timeout_s,
         create_us=0,
     )

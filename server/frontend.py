@@ -9,18 +9,21 @@ import functools
 import json
 import logging
 import uuid
-from typing import Any, Awaitable, Callable, Optional, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import grpc
 from google.protobuf import duration_pb2, timestamp_pb2
 
-from flowforge.api.v1 import common_pb2, event_pb2, workflow_service_pb2 as pb, workflow_service_pb2_grpc as pb_grpc
+from flowforge.api.v1 import common_pb2, event_pb2
+from flowforge.api.v1 import workflow_service_pb2 as pb
+from flowforge.api.v1 import workflow_service_pb2_grpc as pb_grpc
+from flowforge.server import _schedule_proto
 from flowforge.server._events import duration_s, failure_from_json
 from flowforge.server.errors import InvalidArgument, ServiceError
 from flowforge.server.events import EventRouter, PublishedEvent, trigger_row
 from flowforge.server.history import HistoryEngine, LeasedActivityTask, LeasedQuery, LeasedWorkflowTask, StartSignal
 from flowforge.server.matching import Matching
-from flowforge.server import _schedule_proto
 from flowforge.server.scheduler import Scheduler, Schedules
 from flowforge.server.stores.base import EventTriggerRow, ExecutionRow, HistoryEventRow, NamespaceRow, TaskRow
 from flowforge.server.visibility import SYSTEM_ATTRIBUTES
@@ -41,7 +44,13 @@ _DEADLINE_MARGIN_S = 1.0
 _Response = TypeVar("_Response")
 
 _STATUS_NAMES = {
-    "RUNNING": 1, "COMPLETED": 2, "FAILED": 3, "CANCELED": 4, "TERMINATED": 5, "CONTINUED_AS_NEW": 6, "TIMED_OUT": 7,
+    "RUNNING": 1,
+    "COMPLETED": 2,
+    "FAILED": 3,
+    "CANCELED": 4,
+    "TERMINATED": 5,
+    "CONTINUED_AS_NEW": 6,
+    "TIMED_OUT": 7,
 }
 _STATUS_BY_NUMBER = {number: name for name, number in _STATUS_NAMES.items()}
 
@@ -51,7 +60,7 @@ def _rpc(method: Callable[..., Awaitable[_Response]]) -> Callable[..., Awaitable
     the request, which may hold payloads or tokens) and answered INTERNAL."""
 
     @functools.wraps(method)
-    async def wrapper(self: "WorkflowService", request: Any, context: grpc.aio.ServicerContext) -> _Response:
+    async def wrapper(self: WorkflowService, request: Any, context: grpc.aio.ServicerContext) -> _Response:
         try:
             return await method(self, request, context)
         except ServiceError as error:
@@ -85,7 +94,7 @@ def _seconds(duration: duration_pb2.Duration, field: str) -> float:
     return seconds
 
 
-def _timestamp(us: Optional[int]) -> Optional[timestamp_pb2.Timestamp]:
+def _timestamp(us: int | None) -> timestamp_pb2.Timestamp | None:
     if us is None:
         return None
     stamp = timestamp_pb2.Timestamp()
@@ -95,14 +104,18 @@ def _timestamp(us: Optional[int]) -> Optional[timestamp_pb2.Timestamp]:
 
 def _event_proto(event: HistoryEventRow) -> common_pb2.HistoryEvent:
     return common_pb2.HistoryEvent(
-        event_id=event.event_id, event_type=event.event_type, event_time=_timestamp(event.event_us),
+        event_id=event.event_id,
+        event_type=event.event_type,
+        event_time=_timestamp(event.event_us),
         attributes_json=event.attributes,
     )
 
 
 def _namespace_proto(row: NamespaceRow) -> pb.Namespace:
     return pb.Namespace(
-        name=row.name, description=row.description, retention=duration_pb2.Duration(seconds=row.retention_s),
+        name=row.name,
+        description=row.description,
+        retention=duration_pb2.Duration(seconds=row.retention_s),
         create_time=_timestamp(row.create_us),
     )
 
@@ -118,8 +131,10 @@ def _workflow_task_proto(leased: LeasedWorkflowTask) -> pb.PollWorkflowTaskQueue
     return pb.PollWorkflowTaskQueueResponse(
         task_token=leased.token,
         workflow_execution=common_pb2.WorkflowExecution(workflow_id=row.workflow_id, run_id=row.run_id),
-        workflow_type=row.workflow_type, history=[_event_proto(e) for e in leased.history],
-        attempt=row.wft_attempt, task_queue=row.task_queue,
+        workflow_type=row.workflow_type,
+        history=[_event_proto(e) for e in leased.history],
+        attempt=row.wft_attempt,
+        task_queue=row.task_queue,
     )
 
 
@@ -129,9 +144,13 @@ def _activity_task_proto(leased: LeasedActivityTask) -> pb.PollActivityTaskQueue
     response = pb.PollActivityTaskQueueResponse(
         task_token=leased.token,
         workflow_execution=common_pb2.WorkflowExecution(workflow_id=task.workflow_id, run_id=task.run_id),
-        workflow_type=task.workflow_type, activity_id=task.activity_id, activity_type=task.activity_type,
-        attempt=task.attempt, idempotency_key=f"{task.run_id}/{task.activity_id}",
-        scheduled_time=_timestamp(task.scheduled_us), started_time=_timestamp(task.started_us),
+        workflow_type=task.workflow_type,
+        activity_id=task.activity_id,
+        activity_type=task.activity_type,
+        attempt=task.attempt,
+        idempotency_key=f"{task.run_id}/{task.activity_id}",
+        scheduled_time=_timestamp(task.scheduled_us),
+        started_time=_timestamp(task.started_us),
         task_queue=task.task_queue,
     )
     if task.input:
@@ -144,22 +163,28 @@ def _activity_task_proto(leased: LeasedActivityTask) -> pb.PollActivityTaskQueue
     return response
 
 
-def _failure_of(raw: Optional[str]) -> Optional[common_pb2.Failure]:
+def _failure_of(raw: str | None) -> common_pb2.Failure | None:
     return failure_from_json(json.loads(raw)) if raw else None
 
 
 def _dag(events: list[HistoryEventRow], tasks: list[TaskRow]) -> list[pb.DagNode]:
     nodes: dict[int, pb.DagNode] = {}
     outcome_state = {
-        "ActivityTaskCompleted": "COMPLETED", "ActivityTaskFailed": "FAILED",
-        "ActivityTaskTimedOut": "TIMED_OUT", "ActivityTaskCanceled": "CANCELED",
+        "ActivityTaskCompleted": "COMPLETED",
+        "ActivityTaskFailed": "FAILED",
+        "ActivityTaskTimedOut": "TIMED_OUT",
+        "ActivityTaskCanceled": "CANCELED",
     }
     for event in events:
         if event.event_type == "ActivityTaskScheduled":
             a = json.loads(event.attributes)
             nodes[event.event_id] = pb.DagNode(
-                activity_id=a["activity_id"], activity_type=a["activity_type"], scheduled_event_id=event.event_id,
-                depends_on_activity_ids=a.get("depends_on_activity_ids", []), state="SCHEDULED", attempt=1,
+                activity_id=a["activity_id"],
+                activity_type=a["activity_type"],
+                scheduled_event_id=event.event_id,
+                depends_on_activity_ids=a.get("depends_on_activity_ids", []),
+                state="SCHEDULED",
+                attempt=1,
             )
         elif event.event_type == "ActivityTaskStarted":
             a = json.loads(event.attributes)
@@ -177,7 +202,7 @@ def _dag(events: list[HistoryEventRow], tasks: list[TaskRow]) -> list[pb.DagNode
     return list(nodes.values())
 
 
-def _start_signal(request: pb.StartWorkflowExecutionRequest) -> Optional[StartSignal]:
+def _start_signal(request: pb.StartWorkflowExecutionRequest) -> StartSignal | None:
     """The signal of a signal-with-start, if the request carries one."""
     if not request.start_signal:
         if request.start_signal_input.payloads:
@@ -191,9 +216,14 @@ def _execution_info(
 ) -> pb.WorkflowExecutionInfo:
     return pb.WorkflowExecutionInfo(
         execution=common_pb2.WorkflowExecution(workflow_id=row.workflow_id, run_id=row.run_id),
-        workflow_type=row.workflow_type, task_queue=row.task_queue, status=_STATUS_NAMES[row.status],
-        start_time=_timestamp(row.start_us), close_time=_timestamp(row.close_us),
-        history_length=row.next_event_id - 1, search_attributes=visibility[0], memo=visibility[1],
+        workflow_type=row.workflow_type,
+        task_queue=row.task_queue,
+        status=_STATUS_NAMES[row.status],
+        start_time=_timestamp(row.start_us),
+        close_time=_timestamp(row.close_us),
+        history_length=row.next_event_id - 1,
+        search_attributes=visibility[0],
+        memo=visibility[1],
     )
 
 
@@ -217,7 +247,7 @@ def _text_page_token(token: bytes) -> str:
         raise InvalidArgument("next_page_token is malformed; pass back the one the last page returned") from None
 
 
-def _page_cursor(token: bytes) -> Optional[tuple[int, str]]:
+def _page_cursor(token: bytes) -> tuple[int, str] | None:
     """The (start_us, run_id) keyset cursor inside a list page token."""
     if not token:
         return None
@@ -245,14 +275,18 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
     # namespaces
 
     @_rpc
-    async def RegisterNamespace(self, request: pb.RegisterNamespaceRequest, context: Any) -> pb.RegisterNamespaceResponse:
+    async def RegisterNamespace(
+        self, request: pb.RegisterNamespaceRequest, context: Any
+    ) -> pb.RegisterNamespaceResponse:
         name = _name(request.name, "name")
         retention = int(_seconds(request.retention, "retention")) or 30 * 24 * 3600
         row = await self._engine.register_namespace(name, request.description, retention)
         return pb.RegisterNamespaceResponse(namespace=_namespace_proto(row))
 
     @_rpc
-    async def DescribeNamespace(self, request: pb.DescribeNamespaceRequest, context: Any) -> pb.DescribeNamespaceResponse:
+    async def DescribeNamespace(
+        self, request: pb.DescribeNamespaceRequest, context: Any
+    ) -> pb.DescribeNamespaceResponse:
         row = await self._engine.describe_namespace(_name(request.name, "name"))
         return pb.DescribeNamespaceResponse(namespace=_namespace_proto(row))
 
@@ -273,12 +307,15 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
             workflow_id=_name(request.workflow_id, "workflow_id"),
             workflow_type=_name(request.workflow_type, "workflow_type"),
             task_queue=_name(request.task_queue, "task_queue"),
-            input=request.input, request_id=request_id, identity=_name(request.identity, "identity", required=False),
+            input=request.input,
+            request_id=request_id,
+            identity=_name(request.identity, "identity", required=False),
             execution_timeout_s=_seconds(request.workflow_execution_timeout, "workflow_execution_timeout"),
             run_timeout_s=_seconds(request.workflow_run_timeout, "workflow_run_timeout"),
             task_timeout_s=_seconds(request.workflow_task_timeout, "workflow_task_timeout"),
             start_signal=_start_signal(request),
-            search_attributes=request.search_attributes, memo=request.memo,
+            search_attributes=request.search_attributes,
+            memo=request.memo,
         )
         return pb.StartWorkflowExecutionResponse(run_id=run_id, started=started)
 
@@ -297,9 +334,13 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
         row, tasks, events = await self._engine.describe(*self._execution(request))
         response = pb.DescribeWorkflowExecutionResponse(
             execution=common_pb2.WorkflowExecution(workflow_id=row.workflow_id, run_id=row.run_id),
-            workflow_type=row.workflow_type, task_queue=row.task_queue, status=_STATUS_NAMES[row.status],
-            start_time=_timestamp(row.start_us), close_time=_timestamp(row.close_us),
-            history_length=row.next_event_id - 1, dag=_dag(events, tasks),
+            workflow_type=row.workflow_type,
+            task_queue=row.task_queue,
+            status=_STATUS_NAMES[row.status],
+            start_time=_timestamp(row.start_us),
+            close_time=_timestamp(row.close_us),
+            history_length=row.next_event_id - 1,
+            dag=_dag(events, tasks),
         )
         response.first_worker_build_id = _first_worker_build_id(events)
         origin = json.loads(events[0].attributes).get("origin") if events else None
@@ -311,8 +352,10 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
         for task in tasks:
             if task.kind == "ACTIVITY":
                 pending = response.pending_activities.add(
-                    activity_id=task.activity_id, activity_type=task.activity_type,
-                    state="STARTED" if task.state == "LEASED" else "SCHEDULED", attempt=task.attempt,
+                    activity_id=task.activity_id,
+                    activity_type=task.activity_type,
+                    state="STARTED" if task.state == "LEASED" else "SCHEDULED",
+                    attempt=task.attempt,
                     last_worker_identity=task.identity,
                 )
                 if task.last_heartbeat_us:
@@ -346,9 +389,13 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
         response.continued_execution_run_id = started.get("continued_execution_run_id", "")
         for child in await self._engine.pending_children(row.namespace, row.run_id):
             response.pending_children.add(
-                workflow_id=child.workflow_id, run_id=child.run_id, workflow_type=child.workflow_type,
+                workflow_id=child.workflow_id,
+                run_id=child.run_id,
+                workflow_type=child.workflow_type,
                 initiated_event_id=child.initiated_event_id,
-                parent_close_policy=common_pb2.ParentClosePolicy.Value(f"PARENT_CLOSE_POLICY_{child.parent_close_policy}"),
+                parent_close_policy=common_pb2.ParentClosePolicy.Value(
+                    f"PARENT_CLOSE_POLICY_{child.parent_close_policy}"
+                ),
             )
 
     @_rpc
@@ -366,8 +413,14 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
         if remaining is not None:
             wait_s = max(0.0, min(wait_s, remaining - _DEADLINE_MARGIN_S))
         resolved_run_id, events, has_more = await self._engine.get_history(
-            namespace, workflow_id, run_id, after_event_id=request.after_event_id, page_size=page_size,
-            wait=request.wait_new_event, close_event_only=request.close_event_only, wait_timeout_s=wait_s,
+            namespace,
+            workflow_id,
+            run_id,
+            after_event_id=request.after_event_id,
+            page_size=page_size,
+            wait=request.wait_new_event,
+            close_event_only=request.close_event_only,
+            wait_timeout_s=wait_s,
         )
         return pb.GetWorkflowExecutionHistoryResponse(
             events=[_event_proto(e) for e in events], run_id=resolved_run_id, has_more=has_more
@@ -379,7 +432,10 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
     ) -> pb.SignalWorkflowExecutionResponse:
         namespace, workflow_id, run_id = self._execution(request)
         await self._engine.signal_workflow(
-            namespace, workflow_id, run_id, StartSignal(_name(request.signal_name, "signal_name"), request.input),
+            namespace,
+            workflow_id,
+            run_id,
+            StartSignal(_name(request.signal_name, "signal_name"), request.input),
             _name(request.identity, "identity", required=False),
             _name(request.request_id, "request_id", required=False),
         )
@@ -446,8 +502,11 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
         if request.eager_activity_slots < 0:
             raise InvalidArgument("eager_activity_slots must not be negative")
         completion = await self._engine.complete_workflow_task(
-            request.task_token, request.namespace, request.commands,
-            _name(request.identity, "identity", required=False), min(request.eager_activity_slots, 1000),
+            request.task_token,
+            request.namespace,
+            request.commands,
+            _name(request.identity, "identity", required=False),
+            min(request.eager_activity_slots, 1000),
             _name(request.worker_build_id, "worker_build_id", required=False),
             request.return_new_workflow_task,
         )
@@ -465,7 +524,10 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
     ) -> pb.RespondWorkflowTaskFailedResponse:
         cause = pb.WorkflowTaskFailedCause.Name(request.cause).removeprefix("WORKFLOW_TASK_FAILED_CAUSE_")
         await self._engine.fail_workflow_task(
-            request.task_token, request.namespace, cause, request.failure,
+            request.task_token,
+            request.namespace,
+            cause,
+            request.failure,
             _name(request.identity, "identity", required=False),
         )
         return pb.RespondWorkflowTaskFailedResponse()
@@ -480,11 +542,11 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
         return pb.PollWorkflowTaskQueueResponse(
             task_token=leased.token,
             workflow_execution=common_pb2.WorkflowExecution(workflow_id=query.workflow_id, run_id=query.run_id),
-            workflow_type=query.workflow_type, history=[_event_proto(e) for e in leased.history], attempt=1,
+            workflow_type=query.workflow_type,
+            history=[_event_proto(e) for e in leased.history],
+            attempt=1,
             task_queue=query.task_queue,
-            query=pb.WorkflowQuery(
-                query_type=query.query_type, query_args=common_pb2.Payloads.FromString(query.args)
-            ),
+            query=pb.WorkflowQuery(query_type=query.query_type, query_args=common_pb2.Payloads.FromString(query.args)),
         )
 
     @_rpc
@@ -544,7 +606,10 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
     ) -> pb.RespondActivityTaskCompletedResponse:
         eager_queue = _name(request.eager_workflow_task_queue, "eager_workflow_task_queue", required=False)
         leased = await self._engine.complete_activity_task(
-            request.task_token, request.namespace, request.result, _name(request.identity, "identity", required=False),
+            request.task_token,
+            request.namespace,
+            request.result,
+            _name(request.identity, "identity", required=False),
             eager_queue,
         )
         if leased is None or not await self._hand_over(leased.token, context):
@@ -580,7 +645,8 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
             namespace=_name(request.namespace, "namespace"),
             trigger_id=_name(trigger.trigger_id, "trigger.trigger_id"),
             event_type=_name(trigger.event_type, "trigger.event_type"),
-            filter=list(trigger.filter), input_paths=list(trigger.input_paths),
+            filter=list(trigger.filter),
+            input_paths=list(trigger.input_paths),
             workflow_type=_name(trigger.workflow_type, "trigger.workflow_type"),
             task_queue=_name(trigger.task_queue, "trigger.task_queue"),
             workflow_id_prefix=_name(trigger.workflow_id_prefix, "trigger.workflow_id_prefix", required=False),
@@ -615,11 +681,15 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
     async def DeleteEventTrigger(
         self, request: event_pb2.DeleteEventTriggerRequest, context: Any
     ) -> event_pb2.DeleteEventTriggerResponse:
-        await self._events.delete_trigger(_name(request.namespace, "namespace"), _name(request.trigger_id, "trigger_id"))
+        await self._events.delete_trigger(
+            _name(request.namespace, "namespace"), _name(request.trigger_id, "trigger_id")
+        )
         return event_pb2.DeleteEventTriggerResponse()
 
     @_rpc
-    async def PublishEvent(self, request: event_pb2.PublishEventRequest, context: Any) -> event_pb2.PublishEventResponse:
+    async def PublishEvent(
+        self, request: event_pb2.PublishEventRequest, context: Any
+    ) -> event_pb2.PublishEventResponse:
         return await self.publish_event(request)
 
     async def publish_event(self, request: event_pb2.PublishEventRequest) -> event_pb2.PublishEventResponse:
@@ -644,9 +714,12 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
         except ValueError:
             raise InvalidArgument("event.time is out of range (years 0001 to 9999)") from None
         published = PublishedEvent(
-            id=_name(event.id, "event.id"), source=_name(event.source, "event.source"),
-            type=_name(event.type, "event.type"), subject=_name(event.subject, "event.subject", required=False),
-            time=time, data=data,
+            id=_name(event.id, "event.id"),
+            source=_name(event.source, "event.source"),
+            type=_name(event.type, "event.type"),
+            subject=_name(event.subject, "event.subject", required=False),
+            time=time,
+            data=data,
         )
         duplicate, workflows = await self._events.publish(
             _name(request.namespace, "namespace"), published, _name(request.identity, "identity", required=False)
@@ -660,7 +733,6 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
                 for w in workflows
             ],
         )
-
 
     # schedules (docs/schedules.md)
 
@@ -676,9 +748,13 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
         self._engine.check_payloads(schedule.action.input, "the schedule's workflow input")
         await self._engine.check_visibility(namespace, schedule.action.search_attributes, schedule.action.memo)
         await self._schedules.create(
-            namespace, schedule_id, _schedule_proto.spec_document(schedule.spec),
+            namespace,
+            schedule_id,
+            _schedule_proto.spec_document(schedule.spec),
             _schedule_proto.action_document(schedule.action, _name),
-            _schedule_proto.policy_document(schedule.policy), schedule.state.paused, schedule.state.note,
+            _schedule_proto.policy_document(schedule.policy),
+            schedule.state.paused,
+            schedule.state.note,
         )
         return pb.CreateScheduleResponse()
 
@@ -709,16 +785,24 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
         for backfill in request.backfills:
             if not backfill.HasField("start_time") or not backfill.HasField("end_time"):
                 raise InvalidArgument("a backfill needs start_time and end_time")
-            backfills.append((
-                backfill.start_time.ToMicroseconds(), backfill.end_time.ToMicroseconds(),
-                _schedule_proto.overlap_name(backfill.overlap),
-            ))
+            backfills.append(
+                (
+                    backfill.start_time.ToMicroseconds(),
+                    backfill.end_time.ToMicroseconds(),
+                    _schedule_proto.overlap_name(backfill.overlap),
+                )
+            )
         trigger = _schedule_proto.overlap_name(request.trigger.overlap) if request.HasField("trigger") else None
         if not (request.pause or request.unpause or trigger is not None or backfills):
             raise InvalidArgument("nothing to do: set pause, unpause, trigger or backfills")
         await self._schedules.update(
-            namespace, schedule_id, pause=request.pause, unpause=request.unpause,
-            note=_name(request.note, "note", required=False), trigger=trigger, backfills=tuple(backfills),
+            namespace,
+            schedule_id,
+            pause=request.pause,
+            unpause=request.unpause,
+            note=_name(request.note, "note", required=False),
+            trigger=trigger,
+            backfills=tuple(backfills),
         )
         return pb.PatchScheduleResponse()
 
@@ -745,11 +829,13 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
         if request.status and status is None:
             raise InvalidArgument(f"unknown status {request.status}")
         equal = {
-            column: value for column, value in (
+            column: value
+            for column, value in (
                 ("status", status),
                 ("workflow_type", _name(request.workflow_type, "workflow_type", required=False)),
                 ("workflow_id", _name(request.workflow_id, "workflow_id", required=False)),
-            ) if value
+            )
+            if value
         }
         rows, visibility = await self._engine.list_executions(
             namespace, request.query, page_size=page_size, before=_page_cursor(request.next_page_token), equal=equal
@@ -776,7 +862,8 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
             raise InvalidArgument("search_attributes is required: name -> IndexedValueType")
         attributes = {
             name: common_pb2.IndexedValueType.Name(value_type).removeprefix("INDEXED_VALUE_TYPE_")
-            if value_type in common_pb2.IndexedValueType.values() else ""
+            if value_type in common_pb2.IndexedValueType.values()
+            else ""
             for name, value_type in request.search_attributes.items()
         }
         await self._engine.add_search_attributes(_name(request.namespace, "namespace"), attributes)
@@ -795,9 +882,14 @@ class WorkflowService(pb_grpc.WorkflowServiceServicer):
 
 def _trigger_proto(row: EventTriggerRow) -> event_pb2.EventTrigger:
     trigger = event_pb2.EventTrigger(
-        trigger_id=row.trigger_id, event_type=row.event_type, filter=json.loads(row.filter),
-        input_paths=json.loads(row.input_paths), workflow_type=row.workflow_type, task_queue=row.task_queue,
-        workflow_id_prefix=row.workflow_id_prefix, create_time=_timestamp(row.create_us),
+        trigger_id=row.trigger_id,
+        event_type=row.event_type,
+        filter=json.loads(row.filter),
+        input_paths=json.loads(row.input_paths),
+        workflow_type=row.workflow_type,
+        task_queue=row.task_queue,
+        workflow_id_prefix=row.workflow_id_prefix,
+        create_time=_timestamp(row.create_us),
     )
     for field, seconds in (
         (trigger.workflow_execution_timeout, row.execution_timeout_s),

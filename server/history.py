@@ -30,9 +30,8 @@ import random
 import secrets
 import time
 import uuid
-from typing import Any, Awaitable, Callable, Iterable, Optional, Sequence, TypeVar
-
-from google.protobuf import duration_pb2
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.converter import message_to_json_dict
@@ -74,8 +73,13 @@ from flowforge.server.visibility import (
 )
 
 __all__ = [
-    "EngineConfig", "HistoryEngine", "LeasedActivityTask", "LeasedQuery", "LeasedWorkflowTask", "StartSignal",
-    "WorkflowTaskCompletion", "now_us",
+    "EngineConfig",
+    "HistoryEngine",
+    "LeasedActivityTask",
+    "LeasedQuery",
+    "LeasedWorkflowTask",
+    "StartSignal",
+    "WorkflowTaskCompletion",
 ]
 
 log = logging.getLogger("flowforge.server.history")
@@ -94,17 +98,21 @@ _PREVIOUS_EVENT = "$previous"
 # Commands whose only new deadlines are the mutation's own timers and tasks.
 _DEADLINE_COMMANDS = frozenset({"schedule_activity_task", "start_timer", "cancel_timer"})
 _CLOSE_COMMANDS = (
-    "complete_workflow_execution", "fail_workflow_execution", "cancel_workflow_execution",
+    "complete_workflow_execution",
+    "fail_workflow_execution",
+    "cancel_workflow_execution",
     "continue_as_new_workflow_execution",
 )
 _LINEAGE_COMMANDS = (
-    "start_child_workflow_execution", "request_cancel_external_workflow_execution",
-    "signal_external_workflow_execution", "continue_as_new_workflow_execution",
+    "start_child_workflow_execution",
+    "request_cancel_external_workflow_execution",
+    "signal_external_workflow_execution",
+    "continue_as_new_workflow_execution",
 )
 
 
 def _us(seconds: float) -> int:
-    return int(round(seconds * 1_000_000))
+    return round(seconds * 1_000_000)
 
 
 def queue_channel(namespace: str, kind: str, task_queue: str) -> str:
@@ -180,7 +188,7 @@ class WorkflowTaskCompletion:
     """What a workflow task completion hands back to the worker that reported it."""
 
     activity_tasks: list[LeasedActivityTask]
-    workflow_task: Optional[LeasedWorkflowTask]
+    workflow_task: LeasedWorkflowTask | None
 
 
 _MUTABLE_EXECUTION_COLUMNS = tuple(
@@ -208,7 +216,7 @@ class _Mutation:
     def running(self) -> bool:
         return self.row.status == "RUNNING"
 
-    def append(self, event_type: str, attributes: dict[str, Any], event_us: Optional[int] = None) -> int:
+    def append(self, event_type: str, attributes: dict[str, Any], event_us: int | None = None) -> int:
         event_id = self.row.next_event_id
         self.row.next_event_id += 1
         if attributes.get("started_event_id") == _PREVIOUS_EVENT:
@@ -256,13 +264,33 @@ class _Mutation:
         row.wft_started_event_id = 0
         self.new_tasks.append(
             TaskRow(
-                task_id=None, namespace=row.namespace, run_id=row.run_id, workflow_id=row.workflow_id,
-                workflow_type=row.workflow_type, kind=WORKFLOW, task_queue=row.task_queue, state="PENDING",
-                visible_us=visible, lease_expires_us=None, fencing_token=0, attempt=attempt,
-                scheduled_event_id=scheduled_event_id, activity_id=None, activity_type=None, input=None,
-                options="{}", scheduled_us=visible, started_us=None, pending_deadline_us=None,
-                schedule_to_close_deadline_us=None, last_heartbeat_us=None, heartbeat_details=None,
-                last_failure=None, retry_delays="[]", identity="", cancel_requested=0,
+                task_id=None,
+                namespace=row.namespace,
+                run_id=row.run_id,
+                workflow_id=row.workflow_id,
+                workflow_type=row.workflow_type,
+                kind=WORKFLOW,
+                task_queue=row.task_queue,
+                state="PENDING",
+                visible_us=visible,
+                lease_expires_us=None,
+                fencing_token=0,
+                attempt=attempt,
+                scheduled_event_id=scheduled_event_id,
+                activity_id=None,
+                activity_type=None,
+                input=None,
+                options="{}",
+                scheduled_us=visible,
+                started_us=None,
+                pending_deadline_us=None,
+                schedule_to_close_deadline_us=None,
+                last_heartbeat_us=None,
+                heartbeat_details=None,
+                last_failure=None,
+                retry_delays="[]",
+                identity="",
+                cancel_requested=0,
             )
         )
 
@@ -273,12 +301,21 @@ class _Mutation:
         scheduled_id = row.next_event_id
         return [
             HistoryEventRow(
-                scheduled_id, "WorkflowTaskScheduled", row.wft_scheduled_us,
-                _events.dumps({"task_queue": row.task_queue, "attempt": row.wft_attempt,
-                               "start_to_close_timeout": row.wft_timeout_s}),
+                scheduled_id,
+                "WorkflowTaskScheduled",
+                row.wft_scheduled_us,
+                _events.dumps(
+                    {
+                        "task_queue": row.task_queue,
+                        "attempt": row.wft_attempt,
+                        "start_to_close_timeout": row.wft_timeout_s,
+                    }
+                ),
             ),
             HistoryEventRow(
-                scheduled_id + 1, "WorkflowTaskStarted", row.wft_started_us,
+                scheduled_id + 1,
+                "WorkflowTaskStarted",
+                row.wft_started_us,
                 _events.dumps({"scheduled_event_id": scheduled_id, "identity": identity}),
             ),
         ]
@@ -293,7 +330,7 @@ class _Mutation:
         self.new_tasks = []
         self.new_timers = []
 
-    def earliest_new_deadline(self) -> Optional[int]:
+    def earliest_new_deadline(self) -> int | None:
         """The earliest deadline this mutation adds (timer, lease, pending task, run
         timeout): the timekeeper needs waking only if it is before its next look."""
         deadlines = [timer.fire_us for timer in self.new_timers]
@@ -352,12 +389,12 @@ class _Mutation:
 class HistoryEngine:
     """Executions, their history and their tasks, on top of a :class:`Store`."""
 
-    def __init__(self, store: Store, config: Optional[EngineConfig] = None, clock: Optional[Clock] = None) -> None:
+    def __init__(self, store: Store, config: EngineConfig | None = None, clock: Clock | None = None) -> None:
         self.store = store
         self.config = config or EngineConfig()
         #: Every deadline is measured on this clock (a virtual one under time skipping).
         self.clock: Clock = clock or SystemClock()
-        self._signer: Optional[TokenSigner] = None
+        self._signer: TokenSigner | None = None
         self._known_namespaces: set[str] = set()
         # namespace -> name -> type of custom search attributes; a registered type never changes.
         self._attribute_types: dict[str, dict[str, str]] = {}
@@ -367,6 +404,7 @@ class HistoryEngine:
 
     async def start(self) -> None:
         """Loads (or creates, once) the secret that signs task tokens."""
+
         async def load(tx: Transaction) -> str:
             await tx.set_metadata_if_absent(_SECRET_KEY, secrets.token_hex(32))
             value = await tx.get_metadata(_SECRET_KEY)
@@ -482,11 +520,11 @@ class HistoryEngine:
         execution_timeout_s: float,
         run_timeout_s: float,
         task_timeout_s: float,
-        origin: Optional[dict[str, Any]] = None,
-        tx: Optional[Transaction] = None,
-        start_signal: Optional[StartSignal] = None,
-        search_attributes: Optional[common_pb2.SearchAttributes] = None,
-        memo: Optional[common_pb2.Memo] = None,
+        origin: dict[str, Any] | None = None,
+        tx: Transaction | None = None,
+        start_signal: StartSignal | None = None,
+        search_attributes: common_pb2.SearchAttributes | None = None,
+        memo: common_pb2.Memo | None = None,
     ) -> tuple[str, bool]:
         """Starts a run; returns (run_id, started). A repeated request_id returns the
         first run with started=False; a running workflow id gives ALREADY_EXISTS.
@@ -522,11 +560,20 @@ class HistoryEngine:
                     return running.run_id, False
             now = self.clock.now_us()
             m = self._new_run(
-                tx, now, namespace=namespace, workflow_id=workflow_id, workflow_type=workflow_type,
-                task_queue=task_queue, input=input, identity=identity, execution_timeout_s=execution_timeout_s,
-                run_timeout_s=run_timeout_s, task_timeout_s=task_timeout_s,
+                tx,
+                now,
+                namespace=namespace,
+                workflow_id=workflow_id,
+                workflow_type=workflow_type,
+                task_queue=task_queue,
+                input=input,
+                identity=identity,
+                execution_timeout_s=execution_timeout_s,
+                run_timeout_s=run_timeout_s,
+                task_timeout_s=task_timeout_s,
                 started={
-                    "request_id": request_id, **({"origin": origin} if origin else {}),
+                    "request_id": request_id,
+                    **({"origin": origin} if origin else {}),
                     **self._visibility_attributes(search_attributes, memo),
                 },
                 first_events=[("WorkflowExecutionSignaled", start_signal.attributes(identity))] if start_signal else (),
@@ -548,17 +595,30 @@ class HistoryEngine:
             deadline[0] = m.earliest_new_deadline()
             return run_id, True
 
-        deadline: list[Optional[int]] = [None]
+        deadline: list[int | None] = [None]
         run_id, started = await (body(tx) if tx is not None else self._transaction(body))
         if started and deadline[0] is not None:
             self.on_new_deadline(deadline[0])
         return run_id, started
 
     def _new_run(
-        self, tx: Transaction, now: int, *, namespace: str, workflow_id: str, workflow_type: str, task_queue: str,
-        input: common_pb2.Payloads, identity: str, execution_timeout_s: float, run_timeout_s: float,
-        task_timeout_s: float, started: dict[str, Any], run_id: Optional[str] = None,
-        execution_expiration_us: Optional[int] = None, first_events: Sequence[tuple[str, dict[str, Any]]] = (),
+        self,
+        tx: Transaction,
+        now: int,
+        *,
+        namespace: str,
+        workflow_id: str,
+        workflow_type: str,
+        task_queue: str,
+        input: common_pb2.Payloads,
+        identity: str,
+        execution_timeout_s: float,
+        run_timeout_s: float,
+        task_timeout_s: float,
+        started: dict[str, Any],
+        run_id: str | None = None,
+        execution_expiration_us: int | None = None,
+        first_events: Sequence[tuple[str, dict[str, Any]]] = (),
         first_task_delay_s: float = 0.0,
     ) -> _Mutation:
         """A new run with its WorkflowExecutionStarted and first workflow task, to be saved.
@@ -576,27 +636,49 @@ class HistoryEngine:
             (
                 (deadline, kind)
                 for deadline, kind in (
-                    (execution_expiration_us, "EXECUTION"), (now + _us(run_timeout_s) if run_timeout_s > 0 else None, "RUN")
+                    (execution_expiration_us, "EXECUTION"),
+                    (now + _us(run_timeout_s) if run_timeout_s > 0 else None, "RUN"),
                 )
                 if deadline is not None
             ),
             default=(None, None),
         )
         row = ExecutionRow(
-            namespace=namespace, run_id=run_id, workflow_id=workflow_id, workflow_type=workflow_type,
-            task_queue=task_queue, status="RUNNING", next_event_id=1, version=1, start_us=now,
-            close_us=None, wft_state="NONE", wft_attempt=1, wft_scheduled_us=None, wft_started_us=None,
-            wft_scheduled_event_id=0, wft_started_event_id=0,
+            namespace=namespace,
+            run_id=run_id,
+            workflow_id=workflow_id,
+            workflow_type=workflow_type,
+            task_queue=task_queue,
+            status="RUNNING",
+            next_event_id=1,
+            version=1,
+            start_us=now,
+            close_us=None,
+            wft_state="NONE",
+            wft_attempt=1,
+            wft_scheduled_us=None,
+            wft_started_us=None,
+            wft_scheduled_event_id=0,
+            wft_started_event_id=0,
             wft_timeout_s=task_timeout_s or self.config.default_workflow_task_timeout_s,
-            last_wft_failure=None, buffered_events="[]", deadline_us=deadline_us, deadline_kind=deadline_kind,
+            last_wft_failure=None,
+            buffered_events="[]",
+            deadline_us=deadline_us,
+            deadline_kind=deadline_kind,
             cancel_requested=0,
         )
         m = _Mutation(tx, row, now, new=True)
         attributes: dict[str, Any] = {
-            "workflow_id": workflow_id, "workflow_type": workflow_type, "task_queue": task_queue,
-            "input": payloads_json(input), "identity": identity,
-            "workflow_execution_timeout": execution_timeout_s, "workflow_run_timeout": run_timeout_s,
-            "workflow_task_timeout": row.wft_timeout_s, "run_id": run_id, "original_execution_run_id": run_id,
+            "workflow_id": workflow_id,
+            "workflow_type": workflow_type,
+            "task_queue": task_queue,
+            "input": payloads_json(input),
+            "identity": identity,
+            "workflow_execution_timeout": execution_timeout_s,
+            "workflow_run_timeout": run_timeout_s,
+            "workflow_task_timeout": row.wft_timeout_s,
+            "run_id": run_id,
+            "original_execution_run_id": run_id,
             "first_execution_run_id": run_id,
         }
         if execution_expiration_us is not None:
@@ -609,14 +691,18 @@ class HistoryEngine:
 
     async def resolve_execution(self, tx: Transaction, namespace: str, workflow_id: str, run_id: str) -> ExecutionRow:
         row = (
-            await tx.get_execution(namespace, run_id) if run_id else await tx.get_latest_execution(namespace, workflow_id)
+            await tx.get_execution(namespace, run_id)
+            if run_id
+            else await tx.get_latest_execution(namespace, workflow_id)
         )
         if row is None or (run_id and workflow_id and row.workflow_id != workflow_id):
             what = f"run {run_id!r} of workflow {workflow_id!r}" if run_id else f"workflow {workflow_id!r}"
             raise NotFound(f"{what} not found in namespace {namespace!r}")
         return row
 
-    async def describe(self, namespace: str, workflow_id: str, run_id: str) -> tuple[ExecutionRow, list[TaskRow], list[HistoryEventRow]]:
+    async def describe(
+        self, namespace: str, workflow_id: str, run_id: str
+    ) -> tuple[ExecutionRow, list[TaskRow], list[HistoryEventRow]]:
         await self.ensure_namespace(namespace)
 
         async def body(tx: Transaction) -> tuple[ExecutionRow, list[TaskRow], list[HistoryEventRow]]:
@@ -664,8 +750,13 @@ class HistoryEngine:
             await self.store.wait_for_notification(wake, min(remaining, 5.0))
 
     async def request_cancel(
-        self, namespace: str, workflow_id: str, run_id: str, reason: str, identity: str,
-        tx: Optional[Transaction] = None,
+        self,
+        namespace: str,
+        workflow_id: str,
+        run_id: str,
+        reason: str,
+        identity: str,
+        tx: Transaction | None = None,
     ) -> None:
         """Delivers WorkflowExecutionCancelRequested to the workflow (once); joins
         ``tx`` when given (the scheduler's CANCEL_OTHER)."""
@@ -685,8 +776,13 @@ class HistoryEngine:
         await (body(tx) if tx is not None else self._transaction(body))
 
     async def terminate(
-        self, namespace: str, workflow_id: str, run_id: str, reason: str, identity: str,
-        tx: Optional[Transaction] = None,
+        self,
+        namespace: str,
+        workflow_id: str,
+        run_id: str,
+        reason: str,
+        identity: str,
+        tx: Transaction | None = None,
     ) -> None:
         """Closes the run at once as TERMINATED; its tasks and timers are dropped.
         Joins ``tx`` when given (the scheduler's TERMINATE_OTHER)."""
@@ -712,8 +808,11 @@ class HistoryEngine:
             m.append(
                 "WorkflowTaskFailed",
                 {
-                    "scheduled_event_id": row.wft_scheduled_event_id, "started_event_id": row.wft_started_event_id,
-                    "cause": cause, "failure": {"message": message, "source": "server"}, "identity": "server",
+                    "scheduled_event_id": row.wft_scheduled_event_id,
+                    "started_event_id": row.wft_started_event_id,
+                    "cause": cause,
+                    "failure": {"message": message, "source": "server"},
+                    "identity": "server",
                 },
             )
         m.flush_buffered()
@@ -767,7 +866,12 @@ class HistoryEngine:
     # execution row or its history, so a query works on closed runs too.
 
     async def query_workflow(
-        self, namespace: str, workflow_id: str, run_id: str, query_type: str, args: common_pb2.Payloads,
+        self,
+        namespace: str,
+        workflow_id: str,
+        run_id: str,
+        query_type: str,
+        args: common_pb2.Payloads,
         timeout_s: float,
     ) -> common_pb2.Payloads:
         """Asks a worker of the run's task queue to answer a query; waits up to ``timeout_s``.
@@ -785,10 +889,21 @@ class HistoryEngine:
             now = self.clock.now_us()
             await tx.delete_expired_queries(now)
             query = QueryRow(
-                query_id=None, namespace=namespace, run_id=row.run_id, workflow_id=row.workflow_id,
-                workflow_type=row.workflow_type, task_queue=row.task_queue, query_type=query_type,
-                args=args.SerializeToString(), state="PENDING", visible_us=now, fencing_token=0, answer=None,
-                error=None, create_us=now, expires_us=now + _us(timeout_s + _QUERY_ROW_GRACE_S),
+                query_id=None,
+                namespace=namespace,
+                run_id=row.run_id,
+                workflow_id=row.workflow_id,
+                workflow_type=row.workflow_type,
+                task_queue=row.task_queue,
+                query_type=query_type,
+                args=args.SerializeToString(),
+                state="PENDING",
+                visible_us=now,
+                fencing_token=0,
+                answer=None,
+                error=None,
+                create_us=now,
+                expires_us=now + _us(timeout_s + _QUERY_ROW_GRACE_S),
             )
             await tx.insert_query(query)
             tx.notify_after_commit(queue_channel(namespace, WORKFLOW, row.task_queue))
@@ -832,10 +947,10 @@ class HistoryEngine:
 
         return await self.read(body)
 
-    async def try_lease_query(self, namespace: str, task_queue: str) -> Optional[LeasedQuery]:
+    async def try_lease_query(self, namespace: str, task_queue: str) -> LeasedQuery | None:
         """Leases the oldest visible query of the queue, with its run's history, or returns None."""
 
-        async def body(tx: Transaction) -> Optional[QueryRow]:
+        async def body(tx: Transaction) -> QueryRow | None:
             now = self.clock.now_us()
             query = await tx.lease_next_query(namespace, task_queue, now)
             if query is None:
@@ -869,7 +984,7 @@ class HistoryEngine:
         await self._transaction(body)
 
     async def answer_query(
-        self, raw_token: bytes, namespace: str, answer: Optional[common_pb2.Payloads], error: Optional[str]
+        self, raw_token: bytes, namespace: str, answer: common_pb2.Payloads | None, error: str | None
     ) -> None:
         """Records a worker's answer (or the query's failure) and wakes the caller.
         FAILED_PRECONDITION if the lease is gone (answered already, or the caller gave up)."""
@@ -961,7 +1076,7 @@ class HistoryEngine:
 
     @staticmethod
     async def _write_visibility(
-        tx: Transaction, row: ExecutionRow, values: dict[str, Any], memo: Optional[common_pb2.Memo] = None
+        tx: Transaction, row: ExecutionRow, values: dict[str, Any], memo: common_pb2.Memo | None = None
     ) -> None:
         for name, value in values.items():
             if value is None:
@@ -974,7 +1089,7 @@ class HistoryEngine:
 
     async def _invalid_upserts(
         self, tx: Transaction, namespace: str, commands: Sequence[command_pb2.Command]
-    ) -> Optional[str]:
+    ) -> str | None:
         """Why the task's upserts or child starts cannot be applied (an unregistered attribute, a wrong
         type), or None."""
         for command in commands:
@@ -982,7 +1097,9 @@ class HistoryEngine:
             if kind in ("upsert_workflow_search_attributes", "start_child_workflow_execution"):
                 try:
                     await self._stored_values(
-                        tx, namespace, getattr(command, kind).search_attributes,
+                        tx,
+                        namespace,
+                        getattr(command, kind).search_attributes,
                         removals=kind == "upsert_workflow_search_attributes",
                     )
                 except InvalidArgument as error:
@@ -996,8 +1113,10 @@ class HistoryEngine:
         values = await self._stored_values(m.tx, m.row.namespace, upsert.search_attributes, removals=True)
         m.append(
             "UpsertWorkflowSearchAttributes",
-            {"search_attributes": message_to_json_dict(upsert.search_attributes),
-             "workflow_task_completed_event_id": completed_id},
+            {
+                "search_attributes": message_to_json_dict(upsert.search_attributes),
+                "workflow_task_completed_event_id": completed_id,
+            },
         )
         await self._write_visibility(m.tx, m.row, values)
 
@@ -1032,7 +1151,12 @@ class HistoryEngine:
         return await self.read(lambda tx: tx.get_search_attribute_types(namespace))
 
     async def list_executions(
-        self, namespace: str, query: str, *, page_size: int, before: Optional[tuple[int, str]],
+        self,
+        namespace: str,
+        query: str,
+        *,
+        page_size: int,
+        before: tuple[int, str] | None,
         equal: dict[str, str],
     ) -> tuple[list[ExecutionRow], dict[str, tuple[common_pb2.SearchAttributes, common_pb2.Memo]]]:
         """The runs matching ``query`` (newest first, one page) and their visibility data."""
@@ -1088,10 +1212,12 @@ class HistoryEngine:
             lambda tx: tx.count_visible_tasks(namespace, kind, task_queue, self.clock.now_us(), limit)
         )
 
-    async def try_lease_workflow_task(self, namespace: str, task_queue: str, identity: str) -> Optional[LeasedWorkflowTask]:
+    async def try_lease_workflow_task(
+        self, namespace: str, task_queue: str, identity: str
+    ) -> LeasedWorkflowTask | None:
         """Leases the oldest visible workflow task of the queue, or returns None."""
 
-        async def body(tx: Transaction) -> Optional[tuple[TaskRow, ExecutionRow, list[HistoryEventRow], int]]:
+        async def body(tx: Transaction) -> tuple[TaskRow, ExecutionRow, list[HistoryEventRow], int] | None:
             now = self.clock.now_us()
             task = await tx.lease_next_task(namespace, WORKFLOW, task_queue, now)
             if task is None:
@@ -1168,8 +1294,14 @@ class HistoryEngine:
         return row
 
     async def complete_workflow_task(
-        self, raw_token: bytes, namespace: str, commands: Sequence[command_pb2.Command], identity: str,
-        eager_activity_slots: int, worker_build_id: str = "", return_new_workflow_task: bool = False,
+        self,
+        raw_token: bytes,
+        namespace: str,
+        commands: Sequence[command_pb2.Command],
+        identity: str,
+        eager_activity_slots: int,
+        worker_build_id: str = "",
+        return_new_workflow_task: bool = False,
     ) -> WorkflowTaskCompletion:
         """Records the commands of a workflow task; returns the activity tasks leased
         eagerly and, if asked for, the run's next workflow task when the completion
@@ -1182,7 +1314,7 @@ class HistoryEngine:
 
         async def body(
             tx: Transaction,
-        ) -> tuple[list[TaskRow], Optional[tuple[TaskRow, ExecutionRow, list[HistoryEventRow], int]]]:
+        ) -> tuple[list[TaskRow], tuple[TaskRow, ExecutionRow, list[HistoryEventRow], int] | None]:
             task = await self._leased_task(tx, token)
             row = await self._execution_of(tx, task)
             now = self.clock.now_us()
@@ -1192,10 +1324,16 @@ class HistoryEngine:
             if closes and m.buffered:
                 # Temporal's "unhandled command": the workflow must first see what arrived.
                 self._fail_started_workflow_task(
-                    m, task, cause="UNHANDLED_COMMAND",
-                    failure={"message": "new events arrived while the workflow was closing; it runs again to see them",
-                             "source": "server"},
-                    identity=identity, retry_delay_s=0.0, count_attempt=False,
+                    m,
+                    task,
+                    cause="UNHANDLED_COMMAND",
+                    failure={
+                        "message": "new events arrived while the workflow was closing; it runs again to see them",
+                        "source": "server",
+                    },
+                    identity=identity,
+                    retry_delay_s=0.0,
+                    count_attempt=False,
                 )
                 await m.save()
                 return [], None
@@ -1203,8 +1341,11 @@ class HistoryEngine:
             if bad_search_attributes is not None:
                 # Temporal's BAD_SEARCH_ATTRIBUTES: retried, so registering the attribute unblocks the run.
                 self._fail_started_workflow_task(
-                    m, task, cause="BAD_SEARCH_ATTRIBUTES",
-                    failure={"message": bad_search_attributes, "source": "server"}, identity=identity,
+                    m,
+                    task,
+                    cause="BAD_SEARCH_ATTRIBUTES",
+                    failure={"message": bad_search_attributes, "source": "server"},
+                    identity=identity,
                     retry_delay_s=min(2.0 ** (row.wft_attempt - 1), self.config.max_workflow_task_retry_delay_s),
                 )
                 await m.save()
@@ -1214,8 +1355,12 @@ class HistoryEngine:
                     m.append(event.event_type, json.loads(event.attributes), event.event_us)
             completed_id = m.append(
                 "WorkflowTaskCompleted",
-                {"scheduled_event_id": row.wft_scheduled_event_id, "started_event_id": row.wft_started_event_id,
-                 "identity": identity, "worker_build_id": worker_build_id},
+                {
+                    "scheduled_event_id": row.wft_scheduled_event_id,
+                    "started_event_id": row.wft_started_event_id,
+                    "identity": identity,
+                    "worker_build_id": worker_build_id,
+                },
             )
             row.wft_state = "NONE"
             row.wft_attempt = 1
@@ -1243,7 +1388,7 @@ class HistoryEngine:
             deadline[0] = m.earliest_new_deadline() if hot_path else now
             return eager, None if next_task is None else (next_task, row, transient, row.next_event_id)
 
-        deadline: list[Optional[int]] = [None]
+        deadline: list[int | None] = [None]
         activity_tasks, next_workflow_task = await self._transaction(body)
         if deadline[0] is not None:
             self.on_new_deadline(deadline[0])
@@ -1289,7 +1434,12 @@ class HistoryEngine:
                     raise InvalidArgument(
                         f"{where}: activity {a.activity_type!r} needs start_to_close_timeout or schedule_to_close_timeout"
                     )
-                for name in ("start_to_close_timeout", "schedule_to_close_timeout", "schedule_to_start_timeout", "heartbeat_timeout"):
+                for name in (
+                    "start_to_close_timeout",
+                    "schedule_to_close_timeout",
+                    "schedule_to_start_timeout",
+                    "heartbeat_timeout",
+                ):
                     if duration_s(getattr(a, name)) < 0:
                         raise InvalidArgument(f"{where}: {name} must not be negative")
                 self.check_payloads(a.input, f"the input of activity {a.activity_type!r}")
@@ -1316,7 +1466,10 @@ class HistoryEngine:
                 self._validate_lineage_command(where, command)
 
     async def _apply_command(
-        self, m: _Mutation, command: command_pb2.Command, completed_id: int,
+        self,
+        m: _Mutation,
+        command: command_pb2.Command,
+        completed_id: int,
         outcomes: list[tuple[str, dict[str, Any]]],
     ) -> None:
         row = m.row
@@ -1325,12 +1478,18 @@ class HistoryEngine:
             await self._schedule_activity(m, command.schedule_activity_task, completed_id)
         elif kind == "start_timer":
             t = command.start_timer
-            if await m.tx.delete_timer(row.run_id, t.timer_id) is not None or any(x.timer_id == t.timer_id for x in m.new_timers):
+            if await m.tx.delete_timer(row.run_id, t.timer_id) is not None or any(
+                x.timer_id == t.timer_id for x in m.new_timers
+            ):
                 raise InvalidArgument(f"timer_id {t.timer_id!r} is already in use by a pending timer of this run")
             seconds = duration_s(t.start_to_fire_timeout)
             started_id = m.append(
                 "TimerStarted",
-                {"timer_id": t.timer_id, "start_to_fire_timeout": seconds, "workflow_task_completed_event_id": completed_id},
+                {
+                    "timer_id": t.timer_id,
+                    "start_to_fire_timeout": seconds,
+                    "workflow_task_completed_event_id": completed_id,
+                },
             )
             m.new_timers.append(TimerRow(row.namespace, row.run_id, t.timer_id, started_id, m.now + _us(seconds)))
         elif kind == "cancel_timer":
@@ -1338,8 +1497,11 @@ class HistoryEngine:
             timer = await m.tx.delete_timer(row.run_id, timer_id)
             m.append(
                 "TimerCanceled",
-                {"timer_id": timer_id, "started_event_id": timer.started_event_id if timer else 0,
-                 "workflow_task_completed_event_id": completed_id},
+                {
+                    "timer_id": timer_id,
+                    "started_event_id": timer.started_event_id if timer else 0,
+                    "workflow_task_completed_event_id": completed_id,
+                },
             )
         elif kind == "request_cancel_activity_task":
             activity_id = command.request_cancel_activity_task.activity_id
@@ -1347,13 +1509,18 @@ class HistoryEngine:
             scheduled_event_id = task.scheduled_event_id if task else 0
             m.append(
                 "ActivityTaskCancelRequested",
-                {"scheduled_event_id": scheduled_event_id, "activity_id": activity_id,
-                 "workflow_task_completed_event_id": completed_id},
+                {
+                    "scheduled_event_id": scheduled_event_id,
+                    "activity_id": activity_id,
+                    "workflow_task_completed_event_id": completed_id,
+                },
             )
             if task is not None and task.state == "PENDING":
                 # Never started: it is cancelled now, nobody else to ask.
                 await m.tx.delete_task(task.task_id or 0)
-                outcomes.append(("ActivityTaskCanceled", {"scheduled_event_id": scheduled_event_id, "started_event_id": 0}))
+                outcomes.append(
+                    ("ActivityTaskCanceled", {"scheduled_event_id": scheduled_event_id, "started_event_id": 0})
+                )
             elif task is not None:
                 task.cancel_requested = 1
                 await m.tx.update_task(task)
@@ -1361,24 +1528,30 @@ class HistoryEngine:
             marker = command.record_marker
             m.append(
                 "MarkerRecorded",
-                {"marker_name": marker.marker_name,
-                 "details": {key: payloads_json(value) for key, value in sorted(marker.details.items())},
-                 "workflow_task_completed_event_id": completed_id},
+                {
+                    "marker_name": marker.marker_name,
+                    "details": {key: payloads_json(value) for key, value in sorted(marker.details.items())},
+                    "workflow_task_completed_event_id": completed_id,
+                },
             )
         elif kind in _LINEAGE_COMMANDS:
             await self._apply_lineage_command(m, command, completed_id, outcomes)
         elif kind == "complete_workflow_execution":
             m.append(
                 "WorkflowExecutionCompleted",
-                {"result": payloads_json(command.complete_workflow_execution.result),
-                 "workflow_task_completed_event_id": completed_id},
+                {
+                    "result": payloads_json(command.complete_workflow_execution.result),
+                    "workflow_task_completed_event_id": completed_id,
+                },
             )
             m.close("COMPLETED")
         elif kind == "fail_workflow_execution":
             m.append(
                 "WorkflowExecutionFailed",
-                {"failure": failure_json(command.fail_workflow_execution.failure),
-                 "workflow_task_completed_event_id": completed_id},
+                {
+                    "failure": failure_json(command.fail_workflow_execution.failure),
+                    "workflow_task_completed_event_id": completed_id,
+                },
             )
             m.close("FAILED")
         elif kind == "upsert_workflow_search_attributes":
@@ -1386,8 +1559,10 @@ class HistoryEngine:
         elif kind == "cancel_workflow_execution":
             m.append(
                 "WorkflowExecutionCanceled",
-                {"details": payloads_json(command.cancel_workflow_execution.details),
-                 "workflow_task_completed_event_id": completed_id},
+                {
+                    "details": payloads_json(command.cancel_workflow_execution.details),
+                    "workflow_task_completed_event_id": completed_id,
+                },
             )
             m.close("CANCELED")
 
@@ -1404,15 +1579,21 @@ class HistoryEngine:
         policy = StoredRetryPolicy.from_proto(a.retry_policy if a.HasField("retry_policy") else None)
         task_queue = a.task_queue or row.task_queue
         options = {
-            "schedule_to_close_timeout": schedule_to_close, "schedule_to_start_timeout": schedule_to_start,
-            "start_to_close_timeout": start_to_close, "heartbeat_timeout": heartbeat,
-            "retry_policy": policy.to_json(), "cancellation_type": int(a.cancellation_type),
+            "schedule_to_close_timeout": schedule_to_close,
+            "schedule_to_start_timeout": schedule_to_start,
+            "start_to_close_timeout": start_to_close,
+            "heartbeat_timeout": heartbeat,
+            "retry_policy": policy.to_json(),
+            "cancellation_type": int(a.cancellation_type),
         }
         scheduled_id = m.append(
             "ActivityTaskScheduled",
             {
-                "activity_id": a.activity_id, "activity_type": a.activity_type, "task_queue": task_queue,
-                "input": payloads_json(a.input), **options,
+                "activity_id": a.activity_id,
+                "activity_type": a.activity_type,
+                "task_queue": task_queue,
+                "input": payloads_json(a.input),
+                **options,
                 "depends_on_activity_ids": list(a.depends_on_activity_ids),
                 "workflow_task_completed_event_id": completed_id,
             },
@@ -1422,20 +1603,47 @@ class HistoryEngine:
         pending_deadline = min((d for d in (s2c_deadline, s2s_deadline) if d is not None), default=None)
         m.new_tasks.append(
             TaskRow(
-                task_id=None, namespace=row.namespace, run_id=row.run_id, workflow_id=row.workflow_id,
-                workflow_type=row.workflow_type, kind=ACTIVITY, task_queue=task_queue, state="PENDING",
-                visible_us=m.now, lease_expires_us=None, fencing_token=0, attempt=1,
-                scheduled_event_id=scheduled_id, activity_id=a.activity_id, activity_type=a.activity_type,
-                input=a.input.SerializeToString(), options=_events.dumps(options), scheduled_us=m.now,
-                started_us=None, pending_deadline_us=pending_deadline, schedule_to_close_deadline_us=s2c_deadline,
-                last_heartbeat_us=None, heartbeat_details=None, last_failure=None, retry_delays="[]",
-                identity="", cancel_requested=0,
+                task_id=None,
+                namespace=row.namespace,
+                run_id=row.run_id,
+                workflow_id=row.workflow_id,
+                workflow_type=row.workflow_type,
+                kind=ACTIVITY,
+                task_queue=task_queue,
+                state="PENDING",
+                visible_us=m.now,
+                lease_expires_us=None,
+                fencing_token=0,
+                attempt=1,
+                scheduled_event_id=scheduled_id,
+                activity_id=a.activity_id,
+                activity_type=a.activity_type,
+                input=a.input.SerializeToString(),
+                options=_events.dumps(options),
+                scheduled_us=m.now,
+                started_us=None,
+                pending_deadline_us=pending_deadline,
+                schedule_to_close_deadline_us=s2c_deadline,
+                last_heartbeat_us=None,
+                heartbeat_details=None,
+                last_failure=None,
+                retry_delays="[]",
+                identity="",
+                cancel_requested=0,
             )
         )
 
     def _fail_started_workflow_task(
-        self, m: _Mutation, task: TaskRow, *, cause: str, failure: dict[str, Any], identity: str,
-        retry_delay_s: float, count_attempt: bool = True, event_type: str = "WorkflowTaskFailed",
+        self,
+        m: _Mutation,
+        task: TaskRow,
+        *,
+        cause: str,
+        failure: dict[str, Any],
+        identity: str,
+        retry_delay_s: float,
+        count_attempt: bool = True,
+        event_type: str = "WorkflowTaskFailed",
     ) -> None:
         """Closes the started workflow task as failed (or timed out) and schedules the next attempt."""
         row = m.row
@@ -1445,7 +1653,8 @@ class HistoryEngine:
                 for event in m.transient_workflow_task_events(task.identity):
                     m.append(event.event_type, json.loads(event.attributes), event.event_us)
             attributes: dict[str, Any] = {
-                "scheduled_event_id": row.wft_scheduled_event_id, "started_event_id": row.wft_started_event_id,
+                "scheduled_event_id": row.wft_scheduled_event_id,
+                "started_event_id": row.wft_started_event_id,
             }
             if event_type == "WorkflowTaskFailed":
                 attributes.update(cause=cause, failure=failure, identity=identity)
@@ -1491,11 +1700,13 @@ class HistoryEngine:
             candidates.append(now + _us(options["heartbeat_timeout"]))
         return min(candidates)
 
-    async def try_lease_activity_task(self, namespace: str, task_queue: str, identity: str) -> Optional[LeasedActivityTask]:
+    async def try_lease_activity_task(
+        self, namespace: str, task_queue: str, identity: str
+    ) -> LeasedActivityTask | None:
         """Leases the oldest visible activity task of the queue, or returns None.
         Touches only the task row: starting an activity writes no history."""
 
-        async def body(tx: Transaction) -> Optional[TaskRow]:
+        async def body(tx: Transaction) -> TaskRow | None:
             now = self.clock.now_us()
             task = await tx.lease_next_task(namespace, ACTIVITY, task_queue, now)
             if task is None:
@@ -1546,9 +1757,7 @@ class HistoryEngine:
     def _token(self, raw_token: bytes, namespace: str, kind: str) -> TaskToken:
         token = self.signer.verify(raw_token, kind)
         if namespace and namespace != token.namespace:
-            raise InvalidArgument(
-                f"the task token belongs to namespace {token.namespace!r}, not {namespace!r}"
-            )
+            raise InvalidArgument(f"the task token belongs to namespace {token.namespace!r}, not {namespace!r}")
         return token
 
     async def record_heartbeat(self, raw_token: bytes, namespace: str, details: common_pb2.Payloads) -> bool:
@@ -1569,24 +1778,33 @@ class HistoryEngine:
 
     def _started_attributes(self, task: TaskRow, identity: str) -> dict[str, Any]:
         attributes: dict[str, Any] = {
-            "scheduled_event_id": task.scheduled_event_id, "attempt": task.attempt,
-            "identity": identity or task.identity, "retry_delays": json.loads(task.retry_delays),
+            "scheduled_event_id": task.scheduled_event_id,
+            "attempt": task.attempt,
+            "identity": identity or task.identity,
+            "retry_delays": json.loads(task.retry_delays),
         }
         if task.last_failure:
             attributes["last_failure"] = json.loads(task.last_failure)
         return attributes
 
     async def complete_activity_task(
-        self, raw_token: bytes, namespace: str, result: common_pb2.Payloads, identity: str,
+        self,
+        raw_token: bytes,
+        namespace: str,
+        result: common_pb2.Payloads,
+        identity: str,
         eager_workflow_task_queue: str = "",
-    ) -> Optional[LeasedWorkflowTask]:
+    ) -> LeasedWorkflowTask | None:
         """Records the completion. With ``eager_workflow_task_queue``, the workflow
         task it schedules on that queue is leased to the caller in the same
         transaction and returned (one round trip instead of a completion and a poll)."""
         token = self._token(raw_token, namespace, ACTIVITY)
         self.check_payloads(result, "the activity result")
         return await self._record_activity_outcome(
-            token, identity, "ActivityTaskCompleted", {"result": payloads_json(result), "identity": identity},
+            token,
+            identity,
+            "ActivityTaskCompleted",
+            {"result": payloads_json(result), "identity": identity},
             eager_workflow_task_queue,
         )
 
@@ -1612,22 +1830,34 @@ class HistoryEngine:
         )
 
     async def _record_activity_outcome(
-        self, token: TaskToken, identity: str, outcome_type: str, attributes: dict[str, Any],
+        self,
+        token: TaskToken,
+        identity: str,
+        outcome_type: str,
+        attributes: dict[str, Any],
         eager_workflow_task_queue: str = "",
-    ) -> Optional[LeasedWorkflowTask]:
+    ) -> LeasedWorkflowTask | None:
         """Ends the leased activity: its task row goes, Started + the outcome are
         delivered; returns the workflow task leased eagerly, if asked and scheduled."""
 
-        async def body(tx: Transaction) -> Optional[tuple[TaskRow, ExecutionRow, list[HistoryEventRow], int]]:
+        async def body(tx: Transaction) -> tuple[TaskRow, ExecutionRow, list[HistoryEventRow], int] | None:
             task = await self._leased_task(tx, token)
             row = await self._execution_of(tx, task)
             m = _Mutation(tx, row, self.clock.now_us())
             await tx.delete_task(task.task_id or 0)
-            m.deliver([
-                ("ActivityTaskStarted", self._started_attributes(task, identity), task.started_us or m.now),
-                (outcome_type, {"scheduled_event_id": task.scheduled_event_id,
-                                "started_event_id": _PREVIOUS_EVENT, **attributes}),
-            ])
+            m.deliver(
+                [
+                    ("ActivityTaskStarted", self._started_attributes(task, identity), task.started_us or m.now),
+                    (
+                        outcome_type,
+                        {
+                            "scheduled_event_id": task.scheduled_event_id,
+                            "started_event_id": _PREVIOUS_EVENT,
+                            **attributes,
+                        },
+                    ),
+                ]
+            )
             eager = self._new_workflow_task(m, eager_workflow_task_queue)
             transient = self._start_workflow_task(m, eager, identity) if eager is not None else []
             await m.save()
@@ -1637,7 +1867,7 @@ class HistoryEngine:
         return None if leased is None else await self._hand_out_workflow_task(*leased)
 
     @staticmethod
-    def _new_workflow_task(m: _Mutation, task_queue: str) -> Optional[TaskRow]:
+    def _new_workflow_task(m: _Mutation, task_queue: str) -> TaskRow | None:
         """The workflow task this mutation scheduled on ``task_queue``, due now, if any."""
         if not task_queue:
             return None
@@ -1647,23 +1877,33 @@ class HistoryEngine:
         return None
 
     async def _activity_attempt_failed(
-        self, tx: Transaction, task: TaskRow, failure: common_pb2.Failure, identity: str, *, timed_out: bool,
-        final_retry_state: Optional[str] = None,
+        self,
+        tx: Transaction,
+        task: TaskRow,
+        failure: common_pb2.Failure,
+        identity: str,
+        *,
+        timed_out: bool,
+        final_retry_state: str | None = None,
     ) -> None:
         """Retries the activity per its policy, or records its final failure."""
         now = self.clock.now_us()
         options = json.loads(task.options)
         if final_retry_state is None:
             decision = decide_retry(
-                StoredRetryPolicy.from_json(options["retry_policy"]), attempt=task.attempt, failure=failure,
-                now_us=now, schedule_to_close_deadline_us=task.schedule_to_close_deadline_us, rng=self._rng,
+                StoredRetryPolicy.from_json(options["retry_policy"]),
+                attempt=task.attempt,
+                failure=failure,
+                now_us=now,
+                schedule_to_close_deadline_us=task.schedule_to_close_deadline_us,
+                rng=self._rng,
             )
             if task.cancel_requested and decision.delay_s is not None:
                 decision = dataclasses.replace(decision, delay_s=None, retry_state="CANCEL_REQUESTED")
         else:
             decision = None
         if decision is not None and decision.delay_s is not None:
-            delays = json.loads(task.retry_delays) + [round(decision.delay_s, 6)]
+            delays = [*json.loads(task.retry_delays), round(decision.delay_s, 6)]
             task.state = "PENDING"
             task.lease_expires_us = None
             task.attempt += 1
@@ -1675,7 +1915,8 @@ class HistoryEngine:
             # from when the retry becomes due (the first attempt's is set at scheduling).
             schedule_to_start_deadline = (
                 task.visible_us + _us(options["schedule_to_start_timeout"])
-                if options["schedule_to_start_timeout"] else None
+                if options["schedule_to_start_timeout"]
+                else None
             )
             task.pending_deadline_us = min(
                 (d for d in (task.schedule_to_close_deadline_us, schedule_to_start_deadline) if d is not None),
@@ -1690,7 +1931,9 @@ class HistoryEngine:
         retry_state = final_retry_state or (decision.retry_state if decision else "TIMEOUT")
         outcome_type = "ActivityTaskTimedOut" if timed_out else "ActivityTaskFailed"
         outcome: dict[str, Any] = {
-            "scheduled_event_id": task.scheduled_event_id, "failure": failure_json(failure), "retry_state": retry_state,
+            "scheduled_event_id": task.scheduled_event_id,
+            "failure": failure_json(failure),
+            "retry_state": retry_state,
         }
         events: list[Any] = []
         if task.state == "LEASED":
@@ -1715,7 +1958,9 @@ class HistoryEngine:
             if task is None:
                 return
             lease_expired = task.state == "LEASED" and (task.lease_expires_us or 0) <= now
-            pending_expired = task.state == "PENDING" and task.pending_deadline_us is not None and task.pending_deadline_us <= now
+            pending_expired = (
+                task.state == "PENDING" and task.pending_deadline_us is not None and task.pending_deadline_us <= now
+            )
             if not (lease_expired or pending_expired):
                 return  # another replica or a report got there first
             if task.kind == WORKFLOW:
@@ -1731,7 +1976,8 @@ class HistoryEngine:
             timeout_type, final = self._which_timeout(task, options, now, lease_expired)
             failure = common_pb2.Failure(
                 message=f"activity {timeout_type.lower().replace('_', '-')} timeout",
-                type="TimeoutError", timeout_type=common_pb2.TimeoutType.Value(f"TIMEOUT_TYPE_{timeout_type}"),
+                type="TimeoutError",
+                timeout_type=common_pb2.TimeoutType.Value(f"TIMEOUT_TYPE_{timeout_type}"),
                 source="server",
             )
             if task.heartbeat_details:
@@ -1779,10 +2025,12 @@ class HistoryEngine:
             for row in rows:
                 assert row.status == "RUNNING", "timers are deleted when their run closes"
                 m = _Mutation(tx, row, now)
-                m.deliver([
-                    ("TimerFired", {"timer_id": timer.timer_id, "started_event_id": timer.started_event_id})
-                    for timer in timers_of_run[(row.namespace, row.run_id)]
-                ])
+                m.deliver(
+                    [
+                        ("TimerFired", {"timer_id": timer.timer_id, "started_event_id": timer.started_event_id})
+                        for timer in timers_of_run[(row.namespace, row.run_id)]
+                    ]
+                )
                 mutations.append(m)
             await _Mutation.save_all(tx, mutations)
             return len(claimed)
@@ -1865,7 +2113,10 @@ class HistoryEngine:
             raise InvalidArgument(f"{where}: {field} must not contain control characters")
 
     async def _apply_lineage_command(
-        self, m: _Mutation, command: command_pb2.Command, completed_id: int,
+        self,
+        m: _Mutation,
+        command: command_pb2.Command,
+        completed_id: int,
         outcomes: list[tuple[str, dict[str, Any]]],
     ) -> None:
         kind = command.WhichOneof("attributes")
@@ -1894,7 +2145,10 @@ class HistoryEngine:
             m.close("CONTINUED_AS_NEW")
 
     async def _start_child(
-        self, m: _Mutation, a: command_pb2.StartChildWorkflowExecutionCommandAttributes, completed_id: int,
+        self,
+        m: _Mutation,
+        a: command_pb2.StartChildWorkflowExecutionCommandAttributes,
+        completed_id: int,
         outcomes: list[tuple[str, dict[str, Any]]],
     ) -> None:
         parent = m.row
@@ -1902,27 +2156,43 @@ class HistoryEngine:
         policy = policy.removeprefix("PARENT_CLOSE_POLICY_")
         task_queue = a.task_queue or parent.task_queue
         retry = (
-            {"retry_policy": StoredRetryPolicy.from_proto(a.retry_policy).to_json()} if a.HasField("retry_policy") else {}
+            {"retry_policy": StoredRetryPolicy.from_proto(a.retry_policy).to_json()}
+            if a.HasField("retry_policy")
+            else {}
         )
         initiated_id = m.append(
             "StartChildWorkflowExecutionInitiated",
             {
-                "workflow_id": a.workflow_id, "workflow_type": a.workflow_type, "task_queue": task_queue,
+                "workflow_id": a.workflow_id,
+                "workflow_type": a.workflow_type,
+                "task_queue": task_queue,
                 "input": payloads_json(a.input),
                 "workflow_execution_timeout": duration_s(a.workflow_execution_timeout),
                 "workflow_run_timeout": duration_s(a.workflow_run_timeout),
                 "workflow_task_timeout": duration_s(a.workflow_task_timeout),
-                "parent_close_policy": policy, "workflow_task_completed_event_id": completed_id, **retry,
+                "parent_close_policy": policy,
+                "workflow_task_completed_event_id": completed_id,
+                **retry,
             },
         )
         child = self._new_run(
-            m.tx, m.now, namespace=parent.namespace, workflow_id=a.workflow_id, workflow_type=a.workflow_type,
-            task_queue=task_queue, input=a.input, identity=f"parent {parent.workflow_id}",
+            m.tx,
+            m.now,
+            namespace=parent.namespace,
+            workflow_id=a.workflow_id,
+            workflow_type=a.workflow_type,
+            task_queue=task_queue,
+            input=a.input,
+            identity=f"parent {parent.workflow_id}",
             execution_timeout_s=duration_s(a.workflow_execution_timeout),
-            run_timeout_s=duration_s(a.workflow_run_timeout), task_timeout_s=duration_s(a.workflow_task_timeout),
+            run_timeout_s=duration_s(a.workflow_run_timeout),
+            task_timeout_s=duration_s(a.workflow_task_timeout),
             started={
-                "parent_workflow_namespace": parent.namespace, "parent_workflow_id": parent.workflow_id,
-                "parent_run_id": parent.run_id, "parent_initiated_event_id": initiated_id, **retry,
+                "parent_workflow_namespace": parent.namespace,
+                "parent_workflow_id": parent.workflow_id,
+                "parent_run_id": parent.run_id,
+                "parent_initiated_event_id": initiated_id,
+                **retry,
                 **self._visibility_attributes(a.search_attributes, a.memo),
             },
         )
@@ -1937,8 +2207,12 @@ class HistoryEngine:
         )
         await m.tx.insert_child_execution(
             ChildExecutionRow(
-                namespace=parent.namespace, parent_run_id=parent.run_id, initiated_event_id=initiated_id,
-                workflow_id=a.workflow_id, run_id=child.row.run_id, workflow_type=a.workflow_type,
+                namespace=parent.namespace,
+                parent_run_id=parent.run_id,
+                initiated_event_id=initiated_id,
+                workflow_id=a.workflow_id,
+                run_id=child.row.run_id,
+                workflow_type=a.workflow_type,
                 parent_close_policy=policy,
             )
         )
@@ -1953,39 +2227,53 @@ class HistoryEngine:
         child = await self._pending_child(m, a.workflow_id, a.run_id)
         m.append(
             "RequestCancelExternalWorkflowExecutionInitiated",
-            {"workflow_id": a.workflow_id, "run_id": a.run_id, "child_workflow_only": True,
-             "workflow_task_completed_event_id": completed_id},
+            {
+                "workflow_id": a.workflow_id,
+                "run_id": a.run_id,
+                "child_workflow_only": True,
+                "workflow_task_completed_event_id": completed_id,
+            },
         )
         if child is not None:
             await self._request_cancel_run(
                 m.tx, row.namespace, child.run_id, m.now, reason=f"cancelled by its parent {row.workflow_id}"
             )
 
-    async def _pending_child(self, m: _Mutation, workflow_id: str, run_id: str) -> Optional[ChildExecutionRow]:
+    async def _pending_child(self, m: _Mutation, workflow_id: str, run_id: str) -> ChildExecutionRow | None:
         """The run's pending child with this workflow id (and run id, if given)."""
         children = await m.tx.list_child_executions(m.row.namespace, m.row.run_id)
         return next((c for c in children if c.workflow_id == workflow_id and run_id in ("", c.run_id)), None)
 
     async def _signal_child(
-        self, m: _Mutation, a: command_pb2.SignalExternalWorkflowExecutionCommandAttributes, completed_id: int,
+        self,
+        m: _Mutation,
+        a: command_pb2.SignalExternalWorkflowExecutionCommandAttributes,
+        completed_id: int,
         outcomes: list[tuple[str, dict[str, Any]]],
     ) -> None:
         """Delivers the signal to the child in this transaction and reports back whether it could."""
         row = m.row
         initiated_id = m.append(
             "SignalExternalWorkflowExecutionInitiated",
-            {"workflow_id": a.workflow_id, "run_id": a.run_id, "signal_name": a.signal_name,
-             "input": payloads_json(a.input), "child_workflow_only": True,
-             "workflow_task_completed_event_id": completed_id},
+            {
+                "workflow_id": a.workflow_id,
+                "run_id": a.run_id,
+                "signal_name": a.signal_name,
+                "input": payloads_json(a.input),
+                "child_workflow_only": True,
+                "workflow_task_completed_event_id": completed_id,
+            },
         )
         child = await self._pending_child(m, a.workflow_id, a.run_id)
         target = await m.tx.get_execution(row.namespace, child.run_id) if child is not None else None
         identity = {"initiated_event_id": initiated_id, "workflow_id": a.workflow_id}
         if target is None or target.status != "RUNNING":
-            outcomes.append((
-                "SignalExternalWorkflowExecutionFailed",
-                {**identity, "run_id": a.run_id, "cause": "EXTERNAL_WORKFLOW_EXECUTION_NOT_FOUND"},
-            ))
+            outcomes.append(
+                (
+                    "SignalExternalWorkflowExecutionFailed",
+                    {**identity, "run_id": a.run_id, "cause": "EXTERNAL_WORKFLOW_EXECUTION_NOT_FOUND"},
+                )
+            )
             return
         await self._signal(m.tx, target, StartSignal(a.signal_name, a.input), f"parent {row.workflow_id}")
         outcomes.append(("ExternalWorkflowExecutionSignaled", {**identity, "run_id": target.run_id}))
@@ -2009,8 +2297,8 @@ class HistoryEngine:
         row = m.row
         close_event = m.events[-1]
         attributes = json.loads(close_event.attributes)
-        new_run_id: Optional[str] = None
-        retry_state: Optional[str] = None
+        new_run_id: str | None = None
+        retry_state: str | None = None
         # Only a run that goes on (continued, or retried) needs its start event: a
         # completing run, the common case, does not read it.
         if close_event.event_type == "WorkflowExecutionContinuedAsNew":
@@ -2032,37 +2320,52 @@ class HistoryEngine:
             return
         outcome_type, outcome = _CHILD_OUTCOMES[close_event.event_type]
         pm = _Mutation(m.tx, parent, m.now)
-        pm.deliver([(
-            outcome_type,
-            {"initiated_event_id": link.initiated_event_id, "workflow_id": row.workflow_id, "run_id": row.run_id,
-             "workflow_type": row.workflow_type, **{key: attributes.get(key) for key in outcome},
-             **({"retry_state": retry_state} if retry_state else {})},
-        )])
+        pm.deliver(
+            [
+                (
+                    outcome_type,
+                    {
+                        "initiated_event_id": link.initiated_event_id,
+                        "workflow_id": row.workflow_id,
+                        "run_id": row.run_id,
+                        "workflow_type": row.workflow_type,
+                        **{key: attributes.get(key) for key in outcome},
+                        **({"retry_state": retry_state} if retry_state else {}),
+                    },
+                )
+            ]
+        )
         await pm.save()
 
-    async def _retry_run(
-        self, m: _Mutation, started: dict[str, Any], closed: dict[str, Any]
-    ) -> tuple[Optional[str], str]:
+    async def _retry_run(self, m: _Mutation, started: dict[str, Any], closed: dict[str, Any]) -> tuple[str | None, str]:
         """Starts the next attempt of a failed (or run-timed-out) run that has a retry
         policy, after its backoff; returns (the new run id or None, the retry state)."""
         if "retry_policy" not in started:
             return None, "NON_RETRYABLE_FAILURE" if "failure" in closed else "TIMEOUT"
         attempt = int(started.get("attempt", 1))
         failure = (
-            failure_from_json(closed["failure"]) if "failure" in closed
+            failure_from_json(closed["failure"])
+            if "failure" in closed
             else common_pb2.Failure(message="workflow run timed out", type="TimeoutError")
         )
         decision = decide_retry(
-            StoredRetryPolicy.from_json(started["retry_policy"]), attempt=attempt, failure=failure, now_us=m.now,
-            schedule_to_close_deadline_us=started.get("workflow_execution_expiration_us"), rng=self._rng,
+            StoredRetryPolicy.from_json(started["retry_policy"]),
+            attempt=attempt,
+            failure=failure,
+            now_us=m.now,
+            schedule_to_close_deadline_us=started.get("workflow_execution_expiration_us"),
+            rng=self._rng,
         )
         if decision.delay_s is None:
             return None, decision.retry_state
         row = m.row
         retry = {
-            "new_execution_run_id": str(uuid.uuid4()), "workflow_type": row.workflow_type,
-            "task_queue": row.task_queue, "input": started["input"],
-            "workflow_run_timeout": started["workflow_run_timeout"], "workflow_task_timeout": row.wft_timeout_s,
+            "new_execution_run_id": str(uuid.uuid4()),
+            "workflow_type": row.workflow_type,
+            "task_queue": row.task_queue,
+            "input": started["input"],
+            "workflow_run_timeout": started["workflow_run_timeout"],
+            "workflow_task_timeout": row.wft_timeout_s,
         }
         new_run_id = await self._start_continued_run(
             m, started, retry, extra={"attempt": attempt + 1, "initiator": "RETRY"}, first_task_delay_s=decision.delay_s
@@ -2070,8 +2373,13 @@ class HistoryEngine:
         return new_run_id, decision.retry_state
 
     async def _start_continued_run(
-        self, m: _Mutation, started: dict[str, Any], continued: dict[str, Any], *,
-        extra: Optional[dict[str, Any]] = None, first_task_delay_s: float = 0.0,
+        self,
+        m: _Mutation,
+        started: dict[str, Any],
+        continued: dict[str, Any],
+        *,
+        extra: dict[str, Any] | None = None,
+        first_task_delay_s: float = 0.0,
     ) -> str:
         """Starts the run a continue-as-new (or a retry) asked for: same workflow id,
         fresh history, the execution timeout still counted from the chain's first run."""
@@ -2080,14 +2388,22 @@ class HistoryEngine:
         # Like Temporal, the new run keeps the memo and the search attributes as they are now (upserts included).
         search_attributes, memo = (await self._visibility_of(m.tx, row.namespace, [row.run_id]))[row.run_id]
         new = self._new_run(
-            m.tx, m.now, namespace=row.namespace, workflow_id=row.workflow_id,
-            workflow_type=continued["workflow_type"], task_queue=continued["task_queue"],
-            input=payloads_from_json(continued["input"]), identity=started.get("identity", ""),
+            m.tx,
+            m.now,
+            namespace=row.namespace,
+            workflow_id=row.workflow_id,
+            workflow_type=continued["workflow_type"],
+            task_queue=continued["task_queue"],
+            input=payloads_from_json(continued["input"]),
+            identity=started.get("identity", ""),
             execution_timeout_s=started.get("workflow_execution_timeout", 0.0),
-            run_timeout_s=continued["workflow_run_timeout"], task_timeout_s=continued["workflow_task_timeout"],
+            run_timeout_s=continued["workflow_run_timeout"],
+            task_timeout_s=continued["workflow_task_timeout"],
             started={
-                **carried, "continued_execution_run_id": row.run_id,
-                **self._visibility_attributes(search_attributes, memo), **(extra or {}),
+                **carried,
+                "continued_execution_run_id": row.run_id,
+                **self._visibility_attributes(search_attributes, memo),
+                **(extra or {}),
             },
             run_id=continued["new_execution_run_id"],
             execution_expiration_us=started.get("workflow_execution_expiration_us"),
@@ -2103,7 +2419,9 @@ class HistoryEngine:
     ) -> None:
         if child.parent_close_policy == "ABANDON":
             return
-        reason = f"parent {parent.workflow_id} closed ({parent.status}; parent close policy {child.parent_close_policy})"
+        reason = (
+            f"parent {parent.workflow_id} closed ({parent.status}; parent close policy {child.parent_close_policy})"
+        )
         if child.parent_close_policy == "REQUEST_CANCEL":
             await self._request_cancel_run(tx, child.namespace, child.run_id, now, reason=reason)
             return
@@ -2132,7 +2450,12 @@ _CHILD_OUTCOMES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 # What every run of a continue-as-new chain keeps from the first one.
 _CARRIED_START_ATTRIBUTES = (
-    "parent_workflow_namespace", "parent_workflow_id", "parent_run_id", "parent_initiated_event_id",
-    "original_execution_run_id", "first_execution_run_id", "retry_policy",
+    "parent_workflow_namespace",
+    "parent_workflow_id",
+    "parent_run_id",
+    "parent_initiated_event_id",
+    "original_execution_run_id",
+    "first_execution_run_id",
+    "retry_policy",
 )
 _MAX_NAME_LENGTH = 1000

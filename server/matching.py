@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import collections
 import time
-from typing import Awaitable, Callable, Optional, TypeVar, Union
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from flowforge.server.history import (
     ACTIVITY,
@@ -44,7 +45,7 @@ class Matching:
 
     async def poll_workflow_task(
         self, namespace: str, task_queue: str, identity: str, timeout_s: float
-    ) -> Union[LeasedWorkflowTask, LeasedQuery, None]:
+    ) -> LeasedWorkflowTask | LeasedQuery | None:
         """A workflow task or a query of the queue; queries first, as a caller waits on each."""
 
         engine = self._engine
@@ -55,7 +56,7 @@ class Matching:
             query_visible, tasks = await engine.visible_workflow_work(namespace, task_queue, _LOOK_LIMIT)
             return query_visible + tasks
 
-        async def try_lease() -> Union[LeasedWorkflowTask, LeasedQuery, None]:
+        async def try_lease() -> LeasedWorkflowTask | LeasedQuery | None:
             # Only a query seen waiting is worth a write transaction (the hot path has none).
             leased = await engine.try_lease_query(namespace, task_queue) if query_visible else None
             return leased or await engine.try_lease_workflow_task(namespace, task_queue, identity)
@@ -64,9 +65,10 @@ class Matching:
 
     async def poll_activity_task(
         self, namespace: str, task_queue: str, identity: str, timeout_s: float
-    ) -> Optional[LeasedActivityTask]:
+    ) -> LeasedActivityTask | None:
         return await self._poll(
-            queue_channel(namespace, ACTIVITY, task_queue), timeout_s,
+            queue_channel(namespace, ACTIVITY, task_queue),
+            timeout_s,
             lambda: self._engine.visible_tasks(namespace, ACTIVITY, task_queue, _LOOK_LIMIT),
             lambda: self._engine.try_lease_activity_task(namespace, task_queue, identity),
         )
@@ -76,8 +78,8 @@ class Matching:
         channel: str,
         timeout_s: float,
         visible: Callable[[], Awaitable[int]],
-        try_lease: Callable[[], Awaitable[Optional[_T]]],
-    ) -> Optional[_T]:
+        try_lease: Callable[[], Awaitable[_T | None]],
+    ) -> _T | None:
         store = self._engine.store
         deadline = time.monotonic() + timeout_s
         while True:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from typing import Any, Optional
+from typing import Any
 
 from flowforge.api.v1 import common_pb2
 from flowforge.server._events import duration_s
@@ -25,7 +25,7 @@ class StoredRetryPolicy:
     full_jitter: bool = False
 
     @classmethod
-    def from_proto(cls, proto: Optional[common_pb2.RetryPolicy]) -> "StoredRetryPolicy":
+    def from_proto(cls, proto: common_pb2.RetryPolicy | None) -> StoredRetryPolicy:
         if proto is None:
             return cls()
         initial = duration_s(proto.initial_interval) if proto.HasField("initial_interval") else 1.0
@@ -44,7 +44,7 @@ class StoredRetryPolicy:
         return {**dataclasses.asdict(self), "non_retryable_error_types": list(self.non_retryable_error_types)}
 
     @classmethod
-    def from_json(cls, value: dict[str, Any]) -> "StoredRetryPolicy":
+    def from_json(cls, value: dict[str, Any]) -> StoredRetryPolicy:
         return cls(**{**value, "non_retryable_error_types": tuple(value.get("non_retryable_error_types", ()))})
 
 
@@ -52,7 +52,7 @@ class StoredRetryPolicy:
 class RetryDecision:
     """Either retry after ``delay_s``, or stop with ``retry_state``."""
 
-    delay_s: Optional[float]
+    delay_s: float | None
     retry_state: str
 
 
@@ -62,7 +62,7 @@ def decide_retry(
     attempt: int,
     failure: common_pb2.Failure,
     now_us: int,
-    schedule_to_close_deadline_us: Optional[int],
+    schedule_to_close_deadline_us: int | None,
     rng: random.Random,
 ) -> RetryDecision:
     """Whether the attempt that just failed (number ``attempt``) is retried, and when."""

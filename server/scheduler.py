@@ -25,9 +25,10 @@ import logging
 import os
 import secrets
 import socket
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from itertools import islice
-from typing import Any, Callable, Optional
+from typing import Any
 
 from flowforge.api.v1 import common_pb2
 from flowforge.server._schedule_spec import ScheduleSpecError, SpecRule, parse_spec
@@ -41,8 +42,8 @@ __all__ = [
     "OVERLAP_POLICIES",
     "Scheduler",
     "SchedulerConfig",
-    "Schedules",
     "SchedulerStatus",
+    "Schedules",
     "action_visibility",
     "nominal_workflow_id",
 ]
@@ -85,7 +86,7 @@ class SchedulerStatus:
 
     identity: str
     is_leader: bool
-    lease: Optional[LeaseRow]
+    lease: LeaseRow | None
     rejected_writes: int
     leader_changes: list[dict[str, Any]]
 
@@ -93,7 +94,7 @@ class SchedulerStatus:
 def nominal_time_text(us: int) -> str:
     """ISO 8601 UTC, with a fraction only when there is one (cron and interval
     fires are on whole seconds; a manual trigger is at the moment it was asked)."""
-    moment = datetime.fromtimestamp(us // _SECOND_US, timezone.utc).replace(microsecond=us % _SECOND_US)
+    moment = datetime.fromtimestamp(us // _SECOND_US, UTC).replace(microsecond=us % _SECOND_US)
     text = moment.strftime("%Y-%m-%dT%H:%M:%S")
     return text + (f".{us % _SECOND_US:06d}Z" if us % _SECOND_US else "Z")
 
@@ -112,8 +113,13 @@ def _spec_rule(spec: dict[str, Any]) -> SpecRule:
 
 def _new_state() -> dict[str, Any]:
     return {
-        "running": [], "buffered": [], "queued": [], "recent_actions": [],
-        "action_count": 0, "skipped_count": 0, "missed_count": 0,
+        "running": [],
+        "buffered": [],
+        "queued": [],
+        "recent_actions": [],
+        "action_count": 0,
+        "skipped_count": 0,
+        "missed_count": 0,
     }
 
 
@@ -129,8 +135,14 @@ class Schedules:
         self._wake = wake
 
     async def create(
-        self, namespace: str, schedule_id: str, spec: dict[str, Any], action: dict[str, Any],
-        policy: dict[str, Any], paused: bool, note: str,
+        self,
+        namespace: str,
+        schedule_id: str,
+        spec: dict[str, Any],
+        action: dict[str, Any],
+        policy: dict[str, Any],
+        paused: bool,
+        note: str,
     ) -> None:
         rule = _spec_rule(spec)
         if policy["overlap"] not in OVERLAP_POLICIES:
@@ -140,9 +152,19 @@ class Schedules:
         await self._engine.ensure_namespace(namespace)
         now = self._engine.clock.now_us()
         row = ScheduleRow(
-            namespace=namespace, schedule_id=schedule_id, spec=json.dumps(spec), action=json.dumps(action),
-            policy=json.dumps(policy), paused=int(paused), note=note, state=json.dumps(_new_state()),
-            cursor_us=now, next_action_us=rule.next_after(now), create_us=now, update_us=now, version=1,
+            namespace=namespace,
+            schedule_id=schedule_id,
+            spec=json.dumps(spec),
+            action=json.dumps(action),
+            policy=json.dumps(policy),
+            paused=int(paused),
+            note=note,
+            state=json.dumps(_new_state()),
+            cursor_us=now,
+            next_action_us=rule.next_after(now),
+            create_us=now,
+            update_us=now,
+            version=1,
             fencing_token=0,
         )
 
@@ -187,8 +209,15 @@ class Schedules:
         await self._engine.transaction(body)
 
     async def update(
-        self, namespace: str, schedule_id: str, *, pause: bool = False, unpause: bool = False, note: str = "",
-        trigger: Optional[str] = None, backfills: tuple[tuple[int, int, str], ...] = (),
+        self,
+        namespace: str,
+        schedule_id: str,
+        *,
+        pause: bool = False,
+        unpause: bool = False,
+        note: str = "",
+        trigger: str | None = None,
+        backfills: tuple[tuple[int, int, str], ...] = (),
     ) -> None:
         """Pauses or unpauses (with a note), queues a manual trigger (its overlap
         policy, "" for the schedule's) and backfills ((start_us, end_us, overlap))."""
@@ -275,7 +304,7 @@ class _Pass:
         row.cursor_us = times[-1] if len(times) == _MAX_FIRES_PER_PASS else self.now
         grace_us = int(self.config.misfire_grace_s * _SECOND_US)
         missed = [t for t in times if self.now - t > grace_us]
-        on_time = times[len(missed):]
+        on_time = times[len(missed) :]
         misfire = self.policy["misfire"]
         if misfire == "SKIP":
             kept = []
@@ -300,16 +329,24 @@ class _Pass:
         elif overlap == "TERMINATE_OTHER":
             for run in state["running"]:
                 await self.engine.terminate(
-                    self.row.namespace, run["workflow_id"], run["run_id"],
-                    f"schedule {self.row.schedule_id!r} overlap policy TERMINATE_OTHER", _IDENTITY, tx=self.tx,
+                    self.row.namespace,
+                    run["workflow_id"],
+                    run["run_id"],
+                    f"schedule {self.row.schedule_id!r} overlap policy TERMINATE_OTHER",
+                    _IDENTITY,
+                    tx=self.tx,
                 )
             state["running"] = []
             await self._start(fire)
         elif overlap == "CANCEL_OTHER":
             for run in state["running"]:
                 await self.engine.request_cancel(
-                    self.row.namespace, run["workflow_id"], run["run_id"],
-                    f"schedule {self.row.schedule_id!r} overlap policy CANCEL_OTHER", _IDENTITY, tx=self.tx,
+                    self.row.namespace,
+                    run["workflow_id"],
+                    run["run_id"],
+                    f"schedule {self.row.schedule_id!r} overlap policy CANCEL_OTHER",
+                    _IDENTITY,
+                    tx=self.tx,
                 )
             # The newest fire waits for the cancelled runs to close; an older waiting one is dropped.
             state["skipped_count"] += len(state["buffered"])
@@ -329,14 +366,22 @@ class _Pass:
             state["skipped_count"] += 1
             return
         run_id, started = await self.engine.start_workflow(
-            namespace=row.namespace, workflow_id=workflow_id, workflow_type=action["workflow_type"],
-            task_queue=action["task_queue"], input=_payloads(action["input"]),
-            request_id=f"schedule/{row.schedule_id}/{workflow_id}", identity=_IDENTITY,
-            execution_timeout_s=action.get("execution_timeout_s", 0.0), run_timeout_s=action.get("run_timeout_s", 0.0),
+            namespace=row.namespace,
+            workflow_id=workflow_id,
+            workflow_type=action["workflow_type"],
+            task_queue=action["task_queue"],
+            input=_payloads(action["input"]),
+            request_id=f"schedule/{row.schedule_id}/{workflow_id}",
+            identity=_IDENTITY,
+            execution_timeout_s=action.get("execution_timeout_s", 0.0),
+            run_timeout_s=action.get("run_timeout_s", 0.0),
             task_timeout_s=action.get("task_timeout_s", 0.0),
-            search_attributes=action_visibility(action)[0], memo=action_visibility(action)[1],
+            search_attributes=action_visibility(action)[0],
+            memo=action_visibility(action)[1],
             origin={
-                "kind": "schedule", "schedule_id": row.schedule_id, "nominal_time": nominal_text,
+                "kind": "schedule",
+                "schedule_id": row.schedule_id,
+                "nominal_time": nominal_text,
                 "trigger": fire["kind"],
             },
             tx=self.tx,
@@ -350,11 +395,18 @@ class _Pass:
         state["action_count"] += 1
         state["recent_actions"] = (
             state["recent_actions"]
-            + [{"nominal_us": fire["nominal_us"], "actual_us": self.now, "workflow_id": workflow_id,
-                "run_id": run_id, "trigger": fire["kind"]}]
+            + [
+                {
+                    "nominal_us": fire["nominal_us"],
+                    "actual_us": self.now,
+                    "workflow_id": workflow_id,
+                    "run_id": run_id,
+                    "trigger": fire["kind"],
+                }
+            ]
         )[-_RECENT_ACTIONS:]
 
-    def _next_action_us(self) -> Optional[int]:
+    def _next_action_us(self) -> int | None:
         candidates = []
         if not self.row.paused:
             candidates.append(self.rule.next_after(self.row.cursor_us))
@@ -386,14 +438,14 @@ class Scheduler:
         self._engine = engine
         self.config = config
         self.identity = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
-        self._token: Optional[int] = None
+        self._token: int | None = None
         self._next_renew_us = 0
         self._lease_expires_us = 0
         self._rejected_writes = 0
         self._leader_changes: list[dict[str, Any]] = []
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
-        self._task: Optional[asyncio.Task[None]] = None
+        self._task: asyncio.Task[None] | None = None
         # A virtual clock that jumps ahead (time skipping) may pass fire times we sleep towards.
         engine.clock.add_jump_listener(self.wake)
 
@@ -416,27 +468,30 @@ class Scheduler:
         if self._token is not None:
             token, now = self._token, self._engine.clock.now_us()
             with contextlib.suppress(Exception):
-                await self._engine.transaction(
-                    lambda tx: tx.renew_lease(LEASE_NAME, self.identity, token, now)
-                )
+                await self._engine.transaction(lambda tx: tx.renew_lease(LEASE_NAME, self.identity, token, now))
             self._change("released", token)
             self._token = None
 
     async def status(self) -> SchedulerStatus:
         lease = await self._engine.read(lambda tx: tx.get_lease(LEASE_NAME))
         return SchedulerStatus(
-            identity=self.identity, is_leader=self.is_leader, lease=lease,
-            rejected_writes=self._rejected_writes, leader_changes=list(self._leader_changes),
+            identity=self.identity,
+            is_leader=self.is_leader,
+            lease=lease,
+            rejected_writes=self._rejected_writes,
+            leader_changes=list(self._leader_changes),
         )
 
-    def _change(self, event: str, token: int, holder: Optional[str] = None) -> None:
+    def _change(self, event: str, token: int, holder: str | None = None) -> None:
         holder = holder or self.identity
         self._leader_changes = (
-            self._leader_changes + [{"time_us": self._engine.clock.now_us(), "event": event,
-                                     "fencing_token": token, "holder": holder}]
+            [
+                *self._leader_changes,
+                {"time_us": self._engine.clock.now_us(), "event": event, "fencing_token": token, "holder": holder},
+            ]
         )[-20:]
 
-    def _demote(self, why: str, lease: Optional[LeaseRow] = None, *, refused: bool = True) -> None:
+    def _demote(self, why: str, lease: LeaseRow | None = None, *, refused: bool = True) -> None:
         token = self._token
         assert token is not None
         self._token = None
@@ -491,11 +546,15 @@ class Scheduler:
                         lambda tx, ns=namespace, sid=schedule_id: self._process(tx, ns, sid, token)
                     )
                 except FencingTokenRejected as error:
-                    self._demote(f"a schedule write was refused ({error})",
-                                 await self._engine.read(lambda tx: tx.get_lease(LEASE_NAME)))
+                    self._demote(
+                        f"a schedule write was refused ({error})",
+                        await self._engine.read(lambda tx: tx.get_lease(LEASE_NAME)),
+                    )
                     return
                 except Exception:
-                    log.exception("schedule %r in namespace %r could not be processed; retrying", schedule_id, namespace)
+                    log.exception(
+                        "schedule %r in namespace %r could not be processed; retrying", schedule_id, namespace
+                    )
 
     async def _process(self, tx: Transaction, namespace: str, schedule_id: str, token: int) -> None:
         lease = await tx.get_lease(LEASE_NAME)

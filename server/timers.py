@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Optional
 
 from flowforge.server._tasks import cancel_and_wait
 from flowforge.server.history import HistoryEngine
@@ -42,7 +41,7 @@ class Timekeeper:
         self._max_sleep_s = max_sleep_s
         self._wake = asyncio.Event()
         self._planned_wake_us = 0
-        self._task: Optional[asyncio.Task[None]] = None
+        self._task: asyncio.Task[None] | None = None
         engine.on_new_deadline = self.deadline_added
         # A virtual clock that jumps ahead may pass every deadline we sleep towards.
         engine.clock.add_jump_listener(self._wake.set)

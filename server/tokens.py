@@ -13,7 +13,6 @@ import dataclasses
 import hashlib
 import hmac
 import json
-from typing import Optional
 
 from flowforge.server.errors import InvalidArgument
 
@@ -61,7 +60,7 @@ class TokenSigner:
         )
         return _PREFIX + body + b"." + _b64(self._mac(body))
 
-    def verify(self, raw: bytes, expected_kind: Optional[str]) -> TaskToken:
+    def verify(self, raw: bytes, expected_kind: str | None) -> TaskToken:
         """Returns the token, or raises INVALID_ARGUMENT if it is malformed, forged,
         or of another kind than ``expected_kind`` (None accepts both)."""
         invalid = InvalidArgument(
@@ -70,7 +69,7 @@ class TokenSigner:
         )
         if not raw or len(raw) > _MAX_TOKEN_BYTES or not raw.startswith(_PREFIX):
             raise invalid
-        body, _, mac = raw[len(_PREFIX):].partition(b".")
+        body, _, mac = raw[len(_PREFIX) :].partition(b".")
         try:
             if not hmac.compare_digest(_unb64(mac), self._mac(body)):
                 raise invalid

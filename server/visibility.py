@@ -29,8 +29,9 @@ import contextlib
 import dataclasses
 import math
 import re
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterator, Optional, Union
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
 
 from flowforge.api.v1 import common_pb2
 from flowforge.server.errors import InvalidArgument
@@ -79,8 +80,13 @@ _NUMBER = re.compile(r"-?\d+(\.\d+)?([eE][+-]?\d+)?")
 _COMPARISONS = ("<=", ">=", "!=", "<>", "=", "<", ">")
 _ORDERED_TYPES = (INT, DOUBLE, DATETIME)
 # The column of search_attributes that holds each type (Bool as 0/1).
-_VALUE_COLUMNS = {KEYWORD: "keyword_value", INT: "int_value", DOUBLE: "double_value", BOOL: "int_value",
-                  DATETIME: "datetime_us"}
+_VALUE_COLUMNS = {
+    KEYWORD: "keyword_value",
+    INT: "int_value",
+    DOUBLE: "double_value",
+    BOOL: "int_value",
+    DATETIME: "datetime_us",
+}
 _TYPE_LABELS = {KEYWORD: "Keyword", INT: "Int", DOUBLE: "Double", BOOL: "Bool", DATETIME: "Datetime"}
 
 
@@ -91,10 +97,10 @@ _TYPE_LABELS = {KEYWORD: "Keyword", INT: "Int", DOUBLE: "Double", BOOL: "Bool", 
 class StoredValue:
     """One attribute value as the columns of a ``search_attributes`` row hold it."""
 
-    keyword_value: Optional[str] = None
-    int_value: Optional[int] = None
-    double_value: Optional[float] = None
-    datetime_us: Optional[int] = None
+    keyword_value: str | None = None
+    int_value: int | None = None
+    double_value: float | None = None
+    datetime_us: int | None = None
 
 
 def check_attribute_name(name: str) -> None:
@@ -117,8 +123,13 @@ def stored_value(name: str, value_type: str, proto: common_pb2.SearchAttributeVa
     over the size limit or a non-finite double is INVALID_ARGUMENT.
     """
     kind = proto.WhichOneof("value")
-    given = {"keyword_value": KEYWORD, "int_value": INT, "double_value": DOUBLE, "bool_value": BOOL,
-             "datetime_value": DATETIME}.get(kind or "")
+    given = {
+        "keyword_value": KEYWORD,
+        "int_value": INT,
+        "double_value": DOUBLE,
+        "bool_value": BOOL,
+        "datetime_value": DATETIME,
+    }.get(kind or "")
     if given is None:
         raise InvalidArgument(f"search attribute {name!r} has no value")
     if given == INT and value_type == DOUBLE:
@@ -185,7 +196,7 @@ class _QueryError(InvalidArgument):
     def __init__(self, query: str, position: int, what: str) -> None:
         # A long query is shown around the position only.
         start = 0 if len(query) <= 200 else max(0, position - 100)
-        line = query[start:start + 200]
+        line = query[start : start + 200]
         super().__init__(f"invalid query at position {position}: {what}\n  {line}\n  {' ' * (position - 1 - start)}^")
         self.position = position
 
@@ -208,7 +219,7 @@ def _tokenize(query: str) -> list[_Token]:
             end = query.find("`", index + 1)
             if end == -1:
                 raise _QueryError(query, position, "a `quoted name` is not closed")
-            tokens.append(_Token("NAME", query[index + 1:end], position))
+            tokens.append(_Token("NAME", query[index + 1 : end], position))
             index = end + 1
         elif (op := next((o for o in _COMPARISONS if query.startswith(o, index)), None)) is not None:
             tokens.append(_Token("OP", "!=" if op == "<>" else op, position))
@@ -261,16 +272,16 @@ class _Predicate:
 
 @dataclasses.dataclass(frozen=True)
 class _Not:
-    operand: "_Node"
+    operand: _Node
 
 
 @dataclasses.dataclass(frozen=True)
 class _Junction:
     operator: str  # AND, OR
-    operands: tuple["_Node", ...]
+    operands: tuple[_Node, ...]
 
 
-_Node = Union[_Predicate, _Not, _Junction]
+_Node = _Predicate | _Not | _Junction
 
 
 class _Parser:
@@ -280,7 +291,7 @@ class _Parser:
         self._index = 0
         self._depth = 0
 
-    def parse(self) -> Optional[_Node]:
+    def parse(self) -> _Node | None:
         if self._peek().kind == "EOF":
             return None
         node = self._or()
@@ -341,7 +352,8 @@ class _Parser:
                 closing = self._next()
                 if closing.kind != ")":
                     self._fail(
-                        closing, f"expected ')' to close the '(' at position {token.position}, found {closing.describe()}"
+                        closing,
+                        f"expected ')' to close the '(' at position {token.position}, found {closing.describe()}",
                     )
                 return node
         if token.kind != "NAME":
@@ -396,7 +408,9 @@ class _Parser:
         token = self._next()
         if token.kind in ("STRING", "NUMBER") or (token.kind == "KEYWORD" and token.text in ("TRUE", "FALSE")):
             return token
-        return self._fail(token, f"expected a value (a 'quoted string', a number, TRUE or FALSE), found {token.describe()}")
+        return self._fail(
+            token, f"expected a value (a 'quoted string', a number, TRUE or FALSE), found {token.describe()}"
+        )
 
 
 # ----------------------------------------------------------------------------- compiling
@@ -416,7 +430,7 @@ class CompiledQuery:
 
 
 def compile_query(
-    query: str, namespace: str, custom_attributes: dict[str, str], *, equal: Optional[dict[str, str]] = None
+    query: str, namespace: str, custom_attributes: dict[str, str], *, equal: dict[str, str] | None = None
 ) -> CompiledQuery:
     """Parses and type-checks ``query`` against the built-in attributes and the
     namespace's ``custom_attributes`` (name -> type).
@@ -457,7 +471,7 @@ class _Compiler:
     def _fail(self, token: _Token, what: str) -> Any:
         raise _QueryError(self._query, token.position, what)
 
-    def _attribute(self, name: _Token) -> tuple[Optional[str], str]:
+    def _attribute(self, name: _Token) -> tuple[str | None, str]:
         """(executions column or None for a custom attribute, type)."""
         if name.text in SYSTEM_ATTRIBUTES:
             return SYSTEM_ATTRIBUTES[name.text]
@@ -467,8 +481,9 @@ class _Compiler:
         same_but_case = [k for k in known if k.lower() == name.text.lower()]
         hint = f"; did you mean {same_but_case[0]!r}?" if same_but_case else f"; known attributes: {', '.join(known)}"
         return self._fail(
-            name, f"unknown search attribute {name.text!r} (custom ones are registered with"
-            f" `flowforge search-attribute create`){hint}"
+            name,
+            f"unknown search attribute {name.text!r} (custom ones are registered with"
+            f" `flowforge search-attribute create`){hint}",
         )
 
     def _predicate(self, p: _Predicate) -> str:
@@ -476,8 +491,11 @@ class _Compiler:
         label = _TYPE_LABELS[value_type]
         op = p.operator
         if op in ("<", "<=", ">", ">=", "BETWEEN") and value_type not in _ORDERED_TYPES:
-            self._fail(p.name, f"{p.name.text!r} is a {label} attribute: {op} needs an Int, Double or Datetime one"
-                               " (use =, !=, IN or STARTS_WITH)")
+            self._fail(
+                p.name,
+                f"{p.name.text!r} is a {label} attribute: {op} needs an Int, Double or Datetime one"
+                " (use =, !=, IN or STARTS_WITH)",
+            )
         if op == "STARTS_WITH" and value_type != KEYWORD:
             self._fail(p.name, f"STARTS_WITH needs a Keyword attribute; {p.name.text!r} is a {label}")
         if op == "IN" and value_type == BOOL:
@@ -508,7 +526,7 @@ class _Compiler:
             condition = f"e.{column} IS NOT NULL AND {condition}"
         return f"({condition})"
 
-    def _custom_predicate(self, p: _Predicate, condition: Optional[str], values: list[Any]) -> str:
+    def _custom_predicate(self, p: _Predicate, condition: str | None, values: list[Any]) -> str:
         """Matches the runs that have a row for the attribute satisfying ``condition``;
         the index on (namespace, name, value, run_id) finds them."""
         self.params.extend([self._namespace, p.name.text])
@@ -523,7 +541,10 @@ class _Compiler:
     def _value(self, name: _Token, value_type: str, token: _Token) -> Any:
         label = _TYPE_LABELS[value_type]
         expected = {
-            KEYWORD: "a 'quoted string'", INT: "an integer", DOUBLE: "a number", BOOL: "TRUE or FALSE",
+            KEYWORD: "a 'quoted string'",
+            INT: "an integer",
+            DOUBLE: "a number",
+            BOOL: "TRUE or FALSE",
             DATETIME: "an RFC 3339 time in quotes, e.g. '2024-05-01T12:00:00Z'",
         }[value_type]
         mismatch = f"{name.text!r} is a {label} attribute: expected {expected}, found {token.describe()}"
@@ -566,8 +587,7 @@ class _Compiler:
         if moment.tzinfo is None:
             self._fail(token, f"{token.text!r} has no UTC offset: add 'Z' or e.g. '+02:00'")
         try:
-            delta = moment.astimezone(timezone.utc) - datetime(1970, 1, 1, tzinfo=timezone.utc)
+            delta = moment.astimezone(UTC) - datetime(1970, 1, 1, tzinfo=UTC)
         except OverflowError:
             return self._fail(token, f"{token.text!r} is outside the years 0001 to 9999 in UTC")
         return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-

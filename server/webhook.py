@@ -20,7 +20,8 @@ import hmac
 import json
 import logging
 import socket
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 
 import grpc
 from aiohttp import web
@@ -29,7 +30,7 @@ from flowforge.api.v1 import event_pb2
 from flowforge.server.errors import ServiceError
 from flowforge.server.frontend import WorkflowService
 
-__all__ = ["DEFAULT_SECRET_KEY", "EventWebhook", "SIGNATURE_HEADER", "sign"]
+__all__ = ["DEFAULT_SECRET_KEY", "SIGNATURE_HEADER", "EventWebhook", "sign"]
 
 log = logging.getLogger("flowforge.server.webhook")
 
@@ -66,7 +67,7 @@ def _event_request(namespace: str, body: bytes) -> event_pb2.PublishEventRequest
     if not isinstance(document, dict):
         raise _BadEvent("the body must be a JSON object (one CloudEvent; batches are not supported)")
     if document.get("specversion", "1.0") != "1.0":
-        raise _BadEvent(f"specversion {document['specversion']!r} is not supported; use \"1.0\"")
+        raise _BadEvent(f'specversion {document["specversion"]!r} is not supported; use "1.0"')
     if "data_base64" in document:
         raise _BadEvent("data_base64 is not supported; send the payload as JSON in 'data'")
     content_type = document.get("datacontenttype", "application/json")
@@ -116,9 +117,9 @@ class EventWebhook:
         self._max_body_bytes = max_body_bytes
         self._app = web.Application(client_max_size=max_body_bytes)
         self._app.router.add_post("/events", self._post_events)
-        self._runner: Optional[web.AppRunner] = None
+        self._runner: web.AppRunner | None = None
         #: The bound port once started.
-        self.port: Optional[int] = None
+        self.port: int | None = None
 
     async def start(self) -> None:
         runner = web.AppRunner(self._app, access_log=None, handle_signals=False)
@@ -142,7 +143,7 @@ class EventWebhook:
             await self._runner.cleanup()
             self._runner = None
 
-    def _signature_ok(self, namespace: str, body: bytes, header: Optional[str]) -> bool:
+    def _signature_ok(self, namespace: str, body: bytes, header: str | None) -> bool:
         secret = self._secrets.get(namespace, self._secrets.get(DEFAULT_SECRET_KEY))
         if secret is None:
             return True
@@ -156,8 +157,9 @@ class EventWebhook:
             return _error(413, f"the body is over the server's limit of {self._max_body_bytes} bytes")
         if not self._signature_ok(namespace, body, request.headers.get(SIGNATURE_HEADER)):
             return _error(
-                401, f"missing or wrong {SIGNATURE_HEADER}; expected 'sha256=' + hex HMAC-SHA256 of the raw body"
-                " with the namespace's webhook secret"
+                401,
+                f"missing or wrong {SIGNATURE_HEADER}; expected 'sha256=' + hex HMAC-SHA256 of the raw body"
+                " with the namespace's webhook secret",
             )
         try:
             response = await self._service.publish_event(_event_request(namespace, body))

@@ -30,15 +30,23 @@ import socket
 import subprocess
 import tempfile
 import urllib.parse
-from typing import AsyncIterator, Awaitable, Callable, Optional, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 
 import asyncpg
 
 from flowforge.server.stores import migrations
 
 __all__ = [
-    "ENV_DSN", "LocalCluster", "PostgresServer", "PostgresUnavailable", "TcpProxy",
-    "free_port", "start_postgres", "with_address", "with_database",
+    "ENV_DSN",
+    "LocalCluster",
+    "PostgresServer",
+    "PostgresUnavailable",
+    "TcpProxy",
+    "free_port",
+    "start_postgres",
+    "with_address",
+    "with_database",
 ]
 
 ENV_DSN = "FLOWFORGE_TEST_POSTGRES_DSN"
@@ -98,7 +106,7 @@ class PostgresServer:
         self._stop = stop
         # Unique per process, so runs sharing one external server never collide.
         self._prefix = f"flowforge_test_{secrets.token_hex(4)}"
-        self._template: Optional[str] = None
+        self._template: str | None = None
         self._numbers = itertools.count(1)
 
     def dsn(self, database: str) -> str:
@@ -154,7 +162,7 @@ class PostgresServer:
         self._stop()
 
 
-def _find_binary(name: str) -> Optional[str]:
+def _find_binary(name: str) -> str | None:
     found = shutil.which(name)
     if found:
         return found
@@ -175,7 +183,7 @@ class LocalCluster:
             raise PostgresUnavailable("initdb/pg_ctl not found on PATH or in /usr/lib/postgresql/*/bin")
         self._initdb, self._pg_ctl = initdb, pg_ctl
         self._run_as: list[str] = []
-        self._owner: Optional[str] = None
+        self._owner: str | None = None
         if os.geteuid() == 0:
             # PostgreSQL refuses to run as root.
             user = os.environ.get(ENV_USER, "nobody")
@@ -185,7 +193,9 @@ class LocalCluster:
             try:
                 pwd.getpwnam(user)
             except KeyError:
-                raise PostgresUnavailable(f"running as root and user {user!r} does not exist (set {ENV_USER})") from None
+                raise PostgresUnavailable(
+                    f"running as root and user {user!r} does not exist (set {ENV_USER})"
+                ) from None
             self._run_as = [runuser, "-u", user, "--"]
             self._owner = user
         self.directory = tempfile.mkdtemp(prefix="flowforge-pg-")
@@ -210,13 +220,33 @@ class LocalCluster:
             if self._owner is not None:
                 shutil.chown(self.directory, user=self._owner)
             if not os.path.exists(self.data):
-                self._run(self._initdb, "-D", self.data, "-A", "trust", "-U", "postgres", "-E", "UTF8",
-                          "--locale=C", "--no-sync", "--no-instructions")
+                self._run(
+                    self._initdb,
+                    "-D",
+                    self.data,
+                    "-A",
+                    "trust",
+                    "-U",
+                    "postgres",
+                    "-E",
+                    "UTF8",
+                    "--locale=C",
+                    "--no-sync",
+                    "--no-instructions",
+                )
             for attempt in range(3):
                 self.port = free_port()
                 try:
                     self._run(
-                        self._pg_ctl, "-D", self.data, "-l", self.log, "-w", "-t", "60", "-o",
+                        self._pg_ctl,
+                        "-D",
+                        self.data,
+                        "-l",
+                        self.log,
+                        "-w",
+                        "-t",
+                        "60",
+                        "-o",
                         f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories={self.directory}"
                         " -c fsync=on -c max_connections=300",
                         "start",
@@ -286,7 +316,7 @@ class TcpProxy:
 
     def __init__(self, target_host: str, target_port: int) -> None:
         self._target = (target_host, target_port)
-        self._server: Optional[asyncio.Server] = None
+        self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self.port = 0
 

@@ -34,8 +34,8 @@ migrated database per test (copied from a template, so cheap), dropped afterward
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import AsyncIterator, Awaitable, Callable, Iterator
 
 import pytest
 
@@ -74,7 +74,7 @@ async def postgres_dsn(postgres: PostgresServer) -> AsyncIterator[str]:
 
 @pytest.fixture(params=STORE_KINDS)
 def store_kind(request: pytest.FixtureRequest) -> str:
-    """"sqlite" or "postgresql": the store this run of the test uses."""
+    """ "sqlite" or "postgresql": the store this run of the test uses."""
     return request.param
 
 

@@ -15,8 +15,9 @@ import contextlib
 import contextvars
 import enum
 import logging
-from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Mapping, Optional, Protocol, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
 
 import grpc
 
@@ -57,17 +58,17 @@ class _CancelReason(enum.Enum):
 _UNREPORTED = (_CancelReason.LEASE_LOST, _CancelReason.TIMED_OUT)
 
 
-def _optional_duration(message: Any, field: str) -> Optional[timedelta]:
+def _optional_duration(message: Any, field: str) -> timedelta | None:
     if not message.HasField(field):
         return None
     value = getattr(message, field).ToTimedelta()
     return value if value > timedelta(0) else None
 
 
-def _optional_time(message: Any, field: str) -> Optional[datetime]:
+def _optional_time(message: Any, field: str) -> datetime | None:
     if not message.HasField(field):
         return None
-    return getattr(message, field).ToDatetime(tzinfo=timezone.utc)
+    return getattr(message, field).ToDatetime(tzinfo=UTC)
 
 
 def _describe(task: workflow_service_pb2.PollActivityTaskQueueResponse) -> str:
@@ -110,7 +111,7 @@ class _Heartbeater:
         self._interval = interval
         self._converter = converter
         self._loop = loop
-        self._pending: Optional[common_pb2.Payloads] = None
+        self._pending: common_pb2.Payloads | None = None
         self._has_pending = asyncio.Event()
 
     def record(self, details: Sequence[Any]) -> None:
@@ -148,14 +149,12 @@ class _Heartbeater:
 class _RunningActivity:
     """One activity attempt in progress and the means to cancel it."""
 
-    def __init__(
-        self, task: workflow_service_pb2.PollActivityTaskQueueResponse, is_async: bool
-    ) -> None:
+    def __init__(self, task: workflow_service_pb2.PollActivityTaskQueueResponse, is_async: bool) -> None:
         self.task = task
         self.is_async = is_async
-        self.context: Optional[activity._Context] = None
-        self.execution: Optional[asyncio.Future[Any]] = None
-        self.cancel_reason: Optional[_CancelReason] = None
+        self.context: activity._Context | None = None
+        self.execution: asyncio.Future[Any] | None = None
+        self.cancel_reason: _CancelReason | None = None
 
     def cancel(self, reason: _CancelReason) -> None:
         """Requests cancellation; the first reason given is the one reported."""
@@ -211,7 +210,7 @@ class ActivityWorker:
         activities: Mapping[str, activity._Definition],
         max_concurrent_activities: int,
         max_concurrent_polls: int,
-        executor: Optional[concurrent.futures.Executor],
+        executor: concurrent.futures.Executor | None,
     ) -> None:
         self._service = service
         self._namespace = namespace
@@ -229,7 +228,7 @@ class ActivityWorker:
         self._running: dict[asyncio.Task[None], _RunningActivity] = {}
         #: The workflow worker of the same task queue, which takes the workflow
         #: tasks that completions hand back eagerly; None if there is none.
-        self.eager_workflow_tasks: Optional[EagerWorkflowTasks] = None
+        self.eager_workflow_tasks: EagerWorkflowTasks | None = None
 
     @property
     def activity_names(self) -> frozenset[str]:
@@ -245,8 +244,12 @@ class ActivityWorker:
             )
             self._owns_executor = True
         self._pollers = start_pollers(
-            self._max_concurrent_polls, kind="activity", task_queue=self._task_queue,
-            slots=self.slots, poll=self._poll, dispatch=self.run_task,
+            self._max_concurrent_polls,
+            kind="activity",
+            task_queue=self._task_queue,
+            slots=self.slots,
+            poll=self._poll,
+            dispatch=self.run_task,
         )
 
     async def _poll(self) -> workflow_service_pb2.PollActivityTaskQueueResponse:
@@ -291,9 +294,7 @@ class ActivityWorker:
             )
             for running in self._running.values():
                 running.cancel(_CancelReason.WORKER_SHUTDOWN)
-            _, abandoned = await asyncio.wait(
-                set(self._handlers), timeout=_CANCELLED_REPORT_TIMEOUT.total_seconds()
-            )
+            _, abandoned = await asyncio.wait(set(self._handlers), timeout=_CANCELLED_REPORT_TIMEOUT.total_seconds())
             for handler in abandoned:
                 handler.cancel()
             await asyncio.gather(*abandoned, return_exceptions=True)
@@ -387,12 +388,8 @@ class ActivityWorker:
             try:
                 result = self._converter.to_payloads([execution.result()])
             except Exception as encode_error:
-                logger.warning(
-                    "could not encode the result of %s: %s", _describe(task), encode_error
-                )
-                await self._respond(
-                    task, "RespondActivityTaskFailed", failure=self._failure(encode_error)
-                )
+                logger.warning("could not encode the result of %s: %s", _describe(task), encode_error)
+                await self._respond(task, "RespondActivityTaskFailed", failure=self._failure(encode_error))
                 return
             await self._respond(task, "RespondActivityTaskCompleted", result=result)
             return
@@ -401,9 +398,7 @@ class ActivityWorker:
         if reason is _CancelReason.SERVER_REQUEST and acknowledges_cancel:
             details = error.details if isinstance(error, CancelledError) else ()
             logger.info("%s was cancelled", _describe(task))
-            await self._respond(
-                task, "RespondActivityTaskCanceled", details=self._converter.to_payloads(details)
-            )
+            await self._respond(task, "RespondActivityTaskCanceled", details=self._converter.to_payloads(details))
             return
         if cancelled:
             cause = reason.value if reason is not None else "its task was cancelled"
@@ -419,9 +414,7 @@ class ActivityWorker:
 
     def _info(self, task: workflow_service_pb2.PollActivityTaskQueueResponse) -> activity.Info:
         heartbeat_details = (
-            tuple(self._converter.from_payloads(task.heartbeat_details))
-            if task.HasField("heartbeat_details")
-            else ()
+            tuple(self._converter.from_payloads(task.heartbeat_details)) if task.HasField("heartbeat_details") else ()
         )
         return activity.Info(
             activity_id=task.activity_id,
@@ -442,7 +435,7 @@ class ActivityWorker:
         )
 
     @staticmethod
-    def _start_to_close_s(task: workflow_service_pb2.PollActivityTaskQueueResponse) -> Optional[float]:
+    def _start_to_close_s(task: workflow_service_pb2.PollActivityTaskQueueResponse) -> float | None:
         """How long this attempt may run, counted from now (a little after the server's
         count began, so the server's timeout always comes first)."""
         timeout = _optional_duration(task, "start_to_close_timeout")
@@ -467,9 +460,7 @@ class ActivityWorker:
             response = await self._service.call("RecordActivityTaskHeartbeat", request, retry=False)
         except RPCError as error:
             if error.status in LEASE_LOST_STATUSES:
-                logger.warning(
-                    "heartbeat of %s rejected: lease lost (%s)", _describe(running.task), error
-                )
+                logger.warning("heartbeat of %s rejected: lease lost (%s)", _describe(running.task), error)
                 running.cancel(_CancelReason.LEASE_LOST)
                 return True
             logger.warning("heartbeat of %s failed (%s)", _describe(running.task), error)
@@ -478,13 +469,9 @@ class ActivityWorker:
             running.cancel(_CancelReason.SERVER_REQUEST)
         return True
 
-    async def _respond(
-        self, task: workflow_service_pb2.PollActivityTaskQueueResponse, rpc: str, **fields: Any
-    ) -> None:
+    async def _respond(self, task: workflow_service_pb2.PollActivityTaskQueueResponse, rpc: str, **fields: Any) -> None:
         request_type = getattr(workflow_service_pb2, f"{rpc}Request")
-        request = request_type(
-            namespace=self._namespace, task_token=task.task_token, identity=self._identity, **fields
-        )
+        request = request_type(namespace=self._namespace, task_token=task.task_token, identity=self._identity, **fields)
         # Ask for the workflow task this completion schedules, if there is room to run it.
         eager = self.eager_workflow_tasks
         reserved = rpc == "RespondActivityTaskCompleted" and eager is not None and eager.reserve_eager_slot()
@@ -501,8 +488,9 @@ class ActivityWorker:
                 # The server refused the result (e.g. over the payload limit): report the
                 # attempt as failed, so the retry policy decides instead of a timeout.
                 logger.error("%s for %s refused (%s)", rpc, _describe(task), error)
-                refused = ApplicationError(f"the server refused the activity result: {error.message}",
-                                           type="ActivityResultRefused")
+                refused = ApplicationError(
+                    f"the server refused the activity result: {error.message}", type="ActivityResultRefused"
+                )
                 await self._respond(task, "RespondActivityTaskFailed", failure=self._failure(refused))
             else:
                 logger.error("%s for %s failed (%s)", rpc, _describe(task), error)

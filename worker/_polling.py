@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import grpc
 
@@ -160,9 +161,7 @@ async def poll_forever(
             # Only the status and the server's message: never request contents.
             if isinstance(error, RPCError):
                 level = logging.WARNING if error.status in _TRANSIENT_STATUSES else logging.ERROR
-                logger.log(
-                    level, "polling %s failed (%s); retrying in %.1fs", description, error, delay
-                )
+                logger.log(level, "polling %s failed (%s); retrying in %.1fs", description, error, delay)
             else:
                 logger.exception("polling %s failed; retrying in %.1fs", description, delay)
             await asyncio.sleep(delay)

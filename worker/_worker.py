@@ -11,9 +11,10 @@ import logging
 import signal
 import threading
 import types
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Self
 
 from flowforge import activity, workflow
 from flowforge.client import Client
@@ -151,9 +152,9 @@ class Worker:
         max_concurrent_workflow_task_polls: int = 5,
         max_cached_workflows: int = 1000,
         graceful_shutdown_timeout: timedelta = timedelta(seconds=10),
-        identity: Optional[str] = None,
-        activity_executor: Optional[concurrent.futures.Executor] = None,
-        build_id: Optional[str] = None,
+        identity: str | None = None,
+        activity_executor: concurrent.futures.Executor | None = None,
+        build_id: str | None = None,
     ) -> None:
         if not task_queue:
             raise ValueError("task_queue must not be empty")
@@ -176,8 +177,8 @@ class Worker:
         self._build_id = build_id or _default_build_id(workflows)
         self._graceful_shutdown_timeout = graceful_shutdown_timeout
         worker_identity = identity or client.identity
-        self._activity_worker: Optional[ActivityWorker] = None
-        self._workflow_worker: Optional[WorkflowWorker] = None
+        self._activity_worker: ActivityWorker | None = None
+        self._workflow_worker: WorkflowWorker | None = None
         if activity_definitions:
             self._activity_worker = ActivityWorker(
                 service=client.workflow_service,
@@ -205,8 +206,8 @@ class Worker:
                 build_id=self._build_id,
             )
         self._started = False
-        self._shutdown_requested: Optional[asyncio.Event] = None
-        self._drained: Optional[asyncio.Task[None]] = None
+        self._shutdown_requested: asyncio.Event | None = None
+        self._drained: asyncio.Task[None] | None = None
 
     @property
     def task_queue(self) -> str:
@@ -260,11 +261,11 @@ class Worker:
         self._shutdown_requested.set()
         await self._drain_once()
 
-    async def __aenter__(self) -> Worker:
+    async def __aenter__(self) -> Self:
         self._start()
         return self
 
-    async def __aexit__(self, *exc_info: Any) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.shutdown()
 
     def _install_signal_handlers(self, shutdown_requested: asyncio.Event) -> Callable[[], None]:

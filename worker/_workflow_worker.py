@@ -13,8 +13,8 @@ import asyncio
 import collections
 import concurrent.futures
 import logging
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import Mapping, Optional, Sequence
 
 import grpc
 
@@ -51,7 +51,7 @@ class _RunCache:
         self._capacity = capacity
         self._instances: collections.OrderedDict[str, WorkflowInstance] = collections.OrderedDict()
 
-    def take(self, run_id: str) -> Optional[WorkflowInstance]:
+    def take(self, run_id: str) -> WorkflowInstance | None:
         return self._instances.pop(run_id, None)
 
     def put(self, run_id: str, instance: WorkflowInstance) -> None:
@@ -67,7 +67,9 @@ class _RunCache:
 
 _CLOSING_COMMANDS = frozenset(
     {
-        "complete_workflow_execution", "fail_workflow_execution", "cancel_workflow_execution",
+        "complete_workflow_execution",
+        "fail_workflow_execution",
+        "cancel_workflow_execution",
         "continue_as_new_workflow_execution",
     }
 )
@@ -112,7 +114,7 @@ class WorkflowWorker:
         max_concurrent_tasks: int,
         max_concurrent_polls: int,
         cache_size: int,
-        activity_worker: Optional[ActivityWorker],
+        activity_worker: ActivityWorker | None,
         build_id: str,
     ) -> None:
         self._service = service
@@ -127,7 +129,7 @@ class WorkflowWorker:
         self._build_id = build_id
         self._cache = _RunCache(cache_size)
         self._slots = TaskSlots(max_concurrent_tasks)
-        self._executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._pollers: list[asyncio.Task[None]] = []
         self._handlers: set[asyncio.Task[None]] = set()
         self._stopping = False
@@ -140,8 +142,12 @@ class WorkflowWorker:
             max_workers=self._max_concurrent_tasks, thread_name_prefix="flowforge-workflow-task"
         )
         self._pollers = start_pollers(
-            self._max_concurrent_polls, kind="workflow", task_queue=self._task_queue,
-            slots=self._slots, poll=self._poll, dispatch=self._dispatch,
+            self._max_concurrent_polls,
+            kind="workflow",
+            task_queue=self._task_queue,
+            slots=self._slots,
+            poll=self._poll,
+            dispatch=self._dispatch,
         )
 
     async def stop_polling(self) -> None:
@@ -158,9 +164,7 @@ class WorkflowWorker:
         schedules it again, for this or another worker.
         """
         if self._handlers:
-            _, abandoned = await asyncio.wait(
-                set(self._handlers), timeout=graceful_timeout.total_seconds()
-            )
+            _, abandoned = await asyncio.wait(set(self._handlers), timeout=graceful_timeout.total_seconds())
             if abandoned:
                 logger.warning("abandoning %d unfinished workflow tasks", len(abandoned))
             for handler in abandoned:
@@ -232,9 +236,7 @@ class WorkflowWorker:
             # A bug in workflow code fails the task, not the execution: it is retried
             # and shows in describe() until a fixed worker is deployed.
             logger.error("%s failed", _describe(task), exc_info=error)
-            await self._fail(
-                task, _Cause.WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE, error
-            )
+            await self._fail(task, _Cause.WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE, error)
             return
         closed = any(command.WhichOneof("attributes") in _CLOSING_COMMANDS for command in commands)
         completed, next_task = await self._complete(task, commands, ask_for_next_task=not closed)
@@ -336,7 +338,7 @@ class WorkflowWorker:
         commands: Sequence[command_pb2.Command],
         *,
         ask_for_next_task: bool,
-    ) -> tuple[bool, Optional[workflow_service_pb2.PollWorkflowTaskQueueResponse]]:
+    ) -> tuple[bool, workflow_service_pb2.PollWorkflowTaskQueueResponse | None]:
         """Reports the commands; runs the activity tasks handed back eagerly.
 
         Returns:
@@ -413,9 +415,7 @@ class WorkflowWorker:
             await self._fail(
                 task,
                 _Cause.WORKFLOW_TASK_FAILED_CAUSE_BAD_COMMAND,
-                ApplicationError(
-                    f"the server refused the workflow task's commands: {error.message}"
-                ),
+                ApplicationError(f"the server refused the workflow task's commands: {error.message}"),
             )
         else:
             logger.error("completion of %s failed (%s)", _describe(task), error)

@@ -36,8 +36,10 @@ async def run(address: str) -> None:
     client = await Client.connect(address)
     async with Worker(client, task_queue=TASK_QUEUE, workflows=[ExpenseApproval], activities=ACTIVITIES):
         approved = await client.start_workflow(
-            ExpenseApproval.run, ExpenseRequest("exp-1", "ada", 120.0, "conference ticket"),
-            id="expense-exp-1", task_queue=TASK_QUEUE,
+            ExpenseApproval.run,
+            ExpenseRequest("exp-1", "ada", 120.0, "conference ticket"),
+            id="expense-exp-1",
+            task_queue=TASK_QUEUE,
         )
         _show("exp-1 status (query)", await wait_for_stage(approved, "awaiting decision"))
         await approved.signal(ExpenseApproval.approve, "grace")
@@ -46,8 +48,10 @@ async def run(address: str) -> None:
         _show("exp-1 status after close (query)", await approved.query(ExpenseApproval.status))
 
         expired = await client.start_workflow(
-            ExpenseApproval.run, ExpenseRequest("exp-2", "alan", 9.5, "taxi", approval_timeout_seconds=2),
-            id="expense-exp-2", task_queue=TASK_QUEUE,
+            ExpenseApproval.run,
+            ExpenseRequest("exp-2", "alan", 9.5, "taxi", approval_timeout_seconds=2),
+            id="expense-exp-2",
+            task_queue=TASK_QUEUE,
         )
         print("exp-2 waits for a decision nobody makes (2 s timeout)...")
         _show("exp-2 result", await expired.result())

@@ -11,10 +11,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from datetime import timedelta
-from typing import Optional
 
 from flowforge import activity, workflow
 
@@ -48,7 +46,7 @@ class ApprovalStatus:
 
     stage: str
     """``notifying``, ``awaiting decision``, ``paying``, ``paid``, ``rejected`` or ``expired``."""
-    decision: Optional[Decision] = None
+    decision: Decision | None = None
     payment_id: str = ""
 
 
@@ -86,7 +84,7 @@ class ExpenseApproval:
                 lambda: self._status.decision is not None,
                 timeout=timedelta(seconds=request.approval_timeout_seconds),
             )
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._status.stage = "expired"
         else:
             assert self._status.decision is not None

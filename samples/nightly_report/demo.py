@@ -9,7 +9,7 @@ spring forward), runs the worker and prints the reports.
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from flowforge import Client
@@ -19,7 +19,7 @@ from samples._dev_server import run_with_dev_server
 from samples.nightly_report import schedule
 from samples.nightly_report.workflows import ACTIVITIES, TASK_QUEUE, TIME_ZONE, WORKFLOW_ID_PREFIX, NightlyReport
 
-BACKFILL = (datetime(2026, 3, 28, tzinfo=timezone.utc), datetime(2026, 3, 29, 12, tzinfo=timezone.utc))
+BACKFILL = (datetime(2026, 3, 28, tzinfo=UTC), datetime(2026, 3, 29, 12, tzinfo=UTC))
 
 
 async def _reports(client: Client, count: int) -> dict[str, str]:
@@ -35,8 +35,10 @@ async def run(address: str) -> dict[str, str]:
     client = await Client.connect(address)
     handle = await schedule.create(client)
     description = await handle.describe()
-    print(f"Schedule {handle.id}: {description.schedule.spec.cron_expressions[0]}"
-          f" in {description.schedule.spec.time_zone_name}")
+    print(
+        f"Schedule {handle.id}: {description.schedule.spec.cron_expressions[0]}"
+        f" in {description.schedule.spec.time_zone_name}"
+    )
     for moment in description.info.next_action_times[:3]:
         print(f"  next fire {moment.isoformat()}  ({moment.astimezone(ZoneInfo(TIME_ZONE))})")
     await handle.trigger()
@@ -50,8 +52,10 @@ async def run(address: str) -> dict[str, str]:
     for workflow_id, report in reports.items():
         print(f"  {workflow_id.removeprefix(WORKFLOW_ID_PREFIX + '-'):<30} {report}")
     info = (await handle.describe()).info
-    print(f"\n{info.num_actions} executions started by the schedule:",
-          ", ".join(f"{a.trigger}" for a in info.recent_actions))
+    print(
+        f"\n{info.num_actions} executions started by the schedule:",
+        ", ".join(f"{a.trigger}" for a in info.recent_actions),
+    )
     await client.close()
     return reports
 

@@ -25,10 +25,13 @@ async def create(client: Client) -> ScheduleHandle:
     return await client.create_schedule(
         SCHEDULE_ID,
         Schedule(
-            action=ScheduleActionStartWorkflow(NightlyReport.run, "sales", id=WORKFLOW_ID_PREFIX, task_queue=TASK_QUEUE),
+            action=ScheduleActionStartWorkflow(
+                NightlyReport.run, "sales", id=WORKFLOW_ID_PREFIX, task_queue=TASK_QUEUE
+            ),
             spec=ScheduleSpec(cron_expressions=[CRON], time_zone_name=TIME_ZONE),
             policy=SchedulePolicy(
-                overlap=ScheduleOverlapPolicy.BUFFER_ONE, misfire=ScheduleMisfirePolicy.CATCH_UP,
+                overlap=ScheduleOverlapPolicy.BUFFER_ONE,
+                misfire=ScheduleMisfirePolicy.CATCH_UP,
                 catchup_window=timedelta(hours=6),
             ),
         ),

@@ -7,7 +7,6 @@ onboards one customer, and prints the result, the history and the DAG.
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 from flowforge import Client
@@ -20,8 +19,10 @@ async def run(address: str) -> None:
     client = await Client.connect(address)
     async with Worker(client, task_queue=TASK_QUEUE, workflows=[Onboarding], activities=ACTIVITIES):
         handle = await client.start_workflow(
-            Onboarding.run, {"name": "Ada Lovelace", "email": "ada@example.com", "cooling_off_seconds": 1},
-            id="onboarding-demo", task_queue=TASK_QUEUE,
+            Onboarding.run,
+            {"name": "Ada Lovelace", "email": "ada@example.com", "cooling_off_seconds": 1},
+            id="onboarding-demo",
+            task_queue=TASK_QUEUE,
         )
         result = await handle.result()
     print("Result:")

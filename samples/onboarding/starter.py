@@ -20,7 +20,9 @@ async def main(address: str, workflow_id: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(
-        sys.argv[1] if len(sys.argv) > 1 else "localhost:7233",
-        sys.argv[2] if len(sys.argv) > 2 else f"onboarding-{uuid.uuid4().hex[:8]}",
-    ))
+    asyncio.run(
+        main(
+            sys.argv[1] if len(sys.argv) > 1 else "localhost:7233",
+            sys.argv[2] if len(sys.argv) > 2 else f"onboarding-{uuid.uuid4().hex[:8]}",
+        )
+    )

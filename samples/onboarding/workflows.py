@@ -28,8 +28,11 @@ async def create_customer(request: dict) -> dict:
     started = time.time()
     customer_id = "cus_" + hashlib.sha256(request["email"].encode()).hexdigest()[:12]
     return {
-        "customer_id": customer_id, "name": request["name"], "email": request["email"],
-        "work_seconds": request.get("work_seconds", 0.2), **_ran(started),
+        "customer_id": customer_id,
+        "name": request["name"],
+        "email": request["email"],
+        "work_seconds": request.get("work_seconds", 0.2),
+        **_ran(started),
     }
 
 

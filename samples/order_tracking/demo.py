@@ -41,8 +41,11 @@ async def run(address: str) -> dict[str, list[str]]:
     async with Worker(client, task_queue=TASK_QUEUE, workflows=[OrderFulfillment], activities=ACTIVITIES):
         handles = [
             await client.start_workflow(
-                OrderFulfillment.run, {"order_id": order_id, "lines": ["sku-1", "sku-2"]}, id=order_id,
-                task_queue=TASK_QUEUE, search_attributes={"CustomerId": customer, "OrderTotal": total},
+                OrderFulfillment.run,
+                {"order_id": order_id, "lines": ["sku-1", "sku-2"]},
+                id=order_id,
+                task_queue=TASK_QUEUE,
+                search_attributes={"CustomerId": customer, "OrderTotal": total},
                 memo={"ship_to": f"{customer}, 1 Main Street"},
             )
             for order_id, customer, total in ORDERS

@@ -57,8 +57,12 @@ class OrderFulfillment:
         reserved = await workflow.execute_activity(reserve_stock, order, start_to_close_timeout=TIMEOUT)
         tracking = await workflow.execute_activity(ship, order, start_to_close_timeout=TIMEOUT)
         workflow.upsert_search_attributes({"OrderStage": "shipped", "ShippedAt": workflow.now()})
-        return {"reserved": reserved, "tracking": tracking, "approved_by": self.approved_by or None,
-                "ship_to": workflow.memo_value("ship_to", "")}
+        return {
+            "reserved": reserved,
+            "tracking": tracking,
+            "approved_by": self.approved_by or None,
+            "ship_to": workflow.memo_value("ship_to", ""),
+        }
 
 
 ACTIVITIES = [reserve_stock, ship]

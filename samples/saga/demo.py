@@ -31,8 +31,10 @@ async def run(address: str) -> None:
             print("Failed, compensated:", error.cause)
 
         group = await client.start_workflow(
-            BookGroupTrip.run, [{"traveller": "alan"}, {"traveller": "edsger", "fail_at": "hotel"}],
-            id="group-trip", task_queue=TASK_QUEUE,
+            BookGroupTrip.run,
+            [{"traveller": "alan"}, {"traveller": "edsger", "fail_at": "hotel"}],
+            id="group-trip",
+            task_queue=TASK_QUEUE,
         )
         print("Group trip:", json.dumps(await group.result()))
     print("\nReservation service calls, in order:")

@@ -31,8 +31,7 @@ LEDGER: list[tuple[str, str, str]] = []
 async def _reserve(step: str, request: dict[str, Any]) -> str:
     LEDGER.append(("reserve", step, request["traveller"]))
     if request.get("fail_at") == step:
-        raise ApplicationError(f"no {step} available for {request['traveller']}", type="SoldOut",
-                               non_retryable=True)
+        raise ApplicationError(f"no {step} available for {request['traveller']}", type="SoldOut", non_retryable=True)
     return f"{step}-{request['traveller']}"
 
 
@@ -71,8 +70,11 @@ async def cancel_flight(reservation: str) -> None:
 
 
 ACTIVITIES = [reserve_car, reserve_hotel, reserve_flight, cancel_car, cancel_hotel, cancel_flight]
-_STEPS = {"car": (reserve_car, cancel_car), "hotel": (reserve_hotel, cancel_hotel),
-          "flight": (reserve_flight, cancel_flight)}
+_STEPS = {
+    "car": (reserve_car, cancel_car),
+    "hotel": (reserve_hotel, cancel_hotel),
+    "flight": (reserve_flight, cancel_flight),
+}
 
 
 @workflow.defn
@@ -96,8 +98,10 @@ class BookTrip:
                 await workflow.execute_activity(cancel, reservation, start_to_close_timeout=TIMEOUT)
             undone = [step for step, _ in reversed(reserved)]
             raise ApplicationError(
-                f"booking for {request['traveller']} failed; undid {undone or 'nothing'}", undone,
-                type="BookingFailed", non_retryable=True,
+                f"booking for {request['traveller']} failed; undid {undone or 'nothing'}",
+                undone,
+                type="BookingFailed",
+                non_retryable=True,
             ) from error
         return {"traveller": request["traveller"], "reservations": dict(reserved)}
 
@@ -117,7 +121,7 @@ class BookGroupTrip:
             return_exceptions=True,
         )
         booked, failed = {}, {}
-        for request, outcome in zip(requests, outcomes):
+        for request, outcome in zip(requests, outcomes, strict=False):
             if isinstance(outcome, ChildWorkflowError):
                 failed[request["traveller"]] = str(outcome.cause)
             elif isinstance(outcome, BaseException):

@@ -9,7 +9,8 @@ from __future__ import annotations
 import abc
 import dataclasses
 import functools
-from typing import Any, Optional, Sequence, TypeVar
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from flowforge.server.stores.base import (
     ChildExecutionRow,
@@ -63,7 +64,7 @@ _STORED_VALUE_COLUMNS = _columns(StoredValue)
 
 
 def list_executions_sql(
-    namespace: str, condition: CompiledQuery, *, limit: int, before: Optional[tuple[int, str]]
+    namespace: str, condition: CompiledQuery, *, limit: int, before: tuple[int, str] | None
 ) -> tuple[str, list[Any]]:
     """The statement behind ``list_executions`` (tests EXPLAIN it to show which index serves a query)."""
     where, params = f"e.namespace = ? AND ({condition.where})", [namespace, *condition.params]
@@ -94,7 +95,9 @@ _KEYS_PER_SELECT = 1000
 
 #: (name, annotation) of the columns a batch insert writes, for dialects that type them.
 EVENT_INSERT_FIELDS = [
-    ("namespace", "str"), ("run_id", "str"), *((f.name, str(f.type)) for f in dataclasses.fields(HistoryEventRow))
+    ("namespace", "str"),
+    ("run_id", "str"),
+    *((f.name, str(f.type)) for f in dataclasses.fields(HistoryEventRow)),
 ]
 TASK_INSERT_FIELDS = [(f.name, str(f.type)) for f in dataclasses.fields(TaskRow) if f.name != "task_id"]
 
@@ -122,7 +125,7 @@ class SQLTransaction(Transaction, abc.ABC):
         """Runs a statement and returns the number of rows it changed."""
 
     @abc.abstractmethod
-    async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Optional[Sequence[Any]]: ...
+    async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Any] | None: ...
 
     @abc.abstractmethod
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Sequence[Any]]: ...
@@ -141,7 +144,7 @@ class SQLTransaction(Transaction, abc.ABC):
         those values, then namespace, run_id and the expected version); returns the
         number of rows changed."""
 
-    async def _one(self, row_type: type[_Row], sql: str, params: Sequence[Any] = ()) -> Optional[_Row]:
+    async def _one(self, row_type: type[_Row], sql: str, params: Sequence[Any] = ()) -> _Row | None:
         record = await self._fetchone(sql, params)
         return None if record is None else row_type(*record)
 
@@ -150,7 +153,7 @@ class SQLTransaction(Transaction, abc.ABC):
 
     # namespaces
 
-    async def get_namespace(self, name: str) -> Optional[NamespaceRow]:
+    async def get_namespace(self, name: str) -> NamespaceRow | None:
         return await self._one(
             NamespaceRow, f"SELECT {', '.join(_NAMESPACE_COLUMNS)} FROM namespaces WHERE name = ?", (name,)
         )
@@ -162,19 +165,17 @@ class SQLTransaction(Transaction, abc.ABC):
         )
 
     async def list_namespaces(self) -> list[NamespaceRow]:
-        return await self._all(
-            NamespaceRow, f"SELECT {', '.join(_NAMESPACE_COLUMNS)} FROM namespaces ORDER BY name"
-        )
+        return await self._all(NamespaceRow, f"SELECT {', '.join(_NAMESPACE_COLUMNS)} FROM namespaces ORDER BY name")
 
     # executions
 
-    async def get_execution(self, namespace: str, run_id: str, *, for_update: bool = False) -> Optional[ExecutionRow]:
+    async def get_execution(self, namespace: str, run_id: str, *, for_update: bool = False) -> ExecutionRow | None:
         lock = self.for_update_clause if for_update else ""
         return await self._one(
             ExecutionRow, f"{_SELECT_EXECUTION} WHERE namespace = ? AND run_id = ?{lock}", (namespace, run_id)
         )
 
-    async def get_latest_execution(self, namespace: str, workflow_id: str) -> Optional[ExecutionRow]:
+    async def get_latest_execution(self, namespace: str, workflow_id: str) -> ExecutionRow | None:
         return await self._one(
             ExecutionRow,
             f"{_SELECT_EXECUTION} WHERE namespace = ? AND workflow_id = ?"
@@ -201,7 +202,7 @@ class SQLTransaction(Transaction, abc.ABC):
         if changed != 1:
             raise ConcurrencyConflict(row.run_id)
 
-    async def get_request_run_id(self, namespace: str, request_id: str) -> Optional[str]:
+    async def get_request_run_id(self, namespace: str, request_id: str) -> str | None:
         record = await self._fetchone(
             "SELECT run_id FROM request_ids WHERE namespace = ? AND request_id = ?", (namespace, request_id)
         )
@@ -219,7 +220,7 @@ class SQLTransaction(Transaction, abc.ABC):
         await self.append_run_events([(namespace, run_id, events)])
 
     async def read_events(
-        self, namespace: str, run_id: str, after_event_id: int = 0, limit: Optional[int] = None
+        self, namespace: str, run_id: str, after_event_id: int = 0, limit: int | None = None
     ) -> list[HistoryEventRow]:
         sql = (
             f"SELECT {', '.join(_EVENT_COLUMNS)} FROM history_events"
@@ -241,7 +242,7 @@ class SQLTransaction(Transaction, abc.ABC):
         for namespace, run_ids in sorted(run_ids_by_namespace.items()):
             ordered = sorted(run_ids)
             for start in range(0, len(ordered), _KEYS_PER_SELECT):
-                chunk = ordered[start:start + _KEYS_PER_SELECT]
+                chunk = ordered[start : start + _KEYS_PER_SELECT]
                 rows += await self._all(
                     ExecutionRow,
                     f"{_SELECT_EXECUTION} WHERE namespace = ? AND run_id IN ({_placeholders(len(chunk))})"
@@ -254,14 +255,18 @@ class SQLTransaction(Transaction, abc.ABC):
         params = []
         for row, expected_version in updates:
             row.version = expected_version + 1
-            params.append((*[getattr(row, c) for c in columns], row.version, row.namespace, row.run_id,
-                           expected_version))
+            params.append(
+                (*[getattr(row, c) for c in columns], row.version, row.namespace, row.run_id, expected_version)
+            )
         if updates and await self._update_executions(columns, params) != len(updates):
             raise ConcurrencyConflict(f"one of {len(updates)} executions changed concurrently")
 
     async def append_run_events(self, batches: list[tuple[str, str, list[HistoryEventRow]]]) -> None:
-        rows = [(namespace, run_id, event.event_id, event.event_type, event.event_us, event.attributes)
-                for namespace, run_id, events in batches for event in events]
+        rows = [
+            (namespace, run_id, event.event_id, event.event_type, event.event_us, event.attributes)
+            for namespace, run_id, events in batches
+            for event in events
+        ]
         if rows:
             await self._insert_many("history_events", EVENT_INSERT_FIELDS, rows)
 
@@ -279,11 +284,11 @@ class SQLTransaction(Transaction, abc.ABC):
         row.task_id = int(record[0])
         return row.task_id
 
-    async def get_task(self, task_id: int, *, for_update: bool = False) -> Optional[TaskRow]:
+    async def get_task(self, task_id: int, *, for_update: bool = False) -> TaskRow | None:
         lock = self.for_update_clause if for_update else ""
         return await self._one(TaskRow, f"{_SELECT_TASK} WHERE task_id = ?{lock}", (task_id,))
 
-    async def get_activity_task(self, run_id: str, activity_id: str) -> Optional[TaskRow]:
+    async def get_activity_task(self, run_id: str, activity_id: str) -> TaskRow | None:
         return await self._one(
             TaskRow,
             f"{_SELECT_TASK} WHERE run_id = ? AND kind = 'ACTIVITY' AND activity_id = ?{self.for_update_clause}",
@@ -295,9 +300,7 @@ class SQLTransaction(Transaction, abc.ABC):
             TaskRow, f"{_SELECT_TASK} WHERE namespace = ? AND run_id = ? ORDER BY task_id", (namespace, run_id)
         )
 
-    async def lease_next_task(
-        self, namespace: str, kind: str, task_queue: str, now_us: int
-    ) -> Optional[TaskRow]:
+    async def lease_next_task(self, namespace: str, kind: str, task_queue: str, now_us: int) -> TaskRow | None:
         return await self._one(
             TaskRow,
             f"{_SELECT_TASK} WHERE namespace = ? AND kind = ? AND task_queue = ? AND state = 'PENDING'"
@@ -347,7 +350,7 @@ class SQLTransaction(Transaction, abc.ABC):
             dataclasses.astuple(row),
         )
 
-    async def delete_timer(self, run_id: str, timer_id: str) -> Optional[TimerRow]:
+    async def delete_timer(self, run_id: str, timer_id: str) -> TimerRow | None:
         return await self._one(
             TimerRow,
             f"DELETE FROM timers WHERE run_id = ? AND timer_id = ? RETURNING {', '.join(_TIMER_COLUMNS)}",
@@ -380,7 +383,7 @@ class SQLTransaction(Transaction, abc.ABC):
         )
         return [(r[0], r[1]) for r in records]
 
-    async def next_deadline_us(self) -> Optional[int]:
+    async def next_deadline_us(self) -> int | None:
         candidates = []
         for sql in (
             "SELECT MIN(lease_expires_us) FROM tasks WHERE state = 'LEASED'",
@@ -405,13 +408,13 @@ class SQLTransaction(Transaction, abc.ABC):
         row.query_id = int(record[0])
         return row.query_id
 
-    async def get_query(self, namespace: str, query_id: int, *, for_update: bool = False) -> Optional[QueryRow]:
+    async def get_query(self, namespace: str, query_id: int, *, for_update: bool = False) -> QueryRow | None:
         lock = self.for_update_clause if for_update else ""
         return await self._one(
             QueryRow, f"{_SELECT_QUERY} WHERE namespace = ? AND query_id = ?{lock}", (namespace, query_id)
         )
 
-    async def lease_next_query(self, namespace: str, task_queue: str, now_us: int) -> Optional[QueryRow]:
+    async def lease_next_query(self, namespace: str, task_queue: str, now_us: int) -> QueryRow | None:
         return await self._one(
             QueryRow,
             f"{_SELECT_QUERY} WHERE namespace = ? AND task_queue = ? AND state = 'PENDING' AND visible_us <= ?"
@@ -444,7 +447,7 @@ class SQLTransaction(Transaction, abc.ABC):
 
     # time skipping (flowforge.testing)
 
-    async def earliest_work_due_us(self) -> Optional[int]:
+    async def earliest_work_due_us(self) -> int | None:
         record = await self._fetchone(
             "SELECT MIN(due_us) FROM ("
             " SELECT CASE WHEN state = 'LEASED' THEN 0 ELSE visible_us END AS due_us FROM tasks"
@@ -461,7 +464,7 @@ class SQLTransaction(Transaction, abc.ABC):
             dataclasses.astuple(row),
         )
 
-    async def get_child_execution(self, namespace: str, run_id: str) -> Optional[ChildExecutionRow]:
+    async def get_child_execution(self, namespace: str, run_id: str) -> ChildExecutionRow | None:
         return await self._one(
             ChildExecutionRow, f"{_SELECT_CHILD} WHERE namespace = ? AND run_id = ?", (namespace, run_id)
         )
@@ -474,10 +477,13 @@ class SQLTransaction(Transaction, abc.ABC):
         )
 
     async def delete_child_execution(self, namespace: str, parent_run_id: str, initiated_event_id: int) -> bool:
-        return await self._execute(
-            "DELETE FROM child_executions WHERE namespace = ? AND parent_run_id = ? AND initiated_event_id = ?",
-            (namespace, parent_run_id, initiated_event_id),
-        ) == 1
+        return (
+            await self._execute(
+                "DELETE FROM child_executions WHERE namespace = ? AND parent_run_id = ? AND initiated_event_id = ?",
+                (namespace, parent_run_id, initiated_event_id),
+            )
+            == 1
+        )
 
     async def move_child_execution(self, namespace: str, run_id: str, new_run_id: str) -> None:
         await self._execute(
@@ -486,7 +492,7 @@ class SQLTransaction(Transaction, abc.ABC):
 
     # metadata
 
-    async def get_metadata(self, key: str) -> Optional[str]:
+    async def get_metadata(self, key: str) -> str | None:
         record = await self._fetchone("SELECT value FROM server_metadata WHERE key = ?", (key,))
         return None if record is None else record[0]
 
@@ -509,7 +515,7 @@ class SQLTransaction(Transaction, abc.ABC):
             )
         )
 
-    async def get_event_trigger(self, namespace: str, trigger_id: str) -> Optional[EventTriggerRow]:
+    async def get_event_trigger(self, namespace: str, trigger_id: str) -> EventTriggerRow | None:
         return await self._one(
             EventTriggerRow,
             f"SELECT {', '.join(_EVENT_TRIGGER_COLUMNS)} FROM event_triggers WHERE namespace = ? AND trigger_id = ?",
@@ -517,7 +523,7 @@ class SQLTransaction(Transaction, abc.ABC):
         )
 
     async def list_event_triggers(
-        self, namespace: str, *, limit: int, after_trigger_id: str, event_type: Optional[str] = None
+        self, namespace: str, *, limit: int, after_trigger_id: str, event_type: str | None = None
     ) -> list[EventTriggerRow]:
         where, params = ["namespace = ?", "trigger_id > ?"], [namespace, after_trigger_id]
         if event_type is not None:
@@ -557,7 +563,7 @@ class SQLTransaction(Transaction, abc.ABC):
             (outcome, namespace, source, event_id),
         )
 
-    async def get_event_dedupe(self, namespace: str, source: str, event_id: str) -> Optional[EventDedupeRow]:
+    async def get_event_dedupe(self, namespace: str, source: str, event_id: str) -> EventDedupeRow | None:
         return await self._one(
             EventDedupeRow,
             f"SELECT {', '.join(_EVENT_DEDUPE_COLUMNS)} FROM event_dedupe"
@@ -572,9 +578,10 @@ class SQLTransaction(Transaction, abc.ABC):
             " ORDER BY expires_us LIMIT ?)",
             (now_us, limit),
         )
+
     # schedules and leader leases
 
-    async def get_schedule(self, namespace: str, schedule_id: str) -> Optional[ScheduleRow]:
+    async def get_schedule(self, namespace: str, schedule_id: str) -> ScheduleRow | None:
         return await self._one(
             ScheduleRow, f"{_SELECT_SCHEDULE} WHERE namespace = ? AND schedule_id = ?", (namespace, schedule_id)
         )
@@ -589,7 +596,7 @@ class SQLTransaction(Transaction, abc.ABC):
             == 1
         )
 
-    async def update_schedule(self, row: ScheduleRow, expected_version: int, fencing_token: Optional[int]) -> None:
+    async def update_schedule(self, row: ScheduleRow, expected_version: int, fencing_token: int | None) -> None:
         columns = [c for c in _SCHEDULE_COLUMNS if c not in ("namespace", "schedule_id", "version", "fencing_token")]
         sql = (
             f"UPDATE schedules SET {', '.join(f'{c} = ?' for c in columns)}, version = ?, fencing_token = ?"
@@ -614,7 +621,9 @@ class SQLTransaction(Transaction, abc.ABC):
 
     async def delete_schedule(self, namespace: str, schedule_id: str) -> bool:
         return (
-            await self._execute("DELETE FROM schedules WHERE namespace = ? AND schedule_id = ?", (namespace, schedule_id))
+            await self._execute(
+                "DELETE FROM schedules WHERE namespace = ? AND schedule_id = ?", (namespace, schedule_id)
+            )
             == 1
         )
 
@@ -633,14 +642,14 @@ class SQLTransaction(Transaction, abc.ABC):
         )
         return [(r[0], r[1]) for r in records]
 
-    async def next_schedule_action_us(self) -> Optional[int]:
+    async def next_schedule_action_us(self) -> int | None:
         record = await self._fetchone("SELECT MIN(next_action_us) FROM schedules WHERE next_action_us IS NOT NULL")
         return None if record is None or record[0] is None else int(record[0])
 
-    async def get_lease(self, name: str) -> Optional[LeaseRow]:
+    async def get_lease(self, name: str) -> LeaseRow | None:
         return await self._one(LeaseRow, f"SELECT {', '.join(_LEASE_COLUMNS)} FROM leases WHERE name = ?", (name,))
 
-    async def acquire_lease(self, name: str, holder: str, now_us: int, ttl_us: int) -> Optional[LeaseRow]:
+    async def acquire_lease(self, name: str, holder: str, now_us: int, ttl_us: int) -> LeaseRow | None:
         if await self._execute(
             f"INSERT INTO leases ({', '.join(_LEASE_COLUMNS)}) VALUES (?, ?, 1, ?, ?) ON CONFLICT (name) DO NOTHING",
             (name, holder, now_us, now_us + ttl_us),
@@ -666,7 +675,7 @@ class SQLTransaction(Transaction, abc.ABC):
     # flowforge.server.visibility and carries its values as parameters.
 
     async def list_executions(
-        self, namespace: str, condition: CompiledQuery, *, limit: int, before: Optional[tuple[int, str]]
+        self, namespace: str, condition: CompiledQuery, *, limit: int, before: tuple[int, str] | None
     ) -> list[ExecutionRow]:
         return await self._all(ExecutionRow, *list_executions_sql(namespace, condition, limit=limit, before=before))
 
@@ -697,7 +706,11 @@ class SQLTransaction(Transaction, abc.ABC):
             f"INSERT INTO search_attributes (namespace, run_id, name, {', '.join(_STORED_VALUE_COLUMNS)})"
             f" VALUES {', '.join(row for _ in values)} ON CONFLICT (run_id, name) DO UPDATE SET"
             f" {', '.join(f'{c} = excluded.{c}' for c in _STORED_VALUE_COLUMNS)}",
-            [x for name, value in sorted(values.items()) for x in (namespace, run_id, name, *dataclasses.astuple(value))],
+            [
+                x
+                for name, value in sorted(values.items())
+                for x in (namespace, run_id, name, *dataclasses.astuple(value))
+            ],
         )
 
     async def delete_search_attribute(self, run_id: str, name: str) -> None:

@@ -14,7 +14,6 @@ import abc
 import asyncio
 import contextlib
 import dataclasses
-from typing import Optional
 
 from flowforge.server.visibility import CompiledQuery, StoredValue
 
@@ -67,18 +66,18 @@ class ExecutionRow:
     next_event_id: int
     version: int
     start_us: int
-    close_us: Optional[int]
+    close_us: int | None
     wft_state: str
     wft_attempt: int
-    wft_scheduled_us: Optional[int]
-    wft_started_us: Optional[int]
+    wft_scheduled_us: int | None
+    wft_started_us: int | None
     wft_scheduled_event_id: int
     wft_started_event_id: int
     wft_timeout_s: float
-    last_wft_failure: Optional[str]
+    last_wft_failure: str | None
     buffered_events: str
-    deadline_us: Optional[int]
-    deadline_kind: Optional[str]
+    deadline_us: int | None
+    deadline_kind: str | None
     cancel_requested: int
 
 
@@ -92,7 +91,7 @@ class HistoryEventRow:
 
 @dataclasses.dataclass
 class TaskRow:
-    task_id: Optional[int]
+    task_id: int | None
     namespace: str
     run_id: str
     workflow_id: str
@@ -101,21 +100,21 @@ class TaskRow:
     task_queue: str
     state: str
     visible_us: int
-    lease_expires_us: Optional[int]
+    lease_expires_us: int | None
     fencing_token: int
     attempt: int
     scheduled_event_id: int
-    activity_id: Optional[str]
-    activity_type: Optional[str]
-    input: Optional[bytes]
+    activity_id: str | None
+    activity_type: str | None
+    input: bytes | None
     options: str
     scheduled_us: int
-    started_us: Optional[int]
-    pending_deadline_us: Optional[int]
-    schedule_to_close_deadline_us: Optional[int]
-    last_heartbeat_us: Optional[int]
-    heartbeat_details: Optional[bytes]
-    last_failure: Optional[str]
+    started_us: int | None
+    pending_deadline_us: int | None
+    schedule_to_close_deadline_us: int | None
+    last_heartbeat_us: int | None
+    heartbeat_details: bytes | None
+    last_failure: str | None
     retry_delays: str
     identity: str
     cancel_requested: int
@@ -164,6 +163,8 @@ class EventDedupeRow:
     expires_us: int
     outcome: str
     """JSON list of ``{trigger_id, workflow_id, run_id, started}``."""
+
+
 # ---------------------------------------------------------------- schedules
 
 
@@ -183,7 +184,7 @@ class ScheduleRow:
     note: str
     state: str
     cursor_us: int
-    next_action_us: Optional[int]
+    next_action_us: int | None
     create_us: int
     update_us: int
     version: int
@@ -206,7 +207,7 @@ class LeaseRow:
 class QueryRow:
     """A query in flight (table ``workflow_queries``)."""
 
-    query_id: Optional[int]
+    query_id: int | None
     namespace: str
     run_id: str
     workflow_id: str
@@ -217,8 +218,8 @@ class QueryRow:
     state: str
     visible_us: int
     fencing_token: int
-    answer: Optional[bytes]
-    error: Optional[str]
+    answer: bytes | None
+    error: str | None
     create_us: int
     expires_us: int
 
@@ -244,7 +245,7 @@ class Transaction(abc.ABC):
     """
 
     @abc.abstractmethod
-    async def get_namespace(self, name: str) -> Optional[NamespaceRow]: ...
+    async def get_namespace(self, name: str) -> NamespaceRow | None: ...
 
     @abc.abstractmethod
     async def insert_namespace(self, row: NamespaceRow) -> None: ...
@@ -253,13 +254,13 @@ class Transaction(abc.ABC):
     async def list_namespaces(self) -> list[NamespaceRow]: ...
 
     @abc.abstractmethod
-    async def get_execution(self, namespace: str, run_id: str, *, for_update: bool = False) -> Optional[ExecutionRow]:
+    async def get_execution(self, namespace: str, run_id: str, *, for_update: bool = False) -> ExecutionRow | None:
         """The execution; ``for_update`` locks its row until commit (PostgreSQL), so a
         transaction that changes many executions waits for, rather than conflicts with,
         a concurrent writer of one of them."""
 
     @abc.abstractmethod
-    async def get_latest_execution(self, namespace: str, workflow_id: str) -> Optional[ExecutionRow]:
+    async def get_latest_execution(self, namespace: str, workflow_id: str) -> ExecutionRow | None:
         """The running execution of ``workflow_id``, else its most recently started one."""
 
     @abc.abstractmethod
@@ -272,7 +273,7 @@ class Transaction(abc.ABC):
         :class:`ConcurrencyConflict` if the stored version is not ``expected_version``."""
 
     @abc.abstractmethod
-    async def get_request_run_id(self, namespace: str, request_id: str) -> Optional[str]: ...
+    async def get_request_run_id(self, namespace: str, request_id: str) -> str | None: ...
 
     @abc.abstractmethod
     async def insert_request_id(self, namespace: str, request_id: str, run_id: str, now_us: int) -> None: ...
@@ -283,7 +284,7 @@ class Transaction(abc.ABC):
 
     @abc.abstractmethod
     async def read_events(
-        self, namespace: str, run_id: str, after_event_id: int = 0, limit: Optional[int] = None
+        self, namespace: str, run_id: str, after_event_id: int = 0, limit: int | None = None
     ) -> list[HistoryEventRow]: ...
 
     @abc.abstractmethod
@@ -291,18 +292,16 @@ class Transaction(abc.ABC):
         """Inserts a task row and returns its id."""
 
     @abc.abstractmethod
-    async def get_task(self, task_id: int, *, for_update: bool = False) -> Optional[TaskRow]: ...
+    async def get_task(self, task_id: int, *, for_update: bool = False) -> TaskRow | None: ...
 
     @abc.abstractmethod
-    async def get_activity_task(self, run_id: str, activity_id: str) -> Optional[TaskRow]: ...
+    async def get_activity_task(self, run_id: str, activity_id: str) -> TaskRow | None: ...
 
     @abc.abstractmethod
     async def list_run_tasks(self, namespace: str, run_id: str) -> list[TaskRow]: ...
 
     @abc.abstractmethod
-    async def lease_next_task(
-        self, namespace: str, kind: str, task_queue: str, now_us: int
-    ) -> Optional[TaskRow]:
+    async def lease_next_task(self, namespace: str, kind: str, task_queue: str, now_us: int) -> TaskRow | None:
         """Locks and returns the oldest visible pending task of a queue (skipping rows
         other transactions hold), or None. The caller then updates it to LEASED."""
 
@@ -333,7 +332,7 @@ class Transaction(abc.ABC):
     async def insert_timer(self, row: TimerRow) -> None: ...
 
     @abc.abstractmethod
-    async def delete_timer(self, run_id: str, timer_id: str) -> Optional[TimerRow]:
+    async def delete_timer(self, run_id: str, timer_id: str) -> TimerRow | None:
         """Deletes and returns the timer: the claim that makes firing happen once."""
 
     @abc.abstractmethod
@@ -354,7 +353,7 @@ class Transaction(abc.ABC):
         """(namespace, run_id) of running executions past their timeout."""
 
     @abc.abstractmethod
-    async def next_deadline_us(self) -> Optional[int]:
+    async def next_deadline_us(self) -> int | None:
         """The earliest lease expiry, pending deadline, timer or execution deadline."""
 
     # batched timer firing (issue 7): a batch's executions read, and their rows
@@ -390,10 +389,10 @@ class Transaction(abc.ABC):
         """Inserts a query row and returns its id."""
 
     @abc.abstractmethod
-    async def get_query(self, namespace: str, query_id: int, *, for_update: bool = False) -> Optional[QueryRow]: ...
+    async def get_query(self, namespace: str, query_id: int, *, for_update: bool = False) -> QueryRow | None: ...
 
     @abc.abstractmethod
-    async def lease_next_query(self, namespace: str, task_queue: str, now_us: int) -> Optional[QueryRow]:
+    async def lease_next_query(self, namespace: str, task_queue: str, now_us: int) -> QueryRow | None:
         """Locks and returns the oldest visible pending query of a task queue (skipping
         rows other transactions hold), or None. The caller then updates it."""
 
@@ -413,7 +412,7 @@ class Transaction(abc.ABC):
     # time skipping (flowforge.testing)
 
     @abc.abstractmethod
-    async def earliest_work_due_us(self) -> Optional[int]:
+    async def earliest_work_due_us(self) -> int | None:
         """When the next task or query needs a worker, over every namespace: 0
         while any task is leased or any query awaits its answer (work in
         progress), else the earliest visible time of a pending task (now or past
@@ -421,7 +420,7 @@ class Transaction(abc.ABC):
         no work at all."""
 
     @abc.abstractmethod
-    async def get_metadata(self, key: str) -> Optional[str]: ...
+    async def get_metadata(self, key: str) -> str | None: ...
 
     @abc.abstractmethod
     async def set_metadata_if_absent(self, key: str, value: str) -> None: ...
@@ -433,11 +432,11 @@ class Transaction(abc.ABC):
         """Inserts the trigger; False (and nothing written) if its id is taken."""
 
     @abc.abstractmethod
-    async def get_event_trigger(self, namespace: str, trigger_id: str) -> Optional[EventTriggerRow]: ...
+    async def get_event_trigger(self, namespace: str, trigger_id: str) -> EventTriggerRow | None: ...
 
     @abc.abstractmethod
     async def list_event_triggers(
-        self, namespace: str, *, limit: int, after_trigger_id: str, event_type: Optional[str] = None
+        self, namespace: str, *, limit: int, after_trigger_id: str, event_type: str | None = None
     ) -> list[EventTriggerRow]:
         """Ordered by trigger id, those after ``after_trigger_id`` (a keyset cursor)."""
 
@@ -456,22 +455,23 @@ class Transaction(abc.ABC):
     async def set_event_outcome(self, namespace: str, source: str, event_id: str, outcome: str) -> None: ...
 
     @abc.abstractmethod
-    async def get_event_dedupe(self, namespace: str, source: str, event_id: str) -> Optional[EventDedupeRow]: ...
+    async def get_event_dedupe(self, namespace: str, source: str, event_id: str) -> EventDedupeRow | None: ...
 
     @abc.abstractmethod
     async def delete_expired_event_dedupe(self, now_us: int, limit: int) -> int:
         """Deletes up to ``limit`` rows whose window ended; returns how many."""
+
     # schedules and leader leases (docs/schedules.md)
 
     @abc.abstractmethod
-    async def get_schedule(self, namespace: str, schedule_id: str) -> Optional[ScheduleRow]: ...
+    async def get_schedule(self, namespace: str, schedule_id: str) -> ScheduleRow | None: ...
 
     @abc.abstractmethod
     async def insert_schedule(self, row: ScheduleRow) -> bool:
         """Inserts the schedule; False (nothing written) if the id is taken."""
 
     @abc.abstractmethod
-    async def update_schedule(self, row: ScheduleRow, expected_version: int, fencing_token: Optional[int]) -> None:
+    async def update_schedule(self, row: ScheduleRow, expected_version: int, fencing_token: int | None) -> None:
         """Writes ``row`` with ``version = expected_version + 1``.
 
         A scheduler write passes its ``fencing_token``: it is refused with
@@ -493,13 +493,13 @@ class Transaction(abc.ABC):
         """(namespace, schedule_id) of schedules whose next action is due."""
 
     @abc.abstractmethod
-    async def next_schedule_action_us(self) -> Optional[int]: ...
+    async def next_schedule_action_us(self) -> int | None: ...
 
     @abc.abstractmethod
-    async def get_lease(self, name: str) -> Optional[LeaseRow]: ...
+    async def get_lease(self, name: str) -> LeaseRow | None: ...
 
     @abc.abstractmethod
-    async def acquire_lease(self, name: str, holder: str, now_us: int, ttl_us: int) -> Optional[LeaseRow]:
+    async def acquire_lease(self, name: str, holder: str, now_us: int, ttl_us: int) -> LeaseRow | None:
         """Takes the lease if nobody holds it or its holder let it expire, with a
         fencing token one higher than the last; None if someone else holds it."""
 
@@ -511,7 +511,7 @@ class Transaction(abc.ABC):
 
     @abc.abstractmethod
     async def list_executions(
-        self, namespace: str, condition: CompiledQuery, *, limit: int, before: Optional[tuple[int, str]]
+        self, namespace: str, condition: CompiledQuery, *, limit: int, before: tuple[int, str] | None
     ) -> list[ExecutionRow]:
         """The runs matching ``condition``, newest first; ``before`` is the
         (start_us, run_id) keyset cursor of the previous page."""
@@ -550,7 +550,7 @@ class Transaction(abc.ABC):
     async def insert_child_execution(self, row: ChildExecutionRow) -> None: ...
 
     @abc.abstractmethod
-    async def get_child_execution(self, namespace: str, run_id: str) -> Optional[ChildExecutionRow]:
+    async def get_child_execution(self, namespace: str, run_id: str) -> ChildExecutionRow | None:
         """The pending child whose current run is ``run_id``, if that run is a child's."""
 
     @abc.abstractmethod
@@ -601,7 +601,7 @@ class Notifier:
         try:
             await asyncio.wait_for(event.wait(), timeout)
             return True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
 
 

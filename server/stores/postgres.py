@@ -22,7 +22,8 @@ import contextlib
 import dataclasses
 import functools
 import logging
-from typing import Any, AsyncIterator, Iterator, Optional, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
 
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
@@ -71,7 +72,10 @@ _CONFLICT_ERRORS: tuple[type[BaseException], ...] = (
 def _array_type(annotation: str) -> str:
     """The PostgreSQL array type for a row field's annotation."""
     for python_type, sql_type in (
-        ("bytes", "bytea"), ("str", "text"), ("float", "double precision"), ("int", "bigint"),
+        ("bytes", "bytea"),
+        ("str", "text"),
+        ("float", "double precision"),
+        ("int", "bigint"),
     ):
         if python_type in annotation:
             return f"{sql_type}[]"
@@ -85,8 +89,10 @@ _EXECUTION_TYPES = {f.name: str(f.type) for f in dataclasses.fields(ExecutionRow
 def _update_executions_from_arrays(columns: tuple[str, ...]) -> str:
     """Many executions' ``columns`` and versions in one UPDATE, each row checked
     against its expected version (one array parameter per column)."""
-    arrays = [*((c, _EXECUTION_TYPES[c]) for c in (*columns, "version", "namespace", "run_id")),
-              ("expected_version", "int")]
+    arrays = [
+        *((c, _EXECUTION_TYPES[c]) for c in (*columns, "version", "namespace", "run_id")),
+        ("expected_version", "int"),
+    ]
     return (
         f"UPDATE executions AS e SET {', '.join(f'{c} = v.{c}' for c in (*columns, 'version'))}"
         f" FROM unnest({', '.join(f'${i}::{_array_type(t)}' for i, (_, t) in enumerate(arrays, 1))})"
@@ -111,7 +117,7 @@ def _numbered(sql: str) -> str:
 
 
 @contextlib.contextmanager
-def _translated(connection: Optional[PoolConnectionProxy] = None) -> Iterator[None]:
+def _translated(connection: PoolConnectionProxy | None = None) -> Iterator[None]:
     """Maps asyncpg's errors onto the store contract's exceptions."""
     try:
         yield
@@ -141,7 +147,7 @@ class _PostgresTransaction(SQLTransaction):
         count = status.rpartition(" ")[2]
         return int(count) if count.isdigit() else 0
 
-    async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Optional[Sequence[Any]]:
+    async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Any] | None:
         with _translated(self.connection):
             return await self.connection.fetchrow(_numbered(sql), *params)
 
@@ -154,12 +160,14 @@ class _PostgresTransaction(SQLTransaction):
 
     async def _insert_many(self, table: str, fields: list[tuple[str, str]], rows: Sequence[Sequence[Any]]) -> None:
         # One statement over column arrays: one plan and one round trip for any count.
-        await self._execute(_insert_from_arrays(table, tuple(fields)), [list(column) for column in zip(*rows)])
+        await self._execute(
+            _insert_from_arrays(table, tuple(fields)), [list(column) for column in zip(*rows, strict=False)]
+        )
 
     async def _update_executions(self, columns: tuple[str, ...], params: list[tuple[Any, ...]]) -> int:
         # One statement over column arrays: asyncpg's executemany reports no row
         # counts, and the version check needs them.
-        arrays = [list(values) for values in zip(*params)]
+        arrays = [list(values) for values in zip(*params, strict=False)]
         with _translated(self.connection):
             status = await self.connection.execute(_update_executions_from_arrays(columns), *arrays)
         return int(status.rpartition(" ")[2])
@@ -211,10 +219,10 @@ class PostgresStore(Store):
         self._acquire_timeout_s = acquire_timeout_s
         self._connect_timeout_s = connect_timeout_s
         self._listener_check_interval_s = listener_check_interval_s
-        self._pool: Optional[asyncpg.Pool] = None
-        self._listener: Optional[asyncpg.Connection] = None
+        self._pool: asyncpg.Pool | None = None
+        self._listener: asyncpg.Connection | None = None
         self._listener_lost = asyncio.Event()
-        self._listener_task: Optional[asyncio.Task[None]] = None
+        self._listener_task: asyncio.Task[None] | None = None
 
     async def open(self) -> None:
         try:
@@ -259,7 +267,7 @@ class PostgresStore(Store):
         if pool is not None:
             try:
                 await asyncio.wait_for(pool.close(), self._acquire_timeout_s)
-            except (asyncio.TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
                 # A connection still in use, or a server that is gone: close hard.
                 pool.terminate()
 

@@ -24,9 +24,10 @@ import functools
 import os
 import sqlite3
 import tempfile
+from collections.abc import AsyncIterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, AsyncIterator, Optional, Sequence
+from typing import Any
 
 from flowforge.server.stores import migrations
 from flowforge.server.stores._sql import SQLTransaction, update_executions_sql
@@ -54,7 +55,7 @@ class _SQLiteTransaction(SQLTransaction):
     async def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         return self._run(sql, params).rowcount
 
-    async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Optional[Sequence[Any]]:
+    async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Any] | None:
         return self._run(sql, params).fetchone()
 
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Sequence[Any]]:
@@ -87,7 +88,7 @@ class SQLiteStore(Store):
             another process before it fails with :class:`StoreUnavailable`.
     """
 
-    def __init__(self, path: Optional[str | os.PathLike[str]], *, lock_timeout_s: float = 2.0) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None, *, lock_timeout_s: float = 2.0) -> None:
         super().__init__()
         self._lock_timeout_s = lock_timeout_s
         # Set while another process holds the write lock past lock_timeout_s.
@@ -98,17 +99,15 @@ class SQLiteStore(Store):
             os.close(fd)
             path = name
         self.path = Path(path)
-        self._writer: Optional[sqlite3.Connection] = None
-        self._reader: Optional[sqlite3.Connection] = None
+        self._writer: sqlite3.Connection | None = None
+        self._reader: sqlite3.Connection | None = None
         self._write_lock = asyncio.Lock()
         self._commit_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flowforge-sqlite-commit")
-        self._lock_file: Optional[int] = None
+        self._lock_file: int | None = None
 
     def _connect(self) -> sqlite3.Connection:
         # Opening may wait for a lock (a recovering WAL); nothing is being served yet.
-        connection = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, timeout=5.0
-        )
+        connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=5.0)
         connection.execute("PRAGMA journal_mode = WAL")
         connection.execute("PRAGMA synchronous = FULL")
         connection.execute("PRAGMA foreign_keys = ON")
@@ -167,7 +166,7 @@ class SQLiteStore(Store):
             # queued COMMIT nor release the write lock before the COMMIT is over:
             # either would leave the writer inside this transaction, and every later
             # BEGIN would fail until a restart. So wait it out, then re-raise.
-            cancelled: Optional[BaseException] = None
+            cancelled: BaseException | None = None
             while not commit.done():
                 try:
                     await asyncio.wait({commit})
@@ -239,7 +238,7 @@ class SQLiteStore(Store):
             await tx.get_metadata("schema_version")
 
     @staticmethod
-    def _require(connection: Optional[sqlite3.Connection]) -> sqlite3.Connection:
+    def _require(connection: sqlite3.Connection | None) -> sqlite3.Connection:
         if connection is None:
             raise StoreUnavailable("the SQLite store is closed")
         return connection

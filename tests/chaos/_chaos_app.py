@@ -36,7 +36,7 @@ import sys
 import time
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from flowforge import Client, RetryPolicy, activity, workflow
 from flowforge.exceptions import ActivityError, ApplicationError
@@ -106,8 +106,17 @@ class Ledger:
             cursor = connection.execute(
                 "INSERT INTO attempts (idempotency_key, workflow_id, run_id, activity_id, activity_type, step_key,"
                 " attempt, pid, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (info.idempotency_key, info.workflow_id, info.run_id, info.activity_id, info.activity_type,
-                 step_key, info.attempt, os.getpid(), time.time()),
+                (
+                    info.idempotency_key,
+                    info.workflow_id,
+                    info.run_id,
+                    info.activity_id,
+                    info.activity_type,
+                    step_key,
+                    info.attempt,
+                    os.getpid(),
+                    time.time(),
+                ),
             )
             return int(cursor.lastrowid or 0)
         finally:
@@ -125,12 +134,24 @@ class Ledger:
         connection = self._connect()
         try:
             connection.execute("BEGIN IMMEDIATE")
-            inserted = connection.execute(
-                "INSERT OR IGNORE INTO effects (idempotency_key, workflow_id, run_id, activity_id, step_key, amount,"
-                " attempt, attempt_row, pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (info.idempotency_key, info.workflow_id, info.run_id, info.activity_id, step_key, amount,
-                 info.attempt, attempt_row, os.getpid()),
-            ).rowcount == 1
+            inserted = (
+                connection.execute(
+                    "INSERT OR IGNORE INTO effects (idempotency_key, workflow_id, run_id, activity_id, step_key, amount,"
+                    " attempt, attempt_row, pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        info.idempotency_key,
+                        info.workflow_id,
+                        info.run_id,
+                        info.activity_id,
+                        step_key,
+                        amount,
+                        info.attempt,
+                        attempt_row,
+                        os.getpid(),
+                    ),
+                ).rowcount
+                == 1
+            )
             if inserted:
                 connection.execute(
                     "INSERT INTO balances (workflow_id, balance, applications) VALUES (?, ?, 1)"
@@ -290,8 +311,17 @@ async def wait_for_cancel(params: dict) -> dict:
         raise
 
 
-ACTIVITIES = [create_customer, verify_identity, score_risk, fetch_credit_file, enrich_customer,
-              send_notification, charge, refund, wait_for_cancel]
+ACTIVITIES = [
+    create_customer,
+    verify_identity,
+    score_risk,
+    fetch_credit_file,
+    enrich_customer,
+    send_notification,
+    charge,
+    refund,
+    wait_for_cancel,
+]
 
 
 # --------------------------------------------------------------------------- workflows
@@ -300,8 +330,12 @@ ACTIVITIES = [create_customer, verify_identity, score_risk, fetch_credit_file, e
 def _options(spec: dict[str, Any], *, maximum_attempts: int = 0) -> dict[str, Any]:
     return {
         "start_to_close_timeout": timedelta(seconds=spec.get("start_to_close", 5)),
-        "retry_policy": RetryPolicy(initial_interval=timedelta(milliseconds=100), backoff_coefficient=2.0,
-                                    maximum_interval=timedelta(seconds=1), maximum_attempts=maximum_attempts),
+        "retry_policy": RetryPolicy(
+            initial_interval=timedelta(milliseconds=100),
+            backoff_coefficient=2.0,
+            maximum_interval=timedelta(seconds=1),
+            maximum_attempts=maximum_attempts,
+        ),
     }
 
 
@@ -402,8 +436,11 @@ class CancelLong:
             await workflow.sleep(timedelta(hours=1))
         else:
             await workflow.execute_activity(
-                wait_for_cancel, spec["steps"][1], start_to_close_timeout=timedelta(hours=1),
-                heartbeat_timeout=timedelta(seconds=3), retry_policy=options["retry_policy"],
+                wait_for_cancel,
+                spec["steps"][1],
+                start_to_close_timeout=timedelta(hours=1),
+                heartbeat_timeout=timedelta(seconds=3),
+                retry_policy=options["retry_policy"],
             )
         raise ApplicationError("the wait ended without a cancellation", non_retryable=True)
 
@@ -422,8 +459,16 @@ class CancelRace:
         return {"effects": [first, second]}
 
 
-WORKFLOWS = [ChaosOnboarding, TimerChain, RetryUntilSuccess, ExhaustRetries, NonRetryable, Compensate,
-             CancelLong, CancelRace]
+WORKFLOWS = [
+    ChaosOnboarding,
+    TimerChain,
+    RetryUntilSuccess,
+    ExhaustRetries,
+    NonRetryable,
+    Compensate,
+    CancelLong,
+    CancelRace,
+]
 
 KINDS = {cls.__name__: cls for cls in WORKFLOWS}
 
@@ -436,7 +481,7 @@ EXPECTED_STATUS = {
     "NonRetryable": "FAILED",
     "Compensate": "COMPLETED",
     "CancelLong": "CANCELED",
-    "CancelRace": "CANCELED",   # or COMPLETED if it closed before the cancellation was requested
+    "CancelRace": "CANCELED",  # or COMPLETED if it closed before the cancellation was requested
 }
 CANCELLED_KINDS = ("CancelLong", "CancelRace")
 # The retry_state of the activity outcome that fails the workflow, for FAILED kinds.
@@ -448,8 +493,13 @@ EXPECTED_FAILURE_RETRY_STATE = {"ExhaustRetries": "MAXIMUM_ATTEMPTS_REACHED", "N
 
 async def main(address: str, task_queue: str) -> None:
     client = await Client.connect(address, connect_timeout=timedelta(seconds=60))
-    worker = Worker(client, task_queue=task_queue, workflows=WORKFLOWS, activities=ACTIVITIES,
-                    graceful_shutdown_timeout=timedelta(seconds=5))
+    worker = Worker(
+        client,
+        task_queue=task_queue,
+        workflows=WORKFLOWS,
+        activities=ACTIVITIES,
+        graceful_shutdown_timeout=timedelta(seconds=5),
+    )
     await worker.run()
 
 

@@ -49,7 +49,7 @@ import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import grpc
 
@@ -59,7 +59,6 @@ from flowforge.client import WorkflowHandle, WorkflowHistory
 from flowforge.converter import default_converter, json_dict_to_message
 from flowforge.exceptions import RPCError
 from tests.chaos._chaos_app import (
-    CANCELLED_KINDS,
     EXPECTED_FAILURE_RETRY_STATE,
     EXPECTED_STATUS,
     KINDS,
@@ -73,13 +72,22 @@ from tests.integration._processes import ServerProcess, _env
 
 # How many of each kind in every 24 workflows (the default test runs exactly this mix).
 MIX = {
-    "ChaosOnboarding": 5, "TimerChain": 3, "RetryUntilSuccess": 3, "ExhaustRetries": 2,
-    "NonRetryable": 2, "Compensate": 2, "CancelLong": 4, "CancelRace": 3,
+    "ChaosOnboarding": 5,
+    "TimerChain": 3,
+    "RetryUntilSuccess": 3,
+    "ExhaustRetries": 2,
+    "NonRetryable": 2,
+    "Compensate": 2,
+    "CancelLong": 4,
+    "CancelRace": 3,
 }
 CLOSE_EVENTS = {
-    "WorkflowExecutionCompleted": "COMPLETED", "WorkflowExecutionFailed": "FAILED",
-    "WorkflowExecutionCanceled": "CANCELED", "WorkflowExecutionTerminated": "TERMINATED",
-    "WorkflowExecutionTimedOut": "TIMED_OUT", "WorkflowExecutionContinuedAsNew": "CONTINUED_AS_NEW",
+    "WorkflowExecutionCompleted": "COMPLETED",
+    "WorkflowExecutionFailed": "FAILED",
+    "WorkflowExecutionCanceled": "CANCELED",
+    "WorkflowExecutionTerminated": "TERMINATED",
+    "WorkflowExecutionTimedOut": "TIMED_OUT",
+    "WorkflowExecutionContinuedAsNew": "CONTINUED_AS_NEW",
 }
 ACTIVITY_OUTCOMES = ("ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut", "ActivityTaskCanceled")
 WORKFLOW_TASK_CLOSES = ("WorkflowTaskCompleted", "WorkflowTaskFailed", "WorkflowTaskTimedOut")
@@ -93,18 +101,18 @@ class Execution:
     workflow_id: str
     kind: str
     spec: dict[str, Any]
-    start_at: float                   # seconds after the chaos began
-    cancel_after: Optional[float]     # seconds after its start, for the kinds the driver cancels
-    handle: Optional[WorkflowHandle] = None
-    cancel_outcome: str = ""          # "requested", "refused: ..." (already closed)
+    start_at: float  # seconds after the chaos began
+    cancel_after: float | None  # seconds after its start, for the kinds the driver cancels
+    handle: WorkflowHandle | None = None
+    cancel_outcome: str = ""  # "requested", "refused: ..." (already closed)
 
 
 @dataclasses.dataclass
 class Kill:
-    pause: float                      # seconds after the previous kill
-    target: str                       # "server", "worker" (one) or "workers" (both)
-    worker: int                       # which worker, for "worker"
-    down_for: float                   # seconds before the restart
+    pause: float  # seconds after the previous kill
+    target: str  # "server", "worker" (one) or "workers" (both)
+    worker: int  # which worker, for "worker"
+    down_for: float  # seconds before the restart
 
 
 def _step(rng: random.Random, workflow_id: str, name: str, **fields: Any) -> dict[str, Any]:
@@ -118,7 +126,7 @@ def _step(rng: random.Random, workflow_id: str, name: str, **fields: Any) -> dic
     return step
 
 
-def _spec(rng: random.Random, kind: str, workflow_id: str) -> tuple[dict[str, Any], Optional[float]]:
+def _spec(rng: random.Random, kind: str, workflow_id: str) -> tuple[dict[str, Any], float | None]:
     """The input of one execution, and when (after its start) the driver cancels it."""
     spec, cancel_after = _kind_spec(rng, kind, workflow_id)
     # A tight start-to-close (steps work up to 1.2 s) makes some attempts time out under
@@ -127,7 +135,7 @@ def _spec(rng: random.Random, kind: str, workflow_id: str) -> tuple[dict[str, An
     return spec, cancel_after
 
 
-def _kind_spec(rng: random.Random, kind: str, workflow_id: str) -> tuple[dict[str, Any], Optional[float]]:
+def _kind_spec(rng: random.Random, kind: str, workflow_id: str) -> tuple[dict[str, Any], float | None]:
     def step(name: str, **fields: Any) -> dict[str, Any]:
         return _step(rng, workflow_id, name, **fields)
 
@@ -167,15 +175,19 @@ def make_plan(seed: int, workflows: int, kills: int, pause: tuple[float, float])
     ]
     rng.shuffle(targets)
     plan_kills = [
-        Kill(pause=round(rng.uniform(*pause), 3), target=target, worker=rng.randrange(2),
-             down_for=round(rng.uniform(0.0, 1.0 if target == "server" else 0.5), 3))
+        Kill(
+            pause=round(rng.uniform(*pause), 3),
+            target=target,
+            worker=rng.randrange(2),
+            down_for=round(rng.uniform(0.0, 1.0 if target == "server" else 0.5), 3),
+        )
         for target in targets
     ]
     # Starts are spread over the first 60 % of the chaos, so that the kills hit every phase.
     window = 0.6 * sum(k.pause + k.down_for for k in plan_kills) or 1.0
     start_times = sorted(round(rng.uniform(0.0, window), 3) for _ in range(workflows))
     executions = []
-    for index, (kind, start_at) in enumerate(zip(kinds, start_times)):
+    for index, (kind, start_at) in enumerate(zip(kinds, start_times, strict=False)):
         workflow_id = f"{kind}-{index:04d}"
         spec, cancel_after = _spec(rng, kind, workflow_id)
         executions.append(Execution(workflow_id, kind, spec, start_at, cancel_after))
@@ -191,7 +203,7 @@ class ChaosWorker:
     def __init__(self, address: str, ledger: Path, workdir: Path, name: str) -> None:
         self.address, self.ledger, self.name = address, ledger, name
         self._log = open(workdir / f"{name}.log", "ab")
-        self.process: Optional[subprocess.Popen[bytes]] = None
+        self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
     def start(self) -> None:
@@ -200,7 +212,9 @@ class ChaosWorker:
         self._log.flush()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.chaos._chaos_app", self.address, TASK_QUEUE],
-            env=_env(**{LEDGER_ENV: str(self.ledger)}), stdout=self._log, stderr=subprocess.STDOUT,
+            env=_env(**{LEDGER_ENV: str(self.ledger)}),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
         )
 
     def alive(self) -> bool:
@@ -254,8 +268,18 @@ class ChaosReport:
 
 
 class _Chaos:
-    def __init__(self, store: str, store_kind: str, workdir: Path, seed: int, workflows: int, kills: int,
-                 pause: tuple[float, float], finish_timeout: float, log: Any) -> None:
+    def __init__(
+        self,
+        store: str,
+        store_kind: str,
+        workdir: Path,
+        seed: int,
+        workflows: int,
+        kills: int,
+        pause: tuple[float, float],
+        finish_timeout: float,
+        log: Any,
+    ) -> None:
         self.store, self.store_kind, self.workdir, self.seed = store, store_kind, workdir, seed
         self.finish_timeout = finish_timeout
         self.log = log
@@ -267,7 +291,7 @@ class _Chaos:
         self.problems: list[str] = []
         self.worker_kills = 0
         self.server_kills = 0
-        self.killing: set[str] = set()   # processes the driver is killing right now (not crashes)
+        self.killing: set[str] = set()  # processes the driver is killing right now (not crashes)
         self.started = asyncio.Event()
 
     def problem(self, text: str) -> None:
@@ -279,13 +303,17 @@ class _Chaos:
     def _check_processes(self) -> None:
         """A process that died without being killed is a crash of the product: report it and restart it."""
         if "server" not in self.killing and self.server.process is not None and self.server.process.poll() is not None:
-            self.problem(f"the server exited by itself with {self.server.process.returncode}:\n"
-                         f"{_tail(self.workdir / 'server.log')}")
+            self.problem(
+                f"the server exited by itself with {self.server.process.returncode}:\n"
+                f"{_tail(self.workdir / 'server.log')}"
+            )
             self.server.start()
         for worker in self.workers:
             if worker.name not in self.killing and not worker.alive():
                 code = worker.process.returncode if worker.process else None
-                self.problem(f"{worker.name} exited by itself with {code}:\n{_tail(self.workdir / f'{worker.name}.log')}")
+                self.problem(
+                    f"{worker.name} exited by itself with {code}:\n{_tail(self.workdir / f'{worker.name}.log')}"
+                )
                 worker.start()
 
     async def _kill_loop(self, t0: float) -> None:
@@ -321,7 +349,10 @@ class _Chaos:
         for execution in self.executions:
             await asyncio.sleep(max(0.0, t0 + execution.start_at - loop.time()))
             execution.handle = await client.start_workflow(
-                KINDS[execution.kind].run, execution.spec, id=execution.workflow_id, task_queue=TASK_QUEUE,
+                KINDS[execution.kind].run,
+                execution.spec,
+                id=execution.workflow_id,
+                task_queue=TASK_QUEUE,
                 task_timeout=timedelta(seconds=5),
             )
             if execution.cancel_after is not None:
@@ -367,10 +398,14 @@ class _Chaos:
     async def run(self) -> ChaosReport:
         began = time.monotonic()
         self.ledger.create()
-        self.log(f"chaos[{self.store_kind}] seed={self.seed}: {len(self.executions)} workflows, "
-                 f"{len(self.kills)} kills; logs and ledger in {self.workdir}")
+        self.log(
+            f"chaos[{self.store_kind}] seed={self.seed}: {len(self.executions)} workflows, "
+            f"{len(self.kills)} kills; logs and ledger in {self.workdir}"
+        )
         await asyncio.to_thread(self.server.start)
-        self.workers = [ChaosWorker(self.server.address, self.ledger_path, self.workdir, f"worker-{i}") for i in range(2)]
+        self.workers = [
+            ChaosWorker(self.server.address, self.ledger_path, self.workdir, f"worker-{i}") for i in range(2)
+        ]
         for worker in self.workers:
             worker.start()
         client = await Client.connect(self.server.address)
@@ -390,7 +425,7 @@ class _Chaos:
             self.log(f"[{loop.time() - t0:6.1f}s] chaos over; waiting for every execution to close")
             listing = await self._wait_all_closed(client)
             self.log(f"[{loop.time() - t0:6.1f}s] all closed; checking")
-            for worker in self.workers:   # nothing writes to the ledger while it is read
+            for worker in self.workers:  # nothing writes to the ledger while it is read
                 self.killing.add(worker.name)
                 worker.kill9()
             histories: dict[str, WorkflowHistory] = {}
@@ -408,19 +443,38 @@ class _Chaos:
         errors = server_log_errors(self.workdir / "server.log")
         for message, n in errors.most_common(5):
             self.log(f"server.log: {n} x {message}")
-        counts.update(worker_kills=self.worker_kills, server_kills=self.server_kills,
-                      server_log_errors=sum(errors.values()))
+        counts.update(
+            worker_kills=self.worker_kills, server_kills=self.server_kills, server_log_errors=sum(errors.values())
+        )
         return ChaosReport(self.store_kind, self.seed, self.workdir, counts, self.problems, time.monotonic() - began)
 
 
-async def run_chaos(store: str, workdir: Path, *, seed: int, workflows: int = 24, kills: int = 5,
-                    pause: tuple[float, float] = (1.0, 3.0), finish_timeout: Optional[float] = None,
-                    store_kind: Optional[str] = None, log: Any = None) -> ChaosReport:
+async def run_chaos(
+    store: str,
+    workdir: Path,
+    *,
+    seed: int,
+    workflows: int = 24,
+    kills: int = 5,
+    pause: tuple[float, float] = (1.0, 3.0),
+    finish_timeout: float | None = None,
+    store_kind: str | None = None,
+    log: Any = None,
+) -> ChaosReport:
     """Runs the chaos once against ``store`` (a SQLite path or a PostgreSQL DSN); see the module docstring."""
     kind = store_kind or ("postgresql" if store.startswith("postgres") else "sqlite")
     timeout = finish_timeout if finish_timeout is not None else 90.0 + 0.5 * workflows
-    chaos = _Chaos(store, kind, Path(workdir), seed, workflows, kills, pause, timeout,
-                   log or (lambda line: print(line, flush=True)))
+    chaos = _Chaos(
+        store,
+        kind,
+        Path(workdir),
+        seed,
+        workflows,
+        kills,
+        pause,
+        timeout,
+        log or (lambda line: print(line, flush=True)),
+    )
     return await chaos.run()
 
 
@@ -446,7 +500,6 @@ def server_log_errors(path: Path) -> collections.Counter[str]:
     return found
 
 
-
 def _decode(payloads: Any) -> list[Any]:
     return default_converter.from_payloads(json_dict_to_message(payloads, common_pb2.Payloads))
 
@@ -461,7 +514,9 @@ class _Activity:
     outcomes: list[Any] = dataclasses.field(default_factory=list)
 
 
-def _check_history(execution: Execution, history: WorkflowHistory, problem: Any) -> tuple[dict[int, _Activity], int, int]:
+def _check_history(
+    execution: Execution, history: WorkflowHistory, problem: Any
+) -> tuple[dict[int, _Activity], int, int]:
     """The structural invariants of one history; returns its activities, timers and duplicates found."""
     wid = execution.workflow_id
     events = history.events
@@ -474,12 +529,16 @@ def _check_history(execution: Execution, history: WorkflowHistory, problem: Any)
         problem(f"{wid}: event ids are not 1..{len(events)} (missing {gaps[:10]}, repeated {repeated[:10]})")
     types = collections.Counter(e.event_type for e in events)
     if not events or events[0].event_type != "WorkflowExecutionStarted" or types["WorkflowExecutionStarted"] != 1:
-        problem(f"{wid}: history must start with exactly one WorkflowExecutionStarted ({types['WorkflowExecutionStarted']})")
+        problem(
+            f"{wid}: history must start with exactly one WorkflowExecutionStarted ({types['WorkflowExecutionStarted']})"
+        )
     closes = [e for e in events if e.event_type in CLOSE_EVENTS]
     if len(closes) != 1 or closes[0] is not events[-1]:
         duplicates += max(0, len(closes) - 1)
-        problem(f"{wid}: expected one close event, the last; found {[(e.event_id, e.event_type) for e in closes]}"
-                f" of {len(events)} events")
+        problem(
+            f"{wid}: expected one close event, the last; found {[(e.event_id, e.event_type) for e in closes]}"
+            f" of {len(events)} events"
+        )
     if types["WorkflowExecutionCancelRequested"] > 1:
         duplicates += types["WorkflowExecutionCancelRequested"] - 1
         problem(f"{wid}: {types['WorkflowExecutionCancelRequested']} WorkflowExecutionCancelRequested events")
@@ -494,8 +553,9 @@ def _check_history(execution: Execution, history: WorkflowHistory, problem: Any)
         if event.event_type == "ActivityTaskScheduled":
             activity_ids[a["activity_id"]] += 1
             params = _decode(a.get("input"))
-            activities[event.event_id] = _Activity(event.event_id, a["activity_id"], a["activity_type"],
-                                                   params[0] if params else {})
+            activities[event.event_id] = _Activity(
+                event.event_id, a["activity_id"], a["activity_type"], params[0] if params else {}
+            )
         elif event.event_type == "ActivityTaskStarted" or event.event_type in ACTIVITY_OUTCOMES:
             activity = activities.get(int(a.get("scheduled_event_id", 0)))
             if activity is None:
@@ -505,8 +565,10 @@ def _check_history(execution: Execution, history: WorkflowHistory, problem: Any)
                 activity.started.append(event)
             else:
                 if activity.started and int(a.get("started_event_id", 0)) not in (0, activity.started[-1].event_id):
-                    problem(f"{wid}: event {event.event_id} names started event {a.get('started_event_id')}, "
-                            f"not {activity.started[-1].event_id}")
+                    problem(
+                        f"{wid}: event {event.event_id} names started event {a.get('started_event_id')}, "
+                        f"not {activity.started[-1].event_id}"
+                    )
                 activity.outcomes.append(event)
         elif event.event_type == "TimerStarted":
             timers.setdefault(str(a["timer_id"]), []).append("started")
@@ -534,8 +596,10 @@ def _check_history(execution: Execution, history: WorkflowHistory, problem: Any)
     for activity in activities.values():
         if len(activity.started) > 1 or len(activity.outcomes) > 1:
             duplicates += max(len(activity.started), len(activity.outcomes)) - 1
-            problem(f"{wid}: activity {activity.activity_id} has {len(activity.started)} started and "
-                    f"{len(activity.outcomes)} outcome events: {[e.event_type for e in activity.outcomes]}")
+            problem(
+                f"{wid}: activity {activity.activity_id} has {len(activity.started)} started and "
+                f"{len(activity.outcomes)} outcome events: {[e.event_type for e in activity.outcomes]}"
+            )
         if activity.outcomes and activity.outcomes[0].event_type != "ActivityTaskCanceled" and not activity.started:
             problem(f"{wid}: activity {activity.activity_id} has an outcome but no ActivityTaskStarted")
     for timer_id, marks in timers.items():
@@ -549,23 +613,28 @@ def _check_history(execution: Execution, history: WorkflowHistory, problem: Any)
     for started_id, closes_of_task in wft_started.items():
         if len(closes_of_task) > 1:
             duplicates += len(closes_of_task) - 1
-            problem(f"{wid}: workflow task started at {started_id} closed {len(closes_of_task)} times: {closes_of_task}")
+            problem(
+                f"{wid}: workflow task started at {started_id} closed {len(closes_of_task)} times: {closes_of_task}"
+            )
     return activities, len(timers), duplicates
 
 
-def _check_status(execution: Execution, history: WorkflowHistory, activities: dict[int, _Activity],
-                  status: str, problem: Any) -> None:
+def _check_status(
+    execution: Execution, history: WorkflowHistory, activities: dict[int, _Activity], status: str, problem: Any
+) -> None:
     """The terminal status the input implies, and the failure that caused it."""
     wid, kind = execution.workflow_id, execution.kind
     events = history.events
     cancel_requested = [e.event_id for e in events if e.event_type == "WorkflowExecutionCancelRequested"]
     expected = EXPECTED_STATUS[kind]
     if kind == "CancelRace" and status == "COMPLETED" and not cancel_requested:
-        expected = "COMPLETED"   # it closed before the cancellation landed (the server refused it)
+        expected = "COMPLETED"  # it closed before the cancellation landed (the server refused it)
     if status != expected:
-        problem(f"{wid}: {status}, expected {expected} (cancel: {execution.cancel_outcome or 'not requested'}; "
-                f"cancel requested at events {cancel_requested}; last events "
-                f"{[(e.event_id, e.event_type) for e in events[-6:]]})")
+        problem(
+            f"{wid}: {status}, expected {expected} (cancel: {execution.cancel_outcome or 'not requested'}; "
+            f"cancel requested at events {cancel_requested}; last events "
+            f"{[(e.event_id, e.event_type) for e in events[-6:]]})"
+        )
         return
     if status == "CANCELED" and not cancel_requested:
         problem(f"{wid}: CANCELED without a WorkflowExecutionCancelRequested event")
@@ -581,16 +650,26 @@ def _check_status(execution: Execution, history: WorkflowHistory, activities: di
         outcome = failed[0].outcomes[0]
         retry_state = outcome.attributes.get("retry_state")
         if retry_state != EXPECTED_FAILURE_RETRY_STATE[kind]:
-            problem(f"{wid}: the activity ended with {outcome.event_type} retry_state {retry_state}, "
-                    f"expected {EXPECTED_FAILURE_RETRY_STATE[kind]}")
+            problem(
+                f"{wid}: the activity ended with {outcome.event_type} retry_state {retry_state}, "
+                f"expected {EXPECTED_FAILURE_RETRY_STATE[kind]}"
+            )
         if kind == "ExhaustRetries":
             attempt = failed[0].started[0].attributes.get("attempt") if failed[0].started else None
             if attempt != execution.spec["maximum_attempts"]:
-                problem(f"{wid}: the last attempt was {attempt}, maximum_attempts is {execution.spec['maximum_attempts']}")
+                problem(
+                    f"{wid}: the last attempt was {attempt}, maximum_attempts is {execution.spec['maximum_attempts']}"
+                )
 
 
-def check(executions: list[Execution], histories: dict[str, WorkflowHistory], statuses: dict[str, str],
-          listing: dict[str, list[Any]], ledger: Ledger, problem: Any) -> dict[str, Any]:
+def check(
+    executions: list[Execution],
+    histories: dict[str, WorkflowHistory],
+    statuses: dict[str, str],
+    listing: dict[str, list[Any]],
+    ledger: Ledger,
+    problem: Any,
+) -> dict[str, Any]:
     """Checks the outcome of a run (see the module docstring); reports through ``problem``, returns counts."""
     attempts = ledger.rows("attempts")
     effects = {row["idempotency_key"]: row for row in ledger.rows("effects")}
@@ -615,8 +694,10 @@ def check(executions: list[Execution], histories: dict[str, WorkflowHistory], st
         repeated = {n: c for n, c in numbers.items() if c > 1}
         if repeated:
             duplicates += sum(c - 1 for c in repeated.values())
-            problem(f"idempotency key {key}: attempt numbers run more than once {repeated} "
-                    f"(pids {[(r['attempt'], r['pid']) for r in attempts_of_key[key]]})")
+            problem(
+                f"idempotency key {key}: attempt numbers run more than once {repeated} "
+                f"(pids {[(r['attempt'], r['pid']) for r in attempts_of_key[key]]})"
+            )
 
     statuses_count: collections.Counter[str] = collections.Counter()
     outcome_count: collections.Counter[str] = collections.Counter()
@@ -637,7 +718,9 @@ def check(executions: list[Execution], histories: dict[str, WorkflowHistory], st
             problem(f"{wid}: listed as {runs[0].status.name} but described as {status}")
         close = history.events[-1] if history.events else None
         if close is None or CLOSE_EVENTS.get(close.event_type) != status:
-            problem(f"{wid}: described as {status} but its history ends with {close.event_type if close else 'nothing'}")
+            problem(
+                f"{wid}: described as {status} but its history ends with {close.event_type if close else 'nothing'}"
+            )
         activities, timers, found = _check_history(execution, history, problem)
         duplicates += found
         activities_total += len(activities)
@@ -656,41 +739,55 @@ def check(executions: list[Execution], histories: dict[str, WorkflowHistory], st
             if outcome == "ActivityTaskCompleted":
                 started_attempt = activity.started[0].attributes.get("attempt") if activity.started else None
                 if key is None:
-                    problem(f"{wid}: completed activity {activity.activity_id} has no single idempotency key in the "
-                            f"ledger ({sorted(keys)})")
+                    problem(
+                        f"{wid}: completed activity {activity.activity_id} has no single idempotency key in the "
+                        f"ledger ({sorted(keys)})"
+                    )
                     continue
                 if effect is None:
-                    problem(f"{wid}: activity {activity.activity_id} completed (attempt {started_attempt}) but its "
-                            f"effect is not in the ledger (key {key})")
+                    problem(
+                        f"{wid}: activity {activity.activity_id} completed (attempt {started_attempt}) but its "
+                        f"effect is not in the ledger (key {key})"
+                    )
                     continue
                 effects_seen.add(key)
                 result = _decode(activity.outcomes[0].attributes.get("result"))
                 recorded = {"step": step_key, "effect_attempt": effect["attempt"], "effect_row": effect["attempt_row"]}
                 if result != [recorded]:
-                    problem(f"{wid}: activity {activity.activity_id} completed with {result}, the ledger holds {recorded}")
+                    problem(
+                        f"{wid}: activity {activity.activity_id} completed with {result}, the ledger holds {recorded}"
+                    )
                 by_step[step_key] = recorded
                 ledger_attempts = {r["attempt"]: r["outcome"] for r in attempts_of_key[key]}
                 if ledger_attempts.get(started_attempt) not in ("applied", "deduplicated"):
-                    problem(f"{wid}: history says attempt {started_attempt} of {activity.activity_id} completed; the "
-                            f"ledger's attempts are {ledger_attempts}")
+                    problem(
+                        f"{wid}: history says attempt {started_attempt} of {activity.activity_id} completed; the "
+                        f"ledger's attempts are {ledger_attempts}"
+                    )
                 for attempt in (started_attempt, effect["attempt"]):
                     if attempt is None or attempt_fails(activity.params, attempt):
-                        problem(f"{wid}: activity {activity.activity_id} completed or applied its effect on attempt "
-                                f"{attempt}, which its input says must fail")
+                        problem(
+                            f"{wid}: activity {activity.activity_id} completed or applied its effect on attempt "
+                            f"{attempt}, which its input says must fail"
+                        )
                 if started_attempt is not None and effect["attempt"] > started_attempt:
-                    problem(f"{wid}: effect of {activity.activity_id} applied by attempt {effect['attempt']}, after "
-                            f"the completing attempt {started_attempt}")
+                    problem(
+                        f"{wid}: effect of {activity.activity_id} applied by attempt {effect['attempt']}, after "
+                        f"the completing attempt {started_attempt}"
+                    )
             elif effect is not None:
                 effects_seen.add(key or "")
                 if status == "CANCELED":
-                    orphan_effects += 1   # applied, then the run closed before the completion was recorded
+                    orphan_effects += 1  # applied, then the run closed before the completion was recorded
                 else:
                     problem(f"{wid}: activity {activity.activity_id} ended {outcome} but applied an effect {effect}")
             if activity.activity_type != "wait_for_cancel" and key is not None:
                 for row in attempts_of_key[key]:
                     if row["step_key"] != step_key:
-                        problem(f"{wid}: ledger attempt {row['id']} of key {key} is for step {row['step_key']}, "
-                                f"history says {step_key}")
+                        problem(
+                            f"{wid}: ledger attempt {row['id']} of key {key} is for step {row['step_key']}, "
+                            f"history says {step_key}"
+                        )
         maximum = execution.spec.get("maximum_attempts")
         if maximum:
             for activity in activities.values():
@@ -703,29 +800,42 @@ def check(executions: list[Execution], histories: dict[str, WorkflowHistory], st
             returned = result[0].get("effects") if result and isinstance(result[0], dict) else None
             canonical = lambda effects: sorted(json.dumps(e, sort_keys=True) for e in effects)  # noqa: E731
             if not isinstance(returned, list) or canonical(returned) != canonical(by_step.values()):
-                problem(f"{wid}: the workflow returned {returned}; completed activities recorded {list(by_step.values())}")
+                problem(
+                    f"{wid}: the workflow returned {returned}; completed activities recorded {list(by_step.values())}"
+                )
         mine = [e for e in effects.values() if e["workflow_id"] == wid]
         balance = balances.get(wid, {"balance": 0, "applications": 0})
         expected_balance = sum(step_amount(e["step_key"]) for e in mine)
         if (balance["balance"], balance["applications"]) != (expected_balance, len(mine)):
-            problem(f"{wid}: balance {balance['balance']} from {balance['applications']} applications; its "
-                    f"{len(mine)} effects add up to {expected_balance}")
+            problem(
+                f"{wid}: balance {balance['balance']} from {balance['applications']} applications; its "
+                f"{len(mine)} effects add up to {expected_balance}"
+            )
     for key, effect in effects.items():
         if key not in effects_seen:
             problem(f"effect {effect} belongs to no activity in any history")
 
     by_outcome = collections.Counter(row["outcome"] for row in attempts)
     attempt_outcomes = {
-        "applied": by_outcome["applied"], "deduplicated": by_outcome["deduplicated"],
-        "failed on purpose": by_outcome["raised"], "cancelled": by_outcome["cancelled"],
+        "applied": by_outcome["applied"],
+        "deduplicated": by_outcome["deduplicated"],
+        "failed on purpose": by_outcome["raised"],
+        "cancelled": by_outcome["cancelled"],
         "killed mid-attempt": by_outcome["running"],
     }
     return {
-        "executions": len(executions), "statuses": dict(statuses_count), "activities": activities_total,
+        "executions": len(executions),
+        "statuses": dict(statuses_count),
+        "activities": activities_total,
         "activity_outcomes": {k.removeprefix("ActivityTask").lower(): v for k, v in outcome_count.items()},
-        "attempts": len(attempts), "attempt_outcomes": attempt_outcomes, "effects": len(effects),
-        "orphan_effects": orphan_effects, "timers": timers_total, "cancels_requested": cancels_requested,
-        "cancels_refused": cancels_refused, "duplicates": duplicates,
+        "attempts": len(attempts),
+        "attempt_outcomes": attempt_outcomes,
+        "effects": len(effects),
+        "orphan_effects": orphan_effects,
+        "timers": timers_total,
+        "cancels_requested": cancels_requested,
+        "cancels_refused": cancels_refused,
+        "duplicates": duplicates,
     }
 
 
@@ -737,7 +847,7 @@ async def _main(args: argparse.Namespace) -> int:
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="flowforge-chaos-"))
     workdir.mkdir(parents=True, exist_ok=True)
     postgres = None
-    dsn: Optional[str] = None
+    dsn: str | None = None
     if args.store == "sqlite":
         store, kind = str(workdir / "flowforge.db"), "sqlite"
     elif args.store == "postgresql":
@@ -749,9 +859,16 @@ async def _main(args: argparse.Namespace) -> int:
     else:
         store, kind = args.store, None
     try:
-        report = await run_chaos(store, workdir, seed=seed, workflows=args.workflows, kills=args.kills,
-                                 pause=(args.min_pause, args.max_pause), finish_timeout=args.finish_timeout,
-                                 store_kind=kind)
+        report = await run_chaos(
+            store,
+            workdir,
+            seed=seed,
+            workflows=args.workflows,
+            kills=args.kills,
+            pause=(args.min_pause, args.max_pause),
+            finish_timeout=args.finish_timeout,
+            store_kind=kind,
+        )
     finally:
         if postgres is not None:
             if dsn is not None:
@@ -765,17 +882,24 @@ async def _main(args: argparse.Namespace) -> int:
     return 1 if report.problems else 0
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.chaos.driver", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--store", default="sqlite",
-                        help="sqlite, postgresql (a throwaway cluster), a SQLite path or a postgresql:// DSN")
+    parser.add_argument(
+        "--store",
+        default="sqlite",
+        help="sqlite, postgresql (a throwaway cluster), a SQLite path or a postgresql:// DSN",
+    )
     parser.add_argument("--workflows", type=int, default=24)
     parser.add_argument("--kills", type=int, default=5)
     parser.add_argument("--seed", type=int, default=None, help="default: a random seed (printed)")
     parser.add_argument("--min-pause", type=float, default=1.0, help="shortest pause between kills (s)")
     parser.add_argument("--max-pause", type=float, default=3.0, help="longest pause between kills (s)")
-    parser.add_argument("--finish-timeout", type=float, default=None,
-                        help="how long executions may take to close after the chaos (default 90 + 0.5 s per workflow)")
+    parser.add_argument(
+        "--finish-timeout",
+        type=float,
+        default=None,
+        help="how long executions may take to close after the chaos (default 90 + 0.5 s per workflow)",
+    )
     parser.add_argument("--workdir", default=None, help="keep logs and the ledger here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     return asyncio.run(_main(parser.parse_args(argv)))

@@ -13,10 +13,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 
@@ -33,7 +33,10 @@ async def test_every_execution_ends_as_its_input_implies_while_workers_and_serve
 ) -> None:
     seed = int(os.environ.get("FLOWFORGE_CHAOS_SEED") or random.SystemRandom().randrange(1_000_000))
     report = await run_chaos(
-        store_url, tmp_path, seed=seed, store_kind=store_kind,
+        store_url,
+        tmp_path,
+        seed=seed,
+        store_kind=store_kind,
         workflows=int(os.environ.get("FLOWFORGE_CHAOS_WORKFLOWS", "24")),
         kills=int(os.environ.get("FLOWFORGE_CHAOS_KILLS", "5")),
     )
@@ -55,8 +58,14 @@ def test_the_plan_is_a_function_of_the_seed_and_covers_every_kind() -> None:
     ]
     assert kills == kills_again
     assert {e.kind for e in first} == {
-        "ChaosOnboarding", "TimerChain", "RetryUntilSuccess", "ExhaustRetries", "NonRetryable", "Compensate",
-        "CancelLong", "CancelRace",
+        "ChaosOnboarding",
+        "TimerChain",
+        "RetryUntilSuccess",
+        "ExhaustRetries",
+        "NonRetryable",
+        "Compensate",
+        "CancelLong",
+        "CancelRace",
     }
     assert {"server"} <= {k.target for k in kills} and {k.target for k in kills} & {"worker", "workers"}
 
@@ -79,9 +88,19 @@ def _payloads(value: Any) -> dict[str, Any]:
 
 def _info(attempt: int, key: str = "idem-1", activity_id: str = "1") -> activity.Info:
     return activity.Info(
-        activity_id=activity_id, activity_type="charge", attempt=attempt, idempotency_key=key, heartbeat_details=(),
-        workflow_id="RetryUntilSuccess-0000", run_id="run-1", workflow_type="RetryUntilSuccess", namespace="default",
-        task_queue="chaos", scheduled_time=None, started_time=None, start_to_close_timeout=None,
+        activity_id=activity_id,
+        activity_type="charge",
+        attempt=attempt,
+        idempotency_key=key,
+        heartbeat_details=(),
+        workflow_id="RetryUntilSuccess-0000",
+        run_id="run-1",
+        workflow_type="RetryUntilSuccess",
+        namespace="default",
+        task_queue="chaos",
+        scheduled_time=None,
+        started_time=None,
+        start_to_close_timeout=None,
         heartbeat_timeout=None,
     )
 
@@ -108,25 +127,39 @@ class _Case:
             ("WorkflowTaskCompleted", {"scheduled_event_id": 2, "started_event_id": 3}),
             ("ActivityTaskScheduled", {"activity_id": "1", "activity_type": "charge", "input": _payloads(self.params)}),
             ("ActivityTaskStarted", {"scheduled_event_id": 5, "attempt": 2}),
-            ("ActivityTaskCompleted", {"scheduled_event_id": 5, "started_event_id": 6, "result": _payloads(self.effect)}),
+            (
+                "ActivityTaskCompleted",
+                {"scheduled_event_id": 5, "started_event_id": 6, "result": _payloads(self.effect)},
+            ),
             ("WorkflowTaskScheduled", {}),
             ("WorkflowTaskStarted", {"scheduled_event_id": 8}),
             ("WorkflowTaskCompleted", {"scheduled_event_id": 8, "started_event_id": 9}),
             ("WorkflowExecutionCompleted", {"result": _payloads({"effects": [self.effect]})}),
         ]
 
-    def check(self, ids: Optional[list[int]] = None) -> tuple[list[str], dict[str, Any]]:
-        now = datetime.now(timezone.utc)
+    def check(self, ids: list[int] | None = None) -> tuple[list[str], dict[str, Any]]:
+        now = datetime.now(UTC)
         ids = ids or list(range(1, len(self.events) + 1))
-        history = WorkflowHistory("RetryUntilSuccess-0000", [
-            HistoryEvent(event_id, event_type, now, attributes)
-            for event_id, (event_type, attributes) in zip(ids, self.events)
-        ])
+        history = WorkflowHistory(
+            "RetryUntilSuccess-0000",
+            [
+                HistoryEvent(event_id, event_type, now, attributes)
+                for event_id, (event_type, attributes) in zip(ids, self.events, strict=False)
+            ],
+        )
         execution = Execution("RetryUntilSuccess-0000", "RetryUntilSuccess", {"steps": [self.params]}, 0.0, None)
-        listing = {execution.workflow_id: [SimpleNamespace(run_id="run-1", status=WorkflowExecutionStatus[self.status])]}
+        listing = {
+            execution.workflow_id: [SimpleNamespace(run_id="run-1", status=WorkflowExecutionStatus[self.status])]
+        }
         problems: list[str] = []
-        counts = check([execution], {execution.workflow_id: history}, {execution.workflow_id: self.status}, listing,
-                       self.ledger, problems.append)
+        counts = check(
+            [execution],
+            {execution.workflow_id: history},
+            {execution.workflow_id: self.status},
+            listing,
+            self.ledger,
+            problems.append,
+        )
         return problems, counts
 
 
@@ -163,8 +196,10 @@ def test_the_checks_catch_an_idempotency_key_that_changes_between_attempts(tmp_p
 
 def test_the_checks_catch_a_lost_effect_and_a_result_that_is_not_the_effect(tmp_path: Path) -> None:
     case = _Case(tmp_path)
-    case.events[6] = ("ActivityTaskCompleted", {"scheduled_event_id": 5, "started_event_id": 6,
-                                                "result": _payloads({**case.effect, "effect_attempt": 9})})
+    case.events[6] = (
+        "ActivityTaskCompleted",
+        {"scheduled_event_id": 5, "started_event_id": 6, "result": _payloads({**case.effect, "effect_attempt": 9})},
+    )
     problems, _ = case.check()
     assert any("the ledger holds" in p for p in problems)
 
@@ -188,13 +223,19 @@ def test_the_checks_catch_two_runs_of_one_workflow_id(tmp_path: Path) -> None:
     case = _Case(tmp_path)
     problems, _ = case.check()
     assert problems == []
-    now = datetime.now(timezone.utc)
-    history = WorkflowHistory("RetryUntilSuccess-0000", [
-        HistoryEvent(i, t, now, a) for i, (t, a) in enumerate(case.events, 1)
-    ])
+    now = datetime.now(UTC)
+    history = WorkflowHistory(
+        "RetryUntilSuccess-0000", [HistoryEvent(i, t, now, a) for i, (t, a) in enumerate(case.events, 1)]
+    )
     execution = Execution("RetryUntilSuccess-0000", "RetryUntilSuccess", {"steps": [case.params]}, 0.0, None)
     runs = [SimpleNamespace(run_id=r, status=WorkflowExecutionStatus.COMPLETED) for r in ("run-1", "run-2")]
     found: list[str] = []
-    check([execution], {execution.workflow_id: history}, {execution.workflow_id: "COMPLETED"},
-          {execution.workflow_id: runs}, case.ledger, found.append)
+    check(
+        [execution],
+        {execution.workflow_id: history},
+        {execution.workflow_id: "COMPLETED"},
+        {execution.workflow_id: runs},
+        case.ledger,
+        found.append,
+    )
     assert any("2 runs listed" in p for p in found)

@@ -25,11 +25,12 @@ async def test_a_transaction_cancelled_at_any_point_leaves_the_sqlite_store_writ
     store = SQLiteStore(tmp_path / "flowforge.db")
     await store.open()
     try:
+
         async def write(key: str) -> None:
             async with store.transaction() as tx:
                 await tx.set_metadata_if_absent(key, "written")
 
-        for turns in range(12):   # cancel after 0, 1, 2, ... turns of the event loop: before, in, after COMMIT
+        for turns in range(12):  # cancel after 0, 1, 2, ... turns of the event loop: before, in, after COMMIT
             key = f"cancelled-after-{turns}"
             task = asyncio.create_task(write(key))
             for _ in range(turns):

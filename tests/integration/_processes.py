@@ -9,8 +9,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Optional, TypeVar
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parents[2]
 _T = TypeVar("_T")
@@ -23,8 +24,9 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-async def wait_until(check: Callable[[], Awaitable[Optional[_T]] | Optional[_T]], *, timeout: float,
-                     what: str, interval: float = 0.05) -> _T:
+async def wait_until(
+    check: Callable[[], Awaitable[_T | None] | _T | None], *, timeout: float, what: str, interval: float = 0.05
+) -> _T:
     """Polls ``check`` until it returns something truthy; fails after ``timeout``."""
     deadline = time.monotonic() + timeout
     while True:
@@ -47,7 +49,7 @@ class ServerProcess:
         self.name = name
         self.extra_args = extra_args
         self.port = 0
-        self.process: Optional[subprocess.Popen[bytes]] = None
+        self.process: subprocess.Popen[bytes] | None = None
         self._log = open(workdir / f"{name}.log", "ab")
 
     @property
@@ -58,9 +60,25 @@ class ServerProcess:
         ready = self.workdir / f"{self.name}.ready"
         ready.unlink(missing_ok=True)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "flowforge.cli", "server", "start", "--store", self.store,
-             "--port", str(self.port), "--ready-file", str(ready), "--log-level", "WARNING", *self.extra_args],
-            env=_env(), stdout=self._log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "flowforge.cli",
+                "server",
+                "start",
+                "--store",
+                self.store,
+                "--port",
+                str(self.port),
+                "--ready-file",
+                str(ready),
+                "--log-level",
+                "WARNING",
+                *self.extra_args,
+            ],
+            env=_env(),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 60
         while not ready.exists():
@@ -93,12 +111,22 @@ class ServerProcess:
 class WorkerProcess:
     """A worker of tests/integration/_worker_app.py in a child process."""
 
-    def __init__(self, address: str, task_queue: str, ledger: Path, workdir: Path, *, name: str = "worker",
-                 extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        address: str,
+        task_queue: str,
+        ledger: Path,
+        workdir: Path,
+        *,
+        name: str = "worker",
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
         self._log = open(workdir / f"{name}.log", "ab")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.integration._worker_app", address, task_queue, *extra_args],
-            env=_env(FLOWFORGE_TEST_LEDGER=str(ledger)), stdout=self._log, stderr=subprocess.STDOUT,
+            env=_env(FLOWFORGE_TEST_LEDGER=str(ledger)),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
         )
 
     def kill9(self) -> None:

@@ -8,8 +8,9 @@ bounds are generous (two shared cores) while the suite stays quick.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import timedelta
-from typing import Any, AsyncIterator, Callable, Sequence
+from typing import Any
 
 import pytest
 
@@ -30,8 +31,14 @@ async def sdk_client(server: FlowForgeServer) -> AsyncIterator[Client]:
     await connection.close()
 
 
-def fast_worker(client: Client, task_queue: str, *, workflows: Sequence[type] = (),
-                activities: Sequence[Callable[..., Any]] = (), **options: Any) -> Worker:
+def fast_worker(
+    client: Client,
+    task_queue: str,
+    *,
+    workflows: Sequence[type] = (),
+    activities: Sequence[Callable[..., Any]] = (),
+    **options: Any,
+) -> Worker:
     """A worker whose shutdown cancels leftover activities at once (tests leave
     deliberately stuck activities behind)."""
     options.setdefault("graceful_shutdown_timeout", timedelta(seconds=0))

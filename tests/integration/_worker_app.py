@@ -36,8 +36,13 @@ def record(**fields: object) -> None:
 async def ledger_step(params: dict) -> dict:
     """Records its start; blocks forever on attempt 1 if asked (to be killed there)."""
     info = activity.info()
-    record(event="start", key=params["key"], attempt=info.attempt, idempotency_key=info.idempotency_key,
-           task_token=base64.b64encode(info.task_token).decode())
+    record(
+        event="start",
+        key=params["key"],
+        attempt=info.attempt,
+        idempotency_key=info.idempotency_key,
+        task_token=base64.b64encode(info.task_token).decode(),
+    )
     if params.get("block_first_attempt") and info.attempt == 1:
         await asyncio.Event().wait()
     await asyncio.sleep(params.get("seconds", 0))
@@ -52,7 +57,9 @@ class OneStep:
     @workflow.run
     async def run(self, params: dict) -> dict:
         return await workflow.execute_activity(
-            ledger_step, params, start_to_close_timeout=timedelta(seconds=params.get("start_to_close", 3)),
+            ledger_step,
+            params,
+            start_to_close_timeout=timedelta(seconds=params.get("start_to_close", 3)),
             retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200)),
         )
 
@@ -64,12 +71,16 @@ class StepTimerStep:
     @workflow.run
     async def run(self, params: dict) -> list:
         first = await workflow.execute_activity(
-            ledger_step, {**params, "key": params["key"] + "/1"}, start_to_close_timeout=timedelta(seconds=10),
+            ledger_step,
+            {**params, "key": params["key"] + "/1"},
+            start_to_close_timeout=timedelta(seconds=10),
             retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200)),
         )
         await workflow.sleep(timedelta(seconds=params.get("timer_seconds", 1)))
         second = await workflow.execute_activity(
-            ledger_step, {**params, "key": params["key"] + "/2"}, start_to_close_timeout=timedelta(seconds=10),
+            ledger_step,
+            {**params, "key": params["key"] + "/2"},
+            start_to_close_timeout=timedelta(seconds=10),
             retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200)),
         )
         return [first, second]
@@ -81,8 +92,13 @@ ACTIVITIES = [ledger_step]
 
 async def main(address: str, task_queue: str) -> None:
     client = await Client.connect(address)
-    worker = Worker(client, task_queue=task_queue, workflows=WORKFLOWS, activities=ACTIVITIES,
-                    graceful_shutdown_timeout=timedelta(seconds=20))
+    worker = Worker(
+        client,
+        task_queue=task_queue,
+        workflows=WORKFLOWS,
+        activities=ACTIVITIES,
+        graceful_shutdown_timeout=timedelta(seconds=20),
+    )
     await worker.run()
 
 

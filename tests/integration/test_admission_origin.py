@@ -10,9 +10,17 @@ from flowforge.server import FlowForgeServer
 
 async def _start(server: FlowForgeServer, workflow_id: str, origin: dict | None) -> str:
     run_id, started = await server.engine.start_workflow(
-        namespace="default", workflow_id=workflow_id, workflow_type="Report", task_queue="q",
-        input=common_pb2.Payloads(), request_id=f"req-{workflow_id}", identity="test",
-        execution_timeout_s=0, run_timeout_s=0, task_timeout_s=0, origin=origin,
+        namespace="default",
+        workflow_id=workflow_id,
+        workflow_type="Report",
+        task_queue="q",
+        input=common_pb2.Payloads(),
+        request_id=f"req-{workflow_id}",
+        identity="test",
+        execution_timeout_s=0,
+        run_timeout_s=0,
+        task_timeout_s=0,
+        origin=origin,
     )
     assert started
     return run_id

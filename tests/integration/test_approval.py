@@ -11,10 +11,14 @@ import sys
 
 from flowforge import Client
 from flowforge.worker import Worker
-from samples.approval.workflows import (
-    ACTIVITIES, TASK_QUEUE, ApprovalStatus, ExpenseApproval, ExpenseRequest,
-)
 from samples.approval.demo import wait_for_stage
+from samples.approval.workflows import (
+    ACTIVITIES,
+    TASK_QUEUE,
+    ApprovalStatus,
+    ExpenseApproval,
+    ExpenseRequest,
+)
 from tests.integration._processes import ServerProcess, _env, wait_until
 from tests.integration._reliability import DEADLINE_S, events, of_type
 
@@ -26,7 +30,9 @@ def _activities_run(history: list) -> list[str]:
 async def test_an_approval_signal_pays_out_and_the_first_decision_wins(client: Client) -> None:
     async with Worker(client, task_queue=TASK_QUEUE, workflows=[ExpenseApproval], activities=ACTIVITIES):
         handle = await client.start_workflow(
-            ExpenseApproval.run, ExpenseRequest("r-1", "ada", 120.0, "conference"), id="approval-paid",
+            ExpenseApproval.run,
+            ExpenseRequest("r-1", "ada", 120.0, "conference"),
+            id="approval-paid",
             task_queue=TASK_QUEUE,
         )
 
@@ -38,7 +44,9 @@ async def test_an_approval_signal_pays_out_and_the_first_decision_wins(client: C
         await handle.signal(ExpenseApproval.reject, args=["alan", "too late"])  # ignored: decided already
         result = await asyncio.wait_for(handle.result(), DEADLINE_S)
     assert dataclasses.asdict(result) == {
-        "stage": "paid", "decision": {"approved": True, "by": "grace", "reason": ""}, "payment_id": "pay_r-1",
+        "stage": "paid",
+        "decision": {"approved": True, "by": "grace", "reason": ""},
+        "payment_id": "pay_r-1",
     }
     history = await events(handle)
     assert _activities_run(history) == ["notify_approvers", "pay_out", "notify_requester"]
@@ -49,15 +57,22 @@ async def test_an_approval_signal_pays_out_and_the_first_decision_wins(client: C
 async def test_a_rejection_pays_nothing_and_a_silent_approver_lets_the_request_expire(client: Client) -> None:
     async with Worker(client, task_queue=TASK_QUEUE, workflows=[ExpenseApproval], activities=ACTIVITIES):
         rejected = await client.start_workflow(
-            ExpenseApproval.run, ExpenseRequest("r-2", "alan", 5000.0, "yacht"), id="approval-rejected",
-            task_queue=TASK_QUEUE, start_signal=ExpenseApproval.reject, start_signal_args=["grace", "no yachts"],
+            ExpenseApproval.run,
+            ExpenseRequest("r-2", "alan", 5000.0, "yacht"),
+            id="approval-rejected",
+            task_queue=TASK_QUEUE,
+            start_signal=ExpenseApproval.reject,
+            start_signal_args=["grace", "no yachts"],
         )
         expired = await client.start_workflow(
-            ExpenseApproval.run, ExpenseRequest("r-3", "ada", 9.5, "taxi", approval_timeout_seconds=0.5),
-            id="approval-expired", task_queue=TASK_QUEUE,
+            ExpenseApproval.run,
+            ExpenseRequest("r-3", "ada", 9.5, "taxi", approval_timeout_seconds=0.5),
+            id="approval-expired",
+            task_queue=TASK_QUEUE,
         )
         assert dataclasses.asdict(await asyncio.wait_for(rejected.result(), DEADLINE_S)) == {
-            "stage": "rejected", "decision": {"approved": False, "by": "grace", "reason": "no yachts"},
+            "stage": "rejected",
+            "decision": {"approved": False, "by": "grace", "reason": "no yachts"},
             "payment_id": "",
         }
         assert await asyncio.wait_for(expired.result(), DEADLINE_S) == ApprovalStatus(stage="expired")
@@ -84,14 +99,18 @@ async def test_the_cli_signals_and_queries_a_request(client: Client, server_proc
     address = ["--address", server_process.address]
     async with Worker(client, task_queue=TASK_QUEUE, workflows=[ExpenseApproval], activities=ACTIVITIES):
         handle = await client.start_workflow(
-            ExpenseApproval.run, ExpenseRequest("r-4", "ada", 30.0, "books"), id="approval-cli", task_queue=TASK_QUEUE,
+            ExpenseApproval.run,
+            ExpenseRequest("r-4", "ada", 30.0, "books"),
+            id="approval-cli",
+            task_queue=TASK_QUEUE,
         )
         await wait_for_stage(handle, "awaiting decision")
         queried = await _flowforge("workflow", "query", "--workflow-id", "approval-cli", "--name", "status", *address)
         assert queried.returncode == 0, queried.stderr
         assert json.loads(queried.stdout) == {"stage": "awaiting decision", "decision": None, "payment_id": ""}
-        signalled = await _flowforge("workflow", "signal", "--workflow-id", "approval-cli", "--name", "approve",
-                               "--input", '"grace"', *address)
+        signalled = await _flowforge(
+            "workflow", "signal", "--workflow-id", "approval-cli", "--name", "approve", "--input", '"grace"', *address
+        )
         assert signalled.returncode == 0, signalled.stderr
         assert (await asyncio.wait_for(handle.result(), DEADLINE_S)).stage == "paid"
         unknown = await _flowforge("workflow", "query", "--workflow-id", "approval-cli", "--name", "nope", *address)
@@ -101,6 +120,10 @@ async def test_the_cli_signals_and_queries_a_request(client: Client, server_proc
 async def _flowforge(*args: str) -> subprocess.CompletedProcess[str]:
     """Runs the CLI in a thread: the worker answering it runs on this event loop."""
     return await asyncio.to_thread(
-        subprocess.run, [sys.executable, "-m", "flowforge.cli", *args], capture_output=True, text=True, timeout=60,
+        subprocess.run,
+        [sys.executable, "-m", "flowforge.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
         env=_env(),
     )

@@ -17,6 +17,7 @@ from tests.integration._worker_app import ACTIVITIES, WORKFLOWS, OneStep
 async def test_an_unknown_workflow_type_fails_the_workflow_task_visibly_and_is_not_lost(client: Client) -> None:
     handle = await client.start_workflow("NotDeployedYet", {"key": "later"}, id="unknown-type", task_queue="bad-input")
     async with Worker(client, task_queue="bad-input", workflows=WORKFLOWS, activities=ACTIVITIES):
+
         async def failing_task():
             description = await handle.describe()
             task = description.pending_workflow_task
@@ -84,10 +85,13 @@ async def test_an_activity_result_over_the_limit_fails_the_attempt_not_the_serve
         async def run(self) -> str:
             from flowforge import RetryPolicy
             from flowforge.exceptions import ActivityError
+
             try:
                 return await workflow.execute_activity(
-                    huge_result, start_to_close_timeout=timedelta(seconds=5),
-                    retry_policy=RetryPolicy(maximum_attempts=2, initial_interval=timedelta(milliseconds=50)))
+                    huge_result,
+                    start_to_close_timeout=timedelta(seconds=5),
+                    retry_policy=RetryPolicy(maximum_attempts=2, initial_interval=timedelta(milliseconds=50)),
+                )
             except ActivityError as error:
                 return f"refused: {error.cause}"
 

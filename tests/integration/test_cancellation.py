@@ -25,7 +25,6 @@ import dataclasses
 import threading
 import time
 from datetime import datetime, timedelta
-from typing import Optional
 
 import pytest
 
@@ -52,9 +51,9 @@ class Probe:
     started: threading.Event = dataclasses.field(default_factory=threading.Event)
     release: threading.Event = dataclasses.field(default_factory=threading.Event)
     ended: threading.Event = dataclasses.field(default_factory=threading.Event)
-    outcome: Optional[str] = None
-    cancelled_at: Optional[float] = None  # time.time() when the activity saw the cancellation
-    is_cancelled_then: Optional[bool] = None
+    outcome: str | None = None
+    cancelled_at: float | None = None  # time.time() when the activity saw the cancellation
+    is_cancelled_then: bool | None = None
 
 
 probes: dict[str, Probe] = {}
@@ -119,8 +118,9 @@ ACTIVITIES = [heartbeats_until_released, heartbeats_until_cancelled_sync, compen
 def worker(client: Client, *workflows: type):  # type: ignore[no-untyped-def]
     """Every activity of these tests has ended before its test leaves the worker, so
     shutdown waits for their reports instead of cutting them short."""
-    return fast_worker(client, QUEUE, workflows=workflows, activities=ACTIVITIES,
-                       graceful_shutdown_timeout=timedelta(seconds=10))
+    return fast_worker(
+        client, QUEUE, workflows=workflows, activities=ACTIVITIES, graceful_shutdown_timeout=timedelta(seconds=10)
+    )
 
 
 def cancel_requested_at(history) -> float:  # type: ignore[no-untyped-def]
@@ -139,12 +139,15 @@ class BooksAndCompensates:
         activity_fn = heartbeats_until_cancelled_sync if params["sync"] else heartbeats_until_released
         try:
             return await workflow.execute_activity(
-                activity_fn, params["key"], start_to_close_timeout=timedelta(seconds=30),
+                activity_fn,
+                params["key"],
+                start_to_close_timeout=timedelta(seconds=30),
                 heartbeat_timeout=HEARTBEAT_TIMEOUT,
             )
         except asyncio.CancelledError:
-            await workflow.execute_activity(compensate, params["key"] + "/compensation",
-                                            start_to_close_timeout=timedelta(seconds=10))
+            await workflow.execute_activity(
+                compensate, params["key"] + "/compensation", start_to_close_timeout=timedelta(seconds=10)
+            )
             raise
 
 
@@ -154,8 +157,9 @@ async def test_cancel_raises_cancelled_error_in_the_workflow_which_compensates_a
 ) -> None:
     key = f"book-{store_kind}-{sync}"
     async with worker(sdk_client, BooksAndCompensates):
-        handle = await sdk_client.start_workflow(BooksAndCompensates.run, {"key": key, "sync": sync},
-                                                 id=key, task_queue=QUEUE)
+        handle = await sdk_client.start_workflow(
+            BooksAndCompensates.run, {"key": key, "sync": sync}, id=key, task_queue=QUEUE
+        )
         await wait_until(probe(key).started.is_set, timeout=DEADLINE_S, what="the activity to start")
         await handle.cancel(reason="customer changed their mind")
         with pytest.raises(WorkflowFailureError) as raised:
@@ -173,9 +177,11 @@ async def test_cancel_raises_cancelled_error_in_the_workflow_which_compensates_a
     assert history[requested].attributes["reason"] == "customer changed their mind"
     # The workflow asked to cancel the activity, then scheduled and completed the compensation.
     assert requested < types.index("ActivityTaskCancelRequested")
-    compensation = [e for e in of_type(history, "ActivityTaskScheduled") if e.attributes["activity_type"] == "compensate"]
+    compensation = [
+        e for e in of_type(history, "ActivityTaskScheduled") if e.attributes["activity_type"] == "compensate"
+    ]
     assert len(compensation) == 1 and compensation[0].event_id > types.index("ActivityTaskCancelRequested")
-    assert "ActivityTaskCompleted" in types[compensation[0].event_id:]
+    assert "ActivityTaskCompleted" in types[compensation[0].event_id :]
     # The activity learned of it through a heartbeat, within about one heartbeat interval.
     p = probe(key)
     assert p.outcome == ("saw is_cancelled()" if sync else "task cancelled") and p.is_cancelled_then is True
@@ -227,7 +233,9 @@ class CancelsWithType:
     async def run(self, params: dict) -> str:
         try:
             outcome = await workflow.execute_activity(
-                heartbeats_until_released, params["key"], start_to_close_timeout=timedelta(seconds=30),
+                heartbeats_until_released,
+                params["key"],
+                start_to_close_timeout=timedelta(seconds=30),
                 heartbeat_timeout=HEARTBEAT_TIMEOUT,
                 cancellation_type=ActivityCancellationType[params["cancellation_type"]],
             )
@@ -237,7 +245,7 @@ class CancelsWithType:
         return outcome
 
 
-async def last_heartbeat_after(handle, moment: datetime) -> Optional[datetime]:  # type: ignore[no-untyped-def]
+async def last_heartbeat_after(handle, moment: datetime) -> datetime | None:  # type: ignore[no-untyped-def]
     """The last heartbeat time of the run's heartbeating activity, if later than ``moment``."""
     for pending in (await handle.describe()).pending_activities:
         if pending.activity_type == "heartbeats_until_released" and pending.last_heartbeat_time:
@@ -246,8 +254,11 @@ async def last_heartbeat_after(handle, moment: datetime) -> Optional[datetime]: 
 
 
 def scheduled_index(types_and_events, activity_type: str) -> int:  # type: ignore[no-untyped-def]
-    return next(i for i, e in enumerate(types_and_events)
-                if e.event_type == "ActivityTaskScheduled" and e.attributes["activity_type"] == activity_type)
+    return next(
+        i
+        for i, e in enumerate(types_and_events)
+        if e.event_type == "ActivityTaskScheduled" and e.attributes["activity_type"] == activity_type
+    )
 
 
 @pytest.mark.parametrize("cancellation_type", ["TRY_CANCEL", "WAIT_CANCELLATION_COMPLETED", "ABANDON"])
@@ -258,7 +269,8 @@ async def test_the_cancellation_type_decides_whether_the_workflow_waits_for_the_
     activity_probe, gate_probe = probe(key), probe(key + "/gate")
     async with worker(sdk_client, CancelsWithType):
         handle = await sdk_client.start_workflow(
-            CancelsWithType.run, {"key": key, "cancellation_type": cancellation_type}, id=key, task_queue=QUEUE)
+            CancelsWithType.run, {"key": key, "cancellation_type": cancellation_type}, id=key, task_queue=QUEUE
+        )
         await wait_until(activity_probe.started.is_set, timeout=DEADLINE_S, what="the activity to start")
         await handle.cancel()
         # The workflow's await has ended once it scheduled the gate.
@@ -288,10 +300,12 @@ async def test_the_cancellation_type_decides_whether_the_workflow_waits_for_the_
             # Heartbeats go on after the workflow moved past its await, and none brings a
             # cancellation: two recorded heartbeats later (the worker sends the next only
             # after it handled the previous answer), the activity still runs.
-            first = await wait_until(lambda: last_heartbeat_after(handle, history[gate_at].event_time),
-                                     timeout=DEADLINE_S, what="a heartbeat after the workflow moved on")
-            await wait_until(lambda: last_heartbeat_after(handle, first), timeout=DEADLINE_S,
-                             what="the next heartbeat")
+            first = await wait_until(
+                lambda: last_heartbeat_after(handle, history[gate_at].event_time),
+                timeout=DEADLINE_S,
+                what="a heartbeat after the workflow moved on",
+            )
+            await wait_until(lambda: last_heartbeat_after(handle, first), timeout=DEADLINE_S, what="the next heartbeat")
             assert not activity_probe.ended.is_set()
             activity_probe.release.set()
             await wait_until(activity_probe.ended.is_set, timeout=DEADLINE_S, what="the activity to finish")
@@ -319,9 +333,12 @@ async def test_the_cancellation_type_decides_whether_the_workflow_waits_for_the_
 class RunsLong:
     @workflow.run
     async def run(self, key: str) -> str:
-        return await workflow.execute_activity(heartbeats_until_released, key,
-                                               start_to_close_timeout=timedelta(seconds=30),
-                                               heartbeat_timeout=HEARTBEAT_TIMEOUT)
+        return await workflow.execute_activity(
+            heartbeats_until_released,
+            key,
+            start_to_close_timeout=timedelta(seconds=30),
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,
+        )
 
 
 async def test_terminate_ends_the_execution_at_once_with_the_reason_in_history(

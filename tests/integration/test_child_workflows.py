@@ -92,9 +92,11 @@ class RetriesChildren:
         policy = RetryPolicy(initial_interval=timedelta(seconds=0.1), maximum_attempts=maximum_attempts)
         child_id = f"{workflow.info().workflow_id}-child"
         try:
-            return {"attempt": await workflow.execute_child_workflow(
-                FlakyUntilThirdAttempt.run, id=child_id, retry_policy=policy
-            )}
+            return {
+                "attempt": await workflow.execute_child_workflow(
+                    FlakyUntilThirdAttempt.run, id=child_id, retry_policy=policy
+                )
+            }
         except ChildWorkflowError as error:
             return {"error": error.cause.message, "retry_state": error.retry_state.name}
 
@@ -121,8 +123,7 @@ class Parent:
             try:
                 await child
             except asyncio.CancelledError as cancelled:
-                return {"child": "cancelled", "run_id": child.first_execution_run_id,
-                        "cause": str(cancelled.__cause__)}
+                return {"child": "cancelled", "run_id": child.first_execution_run_id, "cause": str(cancelled.__cause__)}
             return {}
         if request["mode"] == "signal-child":
             child = await workflow.start_child_workflow(AwaitsSignal.run, id=f"{request['id']}-child")
@@ -153,7 +154,10 @@ async def test_a_child_result_returns_to_the_parent_and_each_knows_the_other(sdk
     history = await events(handle)
     assert_gapless(history)
     initiated, started, completed = of_type(
-        history, "StartChildWorkflowExecutionInitiated", "ChildWorkflowExecutionStarted", "ChildWorkflowExecutionCompleted"
+        history,
+        "StartChildWorkflowExecutionInitiated",
+        "ChildWorkflowExecutionStarted",
+        "ChildWorkflowExecutionCompleted",
     )
     assert initiated.attributes["workflow_id"] == "p1-child" and initiated.attributes["workflow_type"] == "Greeter"
     assert initiated.attributes["parent_close_policy"] == "TERMINATE"
@@ -179,7 +183,11 @@ async def test_a_child_failure_surfaces_in_the_parent_as_child_workflow_error_wi
     assert "failed" in str(error)
     cause = error.cause
     assert isinstance(cause, ApplicationError)
-    assert (cause.message, cause.type, list(cause.details)) == ("card declined for 42", "CardDeclined", ["insufficient funds"])
+    assert (cause.message, cause.type, list(cause.details)) == (
+        "card declined for 42",
+        "CardDeclined",
+        ["insufficient funds"],
+    )
     (failed,) = of_type(await events(handle), "ChildWorkflowExecutionFailed")
     assert failed.attributes["failure"]["message"] == "card declined for 42"
     child = await sdk_client.get_workflow_handle("p2-child").describe()
@@ -211,10 +219,13 @@ async def test_each_parent_close_policy_is_applied_when_the_parent_closes(sdk_cl
         # The cancel request is delivered at once; the child's code then ends it.
         await wait_until(
             lambda: _is(status("p3-request_cancel"), WorkflowExecutionStatus.CANCELED),
-            timeout=DEADLINE_S, what="the REQUEST_CANCEL child to cancel",
+            timeout=DEADLINE_S,
+            what="the REQUEST_CANCEL child to cancel",
         )
         assert await status("p3-abandon") is WorkflowExecutionStatus.RUNNING
-        terminated = of_type(await events(sdk_client.get_workflow_handle("p3-terminate")), "WorkflowExecutionTerminated")
+        terminated = of_type(
+            await events(sdk_client.get_workflow_handle("p3-terminate")), "WorkflowExecutionTerminated"
+        )
         assert "parent p3 closed" in terminated[0].attributes["reason"]
         assert (await handle.describe()).pending_children == []
         await sdk_client.get_workflow_handle("p3-abandon").terminate("cleanup")
@@ -235,9 +246,10 @@ async def test_cancelling_the_task_awaiting_a_child_cancels_the_child(sdk_client
     assert result["child"] == "cancelled" and result["run_id"] == child.run_id
     assert "was cancelled" in result["cause"]
     history = await events(handle)
-    assert [e.event_type for e in of_type(
-        history, "RequestCancelExternalWorkflowExecutionInitiated", "ChildWorkflowExecutionCanceled"
-    )] == ["RequestCancelExternalWorkflowExecutionInitiated", "ChildWorkflowExecutionCanceled"]
+    assert [
+        e.event_type
+        for e in of_type(history, "RequestCancelExternalWorkflowExecutionInitiated", "ChildWorkflowExecutionCanceled")
+    ] == ["RequestCancelExternalWorkflowExecutionInitiated", "ChildWorkflowExecutionCanceled"]
 
 
 async def test_a_parent_signals_its_child_and_a_closed_child_cannot_be_signalled(sdk_client: Client) -> None:
@@ -249,11 +261,20 @@ async def test_a_parent_signals_its_child_and_a_closed_child_cannot_be_signalled
     assert result["received"] == ["go ahead"]
     assert result["late"] == "ExternalWorkflowExecutionNotFound" and "'p6-child'" in result["message"]
     history = await events(handle)
-    assert [e.event_type for e in of_type(
-        history, "SignalExternalWorkflowExecutionInitiated", "ExternalWorkflowExecutionSignaled",
+    assert [
+        e.event_type
+        for e in of_type(
+            history,
+            "SignalExternalWorkflowExecutionInitiated",
+            "ExternalWorkflowExecutionSignaled",
+            "SignalExternalWorkflowExecutionFailed",
+        )
+    ] == [
+        "SignalExternalWorkflowExecutionInitiated",
+        "ExternalWorkflowExecutionSignaled",
+        "SignalExternalWorkflowExecutionInitiated",
         "SignalExternalWorkflowExecutionFailed",
-    )] == ["SignalExternalWorkflowExecutionInitiated", "ExternalWorkflowExecutionSignaled",
-           "SignalExternalWorkflowExecutionInitiated", "SignalExternalWorkflowExecutionFailed"]
+    ]
     (signaled,) = of_type(await events(sdk_client.get_workflow_handle("p6-child")), "WorkflowExecutionSignaled")
     assert signaled.attributes["signal_name"] == "go" and signaled.attributes["identity"] == "parent p6"
 
@@ -270,7 +291,11 @@ async def test_a_child_with_a_retry_policy_runs_again_until_it_succeeds_or_the_a
     runs = sorted([r async for r in sdk_client.list_workflows(workflow_id="r1-child")], key=lambda r: r.start_time)
     assert [r.status.name for r in runs] == ["FAILED", "FAILED", "COMPLETED"]
     third = (await events(sdk_client.get_workflow_handle("r1-child", run_id=runs[2].run_id)))[0].attributes
-    assert (third["attempt"], third["continued_execution_run_id"], third["parent_workflow_id"]) == (3, runs[1].run_id, "r1")
+    assert (third["attempt"], third["continued_execution_run_id"], third["parent_workflow_id"]) == (
+        3,
+        runs[1].run_id,
+        "r1",
+    )
     # The parent saw one start and one outcome, whatever the number of attempts.
     history = await events(enough)
     assert len(of_type(history, "ChildWorkflowExecutionStarted")) == 1
@@ -298,21 +323,44 @@ async def test_a_child_id_that_is_already_running_gives_a_clear_child_workflow_e
     [
         (command_pb2.StartChildWorkflowExecutionCommandAttributes(workflow_type="Child"), "workflow_id is required"),
         (command_pb2.StartChildWorkflowExecutionCommandAttributes(workflow_id="c"), "workflow_type is required"),
-        (command_pb2.StartChildWorkflowExecutionCommandAttributes(workflow_id="c", workflow_type="Child",
-                                                                   parent_close_policy=9), "parent_close_policy"),
-        (command_pb2.StartChildWorkflowExecutionCommandAttributes(
-            workflow_id="c", workflow_type="Child", workflow_run_timeout=seconds(-1)), "must not be negative"),
+        (
+            command_pb2.StartChildWorkflowExecutionCommandAttributes(
+                workflow_id="c", workflow_type="Child", parent_close_policy=9
+            ),
+            "parent_close_policy",
+        ),
+        (
+            command_pb2.StartChildWorkflowExecutionCommandAttributes(
+                workflow_id="c", workflow_type="Child", workflow_run_timeout=seconds(-1)
+            ),
+            "must not be negative",
+        ),
         (command_pb2.RequestCancelExternalWorkflowExecutionCommandAttributes(workflow_id="c"), "own children"),
-        (command_pb2.SignalExternalWorkflowExecutionCommandAttributes(workflow_id="c", child_workflow_only=True),
-         "signal_name is required"),
-        (command_pb2.SignalExternalWorkflowExecutionCommandAttributes(workflow_id="c", signal_name="s"), "own children"),
-        (command_pb2.ContinueAsNewWorkflowExecutionCommandAttributes(workflow_task_timeout=seconds(-1)),
-         "workflow_task_timeout must not be negative"),
+        (
+            command_pb2.SignalExternalWorkflowExecutionCommandAttributes(workflow_id="c", child_workflow_only=True),
+            "signal_name is required",
+        ),
+        (
+            command_pb2.SignalExternalWorkflowExecutionCommandAttributes(workflow_id="c", signal_name="s"),
+            "own children",
+        ),
+        (
+            command_pb2.ContinueAsNewWorkflowExecutionCommandAttributes(workflow_task_timeout=seconds(-1)),
+            "workflow_task_timeout must not be negative",
+        ),
         (command_pb2.ContinueAsNewWorkflowExecutionCommandAttributes(task_queue="q\n"), "control characters"),
     ],
-    ids=["no-id", "no-type", "bad-policy", "negative-timeout", "not-child-only", "signal-no-name",
-         "signal-not-child-only", "continue-negative-timeout",
-         "continue-bad-queue"],
+    ids=[
+        "no-id",
+        "no-type",
+        "bad-policy",
+        "negative-timeout",
+        "not-child-only",
+        "signal-no-name",
+        "signal-not-child-only",
+        "continue-negative-timeout",
+        "continue-bad-queue",
+    ],
 )
 async def test_malformed_child_commands_are_invalid_argument_and_change_nothing(
     server: FlowForgeServer, command: object, message: str
@@ -323,8 +371,7 @@ async def test_malformed_child_commands_are_invalid_argument_and_change_nothing(
         task = await wire.poll_workflow_task()
         field = {
             command_pb2.StartChildWorkflowExecutionCommandAttributes: "start_child_workflow_execution",
-            command_pb2.RequestCancelExternalWorkflowExecutionCommandAttributes:
-                "request_cancel_external_workflow_execution",
+            command_pb2.RequestCancelExternalWorkflowExecutionCommandAttributes: "request_cancel_external_workflow_execution",
             command_pb2.SignalExternalWorkflowExecutionCommandAttributes: "signal_external_workflow_execution",
             command_pb2.ContinueAsNewWorkflowExecutionCommandAttributes: "continue_as_new_workflow_execution",
         }[type(command)]
@@ -333,7 +380,11 @@ async def test_malformed_child_commands_are_invalid_argument_and_change_nothing(
         assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert message in error.value.details()
         history = await wire.history("bad-child")
-        assert [t for _, t, _ in history] == ["WorkflowExecutionStarted", "WorkflowTaskScheduled", "WorkflowTaskStarted"]
+        assert [t for _, t, _ in history] == [
+            "WorkflowExecutionStarted",
+            "WorkflowTaskScheduled",
+            "WorkflowTaskStarted",
+        ]
         assert (await wire.describe("bad-child")).status == 1  # still RUNNING: nothing changed
     finally:
         await wire.close()
@@ -365,12 +416,16 @@ class ChargeMany:
     @workflow.run
     async def run(self, count: int) -> list:
         info = workflow.info()
-        return list(await asyncio.gather(*(
-            workflow.execute_child_workflow(
-                ChargeOne.run, f"{info.workflow_id}-{i}", id=f"{info.workflow_id}-{i}", task_timeout=WFT_TIMEOUT
+        return list(
+            await asyncio.gather(
+                *(
+                    workflow.execute_child_workflow(
+                        ChargeOne.run, f"{info.workflow_id}-{i}", id=f"{info.workflow_id}-{i}", task_timeout=WFT_TIMEOUT
+                    )
+                    for i in range(count)
+                )
             )
-            for i in range(count)
-        )))
+        )
 
 
 async def test_a_server_killed_while_children_run_completes_everything_exactly_once(

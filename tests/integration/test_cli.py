@@ -18,8 +18,9 @@ from tests.integration._worker_app import ACTIVITIES, WORKFLOWS, OneStep
 
 
 def flowforge(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "flowforge.cli", *args], capture_output=True, text=True,
-                          timeout=60, env=_env())
+    return subprocess.run(
+        [sys.executable, "-m", "flowforge.cli", *args], capture_output=True, text=True, timeout=60, env=_env()
+    )
 
 
 async def test_start_list_and_show_json_that_the_replayer_accepts(
@@ -27,8 +28,19 @@ async def test_start_list_and_show_json_that_the_replayer_accepts(
 ) -> None:
     monkeypatch.setenv("FLOWFORGE_TEST_LEDGER", str(ledger))
     address = ["--address", server_process.address]
-    started = flowforge("workflow", "start", "--type", "OneStep", "--task-queue", "cli", "--workflow-id", "cli-1",
-                        "--input", json.dumps({"key": "from-cli"}), *address)
+    started = flowforge(
+        "workflow",
+        "start",
+        "--type",
+        "OneStep",
+        "--task-queue",
+        "cli",
+        "--workflow-id",
+        "cli-1",
+        "--input",
+        json.dumps({"key": "from-cli"}),
+        *address,
+    )
     assert started.returncode == 0, started.stderr
     run_id = started.stdout.strip()
     async with Worker(client, task_queue="cli", workflows=WORKFLOWS, activities=ACTIVITIES, build_id="cli-build-7"):

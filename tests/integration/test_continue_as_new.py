@@ -110,8 +110,12 @@ async def test_continuing_as_new_100_times_keeps_each_history_small_and_result_f
 async def test_the_execution_timeout_spans_the_chain_while_the_run_timeout_restarts(sdk_client: Client) -> None:
     async with fast_worker(sdk_client, QUEUE, workflows=[TicksForever]):
         handle = await sdk_client.start_workflow(
-            TicksForever.run, 0, id="ticks", task_queue=QUEUE,
-            execution_timeout=timedelta(seconds=2), run_timeout=timedelta(seconds=1),
+            TicksForever.run,
+            0,
+            id="ticks",
+            task_queue=QUEUE,
+            execution_timeout=timedelta(seconds=2),
+            run_timeout=timedelta(seconds=1),
         )
         with pytest.raises(WorkflowFailureError) as failure:
             await handle.result()
@@ -134,7 +138,10 @@ async def test_a_server_killed_during_a_continue_as_new_chain_leaves_exactly_one
     try:
         async with fast_worker(client, QUEUE, workflows=[Steps]):
             handle = await client.start_workflow(
-                Steps.run, {"step": 0, "total": total}, id="steps", task_queue=QUEUE,
+                Steps.run,
+                {"step": 0, "total": total},
+                id="steps",
+                task_queue=QUEUE,
                 task_timeout=timedelta(seconds=2),
             )
 

@@ -11,8 +11,8 @@ import grpc
 import pytest
 
 from flowforge import Client, WorkflowExecutionStatus
-from flowforge.client import RPCRetryConfig
 from flowforge.api.v1 import workflow_service_pb2 as pb
+from flowforge.client import RPCRetryConfig
 from flowforge.converter import default_converter
 from flowforge.exceptions import RPCError
 from tests.integration._processes import ServerProcess, WorkerProcess, read_ledger, wait_until
@@ -26,12 +26,15 @@ async def test_a_killed_workers_activity_runs_again_elsewhere_with_the_same_key_
     doomed = WorkerProcess(server_process.address, "crash", ledger, tmp_path, name="doomed")
     try:
         handle = await client.start_workflow(
-            OneStep.run, {"key": "k1", "block_first_attempt": True, "start_to_close": 2},
-            id="worker-crash", task_queue="crash",
+            OneStep.run,
+            {"key": "k1", "block_first_attempt": True, "start_to_close": 2},
+            id="worker-crash",
+            task_queue="crash",
         )
         first = await wait_until(
             lambda: next((e for e in read_ledger(ledger) if e["event"] == "start"), None),
-            timeout=30, what="the first attempt to start",
+            timeout=30,
+            what="the first attempt to start",
         )
         assert first["attempt"] == 1 and first["pid"] == doomed.process.pid
         doomed.kill9()
@@ -60,9 +63,13 @@ async def test_a_killed_workers_activity_runs_again_elsewhere_with_the_same_key_
     wire = Wire(server_process.address)
     try:
         with pytest.raises(grpc.aio.AioRpcError) as error:
-            await wire.stub.RespondActivityTaskCompleted(pb.RespondActivityTaskCompletedRequest(
-                namespace="default", task_token=base64.b64decode(starts[0]["task_token"]),
-                result=default_converter.to_payloads(["stale"])))
+            await wire.stub.RespondActivityTaskCompleted(
+                pb.RespondActivityTaskCompletedRequest(
+                    namespace="default",
+                    task_token=base64.b64decode(starts[0]["task_token"]),
+                    result=default_converter.to_payloads(["stale"]),
+                )
+            )
         assert error.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     finally:
         await wire.close()
@@ -80,15 +87,18 @@ async def test_a_killed_server_restarts_on_its_store_and_every_execution_complet
     try:
         handles = [
             await client.start_workflow(
-                StepTimerStep.run, {"key": f"wf{i}", "seconds": 0.5, "timer_seconds": 1.5},
-                id=f"server-crash-{i}", task_queue="server-crash",
+                StepTimerStep.run,
+                {"key": f"wf{i}", "seconds": 0.5, "timer_seconds": 1.5},
+                id=f"server-crash-{i}",
+                task_queue="server-crash",
             )
             for i in range(8)
         ]
         # Kill it while first activities are finishing and timers are pending.
         await wait_until(
             lambda: sum(e["event"] == "done" for e in read_ledger(ledger)) >= 3,
-            timeout=60, what="some first activities to finish",
+            timeout=60,
+            what="some first activities to finish",
         )
         server_process.kill9()
         with pytest.raises(RPCError) as error:
@@ -102,7 +112,7 @@ async def test_a_killed_server_restarts_on_its_store_and_every_execution_complet
         [{"key": f"wf{i}/1", "attempt": r[0]["attempt"]}, {"key": f"wf{i}/2", "attempt": r[1]["attempt"]}]
         for i, r in enumerate(results)
     ]
-    for i, handle in enumerate(handles):
+    for _i, handle in enumerate(handles):
         history = await handle.fetch_history()
         assert [e.event_id for e in history.events] == list(range(1, len(history.events) + 1))
         types = Counter(e.event_type for e in history.events)

@@ -18,8 +18,8 @@ import threading
 import time
 import urllib.request
 import uuid
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import AsyncIterator, Callable
 
 import pytest
 
@@ -61,19 +61,43 @@ CASES = {
     "date.today": (lambda: dt.date.today(), "datetime.date.today()"),  # forbidden: date.today
     "time.sleep": (lambda: time.sleep(0.001), "time.sleep()"),  # forbidden: time.sleep
     "random.random": (lambda: random.random(), "random.random()"),  # forbidden: random.random
-    "random.randint": (lambda: random.randint(1, 6), "random.randint() (which calls random.getrandbits())"),  # forbidden: random.randint
-    "random.shuffle": (lambda: random.shuffle([1, 2, 3]), "random.shuffle() (which calls random.getrandbits())"),  # forbidden: random.shuffle
+    "random.randint": (
+        lambda: random.randint(1, 6),  # forbidden: random.randint
+        "random.randint() (which calls random.getrandbits())",
+    ),
+    "random.shuffle": (
+        lambda: random.shuffle([1, 2, 3]),  # forbidden: random.shuffle
+        "random.shuffle() (which calls random.getrandbits())",
+    ),
     "uuid.uuid4": (lambda: uuid.uuid4(), "uuid.uuid4()"),  # forbidden: uuid.uuid4
     "socket.socket": (lambda: socket.socket().close(), "socket.socket()"),  # forbidden: socket.socket
-    "socket.connect": (lambda: _preopened_socket[0].connect_ex(("127.0.0.1", CLOSED_PORT)), "socket.socket.connect_ex()"),  # forbidden: socket.connect
-    "socket.create_connection": (lambda: socket.create_connection(("127.0.0.1", CLOSED_PORT)), "socket.create_connection() (which calls socket.getaddrinfo())"),  # forbidden: socket.create_connection
-    "urlopen": (lambda: urllib.request.urlopen(f"http://127.0.0.1:{CLOSED_PORT}/", timeout=1), "urllib.request.urlopen() (which calls socket.getaddrinfo())"),  # forbidden: urlopen
+    "socket.connect": (
+        lambda: _preopened_socket[0].connect_ex(("127.0.0.1", CLOSED_PORT)),  # forbidden: socket.connect
+        "socket.socket.connect_ex()",
+    ),
+    "socket.create_connection": (
+        lambda: socket.create_connection(("127.0.0.1", CLOSED_PORT)),  # forbidden: socket.create_connection
+        "socket.create_connection() (which calls socket.getaddrinfo())",
+    ),
+    "urlopen": (
+        lambda: urllib.request.urlopen(f"http://127.0.0.1:{CLOSED_PORT}/", timeout=1),  # forbidden: urlopen
+        "urllib.request.urlopen() (which calls socket.getaddrinfo())",
+    ),
     "open": (lambda: open(__file__).close(), "open()"),  # forbidden: open
     "os.listdir": (lambda: os.listdir("."), "os.listdir()"),  # forbidden: os.listdir
-    "os.path.exists": (lambda: os.path.exists("/nonexistent"), "genericpath.exists() (which calls os.stat())"),  # forbidden: os.path.exists
+    "os.path.exists": (
+        lambda: os.path.exists("/nonexistent"),  # forbidden: os.path.exists
+        "genericpath.exists() (which calls os.stat())",
+    ),
     "thread": (lambda: threading.Thread(target=print).start(), "threading.Thread.start()"),  # forbidden: thread
-    "asyncio.to_thread": (lambda: asyncio.to_thread(print), "asyncio.threads.to_thread() (which calls loop.run_in_executor())"),  # forbidden: asyncio.to_thread
-    "asyncio.open_connection": (lambda: asyncio.open_connection("127.0.0.1", CLOSED_PORT), "asyncio.streams.open_connection() (which calls loop.create_connection())"),  # forbidden: asyncio.open_connection
+    "asyncio.to_thread": (
+        lambda: asyncio.to_thread(print),  # forbidden: asyncio.to_thread
+        "asyncio.threads.to_thread() (which calls loop.run_in_executor())",
+    ),
+    "asyncio.open_connection": (
+        lambda: asyncio.open_connection("127.0.0.1", CLOSED_PORT),  # forbidden: asyncio.open_connection
+        "asyncio.streams.open_connection() (which calls loop.create_connection())",
+    ),
 }
 # Coroutines make their call where the workflow awaits them.
 AWAITED = {"asyncio.to_thread", "asyncio.open_connection"}
@@ -97,7 +121,9 @@ def _line_ending_with(path: Path, comment: str) -> int:
 
 
 @pytest.fixture(scope="module", params=STORE_KINDS)
-async def guarded_client(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Client]:
+async def guarded_client(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Client]:
     """A server on a fresh store of each kind, with a worker running every workflow above."""
     if request.param == "sqlite":
         server = FlowForgeServer(ServerConfig(store=str(tmp_path_factory.mktemp("guard") / "ff.db"), port=0))
@@ -151,7 +177,8 @@ async def test_a_forbidden_call_fails_the_workflow_task_naming_the_call_and_the_
     assert failed.attributes["cause"] == "NON_DETERMINISTIC_ERROR"
     message = failed.attributes["failure"]["message"]
     where = (
-        f"{_line_of('awaited')} in _forbidden.<locals>.Forbidden.run" if name in AWAITED
+        f"{_line_of('awaited')} in _forbidden.<locals>.Forbidden.run"
+        if name in AWAITED
         else f"{_line_of(name)} in <lambda>"
     )
     assert message.startswith(f"workflow code called {called} at {Path(__file__).name}:{where};")

@@ -28,10 +28,18 @@ async def _workflow_with_activity(wire: Wire, workflow_id: str, *activity_ids: s
     return [t.task_token for t in response.activity_tasks]
 
 
-async def _complete_activity(wire: Wire, token: bytes, value: object, eager_queue: str = "") -> pb.RespondActivityTaskCompletedResponse:
-    return await wire.stub.RespondActivityTaskCompleted(pb.RespondActivityTaskCompletedRequest(
-        namespace=NS, task_token=token, result=default_converter.to_payloads([value]), identity="eager-test",
-        eager_workflow_task_queue=eager_queue))
+async def _complete_activity(
+    wire: Wire, token: bytes, value: object, eager_queue: str = ""
+) -> pb.RespondActivityTaskCompletedResponse:
+    return await wire.stub.RespondActivityTaskCompleted(
+        pb.RespondActivityTaskCompletedRequest(
+            namespace=NS,
+            task_token=token,
+            result=default_converter.to_payloads([value]),
+            identity="eager-test",
+            eager_workflow_task_queue=eager_queue,
+        )
+    )
 
 
 async def test_activity_completion_hands_back_the_workflow_task_it_schedules(wire: Wire) -> None:
@@ -43,7 +51,10 @@ async def test_activity_completion_hands_back_the_workflow_task_it_schedules(wir
     history = [(e.event_id, e.event_type, json.loads(e.attributes_json)) for e in task.history]
     assert_gapless(history)
     assert event_types(history)[-4:] == [
-        "ActivityTaskStarted", "ActivityTaskCompleted", "WorkflowTaskScheduled", "WorkflowTaskStarted"
+        "ActivityTaskStarted",
+        "ActivityTaskCompleted",
+        "WorkflowTaskScheduled",
+        "WorkflowTaskStarted",
     ]
     assert history[-1][2]["identity"] == "eager-test"
     # Leased: a poll finds nothing, and the handed-back token completes the run.
@@ -68,17 +79,26 @@ async def test_workflow_task_completion_returns_the_next_task_for_events_that_ar
     assert task.task_token
     # "b" completes while the workflow task runs: its events wait in the buffer.
     assert not (await _complete_activity(wire, second, 2, eager_queue="q")).HasField("workflow_task")
-    response = await wire.stub.RespondWorkflowTaskCompleted(pb.RespondWorkflowTaskCompletedRequest(
-        namespace=NS, task_token=task.task_token, identity="eager-test", return_new_workflow_task=True))
+    response = await wire.stub.RespondWorkflowTaskCompleted(
+        pb.RespondWorkflowTaskCompletedRequest(
+            namespace=NS, task_token=task.task_token, identity="eager-test", return_new_workflow_task=True
+        )
+    )
     following = response.workflow_task
     assert following.task_token
     types = [e.event_type for e in following.history]
     assert types[-5:] == [
-        "WorkflowTaskCompleted", "ActivityTaskStarted", "ActivityTaskCompleted", "WorkflowTaskScheduled",
+        "WorkflowTaskCompleted",
+        "ActivityTaskStarted",
+        "ActivityTaskCompleted",
+        "WorkflowTaskScheduled",
         "WorkflowTaskStarted",
     ]
     # Nothing arrived during that one: asking again returns no task.
-    response = await wire.stub.RespondWorkflowTaskCompleted(pb.RespondWorkflowTaskCompletedRequest(
-        namespace=NS, task_token=following.task_token, identity="eager-test", return_new_workflow_task=True))
+    response = await wire.stub.RespondWorkflowTaskCompleted(
+        pb.RespondWorkflowTaskCompletedRequest(
+            namespace=NS, task_token=following.task_token, identity="eager-test", return_new_workflow_task=True
+        )
+    )
     assert not response.HasField("workflow_task")
     assert_gapless(await wire.history("eager-3"))

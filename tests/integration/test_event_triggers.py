@@ -9,8 +9,9 @@ import json
 import socket
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, AsyncIterator, Optional
+from typing import Any
 
 import aiohttp
 import grpc
@@ -40,8 +41,9 @@ class OrderPaid:
 async def events_server(store_url: str) -> AsyncIterator[FlowForgeServer]:
     """A server with the webhook on a free port; namespace 'default' needs signatures."""
     instance = FlowForgeServer(
-        ServerConfig(store=store_url, port=0, http_port=0, poll_recheck_interval_s=0.2,
-                     webhook_secrets={"default": SECRET})
+        ServerConfig(
+            store=store_url, port=0, http_port=0, poll_recheck_interval_s=0.2, webhook_secrets={"default": SECRET}
+        )
     )
     await instance.start()
     yield instance
@@ -55,22 +57,25 @@ async def client(events_server: FlowForgeServer) -> AsyncIterator[Client]:
     await connection.close()
 
 
-async def _post(server: FlowForgeServer, body: bytes, *, signature: Optional[str] = "valid",
-                namespace: str = "default") -> tuple[int, Any]:
+async def _post(
+    server: FlowForgeServer, body: bytes, *, signature: str | None = "valid", namespace: str = "default"
+) -> tuple[int, Any]:
     headers = {"Content-Type": "application/cloudevents+json"}
     if signature == "valid":
         headers[SIGNATURE_HEADER] = sign(SECRET, body)
     elif signature is not None:
         headers[SIGNATURE_HEADER] = signature
     async with aiohttp.ClientSession() as http:
-        async with http.post(f"http://127.0.0.1:{server.http_port}/events?namespace={namespace}", data=body,
-                             headers=headers) as response:
+        async with http.post(
+            f"http://127.0.0.1:{server.http_port}/events?namespace={namespace}", data=body, headers=headers
+        ) as response:
             return response.status, await response.json()
 
 
 def _cloudevent(event_id: str, data: Any, *, type: str = "order.paid") -> bytes:
-    return json.dumps({"specversion": "1.0", "id": event_id, "source": SHOP, "type": type, "subject": "web",
-                       "data": data}).encode()
+    return json.dumps(
+        {"specversion": "1.0", "id": event_id, "source": SHOP, "type": type, "subject": "web", "data": data}
+    ).encode()
 
 
 async def _executions(client: Client) -> list[Any]:
@@ -79,8 +84,12 @@ async def _executions(client: Client) -> list[Any]:
 
 async def _order_trigger(client: Client, trigger_id: str = "orders", **options: Any) -> None:
     await client.create_trigger(
-        trigger_id, event_type="order.paid", workflow=OrderPaid.run, task_queue="orders",
-        input_paths=["data.order_id", "data.amount", "subject"], **options,
+        trigger_id,
+        event_type="order.paid",
+        workflow=OrderPaid.run,
+        task_queue="orders",
+        input_paths=["data.order_id", "data.amount", "subject"],
+        **options,
     )
 
 
@@ -100,10 +109,12 @@ async def test_an_event_published_twice_starts_one_execution(client: Client) -> 
 
 async def test_concurrent_publishes_of_one_event_start_one_execution(client: Client) -> None:
     await _order_trigger(client)
-    results = await asyncio.gather(*(
-        client.publish_event(id="evt-race", source=SHOP, type="order.paid", data={"order_id": "o-9"})
-        for _ in range(16)
-    ))
+    results = await asyncio.gather(
+        *(
+            client.publish_event(id="evt-race", source=SHOP, type="order.paid", data={"order_id": "o-9"})
+            for _ in range(16)
+        )
+    )
     assert sum(not r.duplicate for r in results) == 1
     assert len({r.workflows[0].run_id for r in results}) == 1
     assert len(await _executions(client)) == 1
@@ -125,8 +136,14 @@ async def test_a_badly_signed_webhook_is_401_and_starts_nothing(events_server: F
     await _order_trigger(client)
     body = _cloudevent("evt-signed", {"order_id": "o-3"})
     other_body = _cloudevent("evt-other", {"order_id": "o-3"})
-    for signature in (None, "sha256=" + "0" * 64, sign("wrong-secret", body), sign(SECRET, other_body),
-                      sign(SECRET, body).removeprefix("sha256="), "garbage"):
+    for signature in (
+        None,
+        "sha256=" + "0" * 64,
+        sign("wrong-secret", body),
+        sign(SECRET, other_body),
+        sign(SECRET, body).removeprefix("sha256="),
+        "garbage",
+    ):
         status, answer = await _post(events_server, body, signature=signature)
         assert status == 401, signature
         assert SIGNATURE_HEADER in answer["error"] and SECRET not in answer["error"]
@@ -159,8 +176,7 @@ _MALFORMED_BODIES = [
     (json.dumps({"id": "x", "source": SHOP, "type": "t", "time": "yesterday"}).encode(), "RFC 3339"),
     (json.dumps({"id": "x", "source": SHOP, "type": "t", "specversion": "0.3"}).encode(), "specversion"),
     (json.dumps({"id": "x", "source": SHOP, "type": "t", "data_base64": "AA=="}).encode(), "data_base64"),
-    (json.dumps({"id": "x", "source": SHOP, "type": "t", "datacontenttype": "text/xml"}).encode(),
-     "not JSON"),
+    (json.dumps({"id": "x", "source": SHOP, "type": "t", "datacontenttype": "text/xml"}).encode(), "not JSON"),
 ]
 
 
@@ -178,25 +194,31 @@ async def test_a_malformed_webhook_body_is_400_and_changes_nothing(
 
 async def test_a_filtered_out_event_starts_nothing(client: Client) -> None:
     await _order_trigger(client, filter=['data.currency == "EUR"', "data.amount != 0"])
-    for event_id, data in [("usd", {"currency": "USD", "amount": 5}), ("zero", {"currency": "EUR", "amount": 0}),
-                           ("none", None)]:
+    for event_id, data in [
+        ("usd", {"currency": "USD", "amount": 5}),
+        ("zero", {"currency": "EUR", "amount": 0}),
+        ("none", None),
+    ]:
         result = await client.publish_event(id=event_id, source=SHOP, type="order.paid", data=data)
         assert result == type(result)(duplicate=False, workflows=[])
-    other_type = await client.publish_event(id="refund", source=SHOP, type="order.refunded",
-                                            data={"currency": "EUR", "amount": 5})
+    other_type = await client.publish_event(
+        id="refund", source=SHOP, type="order.refunded", data={"currency": "EUR", "amount": 5}
+    )
     assert other_type.workflows == []
     assert await _executions(client) == []
-    matching = await client.publish_event(id="eur", source=SHOP, type="order.paid",
-                                          data={"currency": "EUR", "amount": 5})
+    matching = await client.publish_event(
+        id="eur", source=SHOP, type="order.paid", data={"currency": "EUR", "amount": 5}
+    )
     assert [w.trigger_id for w in matching.workflows] == ["orders"]
 
 
 async def test_an_event_matching_two_triggers_starts_two(client: Client) -> None:
     await _order_trigger(client, "billing", id_prefix="bill-")
-    await _order_trigger(client, "shipping", filter=['data.express in [true]'])
-    await _order_trigger(client, "refunds-only", filter=['data.express == false'])
-    result = await client.publish_event(id="evt-two", source=SHOP, type="order.paid",
-                                        data={"order_id": "o-5", "express": True})
+    await _order_trigger(client, "shipping", filter=["data.express in [true]"])
+    await _order_trigger(client, "refunds-only", filter=["data.express == false"])
+    result = await client.publish_event(
+        id="evt-two", source=SHOP, type="order.paid", data={"order_id": "o-5", "express": True}
+    )
     assert sorted(w.trigger_id for w in result.workflows) == ["billing", "shipping"]
     by_trigger = {w.trigger_id: w for w in result.workflows}
     assert by_trigger["billing"].workflow_id.startswith("bill-")
@@ -206,8 +228,9 @@ async def test_an_event_matching_two_triggers_starts_two(client: Client) -> None
 
 async def test_the_input_mapping_delivers_event_fields_to_a_running_workflow(client: Client) -> None:
     await _order_trigger(client)
-    result = await client.publish_event(id="evt-run", source=SHOP, type="order.paid", subject="checkout",
-                                        data={"order_id": "o-7", "amount": 42})
+    result = await client.publish_event(
+        id="evt-run", source=SHOP, type="order.paid", subject="checkout", data={"order_id": "o-7", "amount": 42}
+    )
     (started,) = result.workflows
     async with Worker(client, task_queue="orders", workflows=[OrderPaid]):
         handle = client.get_workflow_handle(started.workflow_id, run_id=started.run_id)
@@ -225,8 +248,9 @@ async def test_a_missing_input_path_gives_none(client: Client) -> None:
         async def run(self, first: Any, second: Any) -> list:
             return [first, second]
 
-    await client.create_trigger("echo", event_type="ping", workflow="Echo", task_queue="echo",
-                                input_paths=["data.absent", "data"])
+    await client.create_trigger(
+        "echo", event_type="ping", workflow="Echo", task_queue="echo", input_paths=["data.absent", "data"]
+    )
     result = await client.publish_event(id="p-1", source=SHOP, type="ping", data=[1, 2])
     async with Worker(client, task_queue="echo", workflows=[Echo]):
         assert await client.get_workflow_handle(result.workflows[0].workflow_id).result() == [None, [1, 2]]
@@ -234,8 +258,12 @@ async def test_a_missing_input_path_gives_none(client: Client) -> None:
 
 async def test_triggers_are_created_listed_described_and_deleted(client: Client) -> None:
     created = await client.create_trigger(
-        "t-a", event_type="order.paid", workflow=OrderPaid.run, task_queue="orders",
-        filter=['data.region  in ["eu","us"]'], input_paths=["data.order_id"],
+        "t-a",
+        event_type="order.paid",
+        workflow=OrderPaid.run,
+        task_queue="orders",
+        filter=['data.region  in ["eu","us"]'],
+        input_paths=["data.order_id"],
     )
     assert created.filter == ['data.region in ["eu", "us"]'] and created.workflow_id_prefix == "t-a-"
     assert created.workflow_type == "OrderPaid" and created.create_time is not None
@@ -263,54 +291,126 @@ _VALID_EVENT = dict(id="e-1", source="s", type="e")
 
 
 _BAD_REQUESTS = [
-    ("CreateEventTrigger", event_pb2.CreateEventTriggerRequest(
-        namespace="default", trigger=event_pb2.EventTrigger(**{**_VALID_TRIGGER, "trigger_id": ""})),
-     grpc.StatusCode.INVALID_ARGUMENT, "trigger.trigger_id is required"),
-    ("CreateEventTrigger", event_pb2.CreateEventTriggerRequest(
-        namespace="default", trigger=event_pb2.EventTrigger(**{**_VALID_TRIGGER, "event_type": ""})),
-     grpc.StatusCode.INVALID_ARGUMENT, "trigger.event_type is required"),
-    ("CreateEventTrigger", event_pb2.CreateEventTriggerRequest(
-        namespace="default", trigger=event_pb2.EventTrigger(**{**_VALID_TRIGGER, "task_queue": ""})),
-     grpc.StatusCode.INVALID_ARGUMENT, "trigger.task_queue is required"),
-    ("CreateEventTrigger", event_pb2.CreateEventTriggerRequest(
-        namespace="default", trigger=event_pb2.EventTrigger(**_VALID_TRIGGER, filter=["data.x === 1"])),
-     grpc.StatusCode.INVALID_ARGUMENT, "filter condition 'data.x === 1'"),
-    ("CreateEventTrigger", event_pb2.CreateEventTriggerRequest(
-        namespace="default", trigger=event_pb2.EventTrigger(**_VALID_TRIGGER, input_paths=["headers.x"])),
-     grpc.StatusCode.INVALID_ARGUMENT, "input path 'headers.x'"),
-    ("CreateEventTrigger", event_pb2.CreateEventTriggerRequest(
-        namespace="default", trigger=event_pb2.EventTrigger(
-            **_VALID_TRIGGER, workflow_run_timeout={"seconds": -1})),
-     grpc.StatusCode.INVALID_ARGUMENT, "trigger.workflow_run_timeout must not be negative"),
-    ("CreateEventTrigger", event_pb2.CreateEventTriggerRequest(
-        namespace="nowhere", trigger=event_pb2.EventTrigger(**_VALID_TRIGGER)),
-     grpc.StatusCode.NOT_FOUND, "namespace 'nowhere' does not exist"),
-    ("DescribeEventTrigger", event_pb2.DescribeEventTriggerRequest(namespace="default"),
-     grpc.StatusCode.INVALID_ARGUMENT, "trigger_id is required"),
-    ("DeleteEventTrigger", event_pb2.DeleteEventTriggerRequest(namespace="default", trigger_id="a\x01"),
-     grpc.StatusCode.INVALID_ARGUMENT, "trigger_id must not contain control characters"),
-    ("ListEventTriggers", event_pb2.ListEventTriggersRequest(namespace="default", page_size=5000),
-     grpc.StatusCode.INVALID_ARGUMENT, "page_size must be between 1 and 1000"),
-    ("ListEventTriggers", event_pb2.ListEventTriggersRequest(namespace="default", next_page_token=b"\xff"),
-     grpc.StatusCode.INVALID_ARGUMENT, "next_page_token is malformed"),
-    ("PublishEvent", event_pb2.PublishEventRequest(
-        namespace="default", event=event_pb2.CloudEvent(**{**_VALID_EVENT, "id": ""})),
-     grpc.StatusCode.INVALID_ARGUMENT, "event.id is required"),
-    ("PublishEvent", event_pb2.PublishEventRequest(
-        namespace="default", event=event_pb2.CloudEvent(**{**_VALID_EVENT, "source": ""})),
-     grpc.StatusCode.INVALID_ARGUMENT, "event.source is required"),
-    ("PublishEvent", event_pb2.PublishEventRequest(
-        namespace="default", event=event_pb2.CloudEvent(**_VALID_EVENT, data=b"{oops")),
-     grpc.StatusCode.INVALID_ARGUMENT, "event.data must be UTF-8 JSON"),
-    ("PublishEvent", event_pb2.PublishEventRequest(
-        namespace="default", event=event_pb2.CloudEvent(**_VALID_EVENT, data=b"1" * (3 * 1024 * 1024))),
-     grpc.StatusCode.INVALID_ARGUMENT, "over the server's payload limit"),
-    ("PublishEvent", event_pb2.PublishEventRequest(
-        namespace="default", event=event_pb2.CloudEvent(**_VALID_EVENT, time={"seconds": 10**12})),
-     grpc.StatusCode.INVALID_ARGUMENT, "event.time"),
-    ("PublishEvent", event_pb2.PublishEventRequest(
-        namespace="nowhere", event=event_pb2.CloudEvent(**_VALID_EVENT)),
-     grpc.StatusCode.NOT_FOUND, "namespace 'nowhere' does not exist"),
+    (
+        "CreateEventTrigger",
+        event_pb2.CreateEventTriggerRequest(
+            namespace="default", trigger=event_pb2.EventTrigger(**{**_VALID_TRIGGER, "trigger_id": ""})
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "trigger.trigger_id is required",
+    ),
+    (
+        "CreateEventTrigger",
+        event_pb2.CreateEventTriggerRequest(
+            namespace="default", trigger=event_pb2.EventTrigger(**{**_VALID_TRIGGER, "event_type": ""})
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "trigger.event_type is required",
+    ),
+    (
+        "CreateEventTrigger",
+        event_pb2.CreateEventTriggerRequest(
+            namespace="default", trigger=event_pb2.EventTrigger(**{**_VALID_TRIGGER, "task_queue": ""})
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "trigger.task_queue is required",
+    ),
+    (
+        "CreateEventTrigger",
+        event_pb2.CreateEventTriggerRequest(
+            namespace="default", trigger=event_pb2.EventTrigger(**_VALID_TRIGGER, filter=["data.x === 1"])
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "filter condition 'data.x === 1'",
+    ),
+    (
+        "CreateEventTrigger",
+        event_pb2.CreateEventTriggerRequest(
+            namespace="default", trigger=event_pb2.EventTrigger(**_VALID_TRIGGER, input_paths=["headers.x"])
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "input path 'headers.x'",
+    ),
+    (
+        "CreateEventTrigger",
+        event_pb2.CreateEventTriggerRequest(
+            namespace="default", trigger=event_pb2.EventTrigger(**_VALID_TRIGGER, workflow_run_timeout={"seconds": -1})
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "trigger.workflow_run_timeout must not be negative",
+    ),
+    (
+        "CreateEventTrigger",
+        event_pb2.CreateEventTriggerRequest(namespace="nowhere", trigger=event_pb2.EventTrigger(**_VALID_TRIGGER)),
+        grpc.StatusCode.NOT_FOUND,
+        "namespace 'nowhere' does not exist",
+    ),
+    (
+        "DescribeEventTrigger",
+        event_pb2.DescribeEventTriggerRequest(namespace="default"),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "trigger_id is required",
+    ),
+    (
+        "DeleteEventTrigger",
+        event_pb2.DeleteEventTriggerRequest(namespace="default", trigger_id="a\x01"),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "trigger_id must not contain control characters",
+    ),
+    (
+        "ListEventTriggers",
+        event_pb2.ListEventTriggersRequest(namespace="default", page_size=5000),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "page_size must be between 1 and 1000",
+    ),
+    (
+        "ListEventTriggers",
+        event_pb2.ListEventTriggersRequest(namespace="default", next_page_token=b"\xff"),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "next_page_token is malformed",
+    ),
+    (
+        "PublishEvent",
+        event_pb2.PublishEventRequest(namespace="default", event=event_pb2.CloudEvent(**{**_VALID_EVENT, "id": ""})),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "event.id is required",
+    ),
+    (
+        "PublishEvent",
+        event_pb2.PublishEventRequest(
+            namespace="default", event=event_pb2.CloudEvent(**{**_VALID_EVENT, "source": ""})
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "event.source is required",
+    ),
+    (
+        "PublishEvent",
+        event_pb2.PublishEventRequest(namespace="default", event=event_pb2.CloudEvent(**_VALID_EVENT, data=b"{oops")),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "event.data must be UTF-8 JSON",
+    ),
+    (
+        "PublishEvent",
+        event_pb2.PublishEventRequest(
+            namespace="default", event=event_pb2.CloudEvent(**_VALID_EVENT, data=b"1" * (3 * 1024 * 1024))
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "over the server's payload limit",
+    ),
+    (
+        "PublishEvent",
+        event_pb2.PublishEventRequest(
+            namespace="default", event=event_pb2.CloudEvent(**_VALID_EVENT, time={"seconds": 10**12})
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "event.time",
+    ),
+    (
+        "PublishEvent",
+        event_pb2.PublishEventRequest(namespace="nowhere", event=event_pb2.CloudEvent(**_VALID_EVENT)),
+        grpc.StatusCode.NOT_FOUND,
+        "namespace 'nowhere' does not exist",
+    ),
 ]
 
 
@@ -329,8 +429,9 @@ async def test_bad_input_on_every_trigger_rpc_is_refused_and_changes_nothing(cli
 
 async def test_dedupe_rows_expire_after_the_window_and_are_swept(store_url: str) -> None:
     clock = ManualClock()
-    server = FlowForgeServer(ServerConfig(store=store_url, port=0, clock=clock, event_dedupe_window_s=60,
-                                          event_dedupe_sweep_interval_s=0.05))
+    server = FlowForgeServer(
+        ServerConfig(store=store_url, port=0, clock=clock, event_dedupe_window_s=60, event_dedupe_sweep_interval_s=0.05)
+    )
     await server.start()
     try:
         async with await Client.connect(f"127.0.0.1:{server.port}") as client:
@@ -368,7 +469,12 @@ async def _is_none(value: Any) -> bool:
 async def _flowforge(*args: str) -> tuple[int, str, str]:
     """The CLI in a child process; the loop keeps serving the in-process server meanwhile."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "flowforge.cli", *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "flowforge.cli",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
         env=_env(),
     )
     stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
@@ -390,8 +496,7 @@ async def test_a_publish_is_all_or_nothing(client: Client, events_server: FlowFo
     # Triggers start in id order: "a-note" starts, then "b-twice" is refused (its input,
     # the data twice, is over the payload limit) and the whole publish rolls back.
     await client.create_trigger("a-note", event_type="big", workflow="W", task_queue="q", input_paths=["data.note"])
-    await client.create_trigger("b-twice", event_type="big", workflow="W", task_queue="q",
-                                input_paths=["data", "data"])
+    await client.create_trigger("b-twice", event_type="big", workflow="W", task_queue="q", input_paths=["data", "data"])
     data = {"note": "hello", "blob": "x" * (1200 * 1024)}
     with pytest.raises(RPCError) as error:
         await client.publish_event(id="evt-big", source=SHOP, type="big", data=data)
@@ -422,10 +527,27 @@ async def test_the_dev_server_serves_the_signed_webhook(tmp_path: Path) -> None:
         http_port = probe.getsockname()[1]
     ready = tmp_path / "ready"
     process = subprocess.Popen(
-        [sys.executable, "-m", "flowforge.cli", "server", "start-dev", "--in-memory", "--port", "0",
-         "--http-port", str(http_port), "--webhook-secrets-file", str(secrets), "--ready-file", str(ready),
-         "--log-level", "INFO"],
-        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "flowforge.cli",
+            "server",
+            "start-dev",
+            "--in-memory",
+            "--port",
+            "0",
+            "--http-port",
+            str(http_port),
+            "--webhook-secrets-file",
+            str(secrets),
+            "--ready-file",
+            str(ready),
+            "--log-level",
+            "INFO",
+        ],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
     try:
         await wait_until(lambda: ready.exists() or process.poll() is not None, timeout=60, what="the dev server")
@@ -462,8 +584,20 @@ async def test_a_taken_http_port_fails_the_start_with_a_clear_message() -> None:
 
 async def _cli_session(client: Client, address: list[str]) -> None:
     code, out, err = await _flowforge(
-        "trigger", "create", "--trigger-id", "cli-orders", "--event-type", "order.paid", "--workflow-type",
-        "OrderPaid", "--task-queue", "orders", "--filter", 'data.currency == "EUR"', "--input", "data.order_id",
+        "trigger",
+        "create",
+        "--trigger-id",
+        "cli-orders",
+        "--event-type",
+        "order.paid",
+        "--workflow-type",
+        "OrderPaid",
+        "--task-queue",
+        "orders",
+        "--filter",
+        'data.currency == "EUR"',
+        "--input",
+        "data.order_id",
         *address,
     )
     assert code == 0 and "trigger cli-orders created" in out, err
@@ -471,15 +605,39 @@ async def _cli_session(client: Client, address: list[str]) -> None:
     assert code == 0, err
     [listed] = json.loads(out)
     assert listed["filter"] == ['data.currency == "EUR"'] and listed["input_paths"] == ["data.order_id"]
-    publish = ["event", "publish", "--id", "cli-1", "--source", SHOP, "--type", "order.paid",
-               "--data", '{"currency": "EUR", "order_id": "o-1"}', *address]
+    publish = [
+        "event",
+        "publish",
+        "--id",
+        "cli-1",
+        "--source",
+        SHOP,
+        "--type",
+        "order.paid",
+        "--data",
+        '{"currency": "EUR", "order_id": "o-1"}',
+        *address,
+    ]
     code, out, err = await _flowforge(*publish)
     assert code == 0 and json.loads(out)["duplicate"] is False, err
     code, out, err = await _flowforge(*publish)
     assert code == 0 and json.loads(out)["duplicate"] is True, err
     assert len(await _executions(client)) == 1
-    code, out, err = await _flowforge("trigger", "create", "--trigger-id", "bad", "--event-type", "e",
-                                      "--workflow-type", "W", "--task-queue", "q", "--filter", "data.x = 1", *address)
+    code, out, err = await _flowforge(
+        "trigger",
+        "create",
+        "--trigger-id",
+        "bad",
+        "--event-type",
+        "e",
+        "--workflow-type",
+        "W",
+        "--task-queue",
+        "q",
+        "--filter",
+        "data.x = 1",
+        *address,
+    )
     assert code == 1 and "INVALID_ARGUMENT" in err and "data.x = 1" in err
     code, out, err = await _flowforge("trigger", "delete", "--trigger-id", "cli-orders", *address)
     assert code == 0 and [t async for t in client.list_triggers()] == []

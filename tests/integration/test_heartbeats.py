@@ -36,7 +36,10 @@ class Copies:
     @workflow.run
     async def run(self, total: int) -> dict:
         return await workflow.execute_activity(
-            resumable_copy, total, start_to_close_timeout=timedelta(seconds=30), heartbeat_timeout=HEARTBEAT_TIMEOUT,
+            resumable_copy,
+            total,
+            start_to_close_timeout=timedelta(seconds=30),
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,
             retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=50)),
         )
 

@@ -11,17 +11,31 @@ import asyncio
 import grpc
 import pytest
 
-from flowforge.api.v1 import common_pb2, workflow_service_pb2 as pb
+from flowforge.api.v1 import common_pb2
+from flowforge.api.v1 import workflow_service_pb2 as pb
 from tests.integration._protocol import (
-    NS, Wire, assert_gapless, complete_workflow, event_types, schedule_activity, seconds, start_timer,
+    NS,
+    Wire,
+    assert_gapless,
+    complete_workflow,
+    event_types,
+    schedule_activity,
+    seconds,
+    start_timer,
 )
 
 
 async def test_start_is_idempotent_by_request_id_and_refuses_a_second_running_execution(wire: Wire) -> None:
-    first = await wire.stub.StartWorkflowExecution(pb.StartWorkflowExecutionRequest(
-        namespace=NS, workflow_id="idem", workflow_type="wf", task_queue="q", request_id="req-1"))
-    again = await wire.stub.StartWorkflowExecution(pb.StartWorkflowExecutionRequest(
-        namespace=NS, workflow_id="idem", workflow_type="wf", task_queue="q", request_id="req-1"))
+    first = await wire.stub.StartWorkflowExecution(
+        pb.StartWorkflowExecutionRequest(
+            namespace=NS, workflow_id="idem", workflow_type="wf", task_queue="q", request_id="req-1"
+        )
+    )
+    again = await wire.stub.StartWorkflowExecution(
+        pb.StartWorkflowExecutionRequest(
+            namespace=NS, workflow_id="idem", workflow_type="wf", task_queue="q", request_id="req-1"
+        )
+    )
     assert (again.run_id, again.started) == (first.run_id, False)
     with pytest.raises(grpc.aio.AioRpcError) as error:
         await wire.start("idem", request_id="req-2")
@@ -34,7 +48,10 @@ async def test_an_activity_round_trip_appends_the_events_in_order(wire: Wire) ->
     await wire.start("round-trip")
     task = await wire.poll_workflow_task()
     assert [e.event_type for e in task.history] == [
-        "WorkflowExecutionStarted", "WorkflowTaskScheduled", "WorkflowTaskStarted"]
+        "WorkflowExecutionStarted",
+        "WorkflowTaskScheduled",
+        "WorkflowTaskStarted",
+    ]
     await wire.complete_workflow_task(task.task_token, schedule_activity("1", "charge"))
     activity = await wire.poll_activity_task()
     assert (activity.activity_type, activity.attempt) == ("charge", 1)
@@ -44,9 +61,17 @@ async def test_an_activity_round_trip_appends_the_events_in_order(wire: Wire) ->
     history = await wire.history("round-trip")
     assert_gapless(history)
     assert event_types(history) == [
-        "WorkflowExecutionStarted", "WorkflowTaskScheduled", "WorkflowTaskStarted", "WorkflowTaskCompleted",
-        "ActivityTaskScheduled", "ActivityTaskStarted", "ActivityTaskCompleted",
-        "WorkflowTaskScheduled", "WorkflowTaskStarted", "WorkflowTaskCompleted", "WorkflowExecutionCompleted",
+        "WorkflowExecutionStarted",
+        "WorkflowTaskScheduled",
+        "WorkflowTaskStarted",
+        "WorkflowTaskCompleted",
+        "ActivityTaskScheduled",
+        "ActivityTaskStarted",
+        "ActivityTaskCompleted",
+        "WorkflowTaskScheduled",
+        "WorkflowTaskStarted",
+        "WorkflowTaskCompleted",
+        "WorkflowExecutionCompleted",
     ]
     assert history[6][2]["started_event_id"] == 6 and history[6][2]["scheduled_event_id"] == 5
     assert (await wire.describe("round-trip")).status == common_pb2.WORKFLOW_EXECUTION_STATUS_COMPLETED
@@ -79,7 +104,9 @@ async def test_an_edited_token_claiming_a_newer_lease_is_rejected_as_forged(wire
     await wire.complete_workflow_task(task.task_token, schedule_activity("1"))
     activity = await wire.poll_activity_task()
     prefix, body, mac = activity.task_token.split(b".")
-    import base64, json
+    import base64
+    import json
+
     fields = json.loads(base64.urlsafe_b64decode(body + b"=" * (-len(body) % 4)))
     fields[2] += 1  # the fencing token
     edited_body = base64.urlsafe_b64encode(json.dumps(fields, separators=(",", ":")).encode()).rstrip(b"=")
@@ -154,8 +181,13 @@ async def test_events_arriving_during_a_workflow_task_are_buffered_until_it_clos
     assert event_types(await wire.history("buffered"))[-1] == "WorkflowTaskStarted"
     await wire.complete_workflow_task(task.task_token)
     types = event_types(await wire.history("buffered"))
-    assert types[-5:] == ["WorkflowTaskStarted", "WorkflowTaskCompleted", "ActivityTaskStarted",
-                          "ActivityTaskCompleted", "WorkflowTaskScheduled"]
+    assert types[-5:] == [
+        "WorkflowTaskStarted",
+        "WorkflowTaskCompleted",
+        "ActivityTaskStarted",
+        "ActivityTaskCompleted",
+        "WorkflowTaskScheduled",
+    ]
     next_task = await wire.poll_workflow_task()
     assert next_task.history[-1].event_type == "WorkflowTaskStarted"
 
@@ -165,23 +197,36 @@ async def test_a_failing_workflow_task_is_retried_without_growing_history(wire: 
     for attempt in (1, 2, 3):
         task = await wire.poll_workflow_task(timeout=20)
         assert task.attempt == attempt
-        await wire.stub.RespondWorkflowTaskFailed(pb.RespondWorkflowTaskFailedRequest(
-            namespace=NS, task_token=task.task_token, identity="test",
-            cause=pb.WORKFLOW_TASK_FAILED_CAUSE_UNKNOWN_WORKFLOW_TYPE,
-            failure=common_pb2.Failure(message=f"workflow type 'wf' is not registered (attempt {attempt})")))
+        await wire.stub.RespondWorkflowTaskFailed(
+            pb.RespondWorkflowTaskFailedRequest(
+                namespace=NS,
+                task_token=task.task_token,
+                identity="test",
+                cause=pb.WORKFLOW_TASK_FAILED_CAUSE_UNKNOWN_WORKFLOW_TYPE,
+                failure=common_pb2.Failure(message=f"workflow type 'wf' is not registered (attempt {attempt})"),
+            )
+        )
     described = await wire.describe("wft-retry")
     assert described.status == common_pb2.WORKFLOW_EXECUTION_STATUS_RUNNING
     assert described.pending_workflow_task.attempt == 4
     assert "not registered (attempt 3)" in described.pending_workflow_task.last_failure.message
     assert event_types(await wire.history("wft-retry")) == [
-        "WorkflowExecutionStarted", "WorkflowTaskScheduled", "WorkflowTaskStarted", "WorkflowTaskFailed"]
+        "WorkflowExecutionStarted",
+        "WorkflowTaskScheduled",
+        "WorkflowTaskStarted",
+        "WorkflowTaskFailed",
+    ]
     task = await wire.poll_workflow_task(timeout=20)
     assert [e.event_id for e in task.history] == [1, 2, 3, 4, 5, 6]
     await wire.complete_workflow_task(task.task_token, complete_workflow("fixed"))
     history = await wire.history("wft-retry")
     assert_gapless(history)
     assert event_types(history)[4:] == [
-        "WorkflowTaskScheduled", "WorkflowTaskStarted", "WorkflowTaskCompleted", "WorkflowExecutionCompleted"]
+        "WorkflowTaskScheduled",
+        "WorkflowTaskStarted",
+        "WorkflowTaskCompleted",
+        "WorkflowExecutionCompleted",
+    ]
 
 
 async def test_durable_timer_fires_once_and_schedules_a_workflow_task(wire: Wire) -> None:
@@ -190,14 +235,19 @@ async def test_durable_timer_fires_once_and_schedules_a_workflow_task(wire: Wire
     await wire.complete_workflow_task(task.task_token, start_timer("1", 0.2))
     task = await wire.poll_workflow_task(timeout=15)
     assert [e.event_type for e in task.history][-4:] == [
-        "TimerStarted", "TimerFired", "WorkflowTaskScheduled", "WorkflowTaskStarted"]
+        "TimerStarted",
+        "TimerFired",
+        "WorkflowTaskScheduled",
+        "WorkflowTaskStarted",
+    ]
 
 
 async def test_eager_dispatch_hands_activity_tasks_back_with_the_completion(wire: Wire) -> None:
     await wire.start("eager")
     task = await wire.poll_workflow_task()
     response = await wire.complete_workflow_task(
-        task.task_token, schedule_activity("1"), schedule_activity("2"), schedule_activity("3"), eager=2)
+        task.task_token, schedule_activity("1"), schedule_activity("2"), schedule_activity("3"), eager=2
+    )
     assert [t.activity_id for t in response.activity_tasks] == ["1", "2"]
     polled = await wire.poll_activity_task()
     assert polled.activity_id == "3"
@@ -207,10 +257,16 @@ async def test_eager_dispatch_hands_activity_tasks_back_with_the_completion(wire
 
 async def test_bad_input_is_refused_with_a_clear_error_and_the_server_keeps_serving(wire: Wire) -> None:
     cases = [
-        (pb.StartWorkflowExecutionRequest(namespace=NS, workflow_type="wf", task_queue="q"),
-         grpc.StatusCode.INVALID_ARGUMENT, "workflow_id is required"),
-        (pb.StartWorkflowExecutionRequest(namespace="nope", workflow_id="x", workflow_type="wf", task_queue="q"),
-         grpc.StatusCode.NOT_FOUND, "namespace 'nope' does not exist"),
+        (
+            pb.StartWorkflowExecutionRequest(namespace=NS, workflow_type="wf", task_queue="q"),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "workflow_id is required",
+        ),
+        (
+            pb.StartWorkflowExecutionRequest(namespace="nope", workflow_id="x", workflow_type="wf", task_queue="q"),
+            grpc.StatusCode.NOT_FOUND,
+            "namespace 'nope' does not exist",
+        ),
     ]
     for request, code, message in cases:
         with pytest.raises(grpc.aio.AioRpcError) as error:
@@ -246,8 +302,11 @@ async def test_terminate_closes_the_run_and_drops_its_tasks(wire: Wire) -> None:
     task = await wire.poll_workflow_task()
     await wire.complete_workflow_task(task.task_token, schedule_activity("1"))
     activity = await wire.poll_activity_task()
-    await wire.stub.TerminateWorkflowExecution(pb.TerminateWorkflowExecutionRequest(
-        namespace=NS, execution=common_pb2.WorkflowExecution(workflow_id="terminate"), reason="operator said so"))
+    await wire.stub.TerminateWorkflowExecution(
+        pb.TerminateWorkflowExecutionRequest(
+            namespace=NS, execution=common_pb2.WorkflowExecution(workflow_id="terminate"), reason="operator said so"
+        )
+    )
     history = await wire.history("terminate")
     assert history[-1][1:] == ("WorkflowExecutionTerminated", {"identity": "", "reason": "operator said so"})
     with pytest.raises(grpc.aio.AioRpcError) as error:

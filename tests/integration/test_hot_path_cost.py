@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import uuid
-from typing import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -51,14 +51,17 @@ async def _until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None
 
 
 @pytest.fixture
-async def counted(server: FlowForgeServer) -> AsyncIterator[tuple[StoreCounters, collections.Counter[str], Client, str]]:
+async def counted(
+    server: FlowForgeServer,
+) -> AsyncIterator[tuple[StoreCounters, collections.Counter[str], Client, str]]:
     store = StoreCounters(server.store)
     client = await Client.connect(f"127.0.0.1:{server.port}")
     rpcs = count_rpcs(client)
     queue = f"cost-{uuid.uuid4().hex[:8]}"
     try:
-        async with Worker(client, task_queue=queue, workflows=[Onboarding, SingleActivity],
-                          activities=[*ACTIVITIES, noop]):
+        async with Worker(
+            client, task_queue=queue, workflows=[Onboarding, SingleActivity], activities=[*ACTIVITIES, noop]
+        ):
             # Let the worker's polls park before counting. result() can return before
             # the worker has the answer to its last report, so wait for that too.
             await (await client.start_workflow(SingleActivity.run, -1, id=f"warm-{queue}", task_queue=queue)).result()

@@ -23,8 +23,9 @@ async def test_the_schedule_fires_reports_for_their_own_nights(server_process: S
 
 
 def test_the_demo_runs_with_one_command() -> None:
-    finished = subprocess.run([sys.executable, "-m", "samples.nightly_report.demo"], capture_output=True, text=True,
-                              timeout=120, env=_env())
+    finished = subprocess.run(
+        [sys.executable, "-m", "samples.nightly_report.demo"], capture_output=True, text=True, timeout=120, env=_env()
+    )
     assert finished.returncode == 0, finished.stderr
     assert "Schedule nightly-report: 30 2 * * * in Europe/Stockholm" in finished.stdout
     assert "3 executions started by the schedule: trigger, backfill, backfill" in finished.stdout

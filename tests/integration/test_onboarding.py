@@ -9,8 +9,14 @@ from flowforge.worker import Worker
 from samples.onboarding.workflows import ACTIVITIES, TASK_QUEUE, Onboarding
 
 REQUEST = {"name": "Ada Lovelace", "email": "ada@example.com", "work_seconds": 0.3, "cooling_off_seconds": 0.2}
-ACTIVITY_ORDER = ["create_customer", "verify_identity", "score_risk", "fetch_credit_file",
-                  "enrich_customer", "send_notification"]
+ACTIVITY_ORDER = [
+    "create_customer",
+    "verify_identity",
+    "score_risk",
+    "fetch_credit_file",
+    "enrich_customer",
+    "send_notification",
+]
 
 
 async def test_onboarding_completes_with_parallel_checks_and_a_gapless_history(client: Client) -> None:
@@ -31,8 +37,13 @@ async def test_onboarding_completes_with_parallel_checks_and_a_gapless_history(c
     history = await handle.fetch_history()
     assert [e.event_id for e in history.events] == list(range(1, len(history.events) + 1))
     types = [e.event_type for e in history.events]
-    assert types[:5] == ["WorkflowExecutionStarted", "WorkflowTaskScheduled", "WorkflowTaskStarted",
-                         "WorkflowTaskCompleted", "ActivityTaskScheduled"]
+    assert types[:5] == [
+        "WorkflowExecutionStarted",
+        "WorkflowTaskScheduled",
+        "WorkflowTaskStarted",
+        "WorkflowTaskCompleted",
+        "ActivityTaskScheduled",
+    ]
     assert types[-1] == "WorkflowExecutionCompleted"
     scheduled = [e.attributes["activity_type"] for e in history.events if e.event_type == "ActivityTaskScheduled"]
     assert scheduled == ACTIVITY_ORDER
@@ -42,7 +53,7 @@ async def test_onboarding_completes_with_parallel_checks_and_a_gapless_history(c
     assert counts["WorkflowExecutionCompleted"] == 1
     # The fan-out: the three checks were scheduled by one workflow task, back to back.
     first_check = types.index("ActivityTaskScheduled", 5)
-    assert types[first_check:first_check + 3] == ["ActivityTaskScheduled"] * 3
+    assert types[first_check : first_check + 3] == ["ActivityTaskScheduled"] * 3
     # The timer comes after enrich completed and before the notification was scheduled.
     assert types.index("TimerFired") < len(types) - types[::-1].index("ActivityTaskScheduled") - 1
 
@@ -54,6 +65,7 @@ async def test_onboarding_completes_with_parallel_checks_and_a_gapless_history(c
     for check in ("verify_identity", "score_risk", "fetch_credit_file"):
         assert dag[check].depends_on == [ids["create_customer"]]
     assert sorted(dag["enrich_customer"].depends_on) == sorted(
-        ids[c] for c in ("verify_identity", "score_risk", "fetch_credit_file"))
+        ids[c] for c in ("verify_identity", "score_risk", "fetch_credit_file")
+    )
     assert dag["send_notification"].depends_on == [ids["enrich_customer"]]
     assert all(node.state == "COMPLETED" for node in description.dag)

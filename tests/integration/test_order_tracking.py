@@ -21,8 +21,9 @@ async def test_orders_are_found_by_customer_stage_and_total(server_process: Serv
 
 
 def test_the_demo_runs_with_one_command() -> None:
-    finished = subprocess.run([sys.executable, "-m", "samples.order_tracking.demo"], capture_output=True, text=True,
-                              timeout=120, env=_env())
+    finished = subprocess.run(
+        [sys.executable, "-m", "samples.order_tracking.demo"], capture_output=True, text=True, timeout=120, env=_env()
+    )
     assert finished.returncode == 0, finished.stderr
     assert "Waiting for review: o-1002" in finished.stdout
     assert "5 orders shipped" in finished.stdout

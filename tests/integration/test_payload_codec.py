@@ -10,16 +10,17 @@ import dataclasses
 import hashlib
 import json
 import zlib
+from collections.abc import Iterator, Sequence
 from datetime import timedelta
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any
 
 import pydantic
 import pytest
 
 from flowforge import Client, RetryPolicy, activity, workflow
 from flowforge.api.v1 import common_pb2
-from flowforge.converter import DataConverter, PayloadCodec
 from flowforge.client import HistoryEvent
+from flowforge.converter import DataConverter, PayloadCodec
 from flowforge.exceptions import ActivityError, ApplicationError, WorkflowFailureError
 from flowforge.server import FlowForgeServer
 from flowforge.testing import Replayer
@@ -76,14 +77,14 @@ async def store_secret(secret: Secret) -> Receipt:
 @workflow.defn
 class Vault:
     def __init__(self) -> None:
-        self._unlock_code: Optional[str] = None
+        self._unlock_code: str | None = None
 
     @workflow.signal
     def unlock(self, code: str) -> None:
         self._unlock_code = code
 
     @workflow.query
-    def unlocked_with(self) -> Optional[str]:
+    def unlocked_with(self) -> str | None:
         return self._unlock_code
 
     @workflow.run
@@ -93,7 +94,9 @@ class Vault:
         await workflow.wait_condition(lambda: self._unlock_code == secret.text)  # a sealed signal
         assert workflow.memo_value("note") == secret.text  # a sealed memo
         receipt = await workflow.execute_activity(
-            store_secret, secret, start_to_close_timeout=timedelta(seconds=10),
+            store_secret,
+            secret,
+            start_to_close_timeout=timedelta(seconds=10),
             retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=50)),
         )
         assert isinstance(receipt, Receipt)
@@ -125,8 +128,13 @@ async def _run_vault(server: FlowForgeServer, converter: DataConverter, workflow
     async with await Client.connect(f"127.0.0.1:{server.port}", data_converter=converter) as client:
         async with Worker(client, task_queue=TASK_QUEUE, workflows=[Vault], activities=[store_secret]):
             handle = await client.start_workflow(
-                Vault.run, Secret("ada", SECRET), id=workflow_id, task_queue=TASK_QUEUE,
-                start_signal=Vault.unlock, start_signal_args=[SECRET], memo={"note": SECRET},
+                Vault.run,
+                Secret("ada", SECRET),
+                id=workflow_id,
+                task_queue=TASK_QUEUE,
+                start_signal=Vault.unlock,
+                start_signal_args=[SECRET],
+                memo={"note": SECRET},
             )
             receipt = await handle.result()
             assert await handle.query(Vault.unlocked_with) == SECRET  # a sealed query result
@@ -163,7 +171,9 @@ async def test_with_a_codec_the_store_holds_no_plaintext_and_the_client_sees_val
         history = await plain_client.get_workflow_handle("vault-sealed").fetch_history()
         with pytest.raises(ValueError, match="unknown payload encoding"):
             await plain_client.get_workflow_handle("vault-sealed").result()
-    await Replayer(workflows=[Vault], data_converter=DataConverter(payload_codec=SealingCodec())).replay_workflow(history)
+    await Replayer(workflows=[Vault], data_converter=DataConverter(payload_codec=SealingCodec())).replay_workflow(
+        history
+    )
 
 
 async def test_without_a_codec_the_same_run_leaves_plaintext_in_the_store(server: FlowForgeServer) -> None:
@@ -184,8 +194,12 @@ class WrongKeyCodec(SealingCodec):
 class StoreOnce:
     @workflow.run
     async def run(self, secret: Secret) -> Receipt:
-        return await workflow.execute_activity(store_secret, secret, start_to_close_timeout=timedelta(seconds=10),
-                                               retry_policy=RetryPolicy(maximum_attempts=1))
+        return await workflow.execute_activity(
+            store_secret,
+            secret,
+            start_to_close_timeout=timedelta(seconds=10),
+            retry_policy=RetryPolicy(maximum_attempts=1),
+        )
 
 
 UNDECODABLE = "the payload codec could not decode the {} response (ValueError)"
@@ -194,11 +208,15 @@ UNDECODABLE = "the payload codec could not decode the {} response (ValueError)"
 async def test_a_workflow_task_a_worker_cannot_decode_fails_visibly(server: FlowForgeServer) -> None:
     address = f"127.0.0.1:{server.port}"
     sealing = DataConverter(payload_codec=SealingCodec())
-    async with await Client.connect(address, data_converter=sealing) as client, \
-            await Client.connect(address, data_converter=DataConverter(payload_codec=WrongKeyCodec())) as keyless:
-        handle = await client.start_workflow(StoreOnce.run, Secret("ada", SECRET), id="undecodable-wft",
-                                             task_queue=TASK_QUEUE)
+    async with (
+        await Client.connect(address, data_converter=sealing) as client,
+        await Client.connect(address, data_converter=DataConverter(payload_codec=WrongKeyCodec())) as keyless,
+    ):
+        handle = await client.start_workflow(
+            StoreOnce.run, Secret("ada", SECRET), id="undecodable-wft", task_queue=TASK_QUEUE
+        )
         async with Worker(keyless, task_queue=TASK_QUEUE, workflows=[StoreOnce]):
+
             async def failures() -> list[HistoryEvent]:
                 return of_type(await events(handle), "WorkflowTaskFailed")
 
@@ -211,12 +229,17 @@ async def test_a_workflow_task_a_worker_cannot_decode_fails_visibly(server: Flow
 async def test_an_activity_task_a_worker_cannot_decode_fails_its_attempt(server: FlowForgeServer) -> None:
     address = f"127.0.0.1:{server.port}"
     sealing = DataConverter(payload_codec=SealingCodec())
-    async with await Client.connect(address, data_converter=sealing) as client, \
-            await Client.connect(address, data_converter=DataConverter(payload_codec=WrongKeyCodec())) as keyless:
-        async with Worker(client, task_queue=TASK_QUEUE, workflows=[StoreOnce]), \
-                Worker(keyless, task_queue=TASK_QUEUE, activities=[store_secret]):
-            handle = await client.start_workflow(StoreOnce.run, Secret("ada", SECRET), id="undecodable-activity",
-                                                 task_queue=TASK_QUEUE)
+    async with (
+        await Client.connect(address, data_converter=sealing) as client,
+        await Client.connect(address, data_converter=DataConverter(payload_codec=WrongKeyCodec())) as keyless,
+    ):
+        async with (
+            Worker(client, task_queue=TASK_QUEUE, workflows=[StoreOnce]),
+            Worker(keyless, task_queue=TASK_QUEUE, activities=[store_secret]),
+        ):
+            handle = await client.start_workflow(
+                StoreOnce.run, Secret("ada", SECRET), id="undecodable-activity", task_queue=TASK_QUEUE
+            )
             with pytest.raises(WorkflowFailureError) as raised:
                 await handle.result()
     activity_error = raised.value.cause
@@ -245,8 +268,10 @@ async def test_encoded_failure_attributes_keep_messages_from_the_server_but_not_
 ) -> None:
     address = f"127.0.0.1:{server.port}"
     hiding = DataConverter(payload_codec=SealingCodec(), encode_failure_attributes=True)
-    async with await Client.connect(address, data_converter=hiding) as client, \
-            await Client.connect(address) as plain_client:
+    async with (
+        await Client.connect(address, data_converter=hiding) as client,
+        await Client.connect(address) as plain_client,
+    ):
         async with Worker(client, task_queue=TASK_QUEUE, workflows=[Declines, HasABug]):
             declined = await client.start_workflow(Declines.run, SECRET, id="declines", task_queue=TASK_QUEUE)
             with pytest.raises(WorkflowFailureError) as raised:

@@ -13,7 +13,8 @@ import asyncio
 import collections
 import dataclasses
 import time
-from typing import AsyncIterator, Awaitable, Callable, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 
 import grpc
 import pytest
@@ -108,8 +109,11 @@ async def test_racing_completions_on_two_replicas_record_one_outcome(replicas: t
     history = await b.wire.history("race-1")
     assert_gapless(history)
     scheduled = [event_id for event_id, event_type, _ in history if event_type == "ActivityTaskScheduled"]
-    completed = [attributes["scheduled_event_id"] for _, event_type, attributes in history
-                 if event_type == "ActivityTaskCompleted"]
+    completed = [
+        attributes["scheduled_event_id"]
+        for _, event_type, attributes in history
+        if event_type == "ActivityTaskCompleted"
+    ]
     assert len(scheduled) == ACTIVITIES
     assert sorted(completed) == scheduled, "an activity completed twice or not at all"
 
@@ -125,14 +129,16 @@ async def test_poll_on_one_replica_is_woken_by_the_other(replicas: tuple[Replica
 
     # Completing the workflow task on B schedules the activity A's activity poll waits for.
     activity_task, elapsed = await answered_promptly(
-        a, a.wire.poll_activity_task("wake", timeout=DEADLINE_S),
+        a,
+        a.wire.poll_activity_task("wake", timeout=DEADLINE_S),
         lambda: b.wire.complete_workflow_task(workflow_task.task_token, schedule_activity("ship")),
     )
     assert activity_task.activity_id == "ship" and elapsed < WAKE_UP_BOUND_S, f"woken after {elapsed:.3f}s"
 
     # The activity's completion on B schedules the next workflow task.
     next_task, elapsed = await answered_promptly(
-        a, a.wire.poll_workflow_task("wake", timeout=DEADLINE_S),
+        a,
+        a.wire.poll_workflow_task("wake", timeout=DEADLINE_S),
         lambda: b.wire.complete_activity(activity_task.task_token, "shipped"),
     )
     assert next_task.history[-1].event_type == "WorkflowTaskStarted" and elapsed < WAKE_UP_BOUND_S, (

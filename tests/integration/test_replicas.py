@@ -39,8 +39,9 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import pytest
 
@@ -72,8 +73,13 @@ def decode_task_token(token: bytes) -> dict[str, Any]:
     body = token[4:].split(b".", 1)[0]
     fields = json.loads(base64.urlsafe_b64decode(body + b"=" * (-len(body) % 4)))
     namespace, task_id, fencing_token, kind, run_id = fields
-    return {"namespace": namespace, "task_id": task_id, "fencing_token": fencing_token, "kind": kind,
-            "token_run_id": run_id}
+    return {
+        "namespace": namespace,
+        "task_id": task_id,
+        "fencing_token": fencing_token,
+        "kind": kind,
+        "token_run_id": run_id,
+    }
 
 
 def record(**fields: Any) -> None:
@@ -88,25 +94,35 @@ def record(**fields: Any) -> None:
 
 def _record_attempt(event: str) -> None:
     info = activity.info()
-    record(event=event, activity_type=info.activity_type, workflow_id=info.workflow_id, run_id=info.run_id,
-           attempt=info.attempt, idempotency_key=info.idempotency_key, **decode_task_token(info.task_token))
+    record(
+        event=event,
+        activity_type=info.activity_type,
+        workflow_id=info.workflow_id,
+        run_id=info.run_id,
+        attempt=info.attempt,
+        idempotency_key=info.idempotency_key,
+        **decode_task_token(info.task_token),
+    )
 
 
 def recorded(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` under its activity name, recording each attempt's start and end."""
-    name = getattr(fn, "__flowforge_activity_definition__").name
+    name = fn.__flowforge_activity_definition__.name
     if inspect.iscoroutinefunction(fn):
+
         async def wrapper(*args: Any) -> Any:
             _record_attempt("start")
             result = await fn(*args)
             _record_attempt("done")
             return result
     else:
+
         def wrapper(*args: Any) -> Any:  # type: ignore[misc]
             _record_attempt("start")
             result = fn(*args)
             _record_attempt("done")
             return result
+
     functools.update_wrapper(wrapper, fn, updated=())
     return activity.defn(name=name)(wrapper)
 
@@ -129,7 +145,7 @@ class Forwarder:
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
         self.port = 0
-        self._server: Optional[asyncio.Server] = None
+        self._server: asyncio.Server | None = None
         self._connections: set[asyncio.StreamWriter] = set()
 
     async def start(self) -> None:
@@ -180,11 +196,16 @@ class RecordingWorker:
     def __init__(self, address: str, ledger: Path, workdir: Path, name: str) -> None:
         self.name = name
         self._log = open(workdir / f"worker-{name}.log", "ab")
-        env = {**os.environ, "FLOWFORGE_TEST_LEDGER": str(ledger),
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        env = {
+            **os.environ,
+            "FLOWFORGE_TEST_LEDGER": str(ledger),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        }
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.integration.test_replicas", address, TASK_QUEUE],
-            env=env, stdout=self._log, stderr=subprocess.STDOUT,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
         )
 
     @property
@@ -225,8 +246,11 @@ def check_history(workflow_id: str, events: list[tuple[int, str, dict[str, Any],
     scheduled = [event_id for event_id, event_type, _, _ in events if event_type == "ActivityTaskScheduled"]
     completed = [a["scheduled_event_id"] for _, event_type, a, _ in events if event_type == "ActivityTaskCompleted"]
     assert sorted(completed) == scheduled, f"{workflow_id}: an activity completed twice or not at all"
-    closed = [a["scheduled_event_id"] for _, event_type, a, _ in events
-              if event_type in ("WorkflowTaskCompleted", "WorkflowTaskFailed", "WorkflowTaskTimedOut")]
+    closed = [
+        a["scheduled_event_id"]
+        for _, event_type, a, _ in events
+        if event_type in ("WorkflowTaskCompleted", "WorkflowTaskFailed", "WorkflowTaskTimedOut")
+    ]
     assert len(closed) == len(set(closed)), f"{workflow_id}: a workflow task was closed twice"
 
 
@@ -274,16 +298,24 @@ async def test_two_replicas_share_the_work_and_a_killed_replica_loses_nothing(
         async def start(i: int) -> None:
             async with gate:
                 await (client_a, client_b)[i % 2].start_workflow(
-                    Onboarding.run, {**REQUEST, "email": f"r{i}@example.com"}, id=ids[i], task_queue=TASK_QUEUE)
+                    Onboarding.run, {**REQUEST, "email": f"r{i}@example.com"}, id=ids[i], task_queue=TASK_QUEUE
+                )
 
         await asyncio.gather(*(start(i) for i in range(WORKFLOWS - STARTED_AFTER_RESTART)))
         phase("started")
 
         # Both workers, each through its own replica, do the work.
-        await wait_until(lambda: starts_by(ledger, worker_a.pid, 0) and starts_by(ledger, worker_b.pid, 0),
-                         timeout=DEADLINE_S, what="both workers to run activities")
-        await wait_until(lambda: at_least(client_b, KILL_AT_COMPLETED), timeout=DEADLINE_S,
-                         what=f"{KILL_AT_COMPLETED} completed executions", interval=0.1)
+        await wait_until(
+            lambda: starts_by(ledger, worker_a.pid, 0) and starts_by(ledger, worker_b.pid, 0),
+            timeout=DEADLINE_S,
+            what="both workers to run activities",
+        )
+        await wait_until(
+            lambda: at_least(client_b, KILL_AT_COMPLETED),
+            timeout=DEADLINE_S,
+            what=f"{KILL_AT_COMPLETED} completed executions",
+            interval=0.1,
+        )
 
         # The load balancer takes A out and A dies mid-run.
         balancer.point_to(replica_b.port, cut=False)
@@ -295,11 +327,17 @@ async def test_two_replicas_share_the_work_and_a_killed_replica_loses_nothing(
 
         # Progress without A: executions complete, and both workers (worker a now
         # through B) keep running activities.
-        await wait_until(lambda: at_least(client_b, completed_at_kill + COMPLETED_WHILE_DOWN), timeout=DEADLINE_S,
-                         what="executions to complete while A is down", interval=0.1)
+        await wait_until(
+            lambda: at_least(client_b, completed_at_kill + COMPLETED_WHILE_DOWN),
+            timeout=DEADLINE_S,
+            what="executions to complete while A is down",
+            interval=0.1,
+        )
         await wait_until(
             lambda: min(starts_by(ledger, worker_a.pid, killed_at), starts_by(ledger, worker_b.pid, killed_at)) >= 10,
-            timeout=DEADLINE_S, what="both workers to run activities while A is down")
+            timeout=DEADLINE_S,
+            what="both workers to run activities while A is down",
+        )
         completed_while_down = await count_completed(client_b) - completed_at_kill
         assert replica_a.process is not None and replica_a.process.poll() is not None
 
@@ -310,11 +348,15 @@ async def test_two_replicas_share_the_work_and_a_killed_replica_loses_nothing(
         phase("restarted")
         balancer.point_to(replica_a.port, cut=True)
         await asyncio.gather(*(start(i) for i in range(WORKFLOWS - STARTED_AFTER_RESTART, WORKFLOWS)))
-        await wait_until(lambda: starts_by(ledger, worker_a.pid, restarted_at) >= 10, timeout=DEADLINE_S,
-                         what="worker a to run activities through the restarted A")
+        await wait_until(
+            lambda: starts_by(ledger, worker_a.pid, restarted_at) >= 10,
+            timeout=DEADLINE_S,
+            what="worker a to run activities through the restarted A",
+        )
 
-        await wait_until(lambda: at_least(client_b, WORKFLOWS), timeout=DEADLINE_S,
-                         what="every execution to complete", interval=0.2)
+        await wait_until(
+            lambda: at_least(client_b, WORKFLOWS), timeout=DEADLINE_S, what="every execution to complete", interval=0.2
+        )
         assert worker_a.process.poll() is None and worker_b.process.poll() is None, "a worker died"
         phase("all completed")
 
@@ -338,7 +380,7 @@ async def test_two_replicas_share_the_work_and_a_killed_replica_loses_nothing(
         # from history: what the servers accepted, timed by the server that did.
         reported: Counter[tuple[str, str]] = Counter()
         workers = {str(worker_a.pid): "a", str(worker_b.pid): "b"}
-        for workflow_id, (on_b, on_a) in zip(ids, await asyncio.gather(*(histories(i) for i in ids))):
+        for workflow_id, (on_b, on_a) in zip(ids, await asyncio.gather(*(histories(i) for i in ids)), strict=False):
             check_history(workflow_id, on_b)
             assert on_a == on_b, f"{workflow_id}: the replicas disagree"
             times = {event_type: at for _, event_type, _, at in on_b if event_type in ("TimerStarted", "TimerFired")}
@@ -362,8 +404,9 @@ async def test_two_replicas_share_the_work_and_a_killed_replica_loses_nothing(
         starts = [e for e in entries if e["event"] == "start"]
         leases = Counter((e["task_id"], e["fencing_token"]) for e in starts)
         assert [lease for lease, n in leases.items() if n > 1] == []
-        assert all(e["kind"] == "ACTIVITY" and e["token_run_id"] == e["run_id"] and e["namespace"] == "default"
-                   for e in starts)
+        assert all(
+            e["kind"] == "ACTIVITY" and e["token_run_id"] == e["run_id"] and e["namespace"] == "default" for e in starts
+        )
         # One task per activity: its attempts share the task id and idempotency key,
         # and each later attempt holds a newer fencing token.
         by_key: dict[str, list[dict[str, Any]]] = {}

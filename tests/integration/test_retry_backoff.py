@@ -6,6 +6,7 @@ holds each retry back for its delay. Runs against SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from datetime import timedelta
 
@@ -17,8 +18,13 @@ __all__ = ["sdk_client"]
 
 QUEUE = "retry-backoff"
 INITIAL, COEFFICIENT, MAXIMUM, ATTEMPTS = 0.05, 2.0, 0.2, 6
-POLICY = RetryPolicy(initial_interval=timedelta(seconds=INITIAL), backoff_coefficient=COEFFICIENT,
-                     maximum_interval=timedelta(seconds=MAXIMUM), maximum_attempts=ATTEMPTS, full_jitter=True)
+POLICY = RetryPolicy(
+    initial_interval=timedelta(seconds=INITIAL),
+    backoff_coefficient=COEFFICIENT,
+    maximum_interval=timedelta(seconds=MAXIMUM),
+    maximum_attempts=ATTEMPTS,
+    full_jitter=True,
+)
 
 attempt_started_at: dict[str, list[float]] = {}
 
@@ -37,8 +43,9 @@ async def flaky(key: str) -> int:
 class RetriesFlaky:
     @workflow.run
     async def run(self, key: str) -> int:
-        return await workflow.execute_activity(flaky, key, start_to_close_timeout=timedelta(seconds=10),
-                                               retry_policy=POLICY)
+        return await workflow.execute_activity(
+            flaky, key, start_to_close_timeout=timedelta(seconds=10), retry_policy=POLICY
+        )
 
 
 async def test_full_jitter_delays_are_recorded_in_history_each_within_its_bound_and_honoured(
@@ -58,10 +65,12 @@ async def test_full_jitter_delays_are_recorded_in_history_each_within_its_bound_
     bounds = [min(MAXIMUM, INITIAL * COEFFICIENT ** (n - 1)) for n in range(1, ATTEMPTS)]
     assert bounds == [0.05, 0.1, 0.2, 0.2, 0.2]
     assert len(delays) == len(bounds)
-    assert all(0.0 <= delay <= bound for delay, bound in zip(delays, bounds)), (delays, bounds)
-    assert any(delay < bound for delay, bound in zip(delays, bounds)), "jitter drew no delay below its bound"
+    assert all(0.0 <= delay <= bound for delay, bound in zip(delays, bounds, strict=False)), (delays, bounds)
+    assert any(delay < bound for delay, bound in zip(delays, bounds, strict=False)), (
+        "jitter drew no delay below its bound"
+    )
     # Each retry started no earlier than its delay after the attempt before it.
     starts = attempt_started_at[key]
     assert len(starts) == ATTEMPTS
-    for (before, after), delay in zip(zip(starts, starts[1:]), delays):
+    for (before, after), delay in zip(itertools.pairwise(starts), delays, strict=False):
         assert after - before >= delay - 0.005

@@ -27,7 +27,8 @@ async def test_a_failed_step_undoes_the_reserved_ones_in_reverse_and_a_group_tri
     async with fast_worker(sdk_client, TASK_QUEUE, workflows=WORKFLOWS, activities=ACTIVITIES):
         ok = await sdk_client.start_workflow(BookTrip.run, {"traveller": "ada"}, id="trip-ada", task_queue=TASK_QUEUE)
         assert await ok.result() == {
-            "traveller": "ada", "reservations": {"car": "car-ada", "hotel": "hotel-ada", "flight": "flight-ada"}
+            "traveller": "ada",
+            "reservations": {"car": "car-ada", "hotel": "hotel-ada", "flight": "flight-ada"},
         }
         doomed = await sdk_client.start_workflow(
             BookTrip.run, {"traveller": "grace", "fail_at": "flight"}, id="trip-grace", task_queue=TASK_QUEUE
@@ -35,8 +36,10 @@ async def test_a_failed_step_undoes_the_reserved_ones_in_reverse_and_a_group_tri
         with pytest.raises(WorkflowFailureError) as failure:
             await doomed.result()
         group = await sdk_client.start_workflow(
-            BookGroupTrip.run, [{"traveller": "alan"}, {"traveller": "edsger", "fail_at": "hotel"}],
-            id="group", task_queue=TASK_QUEUE,
+            BookGroupTrip.run,
+            [{"traveller": "alan"}, {"traveller": "edsger", "fail_at": "hotel"}],
+            id="group",
+            task_queue=TASK_QUEUE,
         )
         group_result = await group.result()
 
@@ -45,15 +48,28 @@ async def test_a_failed_step_undoes_the_reserved_ones_in_reverse_and_a_group_tri
     assert list(error.details) == [["hotel", "car"]]
     assert isinstance(error.__cause__, ActivityError) and error.__cause__.activity_type == "reserve_flight"
     grace = [(operation, step) for operation, step, traveller in LEDGER if traveller == "grace"]
-    assert grace == [("reserve", "car"), ("reserve", "hotel"), ("reserve", "flight"),
-                     ("cancel", "hotel"), ("cancel", "car")]
-    assert [(o, s) for o, s, t in LEDGER if t == "ada"] == [("reserve", "car"), ("reserve", "hotel"), ("reserve", "flight")]
+    assert grace == [
+        ("reserve", "car"),
+        ("reserve", "hotel"),
+        ("reserve", "flight"),
+        ("cancel", "hotel"),
+        ("cancel", "car"),
+    ]
+    assert [(o, s) for o, s, t in LEDGER if t == "ada"] == [
+        ("reserve", "car"),
+        ("reserve", "hotel"),
+        ("reserve", "flight"),
+    ]
     scheduled = [e.attributes["activity_type"] for e in of_type(await events(doomed), "ActivityTaskScheduled")]
     assert scheduled == ["reserve_car", "reserve_hotel", "reserve_flight", "cancel_hotel", "cancel_car"]
 
     assert group_result["booked"] == {"alan": {"car": "car-alan", "hotel": "hotel-alan", "flight": "flight-alan"}}
     assert "booking for edsger failed; undid ['car']" in group_result["failed"]["edsger"]
-    assert [(o, s) for o, s, t in LEDGER if t == "edsger"] == [("reserve", "car"), ("reserve", "hotel"), ("cancel", "car")]
+    assert [(o, s) for o, s, t in LEDGER if t == "edsger"] == [
+        ("reserve", "car"),
+        ("reserve", "hotel"),
+        ("cancel", "car"),
+    ]
     children = of_type(await events(group), "ChildWorkflowExecutionCompleted", "ChildWorkflowExecutionFailed")
     assert sorted(e.event_type for e in children) == ["ChildWorkflowExecutionCompleted", "ChildWorkflowExecutionFailed"]
     child = await sdk_client.get_workflow_handle("group-edsger").describe()

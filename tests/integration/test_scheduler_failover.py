@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -33,8 +33,14 @@ pytestmark = pytest.mark.postgres
 
 TTL_S = 2.0
 # Short lease and passes so the test stays well under a minute.
-SCHEDULER_FLAGS = ("--scheduler-lease-ttl", str(TTL_S), "--scheduler-renew-interval", "0.4",
-                   "--scheduler-max-sleep", "0.2")
+SCHEDULER_FLAGS = (
+    "--scheduler-lease-ttl",
+    str(TTL_S),
+    "--scheduler-renew-interval",
+    "0.4",
+    "--scheduler-max-sleep",
+    "0.2",
+)
 
 
 async def _fired(client: Client) -> Counter[str]:
@@ -69,7 +75,7 @@ async def _leads(client: Client) -> bool:
 
 async def _split_brain(a: ServerProcess, client_a: Client, client_b: Client) -> None:
     assert a.process is not None
-    created = datetime.now(timezone.utc)
+    created = datetime.now(UTC)
     handle = await client_a.create_schedule(
         "ticks",
         Schedule(
@@ -86,7 +92,7 @@ async def _split_brain(a: ServerProcess, client_a: Client, client_b: Client) -> 
     # row, B cannot take over until it resumes: thaw it and freeze it again.
     for _attempt in range(3):
         a.process.send_signal(signal.SIGSTOP)
-        frozen_at = datetime.now(timezone.utc)
+        frozen_at = datetime.now(UTC)
         try:
             await wait_until(lambda: _leads(client_b), timeout=TTL_S + 6, what="B to take the lease over")
             break
@@ -113,7 +119,7 @@ async def _split_brain(a: ServerProcess, client_a: Client, client_b: Client) -> 
     fired_so_far = sum((await _fired(client_b)).values())
     await wait_until(lambda: _count_at_least(client_b, fired_so_far + 2), timeout=10, what="B to keep firing")
     await handle.pause(note="end of the test")
-    stopped = datetime.now(timezone.utc)
+    stopped = datetime.now(UTC)
 
     runs = await _fired(client_b)
     assert all(count == 1 for count in runs.values()), [w for w, c in runs.items() if c > 1]

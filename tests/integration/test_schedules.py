@@ -4,8 +4,8 @@ the fencing that keeps a superseded scheduler from writing."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 
 import grpc
 import pytest
@@ -30,7 +30,7 @@ from flowforge.server.stores.base import FencingTokenRejected, Transaction
 
 HOUR = timedelta(hours=1)
 # A Monday, midnight UTC: hourly fires are at 01:00, 02:00, ...
-START = datetime(2026, 1, 5, 0, 0, tzinfo=timezone.utc)
+START = datetime(2026, 1, 5, 0, 0, tzinfo=UTC)
 
 
 def _us(moment: datetime) -> int:
@@ -64,8 +64,12 @@ class Rig:
         await self.server.scheduler.tick()
 
     async def hourly(
-        self, schedule_id: str, *, overlap: ScheduleOverlapPolicy = ScheduleOverlapPolicy.SKIP,
-        misfire: ScheduleMisfirePolicy = ScheduleMisfirePolicy.CATCH_UP, catchup_window: timedelta = 365 * 24 * HOUR,
+        self,
+        schedule_id: str,
+        *,
+        overlap: ScheduleOverlapPolicy = ScheduleOverlapPolicy.SKIP,
+        misfire: ScheduleMisfirePolicy = ScheduleMisfirePolicy.CATCH_UP,
+        catchup_window: timedelta = 365 * 24 * HOUR,
     ) -> ScheduleHandle:
         return await self.client.create_schedule(
             schedule_id,
@@ -107,7 +111,12 @@ async def test_a_fire_starts_a_run_with_a_deterministic_id_that_records_its_sche
     await rig.advance(HOUR)
     assert await rig.runs("report") == {"report-2026-01-05T01:00:00Z": R}
     run = rig.client.get_workflow_handle("report-2026-01-05T01:00:00Z")
-    origin = {"kind": "schedule", "schedule_id": "report", "nominal_time": "2026-01-05T01:00:00Z", "trigger": "scheduled"}
+    origin = {
+        "kind": "schedule",
+        "schedule_id": "report",
+        "nominal_time": "2026-01-05T01:00:00Z",
+        "trigger": "scheduled",
+    }
     assert (await run.describe()).origin == origin
     started = (await run.fetch_history()).events[0]
     assert started.attributes["origin"] == origin
@@ -115,7 +124,7 @@ async def test_a_fire_starts_a_run_with_a_deterministic_id_that_records_its_sche
     info = (await handle.describe()).info
     assert info.num_actions == 1
     assert info.running_workflow_ids == ["report-2026-01-05T01:00:00Z"]
-    assert info.next_action_times[0] == datetime(2026, 1, 5, 2, 0, tzinfo=timezone.utc)
+    assert info.next_action_times[0] == datetime(2026, 1, 5, 2, 0, tzinfo=UTC)
     # Running the pass again at the same time fires nothing more.
     await rig.server.scheduler.tick()
     assert len(await rig.runs("report")) == 1
@@ -158,11 +167,14 @@ async def test_overlap_allow_all_starts_every_fire(rig: Rig) -> None:
 
 
 async def test_a_schedule_tracks_its_hundred_newest_running_runs(rig: Rig) -> None:
-    handle = await rig.client.create_schedule("many", Schedule(
-        action=ScheduleActionStartWorkflow("Report", id="many", task_queue="reports"),
-        spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=timedelta(minutes=1))]),
-        policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.ALLOW_ALL),
-    ))
+    handle = await rig.client.create_schedule(
+        "many",
+        Schedule(
+            action=ScheduleActionStartWorkflow("Report", id="many", task_queue="reports"),
+            spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=timedelta(minutes=1))]),
+            policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.ALLOW_ALL),
+        ),
+    )
     await handle.backfill(START - timedelta(minutes=119), START)
     await rig.server.scheduler.tick()
     assert len(await rig.runs("many")) == 120
@@ -200,15 +212,11 @@ async def test_overlap_terminate_other_terminates_the_run_and_starts_at_once(rig
     ("zone", "day_before", "expected"),
     [
         # Spring forward: 02:30 does not exist; the fire comes when the clocks jump (03:00 local).
-        ("Europe/Stockholm", datetime(2026, 3, 28, 12, tzinfo=timezone.utc),
-         ["2026-03-29T01:00:00Z", "2026-03-30T00:30:00Z"]),
-        ("America/New_York", datetime(2026, 3, 7, 12, tzinfo=timezone.utc),
-         ["2026-03-08T07:00:00Z", "2026-03-09T06:30:00Z"]),
+        ("Europe/Stockholm", datetime(2026, 3, 28, 12, tzinfo=UTC), ["2026-03-29T01:00:00Z", "2026-03-30T00:30:00Z"]),
+        ("America/New_York", datetime(2026, 3, 7, 12, tzinfo=UTC), ["2026-03-08T07:00:00Z", "2026-03-09T06:30:00Z"]),
         # Fall back: 02:30 (Stockholm) and 01:30 (New York) happen twice; one fire, at the first.
-        ("Europe/Stockholm", datetime(2026, 10, 24, 12, tzinfo=timezone.utc),
-         ["2026-10-25T00:30:00Z", "2026-10-26T01:30:00Z"]),
-        ("America/New_York", datetime(2026, 10, 31, 12, tzinfo=timezone.utc),
-         ["2026-11-01T05:30:00Z", "2026-11-02T06:30:00Z"]),
+        ("Europe/Stockholm", datetime(2026, 10, 24, 12, tzinfo=UTC), ["2026-10-25T00:30:00Z", "2026-10-26T01:30:00Z"]),
+        ("America/New_York", datetime(2026, 10, 31, 12, tzinfo=UTC), ["2026-11-01T05:30:00Z", "2026-11-02T06:30:00Z"]),
     ],
 )
 async def test_a_daily_schedule_fires_once_on_each_dst_night(
@@ -216,11 +224,14 @@ async def test_a_daily_schedule_fires_once_on_each_dst_night(
 ) -> None:
     rig.clock.set(_us(day_before))
     hour = "1" if zone == "America/New_York" and day_before.month == 10 else "2"
-    handle = await rig.client.create_schedule("dst", Schedule(
-        action=ScheduleActionStartWorkflow("Report", id="dst", task_queue="reports"),
-        spec=ScheduleSpec(cron_expressions=[f"30 {hour} * * *"], time_zone_name=zone),
-        policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.ALLOW_ALL),
-    ))
+    handle = await rig.client.create_schedule(
+        "dst",
+        Schedule(
+            action=ScheduleActionStartWorkflow("Report", id="dst", task_queue="reports"),
+            spec=ScheduleSpec(cron_expressions=[f"30 {hour} * * *"], time_zone_name=zone),
+            policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.ALLOW_ALL),
+        ),
+    )
     for _night in expected:
         # Move to the next fire time the server announces, then one hour on: nothing more fires.
         next_fire = (await handle.describe()).info.next_action_times[0]
@@ -234,7 +245,9 @@ async def test_a_daily_schedule_fires_once_on_each_dst_night(
 # ------------------------------------------------------------------ misfire after a 3-hour outage
 
 
-async def _outage(rig: Rig, schedule_id: str, misfire: ScheduleMisfirePolicy, window: timedelta) -> dict[str, WorkflowExecutionStatus]:
+async def _outage(
+    rig: Rig, schedule_id: str, misfire: ScheduleMisfirePolicy, window: timedelta
+) -> dict[str, WorkflowExecutionStatus]:
     """Creates an hourly ALLOW_ALL schedule, stops the server for 3 h 10 min
     (fires at 01:00, 02:00 and 03:00 missed), restarts it on the same store."""
     await rig.hourly(schedule_id, overlap=ScheduleOverlapPolicy.ALLOW_ALL, misfire=misfire, catchup_window=window)
@@ -297,7 +310,7 @@ async def test_trigger_fires_now_even_while_paused(rig: Rig) -> None:
 
 async def test_backfill_fires_every_nominal_time_in_the_range_once(rig: Rig) -> None:
     handle = await rig.hourly("back", overlap=ScheduleOverlapPolicy.ALLOW_ALL)
-    start = datetime(2026, 1, 4, 21, 0, tzinfo=timezone.utc)
+    start = datetime(2026, 1, 4, 21, 0, tzinfo=UTC)
     await handle.backfill(start, start + 2 * HOUR)
     await rig.server.scheduler.tick()
     expected = {f"back-2026-01-04T{h}:00:00Z": R for h in (21, 22, 23)}
@@ -334,11 +347,15 @@ def _cron(expression: str, zone: str = "UTC") -> Schedule:
         (_cron("61 2 * * *"), "invalid cron expression '61 2 * * *'"),
         (_cron("0 2 * *"), "expected five fields"),
         (_cron("0 2 * * *", "Europe/Atlantis"), "unknown time zone 'Europe/Atlantis'"),
-        (Schedule(action=ScheduleActionStartWorkflow("Report", id="bad", task_queue="q"), spec=ScheduleSpec()),
-         "at least one cron expression or interval"),
+        (
+            Schedule(action=ScheduleActionStartWorkflow("Report", id="bad", task_queue="q"), spec=ScheduleSpec()),
+            "at least one cron expression or interval",
+        ),
     ],
 )
-async def test_an_invalid_schedule_is_refused_and_nothing_is_created(rig: Rig, schedule: Schedule, message: str) -> None:
+async def test_an_invalid_schedule_is_refused_and_nothing_is_created(
+    rig: Rig, schedule: Schedule, message: str
+) -> None:
     with pytest.raises(RPCError) as raised:
         await rig.client.create_schedule("bad", schedule)
     assert raised.value.status == grpc.StatusCode.INVALID_ARGUMENT
@@ -358,8 +375,14 @@ async def test_a_duplicate_create_is_already_exists_and_leaves_the_first(rig: Ri
 
 async def test_an_unknown_schedule_id_is_not_found_for_every_operation(rig: Rig) -> None:
     handle = rig.client.get_schedule_handle("nope")
-    for operation in (handle.describe(), handle.pause(), handle.unpause(), handle.trigger(),
-                      handle.backfill(START, START + HOUR), handle.delete()):
+    for operation in (
+        handle.describe(),
+        handle.pause(),
+        handle.unpause(),
+        handle.trigger(),
+        handle.backfill(START, START + HOUR),
+        handle.delete(),
+    ):
         with pytest.raises(RPCError) as raised:
             await operation
         assert raised.value.status == grpc.StatusCode.NOT_FOUND

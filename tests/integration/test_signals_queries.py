@@ -29,7 +29,8 @@ import grpc
 import pytest
 
 from flowforge import Client, WorkflowExecutionStatus, activity, workflow
-from flowforge.api.v1 import common_pb2, workflow_service_pb2 as pb
+from flowforge.api.v1 import common_pb2
+from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.converter import default_converter, json_dict_to_message
 from flowforge.exceptions import ApplicationError, RPCError, WorkflowFailureError
 from flowforge.server import EngineConfig, FlowForgeServer, ServerConfig
@@ -103,7 +104,7 @@ class Deadline:
     async def run(self, seconds: float) -> str:
         try:
             await workflow.wait_condition(lambda: bool(self.approved_by), timeout=timedelta(seconds=seconds))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return "timed out"
         return f"approved by {self.approved_by}"
 
@@ -124,8 +125,10 @@ def _reset_release() -> None:
 def _signal_items(history: list) -> list[tuple[str, list]]:
     """(signal name, arguments) of each WorkflowExecutionSignaled event, in order."""
     return [
-        (e.attributes["signal_name"],
-         default_converter.from_payloads(json_dict_to_message(e.attributes["input"], common_pb2.Payloads)))
+        (
+            e.attributes["signal_name"],
+            default_converter.from_payloads(json_dict_to_message(e.attributes["input"], common_pb2.Payloads)),
+        )
         for e in of_type(history, "WorkflowExecutionSignaled")
     ]
 
@@ -133,13 +136,21 @@ def _signal_items(history: list) -> list[tuple[str, list]]:
 async def test_signals_sent_before_any_worker_runs_are_kept_and_delivered_in_order(sdk_client: Client) -> None:
     handle = await sdk_client.start_workflow(Collector.run, 5, id="collect-early", task_queue=QUEUE)
     for signal, item in [
-        (Collector.add, "a"), ("add-later", "b"), (Collector.add, "c"), (Collector.add_later, "d"), ("add", "e"),
+        (Collector.add, "a"),
+        ("add-later", "b"),
+        (Collector.add, "c"),
+        (Collector.add_later, "d"),
+        ("add", "e"),
     ]:
         await handle.signal(signal, item)
     # No worker yet: all five are in history already, in the order they were sent.
     history = await events(handle)
     assert [(name, args) for name, args in _signal_items(history)] == [
-        ("add", ["a"]), ("add-later", ["b"]), ("add", ["c"]), ("add-later", ["d"]), ("add", ["e"]),
+        ("add", ["a"]),
+        ("add-later", ["b"]),
+        ("add", ["c"]),
+        ("add-later", ["d"]),
+        ("add", ["e"]),
     ]
     assert len(of_type(history, "WorkflowTaskScheduled")) == 1  # one task for all of them
 
@@ -158,14 +169,13 @@ async def test_a_query_during_a_long_activity_returns_current_state_and_adds_no_
         handle = await sdk_client.start_workflow(Collector.run, 2, id="collect-query", task_queue=QUEUE)
         assert await handle.query(Collector.progress) == {"stage": "collecting", "items": []}
         await handle.signal(Collector.add, "x")
-        await wait_until(
-            lambda: _items_are(handle, ["x"]), timeout=DEADLINE_S, what="the first signal to be handled"
-        )
+        await wait_until(lambda: _items_are(handle, ["x"]), timeout=DEADLINE_S, what="the first signal to be handled")
         await handle.signal(Collector.add, "y")
         # The activity now runs until released; the workflow waits on it and its
         # history stays as it is until then.
         await wait_until(
-            lambda: _has_event(handle, "ActivityTaskScheduled"), timeout=DEADLINE_S,
+            lambda: _has_event(handle, "ActivityTaskScheduled"),
+            timeout=DEADLINE_S,
             what="the workflow to schedule its activity",
         )
         length_before = len(await events(handle))
@@ -225,7 +235,9 @@ async def test_signal_with_start_starts_a_fresh_id_and_only_signals_a_running_on
     )
     history = await events(first)
     assert [e.event_type for e in history] == [
-        "WorkflowExecutionStarted", "WorkflowExecutionSignaled", "WorkflowTaskScheduled",
+        "WorkflowExecutionStarted",
+        "WorkflowExecutionSignaled",
+        "WorkflowTaskScheduled",
     ]
     second = await sdk_client.start_workflow(
         Collector.run, 99, id="collect-sws", task_queue=QUEUE, start_signal="add", start_signal_args=["two"]
@@ -276,13 +288,15 @@ async def test_unknown_signals_are_dropped_with_a_warning_and_a_failing_handler_
         await handle.signal(Collector.add, args=["too", "many"])  # does not fit the handler
         await wait_until(
             lambda: any("no-such-signal" in r.getMessage() for r in caplog.records),
-            timeout=DEADLINE_S, what="the warning about the unknown signal",
+            timeout=DEADLINE_S,
+            what="the warning about the unknown signal",
         )
         message = next(r.getMessage() for r in caplog.records if "no-such-signal" in r.getMessage())
         assert "no handler" in message and "add, add-later, reject" in message
         await wait_until(
             lambda: any("does not fit" in r.getMessage() for r in caplog.records),
-            timeout=DEADLINE_S, what="the warning about the ill-fitting signal",
+            timeout=DEADLINE_S,
+            what="the warning about the ill-fitting signal",
         )
         assert await handle.query(Collector.progress) == {"stage": "collecting", "items": []}
 
@@ -312,15 +326,20 @@ async def test_bad_signals_get_a_clear_status_and_change_nothing(sdk_client: Cli
         with pytest.raises(grpc.aio.AioRpcError) as oversize:
             await wire.stub.SignalWorkflowExecution(
                 pb.SignalWorkflowExecutionRequest(
-                    namespace=NS, execution=common_pb2.WorkflowExecution(workflow_id="collect-bad"),
-                    signal_name="add", input=big,
+                    namespace=NS,
+                    execution=common_pb2.WorkflowExecution(workflow_id="collect-bad"),
+                    signal_name="add",
+                    input=big,
                 )
             )
         assert oversize.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "payload limit" in oversize.value.details()
         with pytest.raises(grpc.aio.AioRpcError) as bad_start:
             await wire.stub.StartWorkflowExecution(
                 pb.StartWorkflowExecutionRequest(
-                    namespace=NS, workflow_id="collect-bad-2", workflow_type="Collector", task_queue=QUEUE,
+                    namespace=NS,
+                    workflow_id="collect-bad-2",
+                    workflow_type="Collector",
+                    task_queue=QUEUE,
                     start_signal_input=default_converter.to_payloads(["orphan"]),
                 )
             )
@@ -332,8 +351,11 @@ async def test_bad_signals_get_a_clear_status_and_change_nothing(sdk_client: Cli
         for _ in range(2):
             await wire.stub.SignalWorkflowExecution(
                 pb.SignalWorkflowExecutionRequest(
-                    namespace=NS, execution=common_pb2.WorkflowExecution(workflow_id="collect-bad"),
-                    signal_name="add", input=default_converter.to_payloads(["once"]), request_id=request_id,
+                    namespace=NS,
+                    execution=common_pb2.WorkflowExecution(workflow_id="collect-bad"),
+                    signal_name="add",
+                    input=default_converter.to_payloads(["once"]),
+                    request_id=request_id,
                 )
             )
         assert len(of_type(await events(handle), "WorkflowExecutionSignaled")) == 1
@@ -356,7 +378,9 @@ async def test_a_signal_during_a_running_workflow_task_is_appended_after_it_clos
         task = await wire.poll_workflow_task("raw")
         await wire.stub.SignalWorkflowExecution(
             pb.SignalWorkflowExecutionRequest(
-                namespace=NS, execution=common_pb2.WorkflowExecution(workflow_id="buffered"), signal_name="go",
+                namespace=NS,
+                execution=common_pb2.WorkflowExecution(workflow_id="buffered"),
+                signal_name="go",
                 input=default_converter.to_payloads(["now"]),
             )
         )
@@ -365,7 +389,10 @@ async def test_a_signal_during_a_running_workflow_task_is_appended_after_it_clos
         await wire.complete_workflow_task(task.task_token)
         history = await wire.history("buffered")
         assert [t for _, t, _ in history][-4:] == [
-            "WorkflowTaskStarted", "WorkflowTaskCompleted", "WorkflowExecutionSignaled", "WorkflowTaskScheduled",
+            "WorkflowTaskStarted",
+            "WorkflowTaskCompleted",
+            "WorkflowExecutionSignaled",
+            "WorkflowTaskScheduled",
         ]
         assert history[-2][2]["signal_name"] == "go"
         # The next task brings the signal to the workflow.
@@ -431,41 +458,56 @@ async def test_bad_queries_and_answers_get_a_clear_status(sdk_client: Client, se
                 await call
             return error.value.code(), error.value.details() or ""
 
-        code, message = await status_of(wire.stub.QueryWorkflow(
-            pb.QueryWorkflowRequest(namespace=NS, execution=execution, query=pb.WorkflowQuery())
-        ))
+        code, message = await status_of(
+            wire.stub.QueryWorkflow(
+                pb.QueryWorkflowRequest(namespace=NS, execution=execution, query=pb.WorkflowQuery())
+            )
+        )
         assert code == grpc.StatusCode.INVALID_ARGUMENT and "query.query_type" in message
         big = common_pb2.Payloads(payloads=[common_pb2.Payload(data=b"x" * (3 * 1024 * 1024))])
-        code, message = await status_of(wire.stub.QueryWorkflow(
-            pb.QueryWorkflowRequest(namespace=NS, execution=execution,
-                                    query=pb.WorkflowQuery(query_type="progress", query_args=big))
-        ))
-        assert code == grpc.StatusCode.INVALID_ARGUMENT and "payload limit" in message
-        code, message = await status_of(wire.stub.RespondQueryTaskCompleted(
-            pb.RespondQueryTaskCompletedRequest(
-                namespace=NS, task_token=b"forged", completed_type=pb.QUERY_RESULT_TYPE_ANSWERED,
+        code, message = await status_of(
+            wire.stub.QueryWorkflow(
+                pb.QueryWorkflowRequest(
+                    namespace=NS, execution=execution, query=pb.WorkflowQuery(query_type="progress", query_args=big)
+                )
             )
-        ))
+        )
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and "payload limit" in message
+        code, message = await status_of(
+            wire.stub.RespondQueryTaskCompleted(
+                pb.RespondQueryTaskCompletedRequest(
+                    namespace=NS,
+                    task_token=b"forged",
+                    completed_type=pb.QUERY_RESULT_TYPE_ANSWERED,
+                )
+            )
+        )
         assert code == grpc.StatusCode.INVALID_ARGUMENT and "task token" in message
-        code, message = await status_of(wire.stub.RespondQueryTaskCompleted(
-            pb.RespondQueryTaskCompletedRequest(namespace=NS, task_token=b"forged")
-        ))
+        code, message = await status_of(
+            wire.stub.RespondQueryTaskCompleted(pb.RespondQueryTaskCompletedRequest(namespace=NS, task_token=b"forged"))
+        )
         assert code == grpc.StatusCode.INVALID_ARGUMENT and "completed_type" in message
 
         # A workflow task token cannot answer a query, and a query token is answered once.
         workflow_task = await wire.poll_workflow_task(QUEUE)
         assert not workflow_task.HasField("query")
         asking = asyncio.ensure_future(sdk_client.get_workflow_handle("collect-bad-query").query("progress"))
-        code, message = await status_of(wire.stub.RespondQueryTaskCompleted(
-            pb.RespondQueryTaskCompletedRequest(
-                namespace=NS, task_token=workflow_task.task_token, completed_type=pb.QUERY_RESULT_TYPE_ANSWERED,
+        code, message = await status_of(
+            wire.stub.RespondQueryTaskCompleted(
+                pb.RespondQueryTaskCompletedRequest(
+                    namespace=NS,
+                    task_token=workflow_task.task_token,
+                    completed_type=pb.QUERY_RESULT_TYPE_ANSWERED,
+                )
             )
-        ))
+        )
         assert code == grpc.StatusCode.INVALID_ARGUMENT and "needs a query token" in message
         query_task = await wire.poll_workflow_task(QUEUE)
         assert query_task.query.query_type == "progress"
         answer = pb.RespondQueryTaskCompletedRequest(
-            namespace=NS, task_token=query_task.task_token, completed_type=pb.QUERY_RESULT_TYPE_ANSWERED,
+            namespace=NS,
+            task_token=query_task.task_token,
+            completed_type=pb.QUERY_RESULT_TYPE_ANSWERED,
             query_result=default_converter.to_payloads(["by hand"]),
         )
         await wire.stub.RespondQueryTaskCompleted(answer)
@@ -473,7 +515,9 @@ async def test_bad_queries_and_answers_get_a_clear_status(sdk_client: Client, se
         code, _ = await status_of(wire.stub.RespondQueryTaskCompleted(answer))
         assert code == grpc.StatusCode.FAILED_PRECONDITION
         assert [t for _, t, _ in await wire.history("collect-bad-query")] == [
-            "WorkflowExecutionStarted", "WorkflowTaskScheduled", "WorkflowTaskStarted",
+            "WorkflowExecutionStarted",
+            "WorkflowTaskScheduled",
+            "WorkflowTaskStarted",
         ]
     finally:
         await wire.close()
@@ -501,10 +545,14 @@ async def test_a_query_whose_worker_died_is_answered_by_another_after_the_query_
             assert time.monotonic() - started >= 0.9  # only once the query lease ran out
             # The dead worker's late answer changes nothing.
             with pytest.raises(grpc.aio.AioRpcError) as late:
-                await wire.stub.RespondQueryTaskCompleted(pb.RespondQueryTaskCompletedRequest(
-                    namespace=NS, task_token=leased.task_token, completed_type=pb.QUERY_RESULT_TYPE_ANSWERED,
-                    query_result=default_converter.to_payloads(["stale"]),
-                ))
+                await wire.stub.RespondQueryTaskCompleted(
+                    pb.RespondQueryTaskCompletedRequest(
+                        namespace=NS,
+                        task_token=leased.task_token,
+                        completed_type=pb.QUERY_RESULT_TYPE_ANSWERED,
+                        query_result=default_converter.to_payloads(["stale"]),
+                    )
+                )
             assert late.value.code() == grpc.StatusCode.FAILED_PRECONDITION
             await handle.signal(Collector.add, "second")
             released.set()

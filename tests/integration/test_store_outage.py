@@ -15,14 +15,13 @@ The server runs in its own process, so a server that blocked would block only it
 from __future__ import annotations
 
 import abc
-
 import asyncio
 import sqlite3
 import time
 import urllib.parse
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
-from typing import AsyncIterator, Optional
 
 import grpc
 import pytest
@@ -54,7 +53,7 @@ class Outage(abc.ABC):
 class SQLiteExclusiveLock(Outage):
     def __init__(self, path: str) -> None:
         self._path = path
-        self._connection: Optional[sqlite3.Connection] = None
+        self._connection: sqlite3.Connection | None = None
 
     async def begin(self) -> None:
         def lock() -> sqlite3.Connection:
@@ -85,7 +84,7 @@ class PostgresCut(Outage):
 @pytest.fixture
 async def outage_server(store_kind: str, store_url: str, tmp_path: Path) -> AsyncIterator[tuple[ServerProcess, Outage]]:
     """A server process whose store the test can take away (see the module docstring)."""
-    proxy: Optional[TcpProxy] = None
+    proxy: TcpProxy | None = None
     if store_kind == "sqlite":
         process, outage = ServerProcess(store_url, tmp_path), SQLiteExclusiveLock(store_url)
     else:
@@ -115,7 +114,7 @@ class Shouts:
         return await workflow.execute_activity(shout, text, start_to_close_timeout=timedelta(seconds=10))
 
 
-async def probe_start(client: Client, workflow_id: str) -> tuple[Optional[RPCError], float]:
+async def probe_start(client: Client, workflow_id: str) -> tuple[RPCError | None, float]:
     """Starts a workflow once (no retries); returns the error, if any, and how long the answer took."""
     began = time.monotonic()
     try:
@@ -131,7 +130,8 @@ async def test_an_unavailable_store_gives_callers_unavailable_promptly_and_the_s
     server, outage = outage_server
     pid = server.process.pid  # type: ignore[union-attr]
     impatient = await Client.connect(
-        server.address, rpc_retry=RPCRetryConfig(maximum_elapsed=timedelta(0), rpc_timeout=PROBE_DEADLINE))
+        server.address, rpc_retry=RPCRetryConfig(maximum_elapsed=timedelta(0), rpc_timeout=PROBE_DEADLINE)
+    )
     try:
         before = await impatient.start_workflow(Shouts.run, "before", id="before", task_queue=QUEUE)
 
@@ -164,7 +164,9 @@ async def test_an_unavailable_store_gives_callers_unavailable_promptly_and_the_s
         assert server.process.poll() is None and server.process.pid == pid  # type: ignore[union-attr]
         assert (await impatient.get_workflow_handle("after").describe()).status.name == "RUNNING"
         assert [e.event_type for e in (await before.fetch_history()).events][:2] == [
-            "WorkflowExecutionStarted", "WorkflowTaskScheduled"]
+            "WorkflowExecutionStarted",
+            "WorkflowTaskScheduled",
+        ]
         for attempt in range(3):  # the refused starts changed nothing
             with pytest.raises(RPCError) as missing:
                 await impatient.get_workflow_handle(f"during-{attempt}").describe()
@@ -178,12 +180,18 @@ async def test_a_workflow_started_during_a_short_outage_completes(outage_server:
     client = await Client.connect(server.address)  # default retries: backoff, for up to a minute
     impatient = await Client.connect(server.address, rpc_retry=RPCRetryConfig(maximum_elapsed=timedelta(0)))
     try:
-        async with Worker(client, task_queue=QUEUE, workflows=[Shouts], activities=[shout],
-                          graceful_shutdown_timeout=timedelta(seconds=0)):
+        async with Worker(
+            client,
+            task_queue=QUEUE,
+            workflows=[Shouts],
+            activities=[shout],
+            graceful_shutdown_timeout=timedelta(seconds=0),
+        ):
             await outage.begin()
             try:
                 starting = asyncio.create_task(
-                    client.start_workflow(Shouts.run, "made it", id="started-in-outage", task_queue=QUEUE))
+                    client.start_workflow(Shouts.run, "made it", id="started-in-outage", task_queue=QUEUE)
+                )
                 # The outage is real: a call that may not retry is refused...
                 error, _ = await probe_start(impatient, "refused")
                 assert error is not None and error.status == grpc.StatusCode.UNAVAILABLE

@@ -23,9 +23,10 @@ from datetime import timedelta
 import pytest
 
 from flowforge import Client, RetryPolicy, WorkflowExecutionStatus, activity, workflow
+from flowforge.api.v1 import common_pb2
+from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.exceptions import ActivityError, TimeoutError, WorkflowFailureError
 from flowforge.server import FlowForgeServer
-from flowforge.api.v1 import common_pb2, workflow_service_pb2 as pb
 from tests.integration._processes import wait_until
 from tests.integration._protocol import Wire, schedule_activity, seconds
 from tests.integration._reliability import DEADLINE_S, assert_gapless, events, fast_worker, of_type, sdk_client
@@ -52,20 +53,26 @@ async def heartbeats_once_then_stalls(seconds: float) -> str:
 # The activities run far longer (30 s) than any timeout, so only the timeout ends them.
 ACTIVITY_CASES = {
     "SCHEDULE_TO_START": dict(
-        activity=sleeps, task_queue="nobody-polls-this-queue",
-        schedule_to_start_timeout=timedelta(seconds=0.5), start_to_close_timeout=timedelta(seconds=10),
+        activity=sleeps,
+        task_queue="nobody-polls-this-queue",
+        schedule_to_start_timeout=timedelta(seconds=0.5),
+        start_to_close_timeout=timedelta(seconds=10),
     ),
     "START_TO_CLOSE": dict(
-        activity=sleeps, start_to_close_timeout=timedelta(seconds=0.5),
+        activity=sleeps,
+        start_to_close_timeout=timedelta(seconds=0.5),
         retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=50), maximum_attempts=2),
     ),
     "SCHEDULE_TO_CLOSE": dict(
-        activity=sleeps, start_to_close_timeout=timedelta(seconds=10),
+        activity=sleeps,
+        start_to_close_timeout=timedelta(seconds=10),
         schedule_to_close_timeout=timedelta(seconds=0.6),
     ),
     "HEARTBEAT": dict(
-        activity=heartbeats_once_then_stalls, start_to_close_timeout=timedelta(seconds=10),
-        heartbeat_timeout=timedelta(seconds=0.5), retry_policy=RetryPolicy(maximum_attempts=1),
+        activity=heartbeats_once_then_stalls,
+        start_to_close_timeout=timedelta(seconds=10),
+        heartbeat_timeout=timedelta(seconds=0.5),
+        retry_policy=RetryPolicy(maximum_attempts=1),
     ),
 }
 # The timeout that must have passed before the workflow hears of it, per case.
@@ -104,10 +111,12 @@ class ReportsActivityTimeout:
 async def test_an_activity_timeout_reaches_the_workflow_as_activity_error_caused_by_timeout_error_of_its_type(
     sdk_client: Client, case: str, retry_state: str
 ) -> None:
-    async with fast_worker(sdk_client, QUEUE, workflows=[ReportsActivityTimeout],
-                           activities=[sleeps, heartbeats_once_then_stalls]):
-        handle = await sdk_client.start_workflow(ReportsActivityTimeout.run, case, id=f"timeout-{case}",
-                                                 task_queue=QUEUE)
+    async with fast_worker(
+        sdk_client, QUEUE, workflows=[ReportsActivityTimeout], activities=[sleeps, heartbeats_once_then_stalls]
+    ):
+        handle = await sdk_client.start_workflow(
+            ReportsActivityTimeout.run, case, id=f"timeout-{case}", task_queue=QUEUE
+        )
         result = await asyncio.wait_for(handle.result(), DEADLINE_S)
 
     assert result == {"cause": "TimeoutError", "timeout_type": case, "retry_state": retry_state}
@@ -140,8 +149,9 @@ async def test_schedule_to_start_applies_to_every_attempt_not_only_the_first(wir
     await wire.start("s2s-retry", task_queue="s2s")
     task = await wire.poll_workflow_task("s2s")
     retry = common_pb2.RetryPolicy(initial_interval=seconds(0.2), maximum_attempts=5)
-    await wire.complete_workflow_task(task.task_token, schedule_activity(
-        "1", start_to_close=10, retry=retry, schedule_to_start_timeout=seconds(0.5)))
+    await wire.complete_workflow_task(
+        task.task_token, schedule_activity("1", start_to_close=10, retry=retry, schedule_to_start_timeout=seconds(0.5))
+    )
     attempt_1 = await wire.poll_activity_task("s2s")
     assert attempt_1.attempt == 1
     failed_at = time.time()
@@ -149,8 +159,11 @@ async def test_schedule_to_start_applies_to_every_attempt_not_only_the_first(wir
     # ... and nobody polls again.
 
     async def timed_out() -> list:
-        response = await wire.stub.GetWorkflowExecutionHistory(pb.GetWorkflowExecutionHistoryRequest(
-            namespace="default", execution=common_pb2.WorkflowExecution(workflow_id="s2s-retry")))
+        response = await wire.stub.GetWorkflowExecutionHistory(
+            pb.GetWorkflowExecutionHistoryRequest(
+                namespace="default", execution=common_pb2.WorkflowExecution(workflow_id="s2s-retry")
+            )
+        )
         return [e for e in response.events if e.event_type == "ActivityTaskTimedOut"]
 
     (event,) = await wait_until(timed_out, timeout=DEADLINE_S, what="ActivityTaskTimedOut")
@@ -178,7 +191,8 @@ async def test_a_workflow_execution_or_run_timeout_closes_the_run_timed_out(
 ) -> None:
     async with fast_worker(sdk_client, QUEUE, workflows=[SleepsLong]):
         handle = await sdk_client.start_workflow(
-            SleepsLong.run, 60.0, id=f"wf-{option}", task_queue=QUEUE, **{option: timedelta(seconds=0.8)})
+            SleepsLong.run, 60.0, id=f"wf-{option}", task_queue=QUEUE, **{option: timedelta(seconds=0.8)}
+        )
         with pytest.raises(WorkflowFailureError) as raised:
             await asyncio.wait_for(handle.result(), DEADLINE_S)
 
@@ -206,8 +220,9 @@ class Greets:
 async def test_a_workflow_task_held_by_a_silent_worker_times_out_and_a_live_worker_completes_the_workflow(
     sdk_client: Client, server: FlowForgeServer
 ) -> None:
-    handle = await sdk_client.start_workflow(Greets.run, "ada", id="wft-timeout", task_queue=QUEUE,
-                                             task_timeout=timedelta(seconds=0.5))
+    handle = await sdk_client.start_workflow(
+        Greets.run, "ada", id="wft-timeout", task_queue=QUEUE, task_timeout=timedelta(seconds=0.5)
+    )
     # A worker takes the workflow task and then goes silent (crashed, or stuck).
     silent = Wire(f"127.0.0.1:{server.port}")
     try:
@@ -230,13 +245,19 @@ async def test_a_workflow_task_held_by_a_silent_worker_times_out_and_a_live_work
     assert_gapless(history)
     assert [e.event_type for e in history] == [
         "WorkflowExecutionStarted",
-        "WorkflowTaskScheduled", "WorkflowTaskStarted", "WorkflowTaskTimedOut",
-        "WorkflowTaskScheduled", "WorkflowTaskStarted", "WorkflowTaskCompleted",
+        "WorkflowTaskScheduled",
+        "WorkflowTaskStarted",
+        "WorkflowTaskTimedOut",
+        "WorkflowTaskScheduled",
+        "WorkflowTaskStarted",
+        "WorkflowTaskCompleted",
         "WorkflowExecutionCompleted",
     ]
     first_started, timed_out, second_started = history[2], history[3], history[5]
     assert first_started.attributes["identity"] == "test"
     assert timed_out.attributes == {
-        "scheduled_event_id": 2, "started_event_id": 3, "timeout_type": "START_TO_CLOSE",
+        "scheduled_event_id": 2,
+        "started_event_id": 3,
+        "timeout_type": "START_TO_CLOSE",
     }
     assert second_started.attributes["identity"] == sdk_client.identity

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
-from typing import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
@@ -34,10 +34,27 @@ DEADLINE_S = 30.0
 
 def _run(run_id: str, now_us: int) -> ExecutionRow:
     return ExecutionRow(
-        namespace=NS, run_id=run_id, workflow_id=run_id, workflow_type="wf", task_queue="q", status="RUNNING",
-        next_event_id=2, version=1, start_us=now_us, close_us=None, wft_state="NONE", wft_attempt=1,
-        wft_scheduled_us=None, wft_started_us=None, wft_scheduled_event_id=0, wft_started_event_id=0,
-        wft_timeout_s=10.0, last_wft_failure=None, buffered_events="[]", deadline_us=None, deadline_kind=None,
+        namespace=NS,
+        run_id=run_id,
+        workflow_id=run_id,
+        workflow_type="wf",
+        task_queue="q",
+        status="RUNNING",
+        next_event_id=2,
+        version=1,
+        start_us=now_us,
+        close_us=None,
+        wft_state="NONE",
+        wft_attempt=1,
+        wft_scheduled_us=None,
+        wft_started_us=None,
+        wft_scheduled_event_id=0,
+        wft_started_event_id=0,
+        wft_timeout_s=10.0,
+        last_wft_failure=None,
+        buffered_events="[]",
+        deadline_us=None,
+        deadline_kind=None,
         cancel_requested=0,
     )
 
@@ -112,9 +129,16 @@ async def test_many_timers_due_together_fire_exactly_once(
     for index in range(TIMERS):
         engine = servers[index % len(servers)].engine
         run_id, _ = await engine.start_workflow(
-            namespace=NS, workflow_id=f"timer-{index}", workflow_type="wf", task_queue="q",
-            input=common_pb2.Payloads(), request_id=f"request-{index}", identity="test",
-            execution_timeout_s=0, run_timeout_s=0, task_timeout_s=0,
+            namespace=NS,
+            workflow_id=f"timer-{index}",
+            workflow_type="wf",
+            task_queue="q",
+            input=common_pb2.Payloads(),
+            request_id=f"request-{index}",
+            identity="test",
+            execution_timeout_s=0,
+            run_timeout_s=0,
+            task_timeout_s=0,
         )
         leased = await engine.try_lease_workflow_task(NS, "q", "test")
         assert leased is not None and leased.execution.run_id == run_id
@@ -181,10 +205,17 @@ async def test_several_timers_of_one_execution_fire_in_one_batch_in_due_order(
 
     async def start_with_timers(workflow_id: str, commands: list[command_pb2.Command]) -> str:
         run_id, _ = await engine.start_workflow(
-            namespace=NS, workflow_id=workflow_id, workflow_type="wf", task_queue="q",
-            input=common_pb2.Payloads(), request_id=workflow_id, identity="test",
+            namespace=NS,
+            workflow_id=workflow_id,
+            workflow_type="wf",
+            task_queue="q",
+            input=common_pb2.Payloads(),
+            request_id=workflow_id,
+            identity="test",
             # A task lease that outlasts the clock jump: the busy run's stays started.
-            execution_timeout_s=0, run_timeout_s=0, task_timeout_s=120,
+            execution_timeout_s=0,
+            run_timeout_s=0,
+            task_timeout_s=120,
         )
         leased = await engine.try_lease_workflow_task(NS, "q", "test")
         assert leased is not None and leased.execution.run_id == run_id

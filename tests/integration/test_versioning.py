@@ -34,15 +34,22 @@ async def test_patched_keeps_running_executions_on_the_old_branch_and_new_ones_o
     pickup.clear()
     client = sdk_client
     order_a, order_b = shipping.Order("order-a", 2.0), shipping.Order("order-b", 3.0)
-    activities = Worker(client, task_queue=shipping.TASK_QUEUE,
-                        activities=[shipping.book_standard, shipping.book_express, await_pickup_until_released])
+    activities = Worker(
+        client,
+        task_queue=shipping.TASK_QUEUE,
+        activities=[shipping.book_standard, shipping.book_express, await_pickup_until_released],
+    )
     async with activities:
         # Version 1 runs order A up to the pickup, then is replaced by version 2.
         async with Worker(client, task_queue=shipping.TASK_QUEUE, workflows=[shipping.ShippingBeforePatch]) as v1:
-            a = await client.start_workflow(shipping.Shipping.run, order_a, id="order-a", task_queue=shipping.TASK_QUEUE)
+            a = await client.start_workflow(
+                shipping.Shipping.run, order_a, id="order-a", task_queue=shipping.TASK_QUEUE
+            )
             await wait_until(lambda: _waiting_for_pickup(a), timeout=DEADLINE_S, what="order A waiting for pickup")
         async with Worker(client, task_queue=shipping.TASK_QUEUE, workflows=[shipping.Shipping]) as v2:
-            b = await client.start_workflow(shipping.Shipping.run, order_b, id="order-b", task_queue=shipping.TASK_QUEUE)
+            b = await client.start_workflow(
+                shipping.Shipping.run, order_b, id="order-b", task_queue=shipping.TASK_QUEUE
+            )
             await wait_until(lambda: _waiting_for_pickup(b), timeout=DEADLINE_S, what="order B waiting for pickup")
             pickup.set()
             shipment_a, shipment_b = await asyncio.gather(a.result(), b.result())
@@ -54,7 +61,9 @@ async def test_patched_keeps_running_executions_on_the_old_branch_and_new_ones_o
 
     history_a, history_b = await events(a), await events(b)
     assert [e.attributes["activity_type"] for e in of_type(history_a, "ActivityTaskScheduled")] == [
-        "book_standard", "await_pickup"]
+        "book_standard",
+        "await_pickup",
+    ]
     assert of_type(history_a, "MarkerRecorded") == []
     (marker,) = of_type(history_b, "MarkerRecorded")
     assert marker.attributes["marker_name"] == "patch"
@@ -76,10 +85,16 @@ async def test_patched_keeps_running_executions_on_the_old_branch_and_new_ones_o
 
 async def test_an_explicit_build_id_is_recorded(sdk_client: Client) -> None:
     client = sdk_client
-    async with Worker(client, task_queue="shipping-explicit", workflows=[shipping.Shipping],
-                      activities=shipping.ACTIVITIES, build_id="2024.05.1-rc2") as worker:
-        handle = await client.start_workflow(shipping.Shipping.run, shipping.Order("order-c", 1.0), id="order-c",
-                                             task_queue="shipping-explicit")
+    async with Worker(
+        client,
+        task_queue="shipping-explicit",
+        workflows=[shipping.Shipping],
+        activities=shipping.ACTIVITIES,
+        build_id="2024.05.1-rc2",
+    ) as worker:
+        handle = await client.start_workflow(
+            shipping.Shipping.run, shipping.Order("order-c", 1.0), id="order-c", task_queue="shipping-explicit"
+        )
         await handle.result()
     assert worker.build_id == "2024.05.1-rc2"
     assert (await handle.describe()).first_worker_build_id == "2024.05.1-rc2"

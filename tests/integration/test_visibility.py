@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import grpc
@@ -45,7 +45,7 @@ __all__ = ["sdk_client"]
 
 IDLE_QUEUE = "visibility-idle"  # no worker polls it: runs stay RUNNING until terminated
 QUEUE = "visibility"
-T0 = datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
 ATTRIBUTES = {
     "Region": IndexedType.KEYWORD,
@@ -83,7 +83,9 @@ async def test_start_with_search_attributes_and_memo_shows_them_in_describe_and_
     assert await sdk_client.list_search_attributes() == dict(sorted(ATTRIBUTES.items()))
 
     handle = await start_idle(
-        sdk_client, "order-1", "Order",
+        sdk_client,
+        "order-1",
+        "Order",
         search_attributes={"Region": "eu", "Amount": 120, "Score": 4.5, "Vip": True, "DueAt": T0},
         memo={"note": "gift wrap", "lines": [{"sku": "A-1", "qty": 2}]},
     )
@@ -93,7 +95,11 @@ async def test_start_with_search_attributes_and_memo_shows_them_in_describe_and_
     assert description.memo == {"lines": [{"sku": "A-1", "qty": 2}], "note": "gift wrap"}
 
     [listed] = await list_all(sdk_client, "WorkflowId = 'order-1'")
-    assert (listed.run_id, listed.workflow_type, listed.status) == (handle.run_id, "Order", WorkflowExecutionStatus.RUNNING)
+    assert (listed.run_id, listed.workflow_type, listed.status) == (
+        handle.run_id,
+        "Order",
+        WorkflowExecutionStatus.RUNNING,
+    )
     assert listed.search_attributes == expected and listed.memo == description.memo
     assert listed.start_time is not None and listed.close_time is None
 
@@ -169,7 +175,7 @@ async def test_each_operator_and_and_or_precedence_select_exactly_the_expected_r
         "Region NOT IN ('us')": {"o1", "o3", "s1"},
         "Region STARTS_WITH 'eu'": {"o1", "o3"},
         "Region = 'it''s'": {"s1"},
-        "Region = \"it's\"": {"s1"},
+        'Region = "it\'s"': {"s1"},
         "Region = 'it\\'s'": {"s1"},
         "Amount = 30": {"o3"},
         "Amount > 20": {"o3", "r1"},
@@ -218,7 +224,9 @@ async def test_each_operator_and_and_or_precedence_select_exactly_the_expected_r
         assert (await sdk_client.count_workflows(query)).count == len(expected), query
 
     # Plain filters are ANDed with the query.
-    assert await ids(sdk_client, "Region = 'us'", status=WorkflowExecutionStatus.TERMINATED, workflow_type="Refund") == {"r1"}
+    assert await ids(
+        sdk_client, "Region = 'us'", status=WorkflowExecutionStatus.TERMINATED, workflow_type="Refund"
+    ) == {"r1"}
 
 
 async def test_bad_queries_are_invalid_argument_naming_the_position(sdk_client: Client) -> None:
@@ -249,9 +257,11 @@ async def test_bad_queries_are_invalid_argument_naming_the_position(sdk_client: 
     counted = await rejection(sdk_client.count_workflows("Amount >"))
     assert counted.status == grpc.StatusCode.INVALID_ARGUMENT and "position 9" in counted.message
     for token in (b"garbage", base64.urlsafe_b64encode(b'[99999999999999999999999, "r"]')):
-        forged = await rejection(sdk_client.workflow_service.call(
-            "ListWorkflowExecutions", pb.ListWorkflowExecutionsRequest(namespace="default", next_page_token=token)
-        ))
+        forged = await rejection(
+            sdk_client.workflow_service.call(
+                "ListWorkflowExecutions", pb.ListWorkflowExecutionsRequest(namespace="default", next_page_token=token)
+            )
+        )
         assert forged.status == grpc.StatusCode.INVALID_ARGUMENT and "next_page_token is malformed" in forged.message
     # The server kept serving.
     await start_idle(sdk_client, "still-serving", "Order")
@@ -261,7 +271,7 @@ async def test_bad_queries_are_invalid_argument_naming_the_position(sdk_client: 
 async def test_an_injection_attempt_is_only_a_string(sdk_client: Client) -> None:
     await start_known_set(sdk_client)
     assert await ids(sdk_client, "WorkflowId = 'x'' OR ''1''=''1'") == set()
-    assert await ids(sdk_client, "WorkflowId = \"o1'; DROP TABLE executions; --\"") == set()
+    assert await ids(sdk_client, 'WorkflowId = "o1\'; DROP TABLE executions; --"') == set()
     assert await ids(sdk_client, "Region = 'eu\\' OR 1=1 --'") == set()
     for attempt in ("WorkflowId = 'o1' OR 1=1", "`Region = 'x' OR 1=1 --` = 'a'", "WorkflowId = 'o1' --"):
         error = await rejection(ids(sdk_client, attempt))
@@ -305,9 +315,15 @@ class Tracked:
         workflow.upsert_search_attributes({"Stage": "packing", "Progress": 1})
         await workflow.execute_activity(pack, order, start_to_close_timeout=timedelta(seconds=30))
         workflow.upsert_search_attributes({"Stage": "shipped", "Progress": None, "ShippedAt": workflow.now()})
-        seen = {k: v.isoformat() if isinstance(v, datetime) else v for k, v in workflow.info().search_attributes.items()}
-        return {"seen": seen, "memo": workflow.memo(), "note": workflow.memo_value("note", type_hint=str),
-                "missing": workflow.memo_value("missing", "default")}
+        seen = {
+            k: v.isoformat() if isinstance(v, datetime) else v for k, v in workflow.info().search_attributes.items()
+        }
+        return {
+            "seen": seen,
+            "memo": workflow.memo(),
+            "note": workflow.memo_value("note", type_hint=str),
+            "missing": workflow.memo_value("missing", "default"),
+        }
 
 
 @workflow.defn(name="Tracked")
@@ -323,18 +339,27 @@ async def test_upserts_from_workflow_code_are_visible_while_running_and_after_cl
     sdk_client: Client,
 ) -> None:
     await sdk_client.add_search_attributes(
-        {"Customer": IndexedType.KEYWORD, "Stage": IndexedType.KEYWORD, "Progress": IndexedType.INT,
-         "ShippedAt": IndexedType.DATETIME}
+        {
+            "Customer": IndexedType.KEYWORD,
+            "Stage": IndexedType.KEYWORD,
+            "Progress": IndexedType.INT,
+            "ShippedAt": IndexedType.DATETIME,
+        }
     )
     release_shipping.clear()
     async with fast_worker(sdk_client, QUEUE, workflows=[Tracked], activities=[pack]):
         handle = await sdk_client.start_workflow(
-            Tracked.run, "A-7", id="tracked-1", task_queue=QUEUE,
-            search_attributes={"Customer": "ada"}, memo={"note": "fragile"},
+            Tracked.run,
+            "A-7",
+            id="tracked-1",
+            task_queue=QUEUE,
+            search_attributes={"Customer": "ada"},
+            memo={"note": "fragile"},
         )
         await wait_until(
             lambda: ids(sdk_client, "Stage = 'packing' AND Progress = 1 AND ExecutionStatus = 'Running'"),
-            timeout=DEADLINE_S, what="the first upsert to be visible while the run is running",
+            timeout=DEADLINE_S,
+            what="the first upsert to be visible while the run is running",
         )
         assert (await handle.describe()).search_attributes == {"Customer": "ada", "Progress": 1, "Stage": "packing"}
         release_shipping.set()
@@ -351,7 +376,9 @@ async def test_upserts_from_workflow_code_are_visible_while_running_and_after_cl
     shipped = datetime.fromisoformat(shipped_at)
     assert result == {
         "seen": {"Customer": "ada", "ShippedAt": shipped.isoformat(), "Stage": "shipped"},
-        "memo": {"note": "fragile"}, "note": "fragile", "missing": "default",
+        "memo": {"note": "fragile"},
+        "note": "fragile",
+        "missing": "default",
     }
     query = "Stage = 'shipped' AND Progress IS NULL AND ExecutionStatus = 'Completed' AND Customer = 'ada'"
     [listed] = await list_all(sdk_client, query)
@@ -408,16 +435,42 @@ async def test_the_cli_registers_attributes_and_lists_and_counts_by_query(
     listed_attributes = flowforge("search-attribute", "list", *address)
     assert listed_attributes.stdout.split() == ["NAME", "TYPE", "DueAt", "Datetime", "Region", "Keyword"]
     await start_idle(client, "cli-us", "Order", search_attributes={"Region": "us", "DueAt": T0}, memo={"who": "cli-us"})
-    started = flowforge("workflow", "start", "--type", "Order", "--task-queue", IDLE_QUEUE, "--workflow-id", "cli-eu",
-                        "--search-attribute", "Region=eu", "--search-attribute", "DueAt=2024-05-01T14:00:00+02:00",
-                        "--memo", 'who="cli-eu"', *address)
+    started = flowforge(
+        "workflow",
+        "start",
+        "--type",
+        "Order",
+        "--task-queue",
+        IDLE_QUEUE,
+        "--workflow-id",
+        "cli-eu",
+        "--search-attribute",
+        "Region=eu",
+        "--search-attribute",
+        "DueAt=2024-05-01T14:00:00+02:00",
+        "--memo",
+        'who="cli-eu"',
+        *address,
+    )
     assert started.returncode == 0, started.stderr
-    unregistered = flowforge("workflow", "start", "--type", "Order", "--task-queue", IDLE_QUEUE, "--workflow-id",
-                             "cli-x", "--search-attribute", "Colour=red", *address)
+    unregistered = flowforge(
+        "workflow",
+        "start",
+        "--type",
+        "Order",
+        "--task-queue",
+        IDLE_QUEUE,
+        "--workflow-id",
+        "cli-x",
+        "--search-attribute",
+        "Colour=red",
+        *address,
+    )
     assert unregistered.returncode == 1 and "'Colour' is not registered" in unregistered.stderr
 
-    listed = flowforge("workflow", "list", "--query", "Region = 'eu' AND ExecutionStatus = 'Running'",
-                       "--output", "json", *address)
+    listed = flowforge(
+        "workflow", "list", "--query", "Region = 'eu' AND ExecutionStatus = 'Running'", "--output", "json", *address
+    )
     assert listed.returncode == 0, listed.stderr
     [row] = json.loads(listed.stdout)
     assert row["workflow_id"] == "cli-eu" and row["status"] == "RUNNING"
@@ -426,8 +479,8 @@ async def test_the_cli_registers_attributes_and_lists_and_counts_by_query(
     counted = flowforge("workflow", "count", "-q", "WorkflowType = 'Order'", *address)
     assert (counted.returncode, counted.stdout.strip()) == (0, "2")
     shown = flowforge("workflow", "show", "--workflow-id", "cli-eu", *address)
-    assert "Search attributes:\n  DueAt = 2024-05-01T12:00:00+00:00\n  Region = \"eu\"\n" in shown.stdout
-    assert "Memo:\n  who = \"cli-eu\"\n" in shown.stdout
+    assert 'Search attributes:\n  DueAt = 2024-05-01T12:00:00+00:00\n  Region = "eu"\n' in shown.stdout
+    assert 'Memo:\n  who = "cli-eu"\n' in shown.stdout
 
     bad = flowforge("workflow", "list", "--query", "Region = ", *address)
     assert bad.returncode == 1
@@ -548,9 +601,11 @@ async def test_a_schedule_starts_its_runs_with_its_search_attributes_and_memo(
     def action(**visibility: Any) -> ScheduleActionStartWorkflow:
         return ScheduleActionStartWorkflow("Report", id="report", task_queue=IDLE_QUEUE, **visibility)
 
-    refused = await rejection(sdk_client.create_schedule(
-        "unregistered", Schedule(action=action(search_attributes={"Colour": "red"}), spec=hourly)
-    ))
+    refused = await rejection(
+        sdk_client.create_schedule(
+            "unregistered", Schedule(action=action(search_attributes={"Colour": "red"}), spec=hourly)
+        )
+    )
     assert refused.status == grpc.StatusCode.INVALID_ARGUMENT and "'Colour' is not registered" in refused.message
     handle = await sdk_client.create_schedule(
         "reports", Schedule(action=action(search_attributes={"Customer": "ada"}, memo={"plan": "gold"}), spec=hourly)
@@ -559,6 +614,9 @@ async def test_a_schedule_starts_its_runs_with_its_search_attributes_and_memo(
     assert (scheduled.search_attributes, scheduled.memo) == ({"Customer": "ada"}, {"plan": "gold"})
     await handle.trigger()
     await server.scheduler.tick()
-    [run] = await wait_until(lambda: list_all(sdk_client, "Customer = 'ada'"), timeout=DEADLINE_S,
-                             what="the triggered run to be listed by its search attribute")
+    [run] = await wait_until(
+        lambda: list_all(sdk_client, "Customer = 'ada'"),
+        timeout=DEADLINE_S,
+        what="the triggered run to be listed by its search attribute",
+    )
     assert run.workflow_id.startswith("report-") and run.memo == {"plan": "gold"}

@@ -23,10 +23,12 @@ async def test_sigterm_lets_the_running_activity_finish_and_report_before_exit(
 ) -> None:
     worker = WorkerProcess(server_process.address, "drain", ledger, tmp_path)
     try:
-        handle = await client.start_workflow(OneStep.run, {"key": "drain", "seconds": 1.5, "start_to_close": 30},
-                                             id="drain", task_queue="drain")
-        await wait_until(lambda: any(e["event"] == "start" for e in read_ledger(ledger)),
-                         timeout=30, what="the activity to start")
+        handle = await client.start_workflow(
+            OneStep.run, {"key": "drain", "seconds": 1.5, "start_to_close": 30}, id="drain", task_queue="drain"
+        )
+        await wait_until(
+            lambda: any(e["event"] == "start" for e in read_ledger(ledger)), timeout=30, what="the activity to start"
+        )
         worker.terminate()
         began = time.monotonic()
         await wait_until(lambda: worker.process.poll() is not None, timeout=30, what="the worker to exit")
@@ -70,7 +72,9 @@ class RunsOutlivingActivity:
     @workflow.run
     async def run(self, key: str) -> dict:
         return await workflow.execute_activity(
-            outlives_the_grace_period, key, start_to_close_timeout=timedelta(seconds=60),
+            outlives_the_grace_period,
+            key,
+            start_to_close_timeout=timedelta(seconds=60),
             retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=50)),
         )
 
@@ -80,8 +84,14 @@ async def test_an_activity_outliving_the_grace_period_is_cancelled_reported_and_
 ) -> None:
     key = f"outlives-{store_kind}"
     grace = timedelta(seconds=0.3)
-    leaving = Worker(sdk_client, task_queue=key, workflows=[RunsOutlivingActivity],
-                     activities=[outlives_the_grace_period], graceful_shutdown_timeout=grace, identity="leaving")
+    leaving = Worker(
+        sdk_client,
+        task_queue=key,
+        workflows=[RunsOutlivingActivity],
+        activities=[outlives_the_grace_period],
+        graceful_shutdown_timeout=grace,
+        identity="leaving",
+    )
     async with leaving:
         handle = await sdk_client.start_workflow(RunsOutlivingActivity.run, key, id=key, task_queue=key)
         await wait_until(lambda: any(a["key"] == key for a in attempts_seen), timeout=20, what="attempt 1 to start")
@@ -96,8 +106,13 @@ async def test_an_activity_outliving_the_grace_period_is_cancelled_reported_and_
     assert [(p.state, p.attempt) for p in pending] == [("SCHEDULED", 2)]
     assert pending[0].last_failure is not None and "shutting down" in pending[0].last_failure
 
-    async with Worker(sdk_client, task_queue=key, workflows=[RunsOutlivingActivity],
-                      activities=[outlives_the_grace_period], identity="arriving"):
+    async with Worker(
+        sdk_client,
+        task_queue=key,
+        workflows=[RunsOutlivingActivity],
+        activities=[outlives_the_grace_period],
+        identity="arriving",
+    ):
         assert await asyncio.wait_for(handle.result(), 20) == {"key": key, "attempt": 2}
 
     history = await handle.fetch_history()

@@ -64,8 +64,10 @@ class ActivityBesideATimer:
     @workflow.run
     async def run(self) -> float:
         step = workflow.execute_activity(
-            slow_heartbeating_step, 1.2,
-            start_to_close_timeout=timedelta(seconds=3), heartbeat_timeout=timedelta(seconds=1),
+            slow_heartbeating_step,
+            1.2,
+            start_to_close_timeout=timedelta(seconds=3),
+            heartbeat_timeout=timedelta(seconds=1),
         )
         ran, _ = await asyncio.gather(step, workflow.sleep(timedelta(days=1)))
         return ran
@@ -85,7 +87,8 @@ class RetriesAfterAnHour:
     async def run(self) -> list:
         started = workflow.now()
         attempt = await workflow.execute_activity(
-            fails_on_first_attempt, start_to_close_timeout=timedelta(seconds=10),
+            fails_on_first_attempt,
+            start_to_close_timeout=timedelta(seconds=10),
             retry_policy=RetryPolicy(initial_interval=timedelta(hours=1), maximum_attempts=2),
         )
         return [attempt, (workflow.now() - started).total_seconds()]
@@ -102,7 +105,7 @@ class Approval:
     async def run(self) -> str:
         try:
             await workflow.wait_condition(lambda: bool(self.approver), timeout=timedelta(days=7))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return "expired"
         return f"approved by {self.approver}"
 
@@ -125,8 +128,9 @@ class MonthlyRounds:
         return times
 
 
-async def start_sleeper(env: WorkflowEnvironment, duration: timedelta, workflow_id: str = "sleeper",
-                        **options: Any) -> WorkflowHandle:
+async def start_sleeper(
+    env: WorkflowEnvironment, duration: timedelta, workflow_id: str = "sleeper", **options: Any
+) -> WorkflowHandle:
     return await env.client.start_workflow(
         Sleeper.run, duration.total_seconds(), id=workflow_id, task_queue=QUEUE, **options
     )
@@ -144,7 +148,7 @@ async def test_start_local_runs_a_workflow_end_to_end_and_removes_its_files(
 
     async with WorkflowEnvironment.start_local() as env:
         assert not env.supports_time_skipping
-        assert [p.name for p in tmp_path.iterdir()][0].startswith("flowforge-test-")
+        assert next(p.name for p in tmp_path.iterdir()).startswith("flowforge-test-")
         async with Worker(env.client, task_queue=QUEUE, workflows=[Greeting], activities=[greet]):
             handle = await env.client.start_workflow(Greeting.run, "Ada", id="greeting", task_queue=QUEUE)
             assert await handle.result() == "Hello, Ada!"
@@ -188,8 +192,9 @@ async def test_a_30_day_sleep_completes_in_under_a_second_under_time_skipping() 
 
 async def test_time_skipping_never_skips_past_a_running_activity() -> None:
     async with WorkflowEnvironment.start_time_skipping() as env:
-        async with Worker(env.client, task_queue=QUEUE, workflows=[ActivityBesideATimer],
-                          activities=[slow_heartbeating_step]):
+        async with Worker(
+            env.client, task_queue=QUEUE, workflows=[ActivityBesideATimer], activities=[slow_heartbeating_step]
+        ):
             handle = await env.client.start_workflow(ActivityBesideATimer.run, id="beside", task_queue=QUEUE)
             assert await asyncio.wait_for(handle.result(), 20) == 1.2
         history = await handle.fetch_history()
@@ -235,8 +240,9 @@ async def test_awaiting_a_result_does_not_skip_time_while_auto_skipping_is_disab
 
 async def test_an_activity_retry_backoff_is_skipped() -> None:
     async with WorkflowEnvironment.start_time_skipping() as env:
-        async with Worker(env.client, task_queue=QUEUE, workflows=[RetriesAfterAnHour],
-                          activities=[fails_on_first_attempt]):
+        async with Worker(
+            env.client, task_queue=QUEUE, workflows=[RetriesAfterAnHour], activities=[fails_on_first_attempt]
+        ):
             handle = await env.client.start_workflow(RetriesAfterAnHour.run, id="retry", task_queue=QUEUE)
             attempt, waited_s = await asyncio.wait_for(handle.result(), 20)
     assert attempt == 2

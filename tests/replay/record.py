@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import sys
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Awaitable, Callable
 
 from flowforge import Client
 from flowforge.exceptions import WorkflowFailureError
@@ -26,10 +26,18 @@ from tests.replay import batches, shipping
 
 HISTORIES = Path(__file__).parent / "histories"
 REQUESTS = {
-    "onboarding-ada": {"name": "Ada Lovelace", "email": "ada@example.com", "work_seconds": 0.05,
-                       "cooling_off_seconds": 0.1},
-    "onboarding-grace": {"name": "Grace Hopper", "email": "grace@example.com", "work_seconds": 0.0,
-                         "cooling_off_seconds": 0},
+    "onboarding-ada": {
+        "name": "Ada Lovelace",
+        "email": "ada@example.com",
+        "work_seconds": 0.05,
+        "cooling_off_seconds": 0.1,
+    },
+    "onboarding-grace": {
+        "name": "Grace Hopper",
+        "email": "grace@example.com",
+        "work_seconds": 0.0,
+        "cooling_off_seconds": 0,
+    },
 }
 
 
@@ -65,12 +73,19 @@ ORDERS = {"order-tracking-small": 2_500, "order-tracking-review": 72_000}
 
 async def record_order_tracking(client: Client) -> None:
     await client.add_search_attributes(order_tracking.SEARCH_ATTRIBUTES)
-    async with Worker(client, task_queue=order_tracking.TASK_QUEUE, workflows=[order_tracking.OrderFulfillment],
-                      activities=order_tracking.ACTIVITIES):
+    async with Worker(
+        client,
+        task_queue=order_tracking.TASK_QUEUE,
+        workflows=[order_tracking.OrderFulfillment],
+        activities=order_tracking.ACTIVITIES,
+    ):
         for workflow_id, total in ORDERS.items():
             handle = await client.start_workflow(
-                order_tracking.OrderFulfillment.run, {"order_id": workflow_id, "lines": ["sku-1"]}, id=workflow_id,
-                task_queue=order_tracking.TASK_QUEUE, search_attributes={"CustomerId": "c-1", "OrderTotal": total},
+                order_tracking.OrderFulfillment.run,
+                {"order_id": workflow_id, "lines": ["sku-1"]},
+                id=workflow_id,
+                task_queue=order_tracking.TASK_QUEUE,
+                search_attributes={"CustomerId": "c-1", "OrderTotal": total},
                 memo={"ship_to": "c-1, 1 Main Street"},
             )
             if total >= order_tracking.REVIEW_THRESHOLD_CENTS:
@@ -85,7 +100,8 @@ async def record_order_tracking(client: Client) -> None:
 SAGA_REQUESTS = {
     "saga-compensated": (saga.BookTrip.run, {"traveller": "grace", "fail_at": "flight"}),
     "saga-group-children": (
-        saga.BookGroupTrip.run, [{"traveller": "alan"}, {"traveller": "edsger", "fail_at": "hotel"}]
+        saga.BookGroupTrip.run,
+        [{"traveller": "alan"}, {"traveller": "edsger", "fail_at": "hotel"}],
     ),
 }
 
@@ -103,8 +119,9 @@ async def record_saga(client: Client) -> None:
 
 # Continue-as-new: every run of one chain, each history on its own.
 async def record_batches(client: Client) -> None:
-    async with Worker(client, task_queue=batches.TASK_QUEUE, workflows=[batches.DrainQueue],
-                      activities=batches.ACTIVITIES):
+    async with Worker(
+        client, task_queue=batches.TASK_QUEUE, workflows=[batches.DrainQueue], activities=batches.ACTIVITIES
+    ):
         handle = await client.start_workflow(
             batches.DrainQueue.run, ["a", "b", "c", "d", "e"], id="batches", task_queue=batches.TASK_QUEUE
         )
@@ -122,24 +139,31 @@ async def _save(client: Client, workflow_id: str) -> None:
 
 # Signals, the status query and the approval timeout: one history per way it ends.
 async def record_approval(client: Client) -> None:
-    async with Worker(client, task_queue=approval.TASK_QUEUE, workflows=[approval.ExpenseApproval],
-                      activities=approval.ACTIVITIES):
+    async with Worker(
+        client, task_queue=approval.TASK_QUEUE, workflows=[approval.ExpenseApproval], activities=approval.ACTIVITIES
+    ):
         paid = await client.start_workflow(
-            approval.ExpenseApproval.run, approval.ExpenseRequest("paid", "ada", 120.0, "conference"),
-            id="approval-paid", task_queue=approval.TASK_QUEUE,
+            approval.ExpenseApproval.run,
+            approval.ExpenseRequest("paid", "ada", 120.0, "conference"),
+            id="approval-paid",
+            task_queue=approval.TASK_QUEUE,
         )
         await wait_for_stage(paid, "awaiting decision")
         await paid.signal(approval.ExpenseApproval.approve, "grace")
         await paid.signal(approval.ExpenseApproval.reject, args=["alan", "too late"])
         rejected = await client.start_workflow(
-            approval.ExpenseApproval.run, approval.ExpenseRequest("rejected", "alan", 5000.0, "yacht"),
-            id="approval-rejected", task_queue=approval.TASK_QUEUE,
-            start_signal=approval.ExpenseApproval.reject, start_signal_args=["grace", "no yachts"],
+            approval.ExpenseApproval.run,
+            approval.ExpenseRequest("rejected", "alan", 5000.0, "yacht"),
+            id="approval-rejected",
+            task_queue=approval.TASK_QUEUE,
+            start_signal=approval.ExpenseApproval.reject,
+            start_signal_args=["grace", "no yachts"],
         )
         expired = await client.start_workflow(
             approval.ExpenseApproval.run,
             approval.ExpenseRequest("expired", "ada", 9.5, "taxi", approval_timeout_seconds=0.2),
-            id="approval-expired", task_queue=approval.TASK_QUEUE,
+            id="approval-expired",
+            task_queue=approval.TASK_QUEUE,
         )
         for handle in (paid, rejected, expired):
             await handle.result()

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -16,7 +14,13 @@ from flowforge.exceptions import NonDeterminismError
 from flowforge.testing import Replayer, replay_histories_in
 from samples.approval.workflows import ExpenseApproval, ExpenseRequest, notify_approvers
 from samples.onboarding.workflows import (
-    Onboarding, create_customer, enrich_customer, fetch_credit_file, score_risk, send_notification, verify_identity,
+    Onboarding,
+    create_customer,
+    enrich_customer,
+    fetch_credit_file,
+    score_risk,
+    send_notification,
+    verify_identity,
 )
 from samples.order_tracking.workflows import OrderFulfillment
 from samples.saga import workflows as saga
@@ -43,10 +47,15 @@ class OnboardingWithChecksReordered:
             workflow.execute_activity(verify_identity, customer, start_to_close_timeout=TIMEOUT),
             workflow.execute_activity(fetch_credit_file, customer, start_to_close_timeout=TIMEOUT),
         )
-        enriched = await workflow.execute_activity(enrich_customer, args=[customer, list(checks)],
-                                                   start_to_close_timeout=TIMEOUT)
-        return {"customer": enriched, "notification": await workflow.execute_activity(
-            send_notification, enriched, start_to_close_timeout=TIMEOUT)}
+        enriched = await workflow.execute_activity(
+            enrich_customer, args=[customer, list(checks)], start_to_close_timeout=TIMEOUT
+        )
+        return {
+            "customer": enriched,
+            "notification": await workflow.execute_activity(
+                send_notification, enriched, start_to_close_timeout=TIMEOUT
+            ),
+        }
 
 
 @workflow.defn(name="Onboarding")
@@ -97,10 +106,13 @@ class BookGroupTripInReverse:
     @workflow.run
     async def run(self, requests: list) -> dict:
         group = workflow.info().workflow_id
-        await asyncio.gather(*(
-            workflow.execute_child_workflow(saga.BookTrip.run, request, id=f"{group}-{request['traveller']}")
-            for request in reversed(requests)
-        ), return_exceptions=True)
+        await asyncio.gather(
+            *(
+                workflow.execute_child_workflow(saga.BookTrip.run, request, id=f"{group}-{request['traveller']}")
+                for request in reversed(requests)
+            ),
+            return_exceptions=True,
+        )
         return {}
 
 
@@ -145,7 +157,9 @@ async def test_dropping_the_approval_deadline_raises_non_determinism_naming_the_
 async def test_each_run_of_a_continue_as_new_chain_replays_and_dropping_the_continuation_is_named() -> None:
     runs = [load(HISTORY_FOLDER / f"batches-run-{number}.json") for number in (1, 2, 3)]
     assert [run.events[-1].event_type for run in runs] == [
-        "WorkflowExecutionContinuedAsNew", "WorkflowExecutionContinuedAsNew", "WorkflowExecutionCompleted"
+        "WorkflowExecutionContinuedAsNew",
+        "WorkflowExecutionContinuedAsNew",
+        "WorkflowExecutionCompleted",
     ]
     first_run_id = runs[0].events[0].attributes["run_id"]
     assert runs[1].events[0].attributes["continued_execution_run_id"] == first_run_id

@@ -55,8 +55,11 @@ class NoLongerRecordsShippedAt(OrderFulfillment):
 
 async def test_the_recorded_history_holds_the_upserts_and_replays() -> None:
     history = reviewed_history()
-    upserts = [e.attributes["search_attributes"]["indexed_fields"] for e in history.events
-               if e.event_type == "UpsertWorkflowSearchAttributes"]
+    upserts = [
+        e.attributes["search_attributes"]["indexed_fields"]
+        for e in history.events
+        if e.event_type == "UpsertWorkflowSearchAttributes"
+    ]
     assert [sorted(u) for u in upserts] == [["OrderStage"], ["OrderStage"], ["OrderStage", "ShippedAt"]]
     assert [u["OrderStage"]["keyword_value"] for u in upserts] == ["review", "packing", "shipped"]
     await Replayer(workflows=[OrderFulfillment]).replay_workflow(history)

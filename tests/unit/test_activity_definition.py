@@ -96,9 +96,7 @@ def test_from_callable_binds_methods_and_drops_self():
 def test_from_callable_rejects_undecorated_functions():
     def plain() -> None: ...
 
-    with pytest.raises(
-        TypeError, match="plain is not an activity: decorate it with @activity.defn"
-    ):
+    with pytest.raises(TypeError, match=r"plain is not an activity: decorate it with @activity\.defn"):
         _Definition.from_callable(plain)
 
 
@@ -125,9 +123,7 @@ def test_defn_rejects_an_empty_name():
         activity.defn(name="")(untyped)
 
 
-@pytest.mark.parametrize(
-    "call", [activity.info, activity.is_cancelled, lambda: activity.heartbeat("progress")]
-)
+@pytest.mark.parametrize("call", [activity.info, activity.is_cancelled, lambda: activity.heartbeat("progress")])
 def test_context_functions_raise_outside_an_activity(call):
     with pytest.raises(RuntimeError, match="not in an activity"):
         call()

@@ -1,7 +1,7 @@
 """WorkflowHistory / HistoryEvent: wire conversion and the JSON file format."""
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -9,7 +9,7 @@ from flowforge.api.v1 import common_pb2
 from flowforge.client import HistoryEvent, WorkflowHistory
 from flowforge.converter import default_converter, message_to_json_dict
 
-START = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=timezone.utc)
+START = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
 
 
 def _sample_history() -> WorkflowHistory:
@@ -28,9 +28,7 @@ def _sample_history() -> WorkflowHistory:
                     "workflow_execution_timeout": 0.0,
                 },
             ),
-            HistoryEvent(
-                2, "WorkflowTaskScheduled", START, {"attempt": 1, "start_to_close_timeout": 10.0}
-            ),
+            HistoryEvent(2, "WorkflowTaskScheduled", START, {"attempt": 1, "start_to_close_timeout": 10.0}),
             HistoryEvent(
                 3,
                 "ActivityTaskScheduled",
@@ -42,9 +40,7 @@ def _sample_history() -> WorkflowHistory:
                 },
             ),
             HistoryEvent(4, "TimerFired", START + timedelta(minutes=1), {}),
-            HistoryEvent(
-                5, "WorkflowExecutionTerminated", START + timedelta(hours=1), {"reason": "cödé"}
-            ),
+            HistoryEvent(5, "WorkflowExecutionTerminated", START + timedelta(hours=1), {"reason": "cödé"}),
         ],
     )
 
@@ -99,8 +95,8 @@ def test_from_json_converts_offsets_to_utc():
 
     (event,) = WorkflowHistory.from_json(text).events
 
-    assert event.event_time == datetime(2024, 5, 1, 12, tzinfo=timezone.utc)
-    assert event.event_time.tzinfo is timezone.utc
+    assert event.event_time == datetime(2024, 5, 1, 12, tzinfo=UTC)
+    assert event.event_time.tzinfo is UTC
 
 
 @pytest.mark.parametrize(
@@ -117,13 +113,11 @@ def test_from_json_converts_offsets_to_utc():
             r"events\[0\].event_id",
         ),
         (
-            '{"workflow_id": "w", "events": [{"event_id": 1, "event_type": "X", '
-            '"event_time": "2024-01-01T00:00:00"}]}',
+            '{"workflow_id": "w", "events": [{"event_id": 1, "event_type": "X", "event_time": "2024-01-01T00:00:00"}]}',
             "no UTC offset",
         ),
         (
-            '{"workflow_id": "w", "events": [{"event_id": 1, "event_type": "X", '
-            '"event_time": "yesterday"}]}',
+            '{"workflow_id": "w", "events": [{"event_id": 1, "event_type": "X", "event_time": "yesterday"}]}',
             "ISO-8601",
         ),
         (
@@ -151,7 +145,7 @@ def test_proto_round_trip():
     assert event == HistoryEvent(
         7, "ActivityTaskCompleted", START, {"scheduled_event_id": 5, "result": {"payloads": []}}
     )
-    assert event.event_time.tzinfo is timezone.utc
+    assert event.event_time.tzinfo is UTC
     assert HistoryEvent.from_proto(event.to_proto()) == event
 
 

@@ -3,7 +3,7 @@
 import collections
 import dataclasses
 import socket
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import grpc
 import pytest
@@ -33,7 +33,7 @@ from flowforge.exceptions import (
 
 pb = workflow_service_pb2
 MiB = 1024 * 1024
-T0 = datetime(2024, 5, 1, 12, tzinfo=timezone.utc)
+T0 = datetime(2024, 5, 1, 12, tzinfo=UTC)
 
 FAST_RETRY = RPCRetryConfig(
     initial_interval=timedelta(milliseconds=5),
@@ -135,9 +135,7 @@ def _event(event_id, event_type, **attributes):
     proto = common_pb2.HistoryEvent(
         event_id=event_id,
         event_type=event_type,
-        attributes_json=HistoryEvent(event_id, event_type, T0, attributes)
-        .to_proto()
-        .attributes_json,
+        attributes_json=HistoryEvent(event_id, event_type, T0, attributes).to_proto().attributes_json,
     )
     proto.event_time.FromDatetime(T0)
     return proto
@@ -187,9 +185,7 @@ async def test_start_sends_the_request_and_returns_a_handle(server, client):
         ("Onboarding", {"args": [1, "two"]}, [1, "two"]),
     ],
 )
-async def test_start_accepts_a_class_or_a_name_and_any_arguments(
-    server, client, workflow, arguments, expected_input
-):
+async def test_start_accepts_a_class_or_a_name_and_any_arguments(server, client, workflow, arguments, expected_input):
     service, _ = server
 
     await client.start_workflow(workflow, id="w", task_queue="q", **arguments)
@@ -289,9 +285,7 @@ async def test_connect_fails_fast_when_nothing_listens():
         unused_port = probe.getsockname()[1]
 
     with pytest.raises(RPCError) as caught:
-        await Client.connect(
-            f"127.0.0.1:{unused_port}", connect_timeout=timedelta(milliseconds=200)
-        )
+        await Client.connect(f"127.0.0.1:{unused_port}", connect_timeout=timedelta(milliseconds=200))
 
     assert caught.value.status == grpc.StatusCode.UNAVAILABLE
 
@@ -300,9 +294,7 @@ async def test_no_authorization_header_without_api_key(server):
     service, target = server
 
     async with await Client.connect(target) as client:
-        await client.register_namespace(
-            "payments", description="money", retention=timedelta(days=3)
-        )
+        await client.register_namespace("payments", description="money", retention=timedelta(days=3))
 
     assert "authorization" not in service.metadata[0]
     (request,) = service.requests["RegisterNamespace"]
@@ -313,9 +305,7 @@ async def test_no_authorization_header_without_api_key(server):
 # -- result() ------------------------------------------------------------------------
 
 
-async def test_result_long_polls_until_the_close_event_and_decodes_with_the_return_hint(
-    server, client
-):
+async def test_result_long_polls_until_the_close_event_and_decodes_with_the_return_hint(server, client):
     service, _ = server
     service.responses["GetWorkflowExecutionHistory"] += [
         pb.GetWorkflowExecutionHistoryResponse(run_id="run-1"),  # the wait timed out
@@ -432,9 +422,7 @@ async def test_result_raises_workflow_failure_error_with_the_cause(
 
 async def test_result_surfaces_rpc_errors(server, client):
     service, _ = server
-    service.errors["GetWorkflowExecutionHistory"].append(
-        (grpc.StatusCode.NOT_FOUND, "no such workflow")
-    )
+    service.errors["GetWorkflowExecutionHistory"].append((grpc.StatusCode.NOT_FOUND, "no such workflow"))
 
     with pytest.raises(RPCError) as caught:
         await client.get_workflow_handle("missing").result()
@@ -546,9 +534,7 @@ async def test_fetch_history_pages_through_one_run(server, client):
             has_more=True,
             events=[_event(1, "WorkflowExecutionStarted"), _event(2, "WorkflowTaskScheduled")],
         ),
-        pb.GetWorkflowExecutionHistoryResponse(
-            run_id="run-3", events=[_event(3, "WorkflowTaskStarted")]
-        ),
+        pb.GetWorkflowExecutionHistoryResponse(run_id="run-3", events=[_event(3, "WorkflowTaskStarted")]),
     ]
 
     history = await client.get_workflow_handle("onb-1").fetch_history()
@@ -570,17 +556,13 @@ async def test_list_workflows_pages_and_filters(server, client):
 
     def info(workflow_id):
         return pb.WorkflowExecutionInfo(
-            execution=common_pb2.WorkflowExecution(
-                workflow_id=workflow_id, run_id=f"{workflow_id}-run"
-            ),
+            execution=common_pb2.WorkflowExecution(workflow_id=workflow_id, run_id=f"{workflow_id}-run"),
             workflow_type="Onboarding",
             status=common_pb2.WORKFLOW_EXECUTION_STATUS_FAILED,
         )
 
     service.responses["ListWorkflowExecutions"] += [
-        pb.ListWorkflowExecutionsResponse(
-            executions=[info("a"), info("b")], next_page_token=b"page-2"
-        ),
+        pb.ListWorkflowExecutionsResponse(executions=[info("a"), info("b")], next_page_token=b"page-2"),
         pb.ListWorkflowExecutionsResponse(executions=[info("c")]),
     ]
 
@@ -617,7 +599,9 @@ async def test_list_workflows_sends_the_query_and_decodes_search_attributes_and_
     [listed] = [e async for e in client.list_workflows("WorkflowType = 'Onboarding'", page_size=5)]
 
     assert listed.search_attributes == {
-        "Amount": 7, "DueAt": datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc), "Region": "eu",
+        "Amount": 7,
+        "DueAt": datetime(2024, 5, 1, 12, 0, tzinfo=UTC),
+        "Region": "eu",
     }
     assert listed.memo == {"note": {"gift": True}}
     [request] = service.requests["ListWorkflowExecutions"]

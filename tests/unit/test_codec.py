@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from collections.abc import Sequence
 
 from flowforge._codec import decode_message, encode_message
 from flowforge.api.v1 import command_pb2, common_pb2, workflow_service_pb2
@@ -28,12 +28,19 @@ def _completion() -> workflow_service_pb2.RespondWorkflowTaskCompletedRequest:
     failure = common_pb2.Failure(message="plain message", details=_payloads("failure detail"))
     return workflow_service_pb2.RespondWorkflowTaskCompletedRequest(
         commands=[
-            command_pb2.Command(schedule_activity_task=command_pb2.ScheduleActivityTaskCommandAttributes(
-                activity_id="1", activity_type="a", input=_payloads({"card": "4111"}, 2))),
-            command_pb2.Command(record_marker=command_pb2.RecordMarkerCommandAttributes(
-                marker_name="patch", details={"patch_id": _payloads("p1")})),
-            command_pb2.Command(fail_workflow_execution=command_pb2.FailWorkflowExecutionCommandAttributes(
-                failure=failure)),
+            command_pb2.Command(
+                schedule_activity_task=command_pb2.ScheduleActivityTaskCommandAttributes(
+                    activity_id="1", activity_type="a", input=_payloads({"card": "4111"}, 2)
+                )
+            ),
+            command_pb2.Command(
+                record_marker=command_pb2.RecordMarkerCommandAttributes(
+                    marker_name="patch", details={"patch_id": _payloads("p1")}
+                )
+            ),
+            command_pb2.Command(
+                fail_workflow_execution=command_pb2.FailWorkflowExecutionCommandAttributes(failure=failure)
+            ),
         ]
     )
 
@@ -45,7 +52,7 @@ def _all_payloads(message: object) -> list[common_pb2.Payload]:
         if isinstance(value, common_pb2.Payload):
             found.append(value)
             return
-        for field, item in getattr(value, "ListFields", lambda: [])():
+        for field, item in getattr(value, "ListFields", list)():
             items = item.values() if hasattr(item, "values") else item if field.is_repeated else [item]
             for sub in items:
                 visit(sub)
@@ -69,10 +76,14 @@ async def test_every_payload_of_a_request_is_encoded_and_the_original_is_left_al
 async def test_payloads_inside_history_event_attributes_are_decoded_memo_too_but_search_attributes_not() -> None:
     sealed = await encode_message(_payloads("result"), ReversingCodec())
     searchable = message_to_json_dict(_payloads("Gold"))
-    sealed_memo = await encode_message(common_pb2.Memo(fields={"note": default_converter.to_payload("hi")}), ReversingCodec())
+    sealed_memo = await encode_message(
+        common_pb2.Memo(fields={"note": default_converter.to_payload("hi")}), ReversingCodec()
+    )
     attributes = {
-        "result": message_to_json_dict(sealed), "memo": message_to_json_dict(sealed_memo),
-        "search_attributes": {"Tier": searchable}, "n": 3,
+        "result": message_to_json_dict(sealed),
+        "memo": message_to_json_dict(sealed_memo),
+        "search_attributes": {"Tier": searchable},
+        "n": 3,
     }
     event = common_pb2.HistoryEvent(event_id=7, event_type="X", attributes_json=json.dumps(attributes))
     response = workflow_service_pb2.GetWorkflowExecutionHistoryResponse(events=[event])
@@ -88,7 +99,9 @@ async def test_payloads_inside_history_event_attributes_are_decoded_memo_too_but
 
 def _failure_chain() -> common_pb2.Failure:
     return common_pb2.Failure(
-        message="card 4111 declined", stack_trace="Traceback: ...", type="Declined",
+        message="card 4111 declined",
+        stack_trace="Traceback: ...",
+        type="Declined",
         cause=common_pb2.Failure(message="issuer said no", stack_trace="Traceback: inner"),
     )
 
@@ -109,13 +122,15 @@ async def test_failure_attributes_are_encoded_only_when_asked_and_always_restore
 
 async def test_encoded_failure_attributes_in_history_are_restored_keeping_what_the_server_added() -> None:
     hidden = await encode_message(
-        workflow_service_pb2.RespondWorkflowTaskFailedRequest(failure=_failure_chain()), ReversingCodec(),
+        workflow_service_pb2.RespondWorkflowTaskFailedRequest(failure=_failure_chain()),
+        ReversingCodec(),
         encode_failure_attributes=True,
     )
     stored = message_to_json_dict(hidden.failure)
     stored["message"] = f"[NON_DETERMINISTIC_ERROR] {stored['message']}"
-    event = common_pb2.HistoryEvent(event_id=9, event_type="WorkflowTaskFailed",
-                                    attributes_json=json.dumps({"failure": stored}))
+    event = common_pb2.HistoryEvent(
+        event_id=9, event_type="WorkflowTaskFailed", attributes_json=json.dumps({"failure": stored})
+    )
 
     decoded = await decode_message(event, ReversingCodec())
 

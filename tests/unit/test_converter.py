@@ -7,7 +7,7 @@ import enum
 import subprocess
 import sys
 import uuid
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from typing import Any, Optional, Union
 
 import pydantic
@@ -34,7 +34,7 @@ class Customer:
     addresses: list[Address]
     by_kind: dict[str, Address]
     created_at: datetime
-    nickname: Optional[str] = None
+    nickname: str | None = None
 
 
 class Order(pydantic.BaseModel):
@@ -48,7 +48,7 @@ CUSTOMER = Customer(
     tier=Tier.GOLD,
     addresses=[Address("Paris", date(2020, 1, 2))],
     by_kind={"billing": Address("Lyon", date(2021, 3, 4))},
-    created_at=datetime(2024, 5, 1, 9, 30, tzinfo=timezone.utc),
+    created_at=datetime(2024, 5, 1, 9, 30, tzinfo=UTC),
 )
 
 

@@ -69,7 +69,7 @@ def test_a_condition_holds_exactly_when_its_comparison_does(condition: str, hold
         ('payload.currency == "EUR"', "must start with one of id, source, type, subject, time, data"),
         ('subject.part == "x"', "only 'data' has fields below it"),
         ('data..currency == "x"', "is not 'PATH OP VALUE'"),
-        ('data.a-b == 1 2', "is not a JSON value"),
+        ("data.a-b == 1 2", "is not a JSON value"),
         ("", "is not 'PATH OP VALUE'"),
         ('data.currency contains "E"', "OP one of"),
     ],
@@ -82,9 +82,16 @@ def test_a_malformed_condition_is_invalid_argument_saying_what_is_wrong(conditio
 
 def test_conditions_are_stored_in_canonical_form() -> None:
     row = trigger_row(
-        namespace="default", trigger_id="t", event_type="order.paid",
-        filter=['data.region  in ["eu","us"]', "data.amount!=0", 'data.x not  in [1]'], input_paths=["data.amount"],
-        workflow_type="W", task_queue="q", workflow_id_prefix="", execution_timeout_s=0, run_timeout_s=0,
+        namespace="default",
+        trigger_id="t",
+        event_type="order.paid",
+        filter=['data.region  in ["eu","us"]', "data.amount!=0", "data.x not  in [1]"],
+        input_paths=["data.amount"],
+        workflow_type="W",
+        task_queue="q",
+        workflow_id_prefix="",
+        execution_timeout_s=0,
+        run_timeout_s=0,
         task_timeout_s=0,
     )
     assert row.filter == '["data.region in [\\"eu\\", \\"us\\"]", "data.amount != 0", "data.x not in [1]"]'
@@ -97,12 +104,21 @@ def test_conditions_are_stored_in_canonical_form() -> None:
 def test_a_trigger_refuses_bad_input_paths_and_too_many_conditions() -> None:
     def row(**overrides):
         fields = dict(
-            namespace="default", trigger_id="t", event_type="e", filter=[], input_paths=[], workflow_type="W",
-            task_queue="q", workflow_id_prefix="", execution_timeout_s=0, run_timeout_s=0, task_timeout_s=0,
+            namespace="default",
+            trigger_id="t",
+            event_type="e",
+            filter=[],
+            input_paths=[],
+            workflow_type="W",
+            task_queue="q",
+            workflow_id_prefix="",
+            execution_timeout_s=0,
+            run_timeout_s=0,
+            task_timeout_s=0,
         )
         return trigger_row(**{**fields, **overrides})
 
-    with pytest.raises(InvalidArgument, match="input path 'body.x' must start with one of"):
+    with pytest.raises(InvalidArgument, match=r"input path 'body\.x' must start with one of"):
         row(input_paths=["body.x"])
     with pytest.raises(InvalidArgument, match="at most 32 filter conditions"):
         row(filter=["data.a == 1"] * 33)

@@ -28,8 +28,12 @@ Schema = dict[str, dict[str, Any]]
 # Declared types by family; a column must be of the same family in both dialects.
 _SQLITE_FAMILIES = {"INTEGER": "integer", "REAL": "real", "TEXT": "text", "BLOB": "bytes", "BIGINT": "integer"}
 _POSTGRES_FAMILIES = {
-    "integer": "integer", "bigint": "integer", "smallint": "integer", "double precision": "real",
-    "text": "text", "bytea": "bytes",
+    "integer": "integer",
+    "bigint": "integer",
+    "smallint": "integer",
+    "double precision": "real",
+    "text": "text",
+    "bytea": "bytes",
 }
 
 
@@ -52,7 +56,9 @@ def sqlite_schema(path: Path) -> Schema:
             }
             foreign_keys = {
                 (source, target_table, target)
-                for _id, _seq, target_table, source, target, *_ in connection.execute(f"PRAGMA foreign_key_list({table})")
+                for _id, _seq, target_table, source, target, *_ in connection.execute(
+                    f"PRAGMA foreign_key_list({table})"
+                )
             }
             indexes = {}
             for _seq, name, unique, origin, partial in connection.execute(f"PRAGMA index_list({table})"):
@@ -83,22 +89,27 @@ async def postgres_schema(connection: asyncpg.Connection) -> Schema:
             for r in await connection.fetch(
                 "SELECT a.attname FROM pg_index i JOIN pg_attribute a"
                 " ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)"
-                " WHERE i.indrelid = $1::regclass AND i.indisprimary", table,
+                " WHERE i.indrelid = $1::regclass AND i.indisprimary",
+                table,
             )
         }
         columns = {
             r["column_name"]: (
-                _POSTGRES_FAMILIES[r["data_type"]], r["is_nullable"] == "YES", _default(r["column_default"]),
+                _POSTGRES_FAMILIES[r["data_type"]],
+                r["is_nullable"] == "YES",
+                _default(r["column_default"]),
                 r["column_name"] in primary_key,
             )
             for r in await connection.fetch(
                 "SELECT column_name, data_type, is_nullable, column_default FROM information_schema.columns"
-                " WHERE table_schema = 'public' AND table_name = $1", table,
+                " WHERE table_schema = 'public' AND table_name = $1",
+                table,
             )
         }
         constraints = await connection.fetch(
             "SELECT conname, contype::text AS contype, conindid, pg_get_constraintdef(oid) AS definition FROM pg_constraint"
-            " WHERE conrelid = $1::regclass", table,
+            " WHERE conrelid = $1::regclass",
+            table,
         )
         foreign_keys = set()
         for c in constraints:
@@ -112,7 +123,8 @@ async def postgres_schema(connection: asyncpg.Connection) -> Schema:
             "SELECT i.indexrelid, c.relname, i.indisunique, i.indpred IS NOT NULL AS partial,"
             " array(SELECT a.attname FROM unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)"
             "       JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum ORDER BY k.n) AS columns"
-            " FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = $1::regclass", table,
+            " FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = $1::regclass",
+            table,
         ):
             if r["indexrelid"] not in constraint_indexes:
                 indexes[r["relname"]] = (tuple(r["columns"]), r["indisunique"], r["partial"])
@@ -170,8 +182,9 @@ async def test_postgres_migrations_apply_once_even_when_replicas_race(postgres: 
             applied = await asyncio.gather(*(migrations.apply_postgres(c) for c in connections))
             assert sorted(applied) == [[], [], [], versions]
             assert await migrations.apply_postgres(connections[0]) == []
-            assert [r[0] for r in await connections[0].fetch(
-                "SELECT version FROM schema_migrations ORDER BY version")] == versions
+            assert [
+                r[0] for r in await connections[0].fetch("SELECT version FROM schema_migrations ORDER BY version")
+            ] == versions
             assert await connections[0].fetchval("SELECT count(*) FROM namespaces WHERE name = 'default'") == 1
         finally:
             for connection in connections:
@@ -200,7 +213,9 @@ async def test_sqlite_and_postgresql_schemas_agree(tmp_path: Path, postgres_conn
     # The names the docs and the CHECK tests rely on exist.
     assert "ck_tasks_lease_iff_leased" in postgresql["tasks"]["constraints"]
     assert postgresql["executions"]["indexes"]["ux_executions_running_workflow_id"] == (
-        ("namespace", "workflow_id"), True, True,
+        ("namespace", "workflow_id"),
+        True,
+        True,
     )
 
 
@@ -215,9 +230,7 @@ async def test_sqlite_and_postgresql_schemas_agree(tmp_path: Path, postgres_conn
         "DROP INDEX ix_timers_fire",
     ],
 )
-async def test_schema_check_notices_drift(
-    tmp_path: Path, postgres_connection: asyncpg.Connection, drift: str
-) -> None:
+async def test_schema_check_notices_drift(tmp_path: Path, postgres_connection: asyncpg.Connection, drift: str) -> None:
     migrate_sqlite(tmp_path / "db")
     await postgres_connection.execute(drift)
     assert sqlite_schema(tmp_path / "db") != await postgres_schema(postgres_connection)

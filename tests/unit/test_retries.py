@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import random
 from datetime import timedelta
-from typing import Optional
 
 import pytest
 
@@ -35,10 +34,22 @@ class RecordingRandom(random.Random):
         return b
 
 
-def decide(policy: StoredRetryPolicy, attempt: int, *, failure: common_pb2.Failure = BOOM,
-           deadline_us: Optional[int] = None, rng: Optional[random.Random] = None) -> RetryDecision:
-    return decide_retry(policy, attempt=attempt, failure=failure, now_us=NOW_US,
-                        schedule_to_close_deadline_us=deadline_us, rng=rng or random.Random(1))
+def decide(
+    policy: StoredRetryPolicy,
+    attempt: int,
+    *,
+    failure: common_pb2.Failure = BOOM,
+    deadline_us: int | None = None,
+    rng: random.Random | None = None,
+) -> RetryDecision:
+    return decide_retry(
+        policy,
+        attempt=attempt,
+        failure=failure,
+        now_us=NOW_US,
+        schedule_to_close_deadline_us=deadline_us,
+        rng=rng or random.Random(1),
+    )
 
 
 def test_the_delay_grows_by_the_coefficient_from_the_initial_interval_up_to_the_maximum() -> None:
@@ -79,10 +90,13 @@ def test_without_jitter_no_random_number_is_drawn() -> None:
     assert rng.ranges == []
 
 
-@pytest.mark.parametrize("failure", [
-    common_pb2.Failure(message="no", type="Boom", non_retryable=True),
-    common_pb2.Failure(message="no", type="InvalidCard"),
-])
+@pytest.mark.parametrize(
+    "failure",
+    [
+        common_pb2.Failure(message="no", type="Boom", non_retryable=True),
+        common_pb2.Failure(message="no", type="InvalidCard"),
+    ],
+)
 def test_a_non_retryable_failure_is_not_retried(failure: common_pb2.Failure) -> None:
     policy = StoredRetryPolicy(non_retryable_error_types=("InvalidCard",))
     assert decide(policy, 1, failure=failure) == RetryDecision(None, "NON_RETRYABLE_FAILURE")
@@ -92,7 +106,9 @@ def test_a_non_retryable_failure_is_not_retried(failure: common_pb2.Failure) -> 
 def test_maximum_attempts_counts_the_first_attempt_and_zero_means_unlimited() -> None:
     three = StoredRetryPolicy(maximum_attempts=3)
     assert [decide(three, attempt).retry_state for attempt in (1, 2, 3)] == [
-        "IN_PROGRESS", "IN_PROGRESS", "MAXIMUM_ATTEMPTS_REACHED",
+        "IN_PROGRESS",
+        "IN_PROGRESS",
+        "MAXIMUM_ATTEMPTS_REACHED",
     ]
     assert decide(three, 3).delay_s is None
     assert decide(StoredRetryPolicy(maximum_attempts=0, maximum_interval=1.0), 1_000).retry_state == "IN_PROGRESS"

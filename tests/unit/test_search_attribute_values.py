@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -19,12 +19,20 @@ def test_each_python_type_becomes_its_indexed_type_and_comes_back_equal() -> Non
     )
     kinds = {name: value.WhichOneof("value") for name, value in proto.indexed_fields.items()}
     assert kinds == {
-        "Region": "keyword_value", "Amount": "int_value", "Score": "double_value", "Vip": "bool_value",
-        "DueAt": "datetime_value", "Legacy": "keyword_value",
+        "Region": "keyword_value",
+        "Amount": "int_value",
+        "Score": "double_value",
+        "Vip": "bool_value",
+        "DueAt": "datetime_value",
+        "Legacy": "keyword_value",
     }
     assert _search_attributes_from_proto(proto) == {
-        "Amount": 120, "DueAt": due.astimezone(timezone.utc), "Legacy": "from-a-list", "Region": "eu",
-        "Score": 4.5, "Vip": True,
+        "Amount": 120,
+        "DueAt": due.astimezone(UTC),
+        "Legacy": "from-a-list",
+        "Region": "eu",
+        "Score": 4.5,
+        "Vip": True,
     }
 
 

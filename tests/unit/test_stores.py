@@ -13,8 +13,8 @@ import sqlite3
 import time
 import urllib.parse
 import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import AsyncIterator, Awaitable, Callable, Optional
 
 import asyncpg
 import pytest
@@ -44,23 +44,60 @@ NOW = 1_700_000_000_000_000
 
 def execution(workflow_id: str = "wf", **changes: object) -> ExecutionRow:
     row = ExecutionRow(
-        namespace="default", run_id=str(uuid.uuid4()), workflow_id=workflow_id, workflow_type="Onboarding",
-        task_queue="q", status="RUNNING", next_event_id=2, version=1, start_us=NOW, close_us=None,
-        wft_state="NONE", wft_attempt=1, wft_scheduled_us=None, wft_started_us=None, wft_scheduled_event_id=0,
-        wft_started_event_id=0, wft_timeout_s=10.0, last_wft_failure=None, buffered_events="[]",
-        deadline_us=None, deadline_kind=None, cancel_requested=0,
+        namespace="default",
+        run_id=str(uuid.uuid4()),
+        workflow_id=workflow_id,
+        workflow_type="Onboarding",
+        task_queue="q",
+        status="RUNNING",
+        next_event_id=2,
+        version=1,
+        start_us=NOW,
+        close_us=None,
+        wft_state="NONE",
+        wft_attempt=1,
+        wft_scheduled_us=None,
+        wft_started_us=None,
+        wft_scheduled_event_id=0,
+        wft_started_event_id=0,
+        wft_timeout_s=10.0,
+        last_wft_failure=None,
+        buffered_events="[]",
+        deadline_us=None,
+        deadline_kind=None,
+        cancel_requested=0,
     )
     return dataclasses.replace(row, **changes)
 
 
-def task(run: ExecutionRow, activity_id: Optional[str] = "a1", **changes: object) -> TaskRow:
+def task(run: ExecutionRow, activity_id: str | None = "a1", **changes: object) -> TaskRow:
     row = TaskRow(
-        task_id=None, namespace=run.namespace, run_id=run.run_id, workflow_id=run.workflow_id,
-        workflow_type=run.workflow_type, kind="ACTIVITY", task_queue="q", state="PENDING", visible_us=NOW,
-        lease_expires_us=None, fencing_token=0, attempt=1, scheduled_event_id=5, activity_id=activity_id,
-        activity_type="charge", input=b"\x00\x01payload\xff", options='{"start_to_close_timeout": 10}',
-        scheduled_us=NOW, started_us=None, pending_deadline_us=None, schedule_to_close_deadline_us=None,
-        last_heartbeat_us=None, heartbeat_details=None, last_failure=None, retry_delays="[]", identity="",
+        task_id=None,
+        namespace=run.namespace,
+        run_id=run.run_id,
+        workflow_id=run.workflow_id,
+        workflow_type=run.workflow_type,
+        kind="ACTIVITY",
+        task_queue="q",
+        state="PENDING",
+        visible_us=NOW,
+        lease_expires_us=None,
+        fencing_token=0,
+        attempt=1,
+        scheduled_event_id=5,
+        activity_id=activity_id,
+        activity_type="charge",
+        input=b"\x00\x01payload\xff",
+        options='{"start_to_close_timeout": 10}',
+        scheduled_us=NOW,
+        started_us=None,
+        pending_deadline_us=None,
+        schedule_to_close_deadline_us=None,
+        last_heartbeat_us=None,
+        heartbeat_details=None,
+        last_failure=None,
+        retry_delays="[]",
+        identity="",
         cancel_requested=0,
     )
     return dataclasses.replace(row, **changes)
@@ -83,7 +120,7 @@ async def insert_tasks(store: Store, *rows: TaskRow) -> list[int]:
         return [await tx.insert_task(row) for row in rows]
 
 
-async def lease(store: Store, queue: str = "q", now: int = NOW) -> Optional[TaskRow]:
+async def lease(store: Store, queue: str = "q", now: int = NOW) -> TaskRow | None:
     """What a poll does: lease the next task and mark it LEASED, in one transaction."""
     async with store.transaction() as tx:
         row = await tx.lease_next_task("default", "ACTIVITY", queue, now)
@@ -93,7 +130,7 @@ async def lease(store: Store, queue: str = "q", now: int = NOW) -> Optional[Task
         return row
 
 
-async def visible_run(store: Store, row: ExecutionRow) -> Optional[ExecutionRow]:
+async def visible_run(store: Store, row: ExecutionRow) -> ExecutionRow | None:
     async with store.read() as tx:
         return await tx.get_execution(row.namespace, row.run_id)
 
@@ -216,7 +253,7 @@ async def test_task_check_constraints(store: Store, case: str) -> None:
     with pytest.raises(INTEGRITY_ERRORS, match=constraint):
         await insert_tasks(store, task(run, **changes))
     # The same invariant holds for updates.
-    task_id, = await insert_tasks(store, task(run))
+    (task_id,) = await insert_tasks(store, task(run))
     with pytest.raises(INTEGRITY_ERRORS, match=constraint):
         async with store.transaction() as tx:
             await tx.update_task(task(run, task_id=task_id, **changes))
@@ -322,7 +359,8 @@ async def test_batch_writes_of_several_executions_round_trip_and_check_versions(
         assert [r.run_id for r in locked] == sorted(r.run_id for r in runs)
         # Only the listed columns are written.
         await tx.update_executions(
-            ("next_event_id",), [(dataclasses.replace(r, next_event_id=4, task_queue="unwritten"), r.version) for r in locked]
+            ("next_event_id",),
+            [(dataclasses.replace(r, next_event_id=4, task_queue="unwritten"), r.version) for r in locked],
         )
         await tx.append_run_events([(r.namespace, r.run_id, [event(2), event(3)]) for r in locked])
         await tx.insert_tasks([task(r, activity_id=None, kind="WORKFLOW") for r in locked])
@@ -341,7 +379,7 @@ async def test_batch_writes_of_several_executions_round_trip_and_check_versions(
             await tx.update_executions(
                 ("next_event_id",),
                 [(dataclasses.replace(r, next_event_id=5), r.version) for r in fresh[:2]]  # type: ignore[union-attr]
-                + [(dataclasses.replace(runs[2], next_event_id=5), 1)]
+                + [(dataclasses.replace(runs[2], next_event_id=5), 1)],
             )
     async with store.read() as tx:
         for run in runs:
@@ -381,11 +419,25 @@ async def test_earliest_work_due_is_zero_while_work_runs_else_the_next_visible_t
         assert await tx.earliest_work_due_us() == 0
     async with store.transaction() as tx:
         await tx.delete_task(leased)
-        query_id = await tx.insert_query(QueryRow(
-            query_id=None, namespace="default", run_id=run.run_id, workflow_id=run.workflow_id,
-            workflow_type=run.workflow_type, task_queue="q", query_type="status", args=b"", state="PENDING",
-            visible_us=NOW + 60, fencing_token=0, answer=None, error=None, create_us=NOW, expires_us=NOW + 99,
-        ))
+        query_id = await tx.insert_query(
+            QueryRow(
+                query_id=None,
+                namespace="default",
+                run_id=run.run_id,
+                workflow_id=run.workflow_id,
+                workflow_type=run.workflow_type,
+                task_queue="q",
+                query_type="status",
+                args=b"",
+                state="PENDING",
+                visible_us=NOW + 60,
+                fencing_token=0,
+                answer=None,
+                error=None,
+                create_us=NOW,
+                expires_us=NOW + 99,
+            )
+        )
     async with store.read() as tx:
         assert await tx.earliest_work_due_us() == 0  # a query waits for a worker's answer
     async with store.transaction() as tx:
@@ -470,10 +522,13 @@ async def monitor(postgres_dsn: str) -> AsyncIterator[asyncpg.Connection]:
 
 async def waiting_on_lock(monitor: asyncpg.Connection, statement_prefix: str) -> bool:
     """Whether a session of the database waits for a lock in a statement starting so."""
-    return bool(await monitor.fetchval(
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-        " AND wait_event_type = 'Lock' AND starts_with(query, $1)", statement_prefix,
-    ))
+    return bool(
+        await monitor.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND wait_event_type = 'Lock' AND starts_with(query, $1)",
+            statement_prefix,
+        )
+    )
 
 
 async def wait_until(condition: Callable[[], Awaitable[bool]], what: str) -> None:
@@ -496,7 +551,9 @@ def test_placeholder_rewrite_is_cached() -> None:
 async def test_two_open_transactions_lease_different_tasks(pg_stores: OpenReplica) -> None:
     store = await pg_stores()
     run = await insert_run(store)
-    first_id, second_id = await insert_tasks(store, task(run, "a", visible_us=NOW - 2), task(run, "b", visible_us=NOW - 1))
+    first_id, second_id = await insert_tasks(
+        store, task(run, "a", visible_us=NOW - 2), task(run, "b", visible_us=NOW - 1)
+    )
     async with store.transaction() as tx_a:
         row_a = await tx_a.lease_next_task("default", "ACTIVITY", "q", NOW)
         # tx_a holds its row lock; SKIP LOCKED hands a concurrent transaction the next row.
@@ -526,7 +583,9 @@ async def test_concurrent_execution_updates_conflict(pg_stores: OpenReplica, mon
     async with store.transaction() as tx_a:
         await tx_a.update_execution(dataclasses.replace(run, task_queue="a"), expected_version=1)
         writer = asyncio.create_task(second_writer())
-        await wait_until(lambda: waiting_on_lock(monitor, "UPDATE executions"), "the second writer waits for the row lock")
+        await wait_until(
+            lambda: waiting_on_lock(monitor, "UPDATE executions"), "the second writer waits for the row lock"
+        )
     # tx_a committed: the blocked UPDATE re-reads the row, finds version 2 and changes nothing.
     with pytest.raises(ConcurrencyConflict):
         await writer
@@ -608,12 +667,14 @@ async def test_an_oversized_channel_does_not_fail_the_commit(store: Store) -> No
 
 
 @pg
-async def test_a_cancelled_transaction_leaves_the_pool_usable(pg_stores: OpenReplica, monitor: asyncpg.Connection) -> None:
+async def test_a_cancelled_transaction_leaves_the_pool_usable(
+    pg_stores: OpenReplica, monitor: asyncpg.Connection
+) -> None:
     """A request cancelled while its transaction waits for a row lock (its client
     hung up) gives up the wait and leaves no broken connection in the pool."""
     store = await pg_stores(max_connections=2)
     run = await insert_run(store)
-    task_id, = await insert_tasks(store, task(run))
+    (task_id,) = await insert_tasks(store, task(run))
 
     async def waiter() -> None:
         async with store.transaction() as tx:
@@ -626,6 +687,7 @@ async def test_a_cancelled_transaction_leaves_the_pool_usable(pg_stores: OpenRep
         waiting.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiting
+
     async def nobody_waits() -> bool:
         return not await waiting_on_lock(monitor, "SELECT task_id")
 

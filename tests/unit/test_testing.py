@@ -80,9 +80,21 @@ def test_replay_helper_fails_the_test_of_a_history_the_code_does_not_reproduce(t
     )
 
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-         str(tmp_path / "test_histories.py")],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            str(tmp_path / "test_histories.py"),
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"},
     )
 
@@ -141,7 +153,7 @@ async def test_cancelling_an_async_activity_interrupts_it_and_sets_is_cancelled(
             await asyncio.Event().wait()
         except asyncio.CancelledError:
             seen.append(activity.is_cancelled())
-            raise CancelledError("stopped on request", "cleanup done")
+            raise CancelledError("stopped on request", "cleanup done") from None
 
     env = ActivityEnvironment()
     running = asyncio.create_task(env.run(wait_forever))

@@ -124,9 +124,7 @@ async def test_cancelling_a_poll_frees_its_slot():
         polling.set()
         await asyncio.Event().wait()
 
-    poller = asyncio.create_task(
-        poll_forever(description="q", slots=slots, poll=poll, dispatch=lambda task: None)
-    )
+    poller = asyncio.create_task(poll_forever(description="q", slots=slots, poll=poll, dispatch=lambda task: None))
     await asyncio.wait_for(polling.wait(), timeout=5)
     assert slots.free == 0
 

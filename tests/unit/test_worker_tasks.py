@@ -8,7 +8,7 @@ import os
 import signal
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import grpc
 import pytest
@@ -21,7 +21,7 @@ from flowforge.exceptions import ApplicationError, CancelledError
 from flowforge.worker import Worker
 
 pb = workflow_service_pb2
-T0 = datetime(2024, 5, 1, 12, tzinfo=timezone.utc)
+T0 = datetime(2024, 5, 1, 12, tzinfo=UTC)
 TASK_QUEUE = "onboarding"
 
 # How long the fake holds a poll open when it has no task.
@@ -187,12 +187,8 @@ async def decline(amount: int) -> None:
 
 async def test_async_and_sync_activities_complete_with_decoded_arguments(service, client):
     async with Worker(client, task_queue=TASK_QUEUE, activities=[create_customer, greet]):
-        service.activity_tasks.put_nowait(
-            activity_task(b"a-1", "create_customer", {"email": "ada@example.com"})
-        )
-        service.activity_tasks.put_nowait(
-            activity_task(b"a-2", "greet", {"id": "c-1", "email": "ada@example.com"})
-        )
+        service.activity_tasks.put_nowait(activity_task(b"a-1", "create_customer", {"email": "ada@example.com"}))
+        service.activity_tasks.put_nowait(activity_task(b"a-2", "greet", {"id": "c-1", "email": "ada@example.com"}))
         await service.wait_for(lambda: len(service.reports()) == 2)
 
     results = {
@@ -293,12 +289,8 @@ async def test_a_lost_lease_on_report_is_logged_and_the_worker_goes_on(service, 
 
     with caplog.at_level(logging.WARNING):
         async with Worker(client, task_queue=TASK_QUEUE, activities=[create_customer]):
-            service.activity_tasks.put_nowait(
-                activity_task(b"a-1", "create_customer", {"email": "secret@example.com"})
-            )
-            service.activity_tasks.put_nowait(
-                activity_task(b"a-2", "create_customer", {"email": "b@example.com"})
-            )
+            service.activity_tasks.put_nowait(activity_task(b"a-1", "create_customer", {"email": "secret@example.com"}))
+            service.activity_tasks.put_nowait(activity_task(b"a-2", "create_customer", {"email": "b@example.com"}))
             await service.wait_for(lambda: len(service.reports()) == 2)
 
     (warning,) = [r for r in caplog.records if "lease lost" in r.getMessage()]
@@ -356,9 +348,7 @@ async def test_heartbeats_are_throttled_and_carry_the_latest_details(service, cl
         await service.wait_for(lambda: len(service.requests("RecordActivityTaskHeartbeat")) == 2)
 
     async with Worker(client, task_queue=TASK_QUEUE, activities=[download]):
-        service.activity_tasks.put_nowait(
-            activity_task(b"a-1", "download", heartbeat_timeout=heartbeat_timeout)
-        )
+        service.activity_tasks.put_nowait(activity_task(b"a-1", "download", heartbeat_timeout=heartbeat_timeout))
         await service.wait_for(lambda: len(service.reports()) == 1)
 
     first, second = service.requests("RecordActivityTaskHeartbeat")
@@ -466,7 +456,8 @@ async def test_an_activity_past_its_start_to_close_timeout_is_cancelled_unreport
     assert 0.3 <= observed["after"] < 3 and observed["is_cancelled"] is True
     # The server times the attempt out and decides what follows: the worker reports nothing for it.
     assert [(rpc, request.task_token) for rpc, request in service.reports()] == [
-        ("RespondActivityTaskCompleted", b"a-2")]
+        ("RespondActivityTaskCompleted", b"a-2")
+    ]
     assert any("start-to-close timeout" in r.getMessage() for r in caplog.records)
 
 
@@ -509,9 +500,7 @@ class Onboarding:
 
     @workflow.run
     async def run(self, req: dict) -> dict:
-        customer = await workflow.execute_activity(
-            create_customer, req, start_to_close_timeout=timedelta(seconds=10)
-        )
+        customer = await workflow.execute_activity(create_customer, req, start_to_close_timeout=timedelta(seconds=10))
         if "crash" in req:
             raise KeyError("a bug in the workflow")
         return {"customer": customer}
@@ -527,9 +516,7 @@ class History:
         self.events: list[common_pb2.HistoryEvent] = []
 
     def add(self, event_type: str, **attributes) -> int:
-        event = HistoryEvent(
-            len(self.events) + 1, event_type, T0 + timedelta(seconds=len(self.events)), attributes
-        )
+        event = HistoryEvent(len(self.events) + 1, event_type, T0 + timedelta(seconds=len(self.events)), attributes)
         self.events.append(event.to_proto())
         return event.event_id
 
@@ -585,17 +572,11 @@ def constructed():
     return lambda: Onboarding.constructed
 
 
-async def test_a_workflow_task_reports_commands_and_runs_eager_activities_at_once(
-    service, client, constructed
-):
+async def test_a_workflow_task_reports_commands_and_runs_eager_activities_at_once(service, client, constructed):
     history = History().start({"email": "ada@example.com"})
-    service.eager_activity_tasks.append(
-        activity_task(b"a-1", "create_customer", {"email": "ada@example.com"})
-    )
+    service.eager_activity_tasks.append(activity_task(b"a-1", "create_customer", {"email": "ada@example.com"}))
 
-    async with Worker(
-        client, task_queue=TASK_QUEUE, workflows=[Onboarding], activities=[create_customer]
-    ):
+    async with Worker(client, task_queue=TASK_QUEUE, workflows=[Onboarding], activities=[create_customer]):
         service.workflow_tasks.put_nowait(history.task(b"wf-1"))
         await service.wait_for(lambda: service.requests("RespondActivityTaskCompleted"))
 
@@ -607,9 +588,7 @@ async def test_a_workflow_task_reports_commands_and_runs_eager_activities_at_onc
     )
     (command,) = completed.commands
     assert command.schedule_activity_task.activity_type == "create_customer"
-    assert default_converter.from_payloads(command.schedule_activity_task.input) == [
-        {"email": "ada@example.com"}
-    ]
+    assert default_converter.from_payloads(command.schedule_activity_task.input) == [{"email": "ada@example.com"}]
     assert completed.eager_activity_slots == 1
     (activity_completed,) = service.requests("RespondActivityTaskCompleted")
     assert activity_completed.task_token == b"a-1"
@@ -662,9 +641,7 @@ async def test_without_a_cache_every_task_replays_the_history(service, client, c
     assert constructed() == 2
 
 
-async def test_a_history_that_does_not_continue_the_cached_instance_is_replayed(
-    service, client, constructed
-):
+async def test_a_history_that_does_not_continue_the_cached_instance_is_replayed(service, client, constructed):
     history = History().start({"email": "ada@example.com"})
 
     async with Worker(client, task_queue=TASK_QUEUE, workflows=[Onboarding]):
@@ -676,16 +653,12 @@ async def test_a_history_that_does_not_continue_the_cached_instance_is_replayed(
         service.workflow_tasks.put_nowait(history.task(b"wf-2"))
         await service.wait_for(lambda: len(service.requests("RespondWorkflowTaskCompleted")) == 2)
 
-    assert _command_kinds(service.requests("RespondWorkflowTaskCompleted")[1]) == [
-        "schedule_activity_task"
-    ]
+    assert _command_kinds(service.requests("RespondWorkflowTaskCompleted")[1]) == ["schedule_activity_task"]
     assert service.requests("RespondWorkflowTaskFailed") == []
     assert constructed() == 2
 
 
-async def test_a_task_re_leased_after_a_rejected_completion_is_replayed(
-    service, client, constructed
-):
+async def test_a_task_re_leased_after_a_rejected_completion_is_replayed(service, client, constructed):
     history = History().start({"email": "ada@example.com"})
     service.lease_lost.add(b"wf-1")
 
@@ -698,9 +671,7 @@ async def test_a_task_re_leased_after_a_rejected_completion_is_replayed(
     assert constructed() == 2
 
 
-async def test_an_unknown_workflow_type_fails_the_task_and_names_what_is_registered(
-    service, client
-):
+async def test_an_unknown_workflow_type_fails_the_task_and_names_what_is_registered(service, client):
     service.workflow_tasks.put_nowait(History().start({}).task(b"wf-1", workflow_type="Billing"))
 
     async with Worker(client, task_queue=TASK_QUEUE, workflows=[Onboarding]):
@@ -709,8 +680,7 @@ async def test_an_unknown_workflow_type_fails_the_task_and_names_what_is_registe
     (failed,) = service.requests("RespondWorkflowTaskFailed")
     assert failed.cause == pb.WORKFLOW_TASK_FAILED_CAUSE_UNKNOWN_WORKFLOW_TYPE
     assert failed.failure.message == (
-        "workflow type 'Billing' is not registered on this worker "
-        "(task queue 'onboarding'; registered: Onboarding)"
+        "workflow type 'Billing' is not registered on this worker (task queue 'onboarding'; registered: Onboarding)"
     )
 
 
@@ -886,9 +856,7 @@ async def test_shutdown_abandons_workflow_tasks_still_running_after_the_timeout(
 
 
 @pytest.mark.parametrize("shutdown_signal", [signal.SIGTERM, signal.SIGINT])
-async def test_run_drains_on_a_signal_and_restores_the_previous_handler(
-    service, client, shutdown_signal
-):
+async def test_run_drains_on_a_signal_and_restores_the_previous_handler(service, client, shutdown_signal):
     # Signal handlers can only be installed in the main thread; without one the
     # signal below would end the test session.
     assert threading.current_thread() is threading.main_thread()

@@ -50,7 +50,7 @@ class ContinuesDespiteExceptHandler:
     async def run(self, n: int) -> None:
         try:
             workflow.continue_as_new(n + 1, run_timeout=timedelta(minutes=1))
-        except Exception:  # noqa: BLE001 - the point: it must not catch continue_as_new
+        except Exception:
             raise AssertionError("continue_as_new was swallowed") from None
 
 
@@ -83,8 +83,13 @@ def test_a_child_start_is_a_command_and_its_result_resumes_the_parent() -> None:
     initiated = h.add("StartChildWorkflowExecutionInitiated", workflow_id=CHILD_ID, workflow_type="Child")
     h.add("ChildWorkflowExecutionStarted", initiated_event_id=initiated, workflow_id=CHILD_ID, run_id="c-run")
     h.completed_workflow_task()
-    h.add("ChildWorkflowExecutionCompleted", initiated_event_id=initiated, workflow_id=CHILD_ID, run_id="c-run",
-          result=_payloads(42))
+    h.add(
+        "ChildWorkflowExecutionCompleted",
+        initiated_event_id=initiated,
+        workflow_id=CHILD_ID,
+        run_id="c-run",
+        result=_payloads(42),
+    )
     h.workflow_task()
     (complete,) = _instance(AwaitsChild).activate(h.events)
     assert default_converter.from_payloads(complete.complete_workflow_execution.result) == [42]
@@ -93,8 +98,13 @@ def test_a_child_start_is_a_command_and_its_result_resumes_the_parent() -> None:
 def test_a_terminated_child_fails_the_parent_with_child_workflow_error_caused_by_terminated_error() -> None:
     h, initiated = _history_with_started_child("AwaitsChild")
     h.completed_workflow_task()
-    h.add("ChildWorkflowExecutionTerminated", initiated_event_id=initiated, workflow_id=CHILD_ID, run_id="c-run",
-          reason="ops")
+    h.add(
+        "ChildWorkflowExecutionTerminated",
+        initiated_event_id=initiated,
+        workflow_id=CHILD_ID,
+        run_id="c-run",
+        reason="ops",
+    )
     h.workflow_task()
 
     (fail,) = _instance(AwaitsChild).activate(h.events)
@@ -127,15 +137,26 @@ def test_continue_as_new_is_not_swallowed_by_except_exception_and_carries_its_in
 
 def test_child_workflow_error_survives_a_failure_round_trip_with_its_cause() -> None:
     error = ChildWorkflowError(
-        "child workflow 'Child' (id child-1) failed", namespace="default", workflow_id=CHILD_ID, run_id="c-run",
-        workflow_type="Child", initiated_event_id=5, started_event_id=6, retry_state=RetryState.NON_RETRYABLE_FAILURE,
+        "child workflow 'Child' (id child-1) failed",
+        namespace="default",
+        workflow_id=CHILD_ID,
+        run_id="c-run",
+        workflow_type="Child",
+        initiated_event_id=5,
+        started_event_id=6,
+        retry_state=RetryState.NON_RETRYABLE_FAILURE,
     )
     error.__cause__ = ApplicationError("card declined", type="CardDeclined")
     rebuilt = failure_to_error(error_to_failure(error))
     assert isinstance(rebuilt, ChildWorkflowError)
-    assert (rebuilt.workflow_id, rebuilt.run_id, rebuilt.workflow_type, rebuilt.initiated_event_id,
-            rebuilt.started_event_id, rebuilt.retry_state) == (CHILD_ID, "c-run", "Child", 5, 6,
-                                                               RetryState.NON_RETRYABLE_FAILURE)
+    assert (
+        rebuilt.workflow_id,
+        rebuilt.run_id,
+        rebuilt.workflow_type,
+        rebuilt.initiated_event_id,
+        rebuilt.started_event_id,
+        rebuilt.retry_state,
+    ) == (CHILD_ID, "c-run", "Child", 5, 6, RetryState.NON_RETRYABLE_FAILURE)
     assert isinstance(rebuilt.cause, ApplicationError) and rebuilt.cause.type == "CardDeclined"
 
 

@@ -18,9 +18,9 @@ import sys
 import time
 import traceback
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 
@@ -35,7 +35,7 @@ from flowforge.testing import Replayer
 WORKFLOW_ID = "onb-1"
 RUN_ID = "run-7f3a"
 TASK_QUEUE = "onboarding"
-HISTORY_START = datetime(2024, 5, 1, 9, 0, tzinfo=timezone.utc)
+HISTORY_START = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 TEN_SECONDS = timedelta(seconds=10)
 
 
@@ -97,18 +97,28 @@ class _History:
         return started
 
     def activity_scheduled(self, activity_id: str, activity_type: str) -> int:
-        event_id = self.add("ActivityTaskScheduled", activity_id=activity_id, activity_type=activity_type, task_queue=TASK_QUEUE)
+        event_id = self.add(
+            "ActivityTaskScheduled", activity_id=activity_id, activity_type=activity_type, task_queue=TASK_QUEUE
+        )
         self.scheduled[activity_id] = event_id
         return event_id
 
     def activity_completed(self, scheduled: int, result: Any) -> int:
         started = self.add("ActivityTaskStarted", scheduled_event_id=scheduled, attempt=1)
-        return self.add("ActivityTaskCompleted", scheduled_event_id=scheduled, started_event_id=started, result=_payloads(result))
+        return self.add(
+            "ActivityTaskCompleted", scheduled_event_id=scheduled, started_event_id=started, result=_payloads(result)
+        )
 
     def activity_failed(self, scheduled: int, error: Exception, retry_state: str) -> int:
         started = self.add("ActivityTaskStarted", scheduled_event_id=scheduled, attempt=1)
         failure = message_to_json_dict(error_to_failure(error))
-        return self.add("ActivityTaskFailed", scheduled_event_id=scheduled, started_event_id=started, failure=failure, retry_state=retry_state)
+        return self.add(
+            "ActivityTaskFailed",
+            scheduled_event_id=scheduled,
+            started_event_id=started,
+            failure=failure,
+            retry_state=retry_state,
+        )
 
     def activity_canceled(self, scheduled: int) -> int:
         return self.add("ActivityTaskCanceled", scheduled_event_id=scheduled, started_event_id=0)
@@ -125,7 +135,9 @@ class _History:
         for command in commands:
             kind = command.WhichOneof("attributes")
             if kind == "schedule_activity_task":
-                self.activity_scheduled(command.schedule_activity_task.activity_id, command.schedule_activity_task.activity_type)
+                self.activity_scheduled(
+                    command.schedule_activity_task.activity_id, command.schedule_activity_task.activity_type
+                )
             elif kind == "start_timer":
                 seconds = command.start_timer.start_to_fire_timeout.ToTimedelta().total_seconds()
                 self.timer_started(command.start_timer.timer_id, seconds)
@@ -135,7 +147,10 @@ class _History:
                 activity_id = command.request_cancel_activity_task.activity_id
                 self.add("ActivityTaskCancelRequested", scheduled_event_id=self.scheduled[activity_id])
             elif kind == "complete_workflow_execution":
-                self.add("WorkflowExecutionCompleted", result=message_to_json_dict(command.complete_workflow_execution.result))
+                self.add(
+                    "WorkflowExecutionCompleted",
+                    result=message_to_json_dict(command.complete_workflow_execution.result),
+                )
             else:
                 raise AssertionError(f"this helper does not record {kind} commands")
 
@@ -150,14 +165,18 @@ def _instance(workflow_cls: type, run_id: str = RUN_ID) -> WorkflowInstance:
     )
 
 
-def _kinds(commands: list[command_pb2.Command]) -> list[Optional[str]]:
+def _kinds(commands: list[command_pb2.Command]) -> list[str | None]:
     return [command.WhichOneof("attributes") for command in commands]
 
 
 def _schedules(commands: list[command_pb2.Command]) -> list[tuple[str, str, list[str]]]:
     """(activity_id, activity_type, depends_on_activity_ids) of each ScheduleActivityTask."""
     return [
-        (c.schedule_activity_task.activity_id, c.schedule_activity_task.activity_type, list(c.schedule_activity_task.depends_on_activity_ids))
+        (
+            c.schedule_activity_task.activity_id,
+            c.schedule_activity_task.activity_type,
+            list(c.schedule_activity_task.depends_on_activity_ids),
+        )
         for c in commands
         if c.WhichOneof("attributes") == "schedule_activity_task"
     ]
@@ -465,7 +484,6 @@ def test_code_producing_more_commands_than_history_raises_non_determinism() -> N
         f"the workflow task started at event {recorded.workflow_tasks[1]}, but history records no event "
         "for it: the task's recorded commands end before it"
     )
-
 
 
 @workflow.defn(name="Onboarding")
@@ -1221,5 +1239,7 @@ async def test_replayer_raises_non_determinism_for_changed_code() -> None:
 async def test_replayer_refuses_a_history_of_a_workflow_it_was_not_given() -> None:
     recorded = _onboarding_history()
 
-    with pytest.raises(ValueError, match=r"workflow type 'Onboarding', which is not among the replayer's workflows \(Greeter\)"):
+    with pytest.raises(
+        ValueError, match=r"workflow type 'Onboarding', which is not among the replayer's workflows \(Greeter\)"
+    ):
         await Replayer(workflows=[Greeter]).replay_workflow(recorded.history.events)

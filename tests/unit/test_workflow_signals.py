@@ -45,7 +45,7 @@ class Inbox:
 
     @workflow.query
     def sleeps(self) -> None:
-        asyncio.ensure_future(self._sleep())  # schedules workflow code from a query
+        asyncio.ensure_future(self._sleep())  # noqa: RUF006 - schedules workflow code from a query, on purpose
 
     @workflow.query
     def starts_an_activity(self) -> None:
@@ -93,7 +93,9 @@ def test_a_query_reads_state_and_the_determinism_guard_watches_it() -> None:
     history.workflow_task()
     assert instance.activate(history.events) == []
     assert _query(instance, "count") == 1
-    with pytest.raises(KeyError, match=r"no query 'nope' \(queries: count, reads_the_clock, sleeps, starts_an_activity\)"):
+    with pytest.raises(
+        KeyError, match=r"no query 'nope' \(queries: count, reads_the_clock, sleeps, starts_an_activity\)"
+    ):
         _query(instance, "nope")
     with pytest.raises(NonDeterminismError, match=r"time\.time\(\)"):
         _query(instance, "reads_the_clock")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import asyncpg
 
-__all__ = ["Migration", "load", "apply_postgres", "apply_sqlite"]
+__all__ = ["Migration", "apply_postgres", "apply_sqlite", "load"]
 
 _DIRECTORY = Path(__file__).parent
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -80,7 +80,7 @@ def apply_sqlite(connection: sqlite3.Connection) -> list[int]:
 POSTGRES_MIGRATION_LOCK = 0x466C6F77466F7267
 
 
-async def apply_postgres(connection: "asyncpg.Connection") -> list[int]:
+async def apply_postgres(connection: asyncpg.Connection) -> list[int]:
     """Applies the pending PostgreSQL migrations; returns the versions it applied.
 
     Everything runs in one transaction that first takes a transaction-scoped
@@ -101,7 +101,9 @@ async def apply_postgres(connection: "asyncpg.Connection") -> list[int]:
             await connection.execute(migration.sql)
             await connection.execute(
                 "INSERT INTO schema_migrations (version, name, applied_us) VALUES ($1, $2, $3)",
-                migration.version, migration.name, time.time_ns() // 1000,
+                migration.version,
+                migration.name,
+                time.time_ns() // 1000,
             )
             done.append(migration.version)
     return done
