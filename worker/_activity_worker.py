@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from flowforge import activity
 from flowforge._rpc import WorkflowServiceClient
@@ -68,7 +69,8 @@ def _optional_duration(message: Any, field: str) -> timedelta | None:
 def _optional_time(message: Any, field: str) -> datetime | None:
     if not message.HasField(field):
         return None
-    return getattr(message, field).ToDatetime(tzinfo=UTC)
+    timestamp: Timestamp = getattr(message, field)
+    return timestamp.ToDatetime(tzinfo=UTC)
 
 
 def _describe(task: workflow_service_pb2.PollActivityTaskQueueResponse) -> str:
@@ -256,7 +258,13 @@ class ActivityWorker:
         request = workflow_service_pb2.PollActivityTaskQueueRequest(
             namespace=self._namespace, task_queue=self._task_queue, identity=self._identity
         )
-        return await long_poll(self._service, "PollActivityTaskQueue", request, self._fail_undecodable)
+        return await long_poll(
+            self._service,
+            "PollActivityTaskQueue",
+            request,
+            workflow_service_pb2.PollActivityTaskQueueResponse,
+            self._fail_undecodable,
+        )
 
     async def _fail_undecodable(
         self, task: workflow_service_pb2.PollActivityTaskQueueResponse, error: ApplicationError

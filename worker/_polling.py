@@ -10,13 +10,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 
 from flowforge._codec import UndecodableResponse
+from flowforge._rpc import WorkflowServiceClient
+from flowforge.api.v1 import workflow_service_pb2
 from flowforge.exceptions import ApplicationError, RPCError
 
 logger = logging.getLogger(__name__)
@@ -77,9 +79,18 @@ class TaskSlots:
         self._released.set()
 
 
+_Response = TypeVar(
+    "_Response", workflow_service_pb2.PollWorkflowTaskQueueResponse, workflow_service_pb2.PollActivityTaskQueueResponse
+)
+
+
 async def long_poll(
-    service: Any, rpc: str, request: Any, fail_undecodable: Callable[[Any, ApplicationError], Awaitable[None]]
-) -> Any:
+    service: WorkflowServiceClient,
+    rpc: str,
+    request: Any,
+    response_type: type[_Response],
+    fail_undecodable: Callable[[_Response, ApplicationError], Awaitable[None]],
+) -> _Response:
     """One long poll (``PollWorkflowTaskQueue`` / ``PollActivityTaskQueue``) with the
     worker's poll timeout. Not retried here: :func:`poll_forever` polls again.
 
@@ -89,18 +100,20 @@ async def long_poll(
     """
     request.poll_timeout.FromTimedelta(POLL_TIMEOUT)
     try:
-        return await service.call(rpc, request, retry=False, timeout=POLL_RPC_TIMEOUT)
+        response: _Response = await service.call(rpc, request, retry=False, timeout=POLL_RPC_TIMEOUT)
     except UndecodableResponse as error:
-        if not error.response.task_token:
+        undecodable = error.response
+        if not isinstance(undecodable, response_type) or not undecodable.task_token:
             raise
         logger.error("%s", error)
-        await fail_undecodable(error.response, ApplicationError(str(error), type="PayloadCodecError"))
-        return type(error.response)()
+        await fail_undecodable(undecodable, ApplicationError(str(error), type="PayloadCodecError"))
+        return response_type()
+    return response
 
 
-def start_handler(handlers: set[asyncio.Task[None]], handle: Awaitable[None], name: str) -> None:
+def start_handler(handlers: set[asyncio.Task[None]], handle: Coroutine[Any, Any, None], name: str) -> None:
     """Runs ``handle`` as a task kept in ``handlers`` until it is done (so shutdown can wait for it)."""
-    handler = asyncio.create_task(handle, name=name)  # type: ignore[arg-type]
+    handler = asyncio.create_task(handle, name=name)
     handlers.add(handler)
     handler.add_done_callback(handlers.discard)
 
@@ -125,7 +138,7 @@ def start_pollers(
 
 
 def _retry_delay(consecutive_failures: int) -> float:
-    delay = min(_POLL_RETRY_MAXIMUM, _POLL_RETRY_INITIAL * 2 ** (consecutive_failures - 1))
+    delay = min(_POLL_RETRY_MAXIMUM, _POLL_RETRY_INITIAL * 2.0 ** (consecutive_failures - 1))
     return delay * random.uniform(0.8, 1.2)
 
 

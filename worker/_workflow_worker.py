@@ -191,7 +191,13 @@ class WorkflowWorker:
         request = workflow_service_pb2.PollWorkflowTaskQueueRequest(
             namespace=self._namespace, task_queue=self._task_queue, identity=self._identity
         )
-        return await long_poll(self._service, "PollWorkflowTaskQueue", request, self._fail_undecodable)
+        return await long_poll(
+            self._service,
+            "PollWorkflowTaskQueue",
+            request,
+            workflow_service_pb2.PollWorkflowTaskQueueResponse,
+            self._fail_undecodable,
+        )
 
     async def _fail_undecodable(
         self, task: workflow_service_pb2.PollWorkflowTaskQueueResponse, error: ApplicationError
@@ -423,7 +429,7 @@ class WorkflowWorker:
     async def _fail(
         self,
         task: workflow_service_pb2.PollWorkflowTaskQueueResponse,
-        cause: int,
+        cause: workflow_service_pb2.WorkflowTaskFailedCause,
         error: BaseException,
     ) -> None:
         request = workflow_service_pb2.RespondWorkflowTaskFailedRequest(
