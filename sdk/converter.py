@@ -29,9 +29,8 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from google.protobuf import json_format
-
 from flowforge import exceptions
+from flowforge.api.schema import json_dict_to_message, message_to_json_dict
 from flowforge.api.v1 import common_pb2
 
 __all__ = [
@@ -224,16 +223,6 @@ class DataConverter:
 
 
 default_converter = DataConverter()
-
-
-def message_to_json_dict(message: Any) -> dict:
-    """Protobuf message -> JSON-ready dict with snake_case keys (history attributes)."""
-    return json_format.MessageToDict(message, preserving_proto_field_name=True)
-
-
-def json_dict_to_message(value: dict | None, message_type: type) -> Any:
-    """Inverse of :func:`message_to_json_dict`; ``None`` gives an empty message."""
-    return json_format.ParseDict(value or {}, message_type(), ignore_unknown_fields=True)
 
 
 def error_to_failure(

@@ -10,9 +10,9 @@ from typing import Any
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
+from flowforge.api.schema import duration_s
 from flowforge.api.v1 import common_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
-from flowforge.server._events import duration_s
 from flowforge.server.errors import InvalidArgument
 from flowforge.server.scheduler import SchedulerStatus, action_visibility
 from flowforge.server.stores.base import ScheduleRow

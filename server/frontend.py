@@ -15,11 +15,11 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf import duration_pb2, timestamp_pb2
 
+from flowforge.api.schema import duration_s, failure_from_json
 from flowforge.api.v1 import common_pb2, event_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.api.v1 import workflow_service_pb2_grpc as pb_grpc
 from flowforge.server import _schedule_proto
-from flowforge.server._events import duration_s, failure_from_json
 from flowforge.server.errors import InvalidArgument, ServiceError
 from flowforge.server.events import EventRouter, PublishedEvent, trigger_row
 from flowforge.server.history import HistoryEngine, LeasedActivityTask, LeasedQuery, LeasedWorkflowTask, StartSignal

@@ -7,8 +7,8 @@ import dataclasses
 import random
 from typing import Any
 
+from flowforge.api.schema import duration_s
 from flowforge.api.v1 import common_pb2
-from flowforge.server._events import duration_s
 
 __all__ = ["RetryDecision", "StoredRetryPolicy", "decide_retry"]
 
