@@ -4,7 +4,7 @@
 
 - ``postgresql``: ``pgbench`` with a custom script of one single-row INSERT per
   transaction (``benchmarks/insert.sql``) against a fresh database on the server
-  :func:`tests._postgres.start_postgres` finds or starts (a throwaway cluster from
+  :func:`testsupport.postgres.start_postgres` finds or starts (a throwaway cluster from
   the local binaries, ``fsync=on``, default ``synchronous_commit=on``, the same
   kind of server ``python -m benchmarks.onboarding --store postgresql`` uses).
   Runs with 1 client (the commit latency of one session) and with 8 clients on 2
@@ -38,9 +38,9 @@ SETUP_SQL = "CREATE TABLE IF NOT EXISTS commit_rate (id bigserial PRIMARY KEY, a
 
 
 def _pgbench() -> str:
-    from tests._postgres import _find_binary
+    from testsupport.postgres import find_binary
 
-    found = _find_binary("pgbench")
+    found = find_binary("pgbench")
     if found is None:
         raise SystemExit("pgbench not found on PATH or in /usr/lib/postgresql/*/bin")
     return found
@@ -49,7 +49,7 @@ def _pgbench() -> str:
 def postgresql(seconds: int, clients: list[int]) -> list[dict]:
     import asyncpg
 
-    from tests._postgres import start_postgres
+    from testsupport.postgres import start_postgres
 
     server = start_postgres()
     try:

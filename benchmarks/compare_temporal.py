@@ -169,10 +169,10 @@ async def drive(engine: Engine, count: int, concurrency: int, singles: int, hist
 
 
 async def measure_flowforge(count: int, concurrency: int, singles: int, histories: int) -> dict[str, Any]:
-    from benchmarks.onboarding import SingleActivity, noop
     from flowforge import Client
     from flowforge.worker import Worker
     from samples.onboarding.workflows import ACTIVITIES, Onboarding
+    from testsupport.workloads import SingleActivity, noop
 
     with (
         tempfile.TemporaryDirectory(prefix="flowforge-compare-") as tmp,

@@ -5,7 +5,7 @@
 
 Without --address it starts the server process(es) itself (`flowforge server
 start`): ``sqlite`` is a fresh file in a temporary directory, ``postgresql`` a
-fresh database on the server :func:`tests._postgres.start_postgres` finds or
+fresh database on the server :func:`testsupport.postgres.start_postgres` finds or
 starts (``FLOWFORGE_TEST_POSTGRES_DSN``, else a throwaway cluster from the local
 binaries with fsync on), and a URL is used as given. The worker(s) and the
 starter run in this process: one client and one worker per replica. Prints one
@@ -47,28 +47,17 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import timedelta
 from typing import Any
 
-from flowforge import Client, activity, workflow
+from flowforge import Client
 from flowforge.worker import Worker
 from samples._dev_server import start_server
 from samples.onboarding.workflows import ACTIVITIES, Onboarding
+from testsupport.counting import count_rpcs
+from testsupport.workloads import SingleActivity, noop
 
 ACTIVITIES_PER_WORKFLOW = 6
 SINGLE_RUNS = 50
-
-
-@activity.defn
-async def noop(value: int) -> int:
-    return value
-
-
-@workflow.defn
-class SingleActivity:
-    @workflow.run
-    async def run(self, value: int) -> int:
-        return await workflow.execute_activity(noop, value, start_to_close_timeout=timedelta(seconds=30))
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -179,7 +168,7 @@ def store_url(store: str) -> Iterator[tuple[str, int | None]]:
         with tempfile.TemporaryDirectory(prefix="flowforge-bench-") as tmp:
             yield os.path.join(tmp, "bench.db"), None
     elif store == "postgresql":
-        from tests._postgres import start_postgres
+        from testsupport.postgres import start_postgres
 
         server = start_postgres()
         try:
@@ -220,22 +209,6 @@ def target(store: str, replicas: int = 1) -> Iterator[Target]:
             raise SystemExit("several replicas need PostgreSQL: a SQLite file admits one server")
         servers = [stack.enter_context(server_process(url)) for _ in range(replicas)]
         yield Target([address for address, _ in servers], pg_dsn, [pid for _, pid in servers], postmaster, url)
-
-
-def count_rpcs(client: Client) -> collections.Counter[str]:
-    """Counts the calls ``client`` (and workers on it) make, by RPC name."""
-    counts: collections.Counter[str] = collections.Counter()
-    service = client.workflow_service
-    call = service.call
-
-    async def counted(rpc: str, request: Any, **kwargs: Any) -> Any:
-        response = await call(rpc, request, **kwargs)
-        empty_poll = rpc.startswith("Poll") and not response.task_token
-        counts[rpc + ("_empty" if empty_poll else "")] += 1
-        return response
-
-    service.call = counted  # type: ignore[method-assign]
-    return counts
 
 
 async def pg_txid(dsn: str | None) -> int | None:

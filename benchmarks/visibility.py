@@ -74,7 +74,7 @@ async def _main(stores: list[str], runs: int) -> None:
             with tempfile.TemporaryDirectory() as tmp:
                 figures = await _measure(f"{tmp}/visibility.db", runs)
         else:
-            from tests._postgres import start_postgres
+            from testsupport.postgres import start_postgres
 
             postgres = start_postgres()
             try:

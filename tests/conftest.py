@@ -22,7 +22,7 @@ SQLite only.
 
 PostgreSQL
 ----------
-``postgres`` (session) is the server, found or started by :mod:`tests._postgres`:
+``postgres`` (session) is the server, found or started by :mod:`testsupport.postgres`:
 ``FLOWFORGE_TEST_POSTGRES_DSN`` if set, else a throwaway cluster from the local
 ``initdb``/``pg_ctl`` (removed after the session), else ``testcontainers`` if Docker
 answers. If none works the PostgreSQL tests are skipped — except with ``CI=true``,
@@ -41,7 +41,7 @@ import pytest
 
 from flowforge.server.app import open_store
 from flowforge.server.stores.base import Store
-from tests._postgres import PostgresServer, PostgresUnavailable, start_postgres
+from testsupport.postgres import PostgresServer, PostgresUnavailable, start_postgres
 
 STORE_KINDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 

@@ -28,7 +28,7 @@ the kills land relative to the work, which is the point. Run it by hand::
     python -m tests.chaos.driver --store sqlite --workflows 300 --kills 40 --seed 7
     python -m tests.chaos.driver --store postgresql --workflows 300 --kills 40 --seed 7
 
-(``postgresql`` starts a throwaway cluster with :mod:`tests._postgres`, or uses
+(``postgresql`` starts a throwaway cluster with :mod:`testsupport.postgres`, or uses
 ``FLOWFORGE_TEST_POSTGRES_DSN``; ``--store`` also takes a SQLite path or a DSN.)
 """
 
@@ -851,7 +851,7 @@ async def _main(args: argparse.Namespace) -> int:
     if args.store == "sqlite":
         store, kind = str(workdir / "flowforge.db"), "sqlite"
     elif args.store == "postgresql":
-        from tests._postgres import start_postgres
+        from testsupport.postgres import start_postgres
 
         postgres = await asyncio.to_thread(start_postgres)
         dsn = await postgres.create_database()

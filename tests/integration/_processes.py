@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-_T = TypeVar("_T")
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -22,22 +19,6 @@ def _env(**extra: str) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.update(extra)
     return env
-
-
-async def wait_until(
-    check: Callable[[], Awaitable[_T | None] | _T | None], *, timeout: float, what: str, interval: float = 0.05
-) -> _T:
-    """Polls ``check`` until it returns something truthy; fails after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value  # type: ignore[return-value]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(interval)
 
 
 class ServerProcess:

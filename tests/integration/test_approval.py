@@ -19,8 +19,9 @@ from samples.approval.workflows import (
     ExpenseApproval,
     ExpenseRequest,
 )
-from tests.integration._processes import ServerProcess, _env, wait_until
+from tests.integration._processes import ServerProcess, _env
 from tests.integration._reliability import DEADLINE_S, events, of_type
+from testsupport.waiting import wait_until
 
 
 def _activities_run(history: list) -> list[str]:

@@ -10,8 +10,9 @@ import pytest
 from flowforge import Client, WorkflowExecutionStatus
 from flowforge.exceptions import RPCError
 from flowforge.worker import Worker
-from tests.integration._processes import ServerProcess, wait_until
+from tests.integration._processes import ServerProcess
 from tests.integration._worker_app import ACTIVITIES, WORKFLOWS, OneStep
+from testsupport.waiting import wait_until
 
 
 async def test_an_unknown_workflow_type_fails_the_workflow_task_visibly_and_is_not_lost(client: Client) -> None:

@@ -31,8 +31,8 @@ import pytest
 from flowforge import Client, WorkflowExecutionStatus, activity, workflow
 from flowforge.exceptions import CancelledError, TerminatedError, WorkflowFailureError
 from flowforge.workflow import ActivityCancellationType
-from tests.integration._processes import wait_until
 from tests.integration._reliability import DEADLINE_S, assert_gapless, events, fast_worker, of_type, sdk_client
+from testsupport.waiting import wait_until
 
 __all__ = ["sdk_client"]
 

@@ -26,9 +26,10 @@ from flowforge.api.v1 import command_pb2
 from flowforge.exceptions import ApplicationError, ChildWorkflowError, RetryState, WorkflowFailureError
 from flowforge.server import FlowForgeServer
 from flowforge.workflow import ParentClosePolicy
-from tests.integration._processes import ServerProcess, wait_until
+from tests.integration._processes import ServerProcess
 from tests.integration._protocol import Wire, seconds
 from tests.integration._reliability import DEADLINE_S, assert_gapless, events, fast_worker, of_type, sdk_client
+from testsupport.waiting import wait_until
 
 __all__ = ["sdk_client"]
 

@@ -16,8 +16,9 @@ import pytest
 from flowforge import Client, WorkflowExecutionStatus, workflow
 from flowforge.exceptions import NonDeterminismError, TimeoutError, WorkflowFailureError
 from flowforge.testing import Replayer
-from tests.integration._processes import ServerProcess, wait_until
+from tests.integration._processes import ServerProcess
 from tests.integration._reliability import assert_gapless, events, fast_worker, sdk_client
+from testsupport.waiting import wait_until
 
 __all__ = ["sdk_client"]
 

@@ -15,9 +15,10 @@ from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.client import RPCRetryConfig
 from flowforge.converter import default_converter
 from flowforge.exceptions import RPCError
-from tests.integration._processes import ServerProcess, WorkerProcess, read_ledger, wait_until
+from tests.integration._processes import ServerProcess, WorkerProcess, read_ledger
 from tests.integration._protocol import Wire
 from tests.integration._worker_app import OneStep, StepTimerStep
+from testsupport.waiting import wait_until
 
 
 async def test_a_killed_workers_activity_runs_again_elsewhere_with_the_same_key_and_its_late_report_is_refused(

@@ -29,8 +29,8 @@ from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.worker import Worker
 from tests.conftest import STORE_KINDS
 from tests.integration import _shortid
-from tests.integration._processes import wait_until
 from tests.integration._reliability import DEADLINE_S, events, of_type
+from testsupport.waiting import wait_until
 
 TASK_QUEUE = "determinism-guard"
 # A port nothing listens on: the calls below fail after the guard has seen them.

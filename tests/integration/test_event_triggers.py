@@ -24,7 +24,8 @@ from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.server.clock import ManualClock
 from flowforge.server.webhook import SIGNATURE_HEADER, sign
 from flowforge.worker import Worker
-from tests.integration._processes import ServerProcess, _env, wait_until
+from tests.integration._processes import ServerProcess, _env
+from testsupport.waiting import wait_until
 
 SECRET = "webhook-secret-for-tests"
 SHOP = "https://shop.example.com"

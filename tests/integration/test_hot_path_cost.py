@@ -13,16 +13,17 @@ from __future__ import annotations
 import asyncio
 import collections
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 
-from benchmarks.onboarding import SingleActivity, count_rpcs, noop
-from benchmarks.profile import StoreCounters
 from flowforge import Client
 from flowforge.server import FlowForgeServer
 from flowforge.worker import Worker
 from samples.onboarding.workflows import ACTIVITIES, Onboarding
+from testsupport.counting import StoreCounters, count_rpcs
+from testsupport.waiting import wait_until
+from testsupport.workloads import SingleActivity, noop
 
 ONBOARDINGS = 12
 IN_FLIGHT = 4
@@ -43,13 +44,6 @@ _LOOKS = ("HistoryEngine.visible_tasks", "HistoryEngine.visible_workflow_work")
 RPCS_PER_ACTIVITY = 2.67  # 16 per workflow: start, 1 poll, 6 + 6 reports, result, 1 spare
 
 
-async def _until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, "the worker's reports did not all return"
-        await asyncio.sleep(0.01)
-
-
 @pytest.fixture
 async def counted(
     server: FlowForgeServer,
@@ -65,7 +59,12 @@ async def counted(
             # Let the worker's polls park before counting. result() can return before
             # the worker has the answer to its last report, so wait for that too.
             await (await client.start_workflow(SingleActivity.run, -1, id=f"warm-{queue}", task_queue=queue)).result()
-            await _until(lambda: rpcs["RespondWorkflowTaskCompleted"] == 2)
+            await wait_until(
+                lambda: rpcs["RespondWorkflowTaskCompleted"] == 2,
+                timeout=10.0,
+                what="the worker's reports to return",
+                interval=0.01,
+            )
             store.counts.clear()
             store.readers.clear()
             rpcs.clear()
@@ -81,7 +80,12 @@ async def test_one_activity_workflow_costs_five_commits_and_six_rpcs(
     for i in range(SINGLES):
         handle = await client.start_workflow(SingleActivity.run, i, id=f"single-{queue}-{i}", task_queue=queue)
         assert await handle.result() == i
-    await _until(lambda: rpcs["RespondWorkflowTaskCompleted"] == 2 * SINGLES)
+    await wait_until(
+        lambda: rpcs["RespondWorkflowTaskCompleted"] == 2 * SINGLES,
+        timeout=10.0,
+        what="the worker's reports to return",
+        interval=0.01,
+    )
     # start, lease by poll, complete (leases the activity), activity completed (leases
     # the next workflow task), complete: five commits, no conflict, no empty write.
     assert store.counts["write_transactions"] == 5 * SINGLES, dict(store.counts)
@@ -108,7 +112,12 @@ async def test_onboarding_stays_within_its_budget_per_activity(
 
     await asyncio.gather(*(one(i) for i in range(ONBOARDINGS)))
     activities = ONBOARDINGS * 6
-    await _until(lambda: rpcs["RespondActivityTaskCompleted"] == activities)
+    await wait_until(
+        lambda: rpcs["RespondActivityTaskCompleted"] == activities,
+        timeout=10.0,
+        what="the worker's reports to return",
+        interval=0.01,
+    )
     per_activity = {name: count / activities for name, count in store.counts.items()}
     looks = sum(n for reader, n in store.readers.items() if reader in _LOOKS)
     per_activity["read_transactions"] -= looks / activities

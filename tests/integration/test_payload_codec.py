@@ -25,8 +25,8 @@ from flowforge.exceptions import ActivityError, ApplicationError, WorkflowFailur
 from flowforge.server import FlowForgeServer
 from flowforge.testing import Replayer
 from flowforge.worker import Worker
-from tests.integration._processes import wait_until
 from tests.integration._reliability import DEADLINE_S, events, of_type
+from testsupport.waiting import wait_until
 
 TASK_QUEUE = "vault"
 SECRET = "SECRET-PLAINTEXT-7f3a9c"

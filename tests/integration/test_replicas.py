@@ -48,7 +48,8 @@ import pytest
 from flowforge import Client, WorkflowExecutionStatus, activity
 from flowforge.worker import Worker
 from samples.onboarding.workflows import ACTIVITIES, Onboarding
-from tests.integration._processes import ROOT, ServerProcess, read_ledger, wait_until
+from tests.integration._processes import ROOT, ServerProcess, read_ledger
+from testsupport.waiting import wait_until
 
 pytestmark = pytest.mark.postgres
 

@@ -6,7 +6,8 @@ import json
 import subprocess
 import sys
 
-from tests.integration._processes import ServerProcess, _env, wait_until
+from tests.integration._processes import ServerProcess, _env
+from testsupport.waiting import wait_until
 
 
 def flowforge(*args: str) -> subprocess.CompletedProcess[str]:

@@ -27,7 +27,8 @@ from flowforge.client import (
     SchedulePolicy,
     ScheduleSpec,
 )
-from tests.integration._processes import ServerProcess, wait_until
+from tests.integration._processes import ServerProcess
+from testsupport.waiting import wait_until
 
 pytestmark = pytest.mark.postgres
 

@@ -35,9 +35,10 @@ from flowforge.converter import default_converter, json_dict_to_message
 from flowforge.exceptions import ApplicationError, RPCError, WorkflowFailureError
 from flowforge.server import EngineConfig, FlowForgeServer, ServerConfig
 from flowforge.testing import Replayer
-from tests.integration._processes import ServerProcess, wait_until
+from tests.integration._processes import ServerProcess
 from tests.integration._protocol import NS, Wire
 from tests.integration._reliability import DEADLINE_S, assert_gapless, events, fast_worker, of_type, sdk_client
+from testsupport.waiting import wait_until
 
 __all__ = ["sdk_client"]
 

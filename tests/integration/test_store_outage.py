@@ -30,8 +30,9 @@ from flowforge import Client, activity, workflow
 from flowforge.client import RPCRetryConfig
 from flowforge.exceptions import RPCError
 from flowforge.worker import Worker
-from tests._postgres import TcpProxy, with_address
-from tests.integration._processes import ServerProcess, wait_until
+from tests.integration._processes import ServerProcess
+from testsupport.postgres import TcpProxy, with_address
+from testsupport.waiting import wait_until
 
 QUEUE = "outage"
 # What one RPC attempt of the probing client may take; the server must answer sooner.

@@ -25,6 +25,7 @@ from flowforge.server.clock import ManualClock
 from flowforge.server.history import StartSignal
 from flowforge.server.stores.base import ExecutionRow, HistoryEventRow, Store, TimerRow
 from tests.integration._protocol import NS, start_timer
+from testsupport.waiting import wait_until
 
 TIMERS = 120
 TIMER_S = 60.0
@@ -114,13 +115,6 @@ def _count_claims(server: FlowForgeServer, claims: collections.Counter[int], ind
     server.engine.fire_due_timers = counted  # type: ignore[method-assign]
 
 
-async def _wait_for(condition: Callable[[], Awaitable[bool]], what: str) -> None:
-    deadline = asyncio.get_running_loop().time() + DEADLINE_S
-    while not await condition():
-        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting until {what}"
-        await asyncio.sleep(0.05)
-
-
 async def test_many_timers_due_together_fire_exactly_once(
     replicas: tuple[ManualClock, list[FlowForgeServer]],
 ) -> None:
@@ -162,7 +156,7 @@ async def test_many_timers_due_together_fire_exactly_once(
         server.timekeeper.deadline_added(0)
     # Both timekeepers also drain the backlog concurrently from here.
     await asyncio.gather(*(_drain(server) for server in servers))
-    await _wait_for(lambda: _equals(fired_count, TIMERS), f"{TIMERS} timers fired")
+    await wait_until(lambda: _equals(fired_count, TIMERS), timeout=DEADLINE_S, what=f"{TIMERS} timers fired")
 
     async with store.read() as tx:
         for run_id in run_ids:
@@ -175,7 +169,9 @@ async def test_many_timers_due_together_fire_exactly_once(
         assert await tx.due_timers(clock.now_us(), 10) == []
     # Each timer was claimed by exactly one timekeeper: no duplicated firing work. (A
     # timekeeper counts its batch just after the commit the store already shows.)
-    await _wait_for(lambda: _at_least(claims, TIMERS), f"the timekeepers counted {TIMERS} claims")
+    await wait_until(
+        lambda: _at_least(claims, TIMERS), timeout=DEADLINE_S, what=f"the timekeepers counted {TIMERS} claims"
+    )
     assert sum(claims.values()) == TIMERS, claims
 
 

@@ -11,9 +11,10 @@ from pathlib import Path
 
 from flowforge import Client, RetryPolicy, activity, workflow
 from flowforge.worker import Worker
-from tests.integration._processes import ServerProcess, WorkerProcess, read_ledger, wait_until
+from tests.integration._processes import ServerProcess, WorkerProcess, read_ledger
 from tests.integration._reliability import sdk_client
 from tests.integration._worker_app import OneStep
+from testsupport.waiting import wait_until
 
 __all__ = ["sdk_client"]
 

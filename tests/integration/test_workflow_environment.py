@@ -17,6 +17,7 @@ from flowforge.exceptions import TimeoutError as WorkflowTimeoutError
 from flowforge.exceptions import WorkflowFailureError
 from flowforge.testing import WorkflowEnvironment
 from flowforge.worker import Worker
+from testsupport.waiting import wait_until
 
 QUEUE = "testing-env"
 
@@ -219,10 +220,13 @@ async def test_env_sleep_skips_time_and_fires_the_timers_on_the_way() -> None:
             await env.sleep(timedelta(hours=2))
             assert time.monotonic() - started < 5
             assert await env.get_current_time() - before >= timedelta(hours=2)
-            deadline = time.monotonic() + 10  # the timer fired; its workflow task may still be running
-            while (await handle.describe()).status != WorkflowExecutionStatus.COMPLETED:
-                assert time.monotonic() < deadline, "the workflow did not complete after its timer was skipped to"
-                await asyncio.sleep(0.02)
+
+            async def completed() -> bool:  # the timer fired; its workflow task may still be running
+                return (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED
+
+            await wait_until(
+                completed, timeout=10, what="the workflow to complete after its timer was skipped to", interval=0.02
+            )
             assert elapsed(await handle.result()) >= timedelta(hours=1)
 
 

@@ -43,6 +43,7 @@ __all__ = [
     "PostgresServer",
     "PostgresUnavailable",
     "TcpProxy",
+    "find_binary",
     "free_port",
     "start_postgres",
     "with_address",
@@ -162,7 +163,8 @@ class PostgresServer:
         self._stop()
 
 
-def _find_binary(name: str) -> str | None:
+def find_binary(name: str) -> str | None:
+    """A PostgreSQL program (``initdb``, ``pgbench``, ...) on PATH or in the newest local installation."""
     found = shutil.which(name)
     if found:
         return found
@@ -178,7 +180,7 @@ class LocalCluster:
     """
 
     def __init__(self) -> None:
-        initdb, pg_ctl = _find_binary("initdb"), _find_binary("pg_ctl")
+        initdb, pg_ctl = find_binary("initdb"), find_binary("pg_ctl")
         if initdb is None or pg_ctl is None:
             raise PostgresUnavailable("initdb/pg_ctl not found on PATH or in /usr/lib/postgresql/*/bin")
         self._initdb, self._pg_ctl = initdb, pg_ctl

@@ -19,7 +19,7 @@ import asyncpg
 import pytest
 
 from flowforge.server.stores import migrations
-from tests._postgres import PostgresServer
+from testsupport.postgres import PostgresServer
 
 pg = pytest.mark.postgres
 

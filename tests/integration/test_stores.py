@@ -33,7 +33,8 @@ from flowforge.server.stores.base import (
 )
 from flowforge.server.stores.postgres import PostgresStore, _numbered
 from flowforge.server.stores.sqlite import SQLiteStore
-from tests._postgres import TcpProxy, free_port, with_address
+from testsupport.postgres import TcpProxy, free_port, with_address
+from testsupport.waiting import wait_until
 
 # What each database raises for a violated constraint.
 INTEGRITY_ERRORS = (sqlite3.IntegrityError, asyncpg.IntegrityConstraintViolationError)
@@ -531,13 +532,6 @@ async def waiting_on_lock(monitor: asyncpg.Connection, statement_prefix: str) ->
     )
 
 
-async def wait_until(condition: Callable[[], Awaitable[bool]], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not await condition():
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        await asyncio.sleep(0.01)
-
-
 def test_placeholder_rewrite_is_cached() -> None:
     sql = "SELECT a FROM t WHERE b = ? AND c IN (?, ?) LIMIT ?"
     assert _numbered(sql) == "SELECT a FROM t WHERE b = $1 AND c IN ($2, $3) LIMIT $4"
@@ -584,7 +578,10 @@ async def test_concurrent_execution_updates_conflict(pg_stores: OpenReplica, mon
         await tx_a.update_execution(dataclasses.replace(run, task_queue="a"), expected_version=1)
         writer = asyncio.create_task(second_writer())
         await wait_until(
-            lambda: waiting_on_lock(monitor, "UPDATE executions"), "the second writer waits for the row lock"
+            lambda: waiting_on_lock(monitor, "UPDATE executions"),
+            timeout=DEADLINE_S,
+            what="the second writer waits for the row lock",
+            interval=0.01,
         )
     # tx_a committed: the blocked UPDATE re-reads the row, finds version 2 and changes nothing.
     with pytest.raises(ConcurrencyConflict):
@@ -650,8 +647,10 @@ async def test_outage_is_unavailable_then_recovers(pg_stores: OpenReplica, postg
             async with replica.transaction() as tx:
                 await tx.get_namespace("default")
         await proxy.start()
-        await wait_until(lambda: pings(replica), "the replica reconnects")
-        await wait_until(lambda: wakes(writer, replica, "after"), "the replica listens again")
+        await wait_until(lambda: pings(replica), timeout=DEADLINE_S, what="the replica reconnects", interval=0.01)
+        await wait_until(
+            lambda: wakes(writer, replica, "after"), timeout=DEADLINE_S, what="the replica listens again", interval=0.01
+        )
     finally:
         await proxy.cut()
 
@@ -683,7 +682,12 @@ async def test_a_cancelled_transaction_leaves_the_pool_usable(
     async with store.transaction() as holder:
         await holder.get_task(task_id, for_update=True)
         waiting = asyncio.create_task(waiter())
-        await wait_until(lambda: waiting_on_lock(monitor, "SELECT task_id"), "the waiter waits for the row lock")
+        await wait_until(
+            lambda: waiting_on_lock(monitor, "SELECT task_id"),
+            timeout=DEADLINE_S,
+            what="the waiter waits for the row lock",
+            interval=0.01,
+        )
         waiting.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiting
@@ -691,7 +695,7 @@ async def test_a_cancelled_transaction_leaves_the_pool_usable(
     async def nobody_waits() -> bool:
         return not await waiting_on_lock(monitor, "SELECT task_id")
 
-    await wait_until(nobody_waits, "the lock wait is given up")
+    await wait_until(nobody_waits, timeout=DEADLINE_S, what="the lock wait is given up", interval=0.01)
     # Both pooled connections serve transactions again.
     first, second = await asyncio.gather(lease(store), lease(store))
     assert {first and first.task_id, second and second.task_id} == {task_id, None}

@@ -1,0 +1,7 @@
+"""What tests, benchmarks and samples share, so that none of them imports another.
+
+- :mod:`testsupport.waiting`: the one wait-with-deadline helper.
+- :mod:`testsupport.postgres`: a PostgreSQL server found or started on demand.
+- :mod:`testsupport.counting`: counters of store transactions and client RPCs.
+- :mod:`testsupport.workloads`: the one-activity workflow the hot-path measurements run.
+"""

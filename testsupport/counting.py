@@ -1,0 +1,99 @@
+"""Exact counts of what a workload costs: store transactions and SQL statements
+(:class:`StoreCounters`) and client RPCs (:func:`count_rpcs`). The hot-path cost test
+holds budgets on them; ``benchmarks.profile`` reports them."""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+from flowforge import Client
+from flowforge.server.stores.base import ConcurrencyConflict
+
+
+def _engine_caller(entry: str) -> str:
+    """Who opened the current store transaction through ``HistoryEngine.<entry>``
+    (``_transaction`` or ``read``): the function that defined its ``body``, e.g.
+    ``HistoryEngine.complete_activity_task`` (found even when the engine runs the
+    transaction in a shielded task of its own)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        # server/history.py, or any module of a server/history/ package
+        if frame.f_code.co_name == entry and f"{os.sep}history" in frame.f_code.co_filename:
+            body = frame.f_locals.get("body")
+            return getattr(body, "__qualname__", "?").split(".<locals>")[0]
+        frame = frame.f_back
+    return "other"
+
+
+class StoreCounters:
+    """Wraps a store's transaction() and read() to count what they do."""
+
+    def __init__(self, store: Any) -> None:
+        self.counts: collections.Counter[str] = collections.Counter()
+        #: Write transactions by the engine method that ran them: [all, those that changed rows].
+        self.callers: collections.defaultdict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
+        #: Read transactions by the server function that ran them.
+        self.readers: collections.Counter[str] = collections.Counter()
+        transaction, read = store.transaction, store.read
+
+        def count_statements(tx: Any, prefix: str, changed: list[bool]) -> None:
+            for name in ("_execute", "_fetchone", "_fetchall", "_insert_many", "_update_executions"):
+                method = getattr(tx, name)
+
+                async def counted(*args: Any, _method: Any = method, _name: str = name, **kwargs: Any) -> Any:
+                    self.counts[f"{prefix}_statements"] += 1
+                    result = await _method(*args, **kwargs)
+                    if _name == "_execute" and result:
+                        changed[0] = True
+                    return result
+
+                setattr(tx, name, counted)
+
+        @contextlib.asynccontextmanager
+        async def counted_transaction() -> AsyncIterator[Any]:
+            self.counts["write_transactions"] += 1
+            caller = self.callers[_engine_caller("_transaction")]
+            caller[0] += 1
+            changed = [False]
+            try:
+                async with transaction() as tx:
+                    count_statements(tx, "write", changed)
+                    yield tx
+            except ConcurrencyConflict:
+                self.counts["conflicts"] += 1
+                raise
+            if changed[0]:
+                caller[1] += 1
+                self.counts["write_transactions_that_changed_rows"] += 1
+
+        @contextlib.asynccontextmanager
+        async def counted_read() -> AsyncIterator[Any]:
+            self.counts["read_transactions"] += 1
+            self.readers[_engine_caller("read")] += 1
+            async with read() as tx:
+                count_statements(tx, "read", [False])
+                yield tx
+
+        store.transaction = counted_transaction
+        store.read = counted_read
+
+
+def count_rpcs(client: Client) -> collections.Counter[str]:
+    """Counts the calls ``client`` (and workers on it) make, by RPC name."""
+    counts: collections.Counter[str] = collections.Counter()
+    service = client.workflow_service
+    call = service.call
+
+    async def counted(rpc: str, request: Any, **kwargs: Any) -> Any:
+        response = await call(rpc, request, **kwargs)
+        empty_poll = rpc.startswith("Poll") and not response.task_token
+        counts[rpc + ("_empty" if empty_poll else "")] += 1
+        return response
+
+    service.call = counted  # type: ignore[method-assign]
+    return counts
