@@ -35,6 +35,7 @@ from typing import Any
 
 from flowforge.api.v1 import common_pb2
 from flowforge.server.errors import InvalidArgument
+from flowforge.server.stores.rows import CompiledQuery, StoredValue
 
 __all__ = [
     "MAX_ATTRIBUTES_PER_NAMESPACE",
@@ -91,16 +92,6 @@ _TYPE_LABELS = {KEYWORD: "Keyword", INT: "Int", DOUBLE: "Double", BOOL: "Bool", 
 
 
 # ----------------------------------------------------------------------------- values
-
-
-@dataclasses.dataclass(frozen=True)
-class StoredValue:
-    """One attribute value as the columns of a ``search_attributes`` row hold it."""
-
-    keyword_value: str | None = None
-    int_value: int | None = None
-    double_value: float | None = None
-    datetime_us: int | None = None
 
 
 def check_attribute_name(name: str) -> None:
@@ -414,19 +405,6 @@ class _Parser:
 
 
 # ----------------------------------------------------------------------------- compiling
-
-
-@dataclasses.dataclass(frozen=True)
-class CompiledQuery:
-    """A query as a SQL condition on ``executions e`` with ``?`` placeholders.
-
-    Attributes:
-        where: The condition; ``"1 = 1"`` for an empty query.
-        params: The values for its placeholders, in order.
-    """
-
-    where: str
-    params: tuple[Any, ...]
 
 
 def compile_query(

@@ -23,7 +23,7 @@ import dataclasses
 import functools
 import logging
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
@@ -32,6 +32,7 @@ from asyncpg.transaction import Transaction as PgTransaction
 from flowforge.server._tasks import cancel_and_wait
 from flowforge.server.stores import migrations
 from flowforge.server.stores._sql import SQLTransaction
+from flowforge.server.stores._sql.core import Record
 from flowforge.server.stores.base import (
     ConcurrencyConflict,
     ExecutionRow,
@@ -147,11 +148,11 @@ class _PostgresTransaction(SQLTransaction):
         count = status.rpartition(" ")[2]
         return int(count) if count.isdigit() else 0
 
-    async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Any] | None:
+    async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Record | None:
         with _translated(self.connection):
             return await self.connection.fetchrow(_numbered(sql), *params)
 
-    async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Sequence[Any]]:
+    async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Record]:
         with _translated(self.connection):
             return await self.connection.fetch(_numbered(sql), *params)
 
@@ -232,7 +233,7 @@ class PostgresStore(Store):
                     min_size=self._min_connections,
                     max_size=self._max_connections,
                     timeout=self._connect_timeout_s,
-                    # Above the number of distinct statements of _sql.py, so every
+                    # Above the number of distinct statements of _sql/, so every
                     # connection prepares each statement once and keeps it.
                     statement_cache_size=256,
                     # A statement that hangs (a silently dropped network, a lock held
@@ -296,7 +297,7 @@ class PostgresStore(Store):
 
     @contextlib.asynccontextmanager
     async def _begin(
-        self, *, isolation: str, readonly: bool
+        self, *, isolation: Literal["read_committed", "repeatable_read"], readonly: bool
     ) -> AsyncIterator[tuple[PoolConnectionProxy, PgTransaction]]:
         """A pooled connection in a started transaction, rolled back if the block
         raises; the block itself commits or rolls back when it succeeds."""
@@ -349,8 +350,10 @@ class PostgresStore(Store):
         connection.add_termination_listener(lambda _connection: lost.set())
         self._listener, self._listener_lost = connection, lost
 
-    def _on_notification(self, _connection: object, _pid: int, _channel: str, payload: str) -> None:
-        self.notifier.notify(payload)
+    def _on_notification(
+        self, _connection: asyncpg.Connection[Any] | PoolConnectionProxy[Any], _pid: int, _channel: str, payload: object
+    ) -> None:
+        self.notifier.notify(str(payload))
 
     async def _keep_listening(self) -> None:
         """Replaces the LISTEN connection when it drops, retrying with backoff.

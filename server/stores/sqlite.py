@@ -31,6 +31,7 @@ from typing import Any
 
 from flowforge.server.stores import migrations
 from flowforge.server.stores._sql import SQLTransaction, update_executions_sql
+from flowforge.server.stores._sql.core import Record
 from flowforge.server.stores.base import Store, StoreUnavailable, Transaction
 
 __all__ = ["SQLiteStore"]
@@ -55,10 +56,11 @@ class _SQLiteTransaction(SQLTransaction):
     async def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         return self._run(sql, params).rowcount
 
-    async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Any] | None:
-        return self._run(sql, params).fetchone()
+    async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Record | None:
+        record: tuple[Any, ...] | None = self._run(sql, params).fetchone()
+        return record
 
-    async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Sequence[Any]]:
+    async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Record]:
         return self._run(sql, params).fetchall()
 
     def _is_unique_violation(self, error: BaseException) -> bool:
@@ -172,13 +174,13 @@ class SQLiteStore(Store):
                     await asyncio.wait({commit})
                 except asyncio.CancelledError as error:
                     cancelled = error
-            error = commit.exception()
-            if error is not None:
+            failure = commit.exception()
+            if failure is not None:
                 with contextlib.suppress(sqlite3.Error):
                     connection.execute("ROLLBACK")
-                if isinstance(error, sqlite3.OperationalError):
-                    raise StoreUnavailable(f"SQLite commit failed: {error}") from error
-                raise error
+                if isinstance(failure, sqlite3.OperationalError):
+                    raise StoreUnavailable(f"SQLite commit failed: {failure}") from failure
+                raise failure
         for channel in tx.channels:
             self.notifier.notify(channel)
         if cancelled is not None:

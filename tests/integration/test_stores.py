@@ -536,7 +536,7 @@ def test_placeholder_rewrite_is_cached() -> None:
     sql = "SELECT a FROM t WHERE b = ? AND c IN (?, ?) LIMIT ?"
     assert _numbered(sql) == "SELECT a FROM t WHERE b = $1 AND c IN ($2, $3) LIMIT $4"
     hits = _numbered.cache_info().hits
-    # An equal string built anew, as the f-strings of _sql.py are on every call.
+    # An equal string built anew, as the f-strings of _sql/ are on every call.
     assert _numbered("".join(sql)) == "SELECT a FROM t WHERE b = $1 AND c IN ($2, $3) LIMIT $4"
     assert _numbered.cache_info().hits == hits + 1
 

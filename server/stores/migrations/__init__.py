@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import asyncpg
+    from asyncpg.pool import PoolConnectionProxy
 
 __all__ = ["Migration", "apply_postgres", "apply_sqlite", "load"]
 
@@ -80,7 +81,7 @@ def apply_sqlite(connection: sqlite3.Connection) -> list[int]:
 POSTGRES_MIGRATION_LOCK = 0x466C6F77466F7267
 
 
-async def apply_postgres(connection: asyncpg.Connection) -> list[int]:
+async def apply_postgres(connection: asyncpg.Connection | PoolConnectionProxy) -> list[int]:
     """Applies the pending PostgreSQL migrations; returns the versions it applied.
 
     Everything runs in one transaction that first takes a transaction-scoped

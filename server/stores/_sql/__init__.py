@@ -1,0 +1,42 @@
+"""SQL shared by the SQLite and PostgreSQL stores: one mixin per concern of the
+contract (:mod:`flowforge.server.stores.contract`), combined in :class:`SQLTransaction`.
+
+Statements are written once with ``?`` placeholders; a store subclasses
+:class:`SQLTransaction` and supplies the dialect primitives of
+:class:`~flowforge.server.stores._sql.core.SQLCore`.
+"""
+
+from __future__ import annotations
+
+import abc
+
+from flowforge.server.stores._sql.executions import ExecutionSQL, update_executions_sql
+from flowforge.server.stores._sql.leases import LeaseSQL
+from flowforge.server.stores._sql.lineage import LineageSQL
+from flowforge.server.stores._sql.namespaces import NamespaceSQL
+from flowforge.server.stores._sql.queries import QuerySQL
+from flowforge.server.stores._sql.schedules import ScheduleSQL
+from flowforge.server.stores._sql.tasks import TaskSQL
+from flowforge.server.stores._sql.timers import TimerSQL
+from flowforge.server.stores._sql.triggers import TriggerSQL
+from flowforge.server.stores._sql.visibility import VisibilitySQL, list_executions_sql
+from flowforge.server.stores.contract import Transaction
+
+__all__ = ["SQLTransaction", "list_executions_sql", "update_executions_sql"]
+
+
+class SQLTransaction(
+    NamespaceSQL,
+    ExecutionSQL,
+    TaskSQL,
+    TimerSQL,
+    QuerySQL,
+    LineageSQL,
+    TriggerSQL,
+    ScheduleSQL,
+    LeaseSQL,
+    VisibilitySQL,
+    Transaction,
+    abc.ABC,
+):
+    """Implements :class:`Transaction` on top of a dialect's primitives."""

@@ -1,0 +1,107 @@
+"""SQL of workflow and activity task rows."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from flowforge.server.stores._sql.core import SQLCore, columns, placeholders
+from flowforge.server.stores.contract import TaskOperations
+from flowforge.server.stores.rows import TaskRow
+
+_TASK_COLUMNS = columns(TaskRow)
+_TASK_INSERT_COLUMNS = [c for c in _TASK_COLUMNS if c != "task_id"]
+_SELECT_TASK = f"SELECT {', '.join(_TASK_COLUMNS)} FROM tasks"
+# Hot-path statement texts, built once.
+_INSERT_TASK = (
+    f"INSERT INTO tasks ({', '.join(_TASK_INSERT_COLUMNS)})"
+    f" VALUES ({placeholders(len(_TASK_INSERT_COLUMNS))}) RETURNING task_id"
+)
+_UPDATE_TASK = f"UPDATE tasks SET {', '.join(f'{c} = ?' for c in _TASK_INSERT_COLUMNS)} WHERE task_id = ?"
+
+#: (name, annotation) of the columns a batch insert writes, for dialects that type them.
+TASK_INSERT_FIELDS = [(f.name, str(f.type)) for f in dataclasses.fields(TaskRow) if f.name != "task_id"]
+
+
+class TaskSQL(SQLCore, TaskOperations):
+    """:class:`TaskOperations` in SQL."""
+
+    async def insert_task(self, row: TaskRow) -> int:
+        record = await self._fetchone(_INSERT_TASK, [getattr(row, c) for c in _TASK_INSERT_COLUMNS])
+        assert record is not None
+        row.task_id = int(record[0])
+        return row.task_id
+
+    async def insert_tasks(self, rows: list[TaskRow]) -> None:
+        if rows:
+            await self._insert_many(
+                "tasks", TASK_INSERT_FIELDS, [[getattr(row, name) for name, _ in TASK_INSERT_FIELDS] for row in rows]
+            )
+
+    async def get_task(self, task_id: int, *, for_update: bool = False) -> TaskRow | None:
+        lock = self.for_update_clause if for_update else ""
+        return await self._one(TaskRow, f"{_SELECT_TASK} WHERE task_id = ?{lock}", (task_id,))
+
+    async def get_activity_task(self, run_id: str, activity_id: str) -> TaskRow | None:
+        return await self._one(
+            TaskRow,
+            f"{_SELECT_TASK} WHERE run_id = ? AND kind = 'ACTIVITY' AND activity_id = ?{self.for_update_clause}",
+            (run_id, activity_id),
+        )
+
+    async def list_run_tasks(self, namespace: str, run_id: str) -> list[TaskRow]:
+        return await self._all(
+            TaskRow, f"{_SELECT_TASK} WHERE namespace = ? AND run_id = ? ORDER BY task_id", (namespace, run_id)
+        )
+
+    async def lease_next_task(self, namespace: str, kind: str, task_queue: str, now_us: int) -> TaskRow | None:
+        return await self._one(
+            TaskRow,
+            f"{_SELECT_TASK} WHERE namespace = ? AND kind = ? AND task_queue = ? AND state = 'PENDING'"
+            f" AND visible_us <= ? ORDER BY visible_us, task_id LIMIT 1{self.skip_locked_clause}",
+            (namespace, kind, task_queue, now_us),
+        )
+
+    async def has_visible_task(self, namespace: str, kind: str, task_queue: str, now_us: int) -> bool:
+        return await self.count_visible_tasks(namespace, kind, task_queue, now_us, 1) > 0
+
+    async def count_visible_tasks(self, namespace: str, kind: str, task_queue: str, now_us: int, limit: int) -> int:
+        record = await self._fetchone(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM tasks WHERE namespace = ? AND kind = ? AND task_queue = ?"
+            " AND state = 'PENDING' AND visible_us <= ? LIMIT ?) AS visible",
+            (namespace, kind, task_queue, now_us, limit),
+        )
+        assert record is not None
+        return int(record[0])
+
+    async def update_task(self, row: TaskRow) -> None:
+        await self._execute(_UPDATE_TASK, (*[getattr(row, c) for c in _TASK_INSERT_COLUMNS], row.task_id))
+
+    async def delete_task(self, task_id: int) -> bool:
+        return await self._execute("DELETE FROM tasks WHERE task_id = ?", (task_id,)) == 1
+
+    async def delete_run_tasks(self, run_id: str) -> None:
+        await self._execute("DELETE FROM tasks WHERE run_id = ?", (run_id,))
+
+    async def expired_task_ids(self, now_us: int, limit: int) -> list[int]:
+        leased = await self._fetchall(
+            "SELECT task_id FROM tasks WHERE state = 'LEASED' AND lease_expires_us <= ?"
+            " ORDER BY lease_expires_us LIMIT ?",
+            (now_us, limit),
+        )
+        pending = await self._fetchall(
+            "SELECT task_id FROM tasks WHERE state = 'PENDING' AND pending_deadline_us IS NOT NULL"
+            " AND pending_deadline_us <= ? ORDER BY pending_deadline_us LIMIT ?",
+            (now_us, limit),
+        )
+        return [int(r[0]) for r in leased] + [int(r[0]) for r in pending]
+
+    # time skipping (flowforge.testing)
+
+    async def earliest_work_due_us(self) -> int | None:
+        record = await self._fetchone(
+            "SELECT MIN(due_us) FROM ("
+            " SELECT CASE WHEN state = 'LEASED' THEN 0 ELSE visible_us END AS due_us FROM tasks"
+            " UNION ALL SELECT 0 FROM workflow_queries WHERE state = 'PENDING'"
+            ") AS work"
+        )
+        return None if record is None or record[0] is None else int(record[0])

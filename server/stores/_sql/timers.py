@@ -1,0 +1,67 @@
+"""SQL of durable timers and the deadlines the timekeeper sleeps until."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from flowforge.server.stores._sql.core import SQLCore, columns, placeholders
+from flowforge.server.stores.contract import TimerOperations
+from flowforge.server.stores.rows import TimerRow
+
+_TIMER_COLUMNS = columns(TimerRow)
+
+
+class TimerSQL(SQLCore, TimerOperations):
+    """:class:`TimerOperations` in SQL."""
+
+    async def insert_timer(self, row: TimerRow) -> None:
+        await self._execute(
+            f"INSERT INTO timers ({', '.join(_TIMER_COLUMNS)}) VALUES ({placeholders(5)})",
+            dataclasses.astuple(row),
+        )
+
+    async def delete_timer(self, run_id: str, timer_id: str) -> TimerRow | None:
+        return await self._one(
+            TimerRow,
+            f"DELETE FROM timers WHERE run_id = ? AND timer_id = ? RETURNING {', '.join(_TIMER_COLUMNS)}",
+            (run_id, timer_id),
+        )
+
+    async def delete_run_timers(self, run_id: str) -> None:
+        await self._execute("DELETE FROM timers WHERE run_id = ?", (run_id,))
+
+    async def due_timers(self, now_us: int, limit: int) -> list[TimerRow]:
+        return await self._all(
+            TimerRow,
+            f"SELECT {', '.join(_TIMER_COLUMNS)} FROM timers WHERE fire_us <= ? ORDER BY fire_us LIMIT ?",
+            (now_us, limit),
+        )
+
+    async def claim_due_timers(self, now_us: int, limit: int) -> list[TimerRow]:
+        return await self._all(
+            TimerRow,
+            f"DELETE FROM timers WHERE (run_id, timer_id) IN (SELECT run_id, timer_id FROM timers WHERE fire_us <= ?"
+            f" ORDER BY fire_us LIMIT ?{self.skip_locked_clause}) RETURNING {', '.join(_TIMER_COLUMNS)}",
+            (now_us, limit),
+        )
+
+    async def expired_run_ids(self, now_us: int, limit: int) -> list[tuple[str, str]]:
+        records = await self._fetchall(
+            "SELECT namespace, run_id FROM executions WHERE status = 'RUNNING' AND deadline_us IS NOT NULL"
+            " AND deadline_us <= ? ORDER BY deadline_us LIMIT ?",
+            (now_us, limit),
+        )
+        return [(r[0], r[1]) for r in records]
+
+    async def next_deadline_us(self) -> int | None:
+        candidates = []
+        for sql in (
+            "SELECT MIN(lease_expires_us) FROM tasks WHERE state = 'LEASED'",
+            "SELECT MIN(pending_deadline_us) FROM tasks WHERE state = 'PENDING' AND pending_deadline_us IS NOT NULL",
+            "SELECT MIN(fire_us) FROM timers",
+            "SELECT MIN(deadline_us) FROM executions WHERE status = 'RUNNING' AND deadline_us IS NOT NULL",
+        ):
+            record = await self._fetchone(sql)
+            if record is not None and record[0] is not None:
+                candidates.append(int(record[0]))
+        return min(candidates) if candidates else None

@@ -1,0 +1,414 @@
+"""The storage contract's transaction, split by concern.
+
+Each concern is an abstract class of the operations on its tables; :class:`Transaction`
+combines them. The SQL stores implement each concern in a mixin of
+:mod:`flowforge.server.stores._sql`.
+"""
+
+from __future__ import annotations
+
+import abc
+
+from flowforge.server.stores.rows import (
+    ChildExecutionRow,
+    CompiledQuery,
+    EventDedupeRow,
+    EventTriggerRow,
+    ExecutionRow,
+    HistoryEventRow,
+    LeaseRow,
+    NamespaceRow,
+    QueryRow,
+    ScheduleRow,
+    StoredValue,
+    TaskRow,
+    TimerRow,
+)
+
+__all__ = [
+    "ExecutionOperations",
+    "LeaseOperations",
+    "LineageOperations",
+    "NamespaceOperations",
+    "QueryOperations",
+    "ScheduleOperations",
+    "TaskOperations",
+    "TimerOperations",
+    "Transaction",
+    "TriggerOperations",
+    "VisibilityOperations",
+]
+
+
+class NamespaceOperations(abc.ABC):
+    """Namespaces, and the server's own metadata (schema version, token secret)."""
+
+    @abc.abstractmethod
+    async def get_namespace(self, name: str) -> NamespaceRow | None: ...
+
+    @abc.abstractmethod
+    async def insert_namespace(self, row: NamespaceRow) -> None: ...
+
+    @abc.abstractmethod
+    async def list_namespaces(self) -> list[NamespaceRow]: ...
+
+    @abc.abstractmethod
+    async def get_metadata(self, key: str) -> str | None: ...
+
+    @abc.abstractmethod
+    async def set_metadata_if_absent(self, key: str, value: str) -> None: ...
+
+
+class ExecutionOperations(abc.ABC):
+    """Execution rows, their history events and idempotent-start request ids."""
+
+    @abc.abstractmethod
+    async def get_execution(self, namespace: str, run_id: str, *, for_update: bool = False) -> ExecutionRow | None:
+        """The execution; ``for_update`` locks its row until commit (PostgreSQL), so a
+        transaction that changes many executions waits for, rather than conflicts with,
+        a concurrent writer of one of them."""
+
+    @abc.abstractmethod
+    async def get_latest_execution(self, namespace: str, workflow_id: str) -> ExecutionRow | None:
+        """The running execution of ``workflow_id``, else its most recently started one."""
+
+    @abc.abstractmethod
+    async def insert_execution(self, row: ExecutionRow) -> None:
+        """Raises :class:`DuplicateRunningExecution` if the workflow id has a running one."""
+
+    @abc.abstractmethod
+    async def update_execution(self, row: ExecutionRow, expected_version: int) -> None:
+        """Writes ``row`` with ``version = expected_version + 1``; raises
+        :class:`ConcurrencyConflict` if the stored version is not ``expected_version``."""
+
+    @abc.abstractmethod
+    async def get_request_run_id(self, namespace: str, request_id: str) -> str | None: ...
+
+    @abc.abstractmethod
+    async def insert_request_id(self, namespace: str, request_id: str, run_id: str, now_us: int) -> None: ...
+
+    @abc.abstractmethod
+    async def append_events(self, namespace: str, run_id: str, events: list[HistoryEventRow]) -> None:
+        """Inserts events; (run_id, event_id) is unique, so a duplicate id fails the transaction."""
+
+    @abc.abstractmethod
+    async def read_events(
+        self, namespace: str, run_id: str, after_event_id: int = 0, limit: int | None = None
+    ) -> list[HistoryEventRow]: ...
+
+    # batched timer firing (issue 7): a batch's executions read, and their rows
+    # written, with one statement per kind of row instead of several per timer
+
+    @abc.abstractmethod
+    async def lock_executions(self, keys: list[tuple[str, str]]) -> list[ExecutionRow]:
+        """The executions of the (namespace, run_id) ``keys`` that exist, ordered by
+        (namespace, run_id) and locked in that order until commit (PostgreSQL), so two
+        transactions locking overlapping sets never wait on each other in a cycle."""
+
+    @abc.abstractmethod
+    async def update_executions(self, columns: tuple[str, ...], updates: list[tuple[ExecutionRow, int]]) -> None:
+        """Writes ``columns`` of each (row, expected version) pair and bumps its version,
+        in one batch: :meth:`update_execution` for rows whose other columns did not
+        change (unwritten columns' indexes are left alone). Raises
+        :class:`ConcurrencyConflict` if any stored version differs from its expected
+        one (the transaction then commits nothing)."""
+
+    @abc.abstractmethod
+    async def append_run_events(self, batches: list[tuple[str, str, list[HistoryEventRow]]]) -> None:
+        """:meth:`append_events` for several (namespace, run_id, events) at once."""
+
+
+class TaskOperations(abc.ABC):
+    """Workflow and activity task rows: the outbox that polls lease from."""
+
+    @abc.abstractmethod
+    async def insert_task(self, row: TaskRow) -> int:
+        """Inserts a task row and returns its id."""
+
+    @abc.abstractmethod
+    async def insert_tasks(self, rows: list[TaskRow]) -> None:
+        """Inserts the task rows in one batch. Their ``task_id`` stays unset in memory:
+        for tasks only polls will hand out; use :meth:`insert_task` for an id."""
+
+    @abc.abstractmethod
+    async def get_task(self, task_id: int, *, for_update: bool = False) -> TaskRow | None: ...
+
+    @abc.abstractmethod
+    async def get_activity_task(self, run_id: str, activity_id: str) -> TaskRow | None: ...
+
+    @abc.abstractmethod
+    async def list_run_tasks(self, namespace: str, run_id: str) -> list[TaskRow]: ...
+
+    @abc.abstractmethod
+    async def lease_next_task(self, namespace: str, kind: str, task_queue: str, now_us: int) -> TaskRow | None:
+        """Locks and returns the oldest visible pending task of a queue (skipping rows
+        other transactions hold), or None. The caller then updates it to LEASED."""
+
+    @abc.abstractmethod
+    async def has_visible_task(self, namespace: str, kind: str, task_queue: str, now_us: int) -> bool:
+        """Whether the queue has a pending task visible now: a cheap read that spares
+        a write transaction to every poller woken for a task another one took."""
+
+    @abc.abstractmethod
+    async def count_visible_tasks(self, namespace: str, kind: str, task_queue: str, now_us: int, limit: int) -> int:
+        """How many pending tasks of the queue are visible now, counting at most
+        ``limit``: how many of the polls a commit woke can lease something."""
+
+    @abc.abstractmethod
+    async def update_task(self, row: TaskRow) -> None: ...
+
+    @abc.abstractmethod
+    async def delete_task(self, task_id: int) -> bool: ...
+
+    @abc.abstractmethod
+    async def delete_run_tasks(self, run_id: str) -> None: ...
+
+    @abc.abstractmethod
+    async def expired_task_ids(self, now_us: int, limit: int) -> list[int]:
+        """Leased tasks past their lease, and pending ones past their pending deadline."""
+
+    @abc.abstractmethod
+    async def earliest_work_due_us(self) -> int | None:
+        """When the next task or query needs a worker, over every namespace: 0
+        while any task is leased or any query awaits its answer (work in
+        progress), else the earliest visible time of a pending task (now or past
+        when one is ready, future during a retry backoff); None when there is
+        no work at all."""
+
+
+class TimerOperations(abc.ABC):
+    """Durable timers and the deadlines the timekeeper sleeps until."""
+
+    @abc.abstractmethod
+    async def insert_timer(self, row: TimerRow) -> None: ...
+
+    @abc.abstractmethod
+    async def delete_timer(self, run_id: str, timer_id: str) -> TimerRow | None:
+        """Deletes and returns the timer: the claim that makes firing happen once."""
+
+    @abc.abstractmethod
+    async def delete_run_timers(self, run_id: str) -> None: ...
+
+    @abc.abstractmethod
+    async def due_timers(self, now_us: int, limit: int) -> list[TimerRow]: ...
+
+    @abc.abstractmethod
+    async def claim_due_timers(self, now_us: int, limit: int) -> list[TimerRow]:
+        """Deletes and returns up to ``limit`` due timers, earliest first, skipping
+        rows another transaction holds (``FOR UPDATE SKIP LOCKED`` on PostgreSQL), so
+        the timekeepers of several replicas take disjoint batches. The delete is the
+        claim: if the transaction rolls back, the timers are due again."""
+
+    @abc.abstractmethod
+    async def expired_run_ids(self, now_us: int, limit: int) -> list[tuple[str, str]]:
+        """(namespace, run_id) of running executions past their timeout."""
+
+    @abc.abstractmethod
+    async def next_deadline_us(self) -> int | None:
+        """The earliest lease expiry, pending deadline, timer or execution deadline."""
+
+
+class QueryOperations(abc.ABC):
+    """Workflow queries in flight (table ``workflow_queries``)."""
+
+    @abc.abstractmethod
+    async def insert_query(self, row: QueryRow) -> int:
+        """Inserts a query row and returns its id."""
+
+    @abc.abstractmethod
+    async def get_query(self, namespace: str, query_id: int, *, for_update: bool = False) -> QueryRow | None: ...
+
+    @abc.abstractmethod
+    async def lease_next_query(self, namespace: str, task_queue: str, now_us: int) -> QueryRow | None:
+        """Locks and returns the oldest visible pending query of a task queue (skipping
+        rows other transactions hold), or None. The caller then updates it."""
+
+    @abc.abstractmethod
+    async def has_visible_query(self, namespace: str, task_queue: str, now_us: int) -> bool: ...
+
+    @abc.abstractmethod
+    async def update_query(self, row: QueryRow) -> None: ...
+
+    @abc.abstractmethod
+    async def delete_query(self, namespace: str, query_id: int) -> None: ...
+
+    @abc.abstractmethod
+    async def delete_expired_queries(self, now_us: int) -> None:
+        """Deletes the rows whose caller gave up without cleaning up (its server died)."""
+
+
+class LineageOperations(abc.ABC):
+    """Pending child workflows of a run, and where they moved when they continued as new."""
+
+    @abc.abstractmethod
+    async def insert_child_execution(self, row: ChildExecutionRow) -> None: ...
+
+    @abc.abstractmethod
+    async def get_child_execution(self, namespace: str, run_id: str) -> ChildExecutionRow | None:
+        """The pending child whose current run is ``run_id``, if that run is a child's."""
+
+    @abc.abstractmethod
+    async def list_child_executions(self, namespace: str, parent_run_id: str) -> list[ChildExecutionRow]:
+        """The pending children of a run, oldest first."""
+
+    @abc.abstractmethod
+    async def delete_child_execution(self, namespace: str, parent_run_id: str, initiated_event_id: int) -> bool: ...
+
+    @abc.abstractmethod
+    async def move_child_execution(self, namespace: str, run_id: str, new_run_id: str) -> None:
+        """Points a pending child at the run it continued as."""
+
+
+class TriggerOperations(abc.ABC):
+    """Event triggers and the dedupe window of accepted events (docs/events.md)."""
+
+    @abc.abstractmethod
+    async def insert_event_trigger(self, row: EventTriggerRow) -> bool:
+        """Inserts the trigger; False (and nothing written) if its id is taken."""
+
+    @abc.abstractmethod
+    async def get_event_trigger(self, namespace: str, trigger_id: str) -> EventTriggerRow | None: ...
+
+    @abc.abstractmethod
+    async def list_event_triggers(
+        self, namespace: str, *, limit: int, after_trigger_id: str, event_type: str | None = None
+    ) -> list[EventTriggerRow]:
+        """Ordered by trigger id, those after ``after_trigger_id`` (a keyset cursor)."""
+
+    @abc.abstractmethod
+    async def delete_event_trigger(self, namespace: str, trigger_id: str) -> bool: ...
+
+    @abc.abstractmethod
+    async def claim_event(self, namespace: str, source: str, event_id: str, now_us: int, expires_us: int) -> bool:
+        """Records an accepted event; False if a live (unexpired) row for it exists.
+
+        Concurrent claims of one event serialize on the primary key: exactly one
+        transaction gets True; the others wait for it and get False once it commits.
+        An expired row is taken over as if it were absent."""
+
+    @abc.abstractmethod
+    async def set_event_outcome(self, namespace: str, source: str, event_id: str, outcome: str) -> None: ...
+
+    @abc.abstractmethod
+    async def get_event_dedupe(self, namespace: str, source: str, event_id: str) -> EventDedupeRow | None: ...
+
+    @abc.abstractmethod
+    async def delete_expired_event_dedupe(self, now_us: int, limit: int) -> int:
+        """Deletes up to ``limit`` rows whose window ended; returns how many."""
+
+
+class ScheduleOperations(abc.ABC):
+    """Schedules (docs/schedules.md); scheduler writes are fenced by the ``scheduler`` lease."""
+
+    @abc.abstractmethod
+    async def get_schedule(self, namespace: str, schedule_id: str) -> ScheduleRow | None: ...
+
+    @abc.abstractmethod
+    async def insert_schedule(self, row: ScheduleRow) -> bool:
+        """Inserts the schedule; False (nothing written) if the id is taken."""
+
+    @abc.abstractmethod
+    async def update_schedule(self, row: ScheduleRow, expected_version: int, fencing_token: int | None) -> None:
+        """Writes ``row`` with ``version = expected_version + 1``.
+
+        A scheduler write passes its ``fencing_token``: it is refused with
+        :class:`FencingTokenRejected` if the token is lower than the ``scheduler``
+        lease's current token or than the token that last wrote the row. API writes
+        pass None and keep the row's token. Raises :class:`ConcurrencyConflict` if the
+        stored version is not ``expected_version``.
+        """
+
+    @abc.abstractmethod
+    async def delete_schedule(self, namespace: str, schedule_id: str) -> bool: ...
+
+    @abc.abstractmethod
+    async def list_schedules(self, namespace: str, *, after: str, limit: int) -> list[ScheduleRow]:
+        """Schedules ordered by id, those after ``after`` (keyset cursor)."""
+
+    @abc.abstractmethod
+    async def due_schedules(self, now_us: int, limit: int) -> list[tuple[str, str]]:
+        """(namespace, schedule_id) of schedules whose next action is due."""
+
+    @abc.abstractmethod
+    async def next_schedule_action_us(self) -> int | None: ...
+
+
+class LeaseOperations(abc.ABC):
+    """Leader leases with fencing tokens (the scheduler's leader election)."""
+
+    @abc.abstractmethod
+    async def get_lease(self, name: str) -> LeaseRow | None: ...
+
+    @abc.abstractmethod
+    async def acquire_lease(self, name: str, holder: str, now_us: int, ttl_us: int) -> LeaseRow | None:
+        """Takes the lease if nobody holds it or its holder let it expire, with a
+        fencing token one higher than the last; None if someone else holds it."""
+
+    @abc.abstractmethod
+    async def renew_lease(self, name: str, holder: str, fencing_token: int, expires_us: int) -> bool:
+        """Extends the lease if ``holder`` still holds it with ``fencing_token``."""
+
+
+class VisibilityOperations(abc.ABC):
+    """Listing and counting runs, search attributes and memos (docs/visibility.md)."""
+
+    @abc.abstractmethod
+    async def list_executions(
+        self, namespace: str, condition: CompiledQuery, *, limit: int, before: tuple[int, str] | None
+    ) -> list[ExecutionRow]:
+        """The runs matching ``condition``, newest first; ``before`` is the
+        (start_us, run_id) keyset cursor of the previous page."""
+
+    @abc.abstractmethod
+    async def count_executions(self, namespace: str, condition: CompiledQuery) -> int: ...
+
+    @abc.abstractmethod
+    async def get_search_attribute_types(self, namespace: str) -> dict[str, str]:
+        """The namespace's custom search attributes: name -> type (KEYWORD, INT, ...)."""
+
+    @abc.abstractmethod
+    async def insert_search_attribute_type(self, namespace: str, name: str, value_type: str, now_us: int) -> None: ...
+
+    @abc.abstractmethod
+    async def set_search_attributes(self, namespace: str, run_id: str, values: dict[str, StoredValue]) -> None:
+        """Inserts or replaces the run's values of these attributes (one statement)."""
+
+    @abc.abstractmethod
+    async def delete_search_attribute(self, run_id: str, name: str) -> None: ...
+
+    @abc.abstractmethod
+    async def get_search_attributes(self, namespace: str, run_ids: list[str]) -> dict[str, dict[str, StoredValue]]:
+        """run_id -> name -> value, for the given runs (runs without any are absent)."""
+
+    @abc.abstractmethod
+    async def insert_memo(self, namespace: str, run_id: str, memo: bytes) -> None: ...
+
+    @abc.abstractmethod
+    async def get_memos(self, namespace: str, run_ids: list[str]) -> dict[str, bytes]:
+        """run_id -> serialized Memo, for the given runs that have one."""
+
+
+class Transaction(
+    NamespaceOperations,
+    ExecutionOperations,
+    TaskOperations,
+    TimerOperations,
+    QueryOperations,
+    LineageOperations,
+    TriggerOperations,
+    ScheduleOperations,
+    LeaseOperations,
+    VisibilityOperations,
+):
+    """The operations the engine performs inside one atomic transaction.
+
+    Reads marked ``for_update`` lock the row until commit where the database has
+    row locks (PostgreSQL); SQLite serializes writers, so it needs none.
+    """
+
+    def __init__(self) -> None:
+        self.channels: set[str] = set()
+
+    def notify_after_commit(self, channel: str) -> None:
+        """Wakes the long-polls waiting on ``channel`` once this transaction commits."""
+        self.channels.add(channel)

@@ -1,0 +1,256 @@
+"""The rows of the storage contract, one dataclass per table, and the plain types
+visibility hands the stores (a compiled list query, a stored attribute value).
+
+Field order is column order: the SQL stores build their statements from the fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+__all__ = [
+    "ChildExecutionRow",
+    "CompiledQuery",
+    "EventDedupeRow",
+    "EventTriggerRow",
+    "ExecutionRow",
+    "HistoryEventRow",
+    "LeaseRow",
+    "NamespaceRow",
+    "QueryRow",
+    "ScheduleRow",
+    "StoredValue",
+    "TaskRow",
+    "TimerRow",
+]
+
+
+# ------------------------------------------------------------- executions and tasks
+
+
+@dataclasses.dataclass
+class NamespaceRow:
+    """A namespace (table ``namespaces``); ``retention_s`` keeps closed runs that long."""
+
+    name: str
+    description: str
+    retention_s: int
+    create_us: int
+
+
+@dataclasses.dataclass
+class ExecutionRow:
+    """One run of a workflow (table ``executions``): its status, the next event id,
+    the workflow-task state machine (``wft_*``) and the optimistic-concurrency ``version``."""
+
+    namespace: str
+    run_id: str
+    workflow_id: str
+    workflow_type: str
+    task_queue: str
+    status: str
+    next_event_id: int
+    version: int
+    start_us: int
+    close_us: int | None
+    wft_state: str
+    wft_attempt: int
+    wft_scheduled_us: int | None
+    wft_started_us: int | None
+    wft_scheduled_event_id: int
+    wft_started_event_id: int
+    wft_timeout_s: float
+    last_wft_failure: str | None
+    buffered_events: str
+    deadline_us: int | None
+    deadline_kind: str | None
+    cancel_requested: int
+
+
+@dataclasses.dataclass
+class HistoryEventRow:
+    """One history event of a run; ``attributes`` is its JSON."""
+
+    event_id: int
+    event_type: str
+    event_us: int
+    attributes: str
+
+
+@dataclasses.dataclass
+class TaskRow:
+    """A workflow or activity task (table ``tasks``, the transactional outbox)."""
+
+    task_id: int | None
+    namespace: str
+    run_id: str
+    workflow_id: str
+    workflow_type: str
+    kind: str
+    task_queue: str
+    state: str
+    visible_us: int
+    lease_expires_us: int | None
+    fencing_token: int
+    attempt: int
+    scheduled_event_id: int
+    activity_id: str | None
+    activity_type: str | None
+    input: bytes | None
+    options: str
+    scheduled_us: int
+    started_us: int | None
+    pending_deadline_us: int | None
+    schedule_to_close_deadline_us: int | None
+    last_heartbeat_us: int | None
+    heartbeat_details: bytes | None
+    last_failure: str | None
+    retry_delays: str
+    identity: str
+    cancel_requested: int
+
+
+@dataclasses.dataclass
+class TimerRow:
+    """A durable timer a run started, due at ``fire_us``."""
+
+    namespace: str
+    run_id: str
+    timer_id: str
+    started_event_id: int
+    fire_us: int
+
+
+# --------------------------------------------------------------- event triggers
+
+
+@dataclasses.dataclass
+class EventTriggerRow:
+    """A subscription: events of ``event_type`` passing ``filter`` start a workflow."""
+
+    namespace: str
+    trigger_id: str
+    event_type: str
+    filter: str
+    """JSON list of canonical conditions (docs/events.md), all of which must hold."""
+    input_paths: str
+    """JSON list of event paths, one per workflow argument."""
+    workflow_type: str
+    task_queue: str
+    workflow_id_prefix: str
+    execution_timeout_s: float
+    run_timeout_s: float
+    task_timeout_s: float
+    create_us: int
+
+
+@dataclasses.dataclass
+class EventDedupeRow:
+    """An accepted event, live until ``expires_us``, and what it started."""
+
+    namespace: str
+    source: str
+    event_id: str
+    publish_us: int
+    expires_us: int
+    outcome: str
+    """JSON list of ``{trigger_id, workflow_id, run_id, started}``."""
+
+
+# ---------------------------------------------------------------- schedules
+
+
+@dataclasses.dataclass
+class ScheduleRow:
+    """A schedule (docs/schedules.md); ``fencing_token`` is the token that last wrote it."""
+
+    namespace: str
+    schedule_id: str
+    spec: str
+    action: str
+    policy: str
+    paused: int
+    note: str
+    state: str
+    cursor_us: int
+    next_action_us: int | None
+    create_us: int
+    update_us: int
+    version: int
+    fencing_token: int
+
+
+@dataclasses.dataclass
+class LeaseRow:
+    """A leader lease; ``fencing_token`` grows by one with every new holder."""
+
+    name: str
+    holder: str
+    fencing_token: int
+    acquired_us: int
+    expires_us: int
+
+
+# ------------------------------------------------------------------ queries
+
+
+@dataclasses.dataclass
+class QueryRow:
+    """A query in flight (table ``workflow_queries``)."""
+
+    query_id: int | None
+    namespace: str
+    run_id: str
+    workflow_id: str
+    workflow_type: str
+    task_queue: str
+    query_type: str
+    args: bytes
+    state: str
+    visible_us: int
+    fencing_token: int
+    answer: bytes | None
+    error: str | None
+    create_us: int
+    expires_us: int
+
+
+@dataclasses.dataclass
+class ChildExecutionRow:
+    """A child workflow a run started that has not closed yet."""
+
+    namespace: str
+    parent_run_id: str
+    initiated_event_id: int
+    workflow_id: str
+    run_id: str
+    workflow_type: str
+    parent_close_policy: str
+
+
+# --------------------------------------------------------------- visibility
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredValue:
+    """One search attribute value as the columns of a ``search_attributes`` row hold it."""
+
+    keyword_value: str | None = None
+    int_value: int | None = None
+    double_value: float | None = None
+    datetime_us: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class CompiledQuery:
+    """A list query as a SQL condition on ``executions e`` with ``?`` placeholders
+    (compiled by :func:`flowforge.server.visibility.compile_query`).
+
+    Attributes:
+        where: The condition; ``"1 = 1"`` for an empty query.
+        params: The values for its placeholders, in order.
+    """
+
+    where: str
+    params: tuple[Any, ...]
