@@ -24,6 +24,7 @@ from google.protobuf.message import Message
 
 from flowforge.api.v1 import common_pb2
 from flowforge.converter import PayloadCodec, default_converter
+from flowforge.storage import PayloadStorageError
 
 __all__ = ["ENCODED_FAILURE_MESSAGE", "UndecodableResponse", "decode_message", "encode_message"]
 
@@ -38,16 +39,26 @@ ENCODED_FAILURE_MESSAGE = "Encoded failure"
 
 
 class UndecodableResponse(Exception):
-    """The codec failed to decode a response (e.g. a worker without the right key).
+    """The codec failed to decode a response (e.g. a worker without the right key),
+    or payload storage could not give back a referenced payload.
 
     Attributes:
         response: The response as the server sent it; a poll response still
             carries its task token, so the worker can fail the task visibly.
+        failure_type: The type a worker reports the task's failure with:
+            ``PayloadStorageError`` or ``PayloadCodecError``.
     """
 
     def __init__(self, rpc: str, response: Message, cause: BaseException) -> None:
-        # Only the error's type: its message may quote the bytes it could not decode.
-        super().__init__(f"the payload codec could not decode the {rpc} response ({type(cause).__name__})")
+        if isinstance(cause, PayloadStorageError):
+            # Its message names the reference and never quotes payload data.
+            message = f"payload storage could not resolve the {rpc} response: {cause}"
+            self.failure_type = "PayloadStorageError"
+        else:
+            # Only the error's type: its message may quote the bytes it could not decode.
+            message = f"the payload codec could not decode the {rpc} response ({type(cause).__name__})"
+            self.failure_type = "PayloadCodecError"
+        super().__init__(message)
         self.response = response
 
 
@@ -90,18 +101,18 @@ async def _visit(message: Message, transform: _Transform, *, hide_failure_attrib
             message.payloads.extend(transformed)
         return
     if isinstance(message, common_pb2.Payload):
-        (transformed,) = await transform([message])
-        message.CopyFrom(transformed)
+        (single,) = await transform([message])
+        message.CopyFrom(single)
         return
     if isinstance(message, common_pb2.HistoryEvent):
         await _visit_event(message, transform)
         return
-    is_failure = isinstance(message, common_pb2.Failure)
-    if is_failure and hide_failure_attributes and not message.HasField("encoded_attributes"):
-        message.encoded_attributes.CopyFrom(
-            default_converter.to_payload({"message": message.message, "stack_trace": message.stack_trace})
+    failure = message if isinstance(message, common_pb2.Failure) else None
+    if failure is not None and hide_failure_attributes and not failure.HasField("encoded_attributes"):
+        failure.encoded_attributes.CopyFrom(
+            default_converter.to_payload({"message": failure.message, "stack_trace": failure.stack_trace})
         )
-        message.message, message.stack_trace = ENCODED_FAILURE_MESSAGE, ""
+        failure.message, failure.stack_trace = ENCODED_FAILURE_MESSAGE, ""
     for field, value in message.ListFields():
         if field.message_type is None or field.name in _NOT_ENCODED:
             continue
@@ -114,11 +125,11 @@ async def _visit(message: Message, transform: _Transform, *, hide_failure_attrib
                 await _visit(item, transform, hide_failure_attributes=hide_failure_attributes)
         else:
             await _visit(value, transform, hide_failure_attributes=hide_failure_attributes)
-    if is_failure and not hide_failure_attributes and message.HasField("encoded_attributes"):
-        attributes = default_converter.from_payload(message.encoded_attributes)
-        message.message = _restored_message(message.message, attributes)
-        message.stack_trace = attributes.get("stack_trace", "")
-        message.ClearField("encoded_attributes")
+    if failure is not None and not hide_failure_attributes and failure.HasField("encoded_attributes"):
+        attributes = default_converter.from_payload(failure.encoded_attributes)
+        failure.message = _restored_message(failure.message, attributes)
+        failure.stack_trace = attributes.get("stack_trace", "")
+        failure.ClearField("encoded_attributes")
 
 
 async def _visit_event(event: common_pb2.HistoryEvent, transform: _Transform) -> None:

@@ -19,6 +19,7 @@ from datetime import timedelta
 from typing import Any
 
 import grpc
+from google.protobuf.message import Message
 
 from flowforge._codec import UndecodableResponse, decode_message, encode_message
 from flowforge.api.v1 import workflow_service_pb2_grpc
@@ -33,7 +34,9 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 """The gRPC message size limit in both directions. It is far above the server's
 payload limit on purpose: an oversize payload must reach the server, which refuses it
 with an INVALID_ARGUMENT message naming the limit, instead of failing in the client
-with a transport error."""
+with a transport error. A request even larger than this is refused by the client
+before it is sent, with the same advice (configure payload storage). With payload
+storage every large payload travels as a reference of about a hundred bytes."""
 
 _RETRYABLE_STATUSES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 
@@ -80,6 +83,18 @@ def rpc_error(error: grpc.aio.AioRpcError) -> RPCError:
     return RPCError(error.details() or code.name, code)
 
 
+def _check_size(rpc: str, request: Message) -> None:
+    """Refuses a request over the gRPC message limit with advice, not a transport error."""
+    size = request.ByteSize()
+    if size > MAX_MESSAGE_BYTES:
+        raise RPCError(
+            f"the {rpc} request is {size} bytes, over the message limit of {MAX_MESSAGE_BYTES} bytes; configure "
+            "payload storage (DataConverter(payload_storage=...), see docs/payloads.md) so large payloads "
+            "travel as references",
+            grpc.StatusCode.INVALID_ARGUMENT,
+        )
+
+
 class WorkflowServiceClient:
     """Calls WorkflowService RPCs by name with credentials, deadlines and retries.
 
@@ -92,7 +107,8 @@ class WorkflowServiceClient:
         retry_config: How transient failures are retried.
         payload_codec: Encodes every payload of each request before it is sent
             and decodes every payload of each response (see
-            :class:`flowforge.converter.PayloadCodec`).
+            :class:`flowforge.converter.PayloadCodec`); with payload storage,
+            the converter's ``flowforge._claim_check.wire_codec``.
         encode_failure_attributes: With ``payload_codec``, also encode failure
             messages and stack traces (``DataConverter.encode_failure_attributes``).
     """
@@ -109,7 +125,8 @@ class WorkflowServiceClient:
         self._channel = channel
         self._payload_codec = payload_codec
         self._encode_failure_attributes = encode_failure_attributes
-        self._stub = workflow_service_pb2_grpc.WorkflowServiceStub(channel)
+        # The generated stub has no annotations.
+        self._stub = workflow_service_pb2_grpc.WorkflowServiceStub(channel)  # type: ignore[no-untyped-call]
         self._metadata = tuple(metadata)
         self.retry_config = retry_config
 
@@ -137,18 +154,22 @@ class WorkflowServiceClient:
 
         Raises:
             RPCError: The call failed with a final status, or retries ran out.
-            UndecodableResponse: The payload codec failed on the response.
+            RPCError: ``INVALID_ARGUMENT`` before sending a request over
+                :data:`MAX_MESSAGE_BYTES`.
+            UndecodableResponse: The payload codec (or payload storage) failed on the response.
         """
         method = getattr(self._stub, rpc)
         if self._payload_codec is not None:
             request = await encode_message(
                 request, self._payload_codec, encode_failure_attributes=self._encode_failure_attributes
             )
+            _check_size(rpc, request)
             response = await self._call(method, rpc, request, retry=retry, timeout=timeout)
             try:
                 return await decode_message(response, self._payload_codec)
             except Exception as error:
                 raise UndecodableResponse(rpc, response, error) from error
+        _check_size(rpc, request)
         return await self._call(method, rpc, request, retry=retry, timeout=timeout)
 
     async def _call(self, method: Any, rpc: str, request: Any, *, retry: bool, timeout: timedelta | None) -> Any:

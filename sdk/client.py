@@ -29,6 +29,7 @@ from typing import Any
 
 import grpc
 
+from flowforge._claim_check import wire_codec
 from flowforge._rpc import MAX_MESSAGE_BYTES, RPCRetryConfig, WorkflowServiceClient
 from flowforge.api.v1 import common_pb2, event_pb2, workflow_service_pb2
 from flowforge.common import (
@@ -708,7 +709,8 @@ class Client:
                 credentials; ``False`` for plaintext.
             data_converter: Turns values into payloads and back; its ``payload_codec``,
                 if set, is applied to every payload this client and the workers
-                using it exchange with the server, so the server never sees them plain.
+                using it exchange with the server, so the server never sees them plain,
+                and its ``payload_storage`` keeps large payloads out of the server.
             rpc_retry: How transient RPC failures are retried.
             connect_timeout: How long to wait for the server to accept the
                 connection; ``None`` connects lazily on the first call.
@@ -743,7 +745,7 @@ class Client:
             channel,
             metadata=metadata,
             retry_config=rpc_retry,
-            payload_codec=data_converter.payload_codec,
+            payload_codec=wire_codec(data_converter),
             encode_failure_attributes=data_converter.encode_failure_attributes,
         )
         return cls(

@@ -11,7 +11,10 @@ dataclass out, also nested and inside ``list[...]``, ``dict[str, ...]``,
 A :class:`PayloadCodec` (compression, encryption, ...) set on the client's
 converter transforms every payload on its way to the server and back, in the
 client and the worker only: ``Client.connect(..., data_converter=
-DataConverter(payload_codec=MyCodec()))``. See docs/payloads.md.
+DataConverter(payload_codec=MyCodec()))``. With ``payload_storage`` (see
+:mod:`flowforge.storage`), payloads over ``payload_storage_threshold`` bytes
+after the codec are kept in a blob store and travel as references.
+See docs/payloads.md.
 """
 
 from __future__ import annotations
@@ -27,11 +30,14 @@ import types
 import typing
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flowforge import exceptions
 from flowforge.api.schema import json_dict_to_message, message_to_json_dict
 from flowforge.api.v1 import common_pb2
+
+if TYPE_CHECKING:
+    from flowforge.storage import PayloadStorage
 
 __all__ = [
     "DataConverter",
@@ -169,16 +175,35 @@ class DataConverter:
             ``encode_common_attributes``), and the server sees the message
             "Encoded failure". Clients and workers with the codec see the
             original; the CLI and clients without it see the placeholder.
+        payload_storage: Where payloads larger than ``payload_storage_threshold``
+            (after the codec) are kept, e.g.
+            ``flowforge.storage.FileSystemPayloadStorage(path)``; the history
+            then holds a reference (claim-check). Every process reading those
+            payloads (clients, workers, the ``Replayer``) needs the same storage.
+        payload_storage_threshold: The size in bytes above which a payload is
+            stored rather than sent inline.
 
     Raises:
-        ValueError: ``encode_failure_attributes`` without a ``payload_codec``.
+        ValueError: ``encode_failure_attributes`` without a ``payload_codec``,
+            or a threshold that is not positive.
     """
 
-    def __init__(self, *, payload_codec: PayloadCodec | None = None, encode_failure_attributes: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        payload_codec: PayloadCodec | None = None,
+        encode_failure_attributes: bool = False,
+        payload_storage: PayloadStorage | None = None,
+        payload_storage_threshold: int = 64 * 1024,
+    ) -> None:
         if encode_failure_attributes and payload_codec is None:
             raise ValueError("encode_failure_attributes needs a payload_codec to encode them with")
+        if payload_storage_threshold <= 0:
+            raise ValueError(f"payload_storage_threshold must be positive, not {payload_storage_threshold}")
         self._payload_codec = payload_codec
         self._encode_failure_attributes = encode_failure_attributes
+        self._payload_storage = payload_storage
+        self._payload_storage_threshold = payload_storage_threshold
 
     @property
     def payload_codec(self) -> PayloadCodec | None:
@@ -189,6 +214,16 @@ class DataConverter:
     def encode_failure_attributes(self) -> bool:
         """Whether failure messages and stack traces are encoded with the codec too."""
         return self._encode_failure_attributes
+
+    @property
+    def payload_storage(self) -> PayloadStorage | None:
+        """Where payloads over the threshold are kept, if anywhere."""
+        return self._payload_storage
+
+    @property
+    def payload_storage_threshold(self) -> int:
+        """The size in bytes above which a payload goes to :attr:`payload_storage`."""
+        return self._payload_storage_threshold
 
     def to_payload(self, value: Any) -> common_pb2.Payload:
         """Serializes one value."""
@@ -242,7 +277,8 @@ def error_to_failure(
     elif isinstance(error, exceptions.TimeoutError):
         failure.type = "TimeoutError"
         if error.type is not None:
-            failure.timeout_type = error.type.value
+            # The proto enum's values are the Python enum's (TimeoutType mirrors it).
+            failure.timeout_type = typing.cast("common_pb2.TimeoutType", error.type.value)
         if error.last_heartbeat_details:
             failure.details.CopyFrom(converter.to_payloads(error.last_heartbeat_details))
     elif isinstance(error, exceptions.CancelledError):

@@ -42,6 +42,7 @@ from typing import (
 )
 
 from flowforge import activity, workflow
+from flowforge._claim_check import wire_codec
 from flowforge._codec import decode_message
 from flowforge._rpc import WorkflowServiceClient
 from flowforge._workflow_instance import WorkflowInstance
@@ -191,9 +192,10 @@ class Replayer:
             proto = common_pb2.HistoryEvent()
             proto.CopyFrom(event if isinstance(event, common_pb2.HistoryEvent) else event.to_proto())
             events.append(proto)
-        codec = self._converter.payload_codec
+        codec = wire_codec(self._converter)
         if codec is not None:
-            # E.g. a history written by `flowforge workflow show`, which has no codec.
+            # E.g. a history written by `flowforge workflow show`, which has no codec
+            # and leaves payload storage references unresolved.
             events = [await decode_message(event, codec) for event in events]
         return events
 

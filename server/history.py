@@ -461,7 +461,8 @@ class HistoryEngine:
         if size > self.config.max_payload_bytes:
             raise InvalidArgument(
                 f"{what} is {size} bytes, over the server's payload limit of {self.config.max_payload_bytes}"
-                " bytes; pass a reference (e.g. a blob URL) instead of the data"
+                " bytes; configure payload storage in the client's DataConverter (payload_storage=..., see"
+                " docs/payloads.md) so large payloads are stored by reference"
             )
 
     def check_failure(self, failure: common_pb2.Failure, what: str) -> None:
