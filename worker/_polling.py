@@ -106,14 +106,9 @@ async def long_poll(
         if not isinstance(undecodable, response_type) or not undecodable.task_token:
             raise
         logger.error("%s", error)
-<<<<<<< HEAD
-        await fail_undecodable(undecodable, ApplicationError(str(error), type="PayloadCodecError"))
+        await fail_undecodable(undecodable, ApplicationError(str(error), type=error.failure_type))
         return response_type()
     return response
-=======
-        await fail_undecodable(error.response, ApplicationError(str(error), type=error.failure_type))
-        return type(error.response)()
->>>>>>> 11f4cd9 (Payload storage (claim-check): DataConverter(payload_storage=..., payload_storage_threshold=64 KiB) stores payloads over the threshold after the codec under their SHA-256 (flowforge.storage.FileSystemPayloadStorage: chunked write to a temp file, fsync, rename) and sends a binary/storage-ref reference; the RPC layer resolves and digest-verifies references for workflows, activities, results, queries, signals, fetch_history and the Replayer; transient storage errors retried; a missing or corrupted blob fails the task as PayloadStorageError naming the reference; over-limit errors (SDK before sending, server INVALID_ARGUMENT) name payload storage; _codec/_rpc/converter mypy-strict clean. Tests: tests/unit/test_payload_storage.py, tests/integration/test_payload_storage.py (5 and 100 MiB on both stores, dedupe, sealed blobs, damaged blobs, kill -9 mid-upload, Replayer))
 
 
 def start_handler(handlers: set[asyncio.Task[None]], handle: Coroutine[Any, Any, None], name: str) -> None:
