@@ -20,6 +20,14 @@ as ``test_x[sqlite]`` and ``test_x[postgresql]``::
 PostgreSQL variant carries the ``postgres`` marker, so ``-m "not postgres"`` runs
 SQLite only.
 
+A fake WorkflowService
+----------------------
+``serve_fake`` serves a servicer (a ``WorkflowServiceServicer`` subclass that answers
+as the test wants) on a free local port over real gRPC and returns its address::
+
+    async def test_client(serve_fake):
+        address = await serve_fake(ScriptedService())   # stopped at teardown
+
 PostgreSQL
 ----------
 ``postgres`` (session) is the server, found or started by :mod:`testsupport.postgres`:
@@ -37,8 +45,10 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 
+from flowforge.api.v1 import workflow_service_pb2_grpc
 from flowforge.server.app import open_store
 from flowforge.server.stores.base import Store
 from testsupport.postgres import PostgresServer, PostgresUnavailable, start_postgres
@@ -110,3 +120,25 @@ async def store_factory(store_url: str) -> AsyncIterator[Callable[[], Awaitable[
 async def store(store_factory: Callable[[], Awaitable[Store]]) -> Store:
     """One opened store of ``store_kind``."""
     return await store_factory()
+
+
+FakeServer = Callable[..., Awaitable[str]]
+
+
+@pytest.fixture
+async def serve_fake() -> AsyncIterator[FakeServer]:
+    """``await serve_fake(servicer, **grpc_options)`` serves ``servicer`` as the
+    WorkflowService on a free local port and returns its address; all are stopped at teardown."""
+    servers: list[grpc.aio.Server] = []
+
+    async def serve(servicer: workflow_service_pb2_grpc.WorkflowServiceServicer, **grpc_options: int) -> str:
+        server = grpc.aio.server(options=list(grpc_options.items()))
+        workflow_service_pb2_grpc.add_WorkflowServiceServicer_to_server(servicer, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        servers.append(server)
+        return f"127.0.0.1:{port}"
+
+    yield serve
+    for server in servers:
+        await server.stop(grace=None)

@@ -1,6 +1,6 @@
 """Shared pieces of the reliability tests (timeouts, heartbeats, retries, cancellation,
-outages): an SDK client of the in-process ``server`` fixture, in-process workers that
-shut down fast, and history helpers.
+outages): in-process workers that shut down fast, and history helpers. Their SDK
+client of the in-process ``server`` is the ``sdk_client`` fixture (conftest.py).
 
 Every test here uses sub-second timeouts and waits on conditions with deadlines, so
 bounds are generous (two shared cores) while the suite stays quick.
@@ -8,27 +8,16 @@ bounds are generous (two shared cores) while the suite stays quick.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
-import pytest
-
 from flowforge import Client
 from flowforge.client import HistoryEvent, WorkflowHandle
-from flowforge.server import FlowForgeServer
 from flowforge.worker import Worker
 
 #: How long any single condition may take to come true before a test fails.
 DEADLINE_S = 20.0
-
-
-@pytest.fixture
-async def sdk_client(server: FlowForgeServer) -> AsyncIterator[Client]:
-    """An SDK client of the in-process ``server`` (SQLite or PostgreSQL in turn)."""
-    connection = await Client.connect(f"127.0.0.1:{server.port}")
-    yield connection
-    await connection.close()
 
 
 def fast_worker(

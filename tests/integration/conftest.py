@@ -1,4 +1,10 @@
-"""Fixtures for integration tests: real servers on free ports."""
+"""Fixtures for integration tests: real servers on free ports, and one SDK client of each.
+
+- ``server``: a server in this process; ``sdk_client`` is an SDK client of it, ``wire``
+  raw gRPC stubs (a module may override ``server``, e.g. with the webhook on).
+- ``server_process``: ``flowforge server start`` in a child process (kill -9 at will);
+  ``client`` is an SDK client of it.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +26,14 @@ async def server(store_url: str) -> AsyncIterator[FlowForgeServer]:
     await instance.start()
     yield instance
     await instance.stop()
+
+
+@pytest.fixture
+async def sdk_client(server: FlowForgeServer) -> AsyncIterator[Client]:
+    """An SDK client of the in-process ``server`` (SQLite or PostgreSQL in turn)."""
+    connection = await Client.connect(f"127.0.0.1:{server.port}")
+    yield connection
+    await connection.close()
 
 
 @pytest.fixture

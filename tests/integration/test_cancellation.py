@@ -31,10 +31,8 @@ import pytest
 from flowforge import Client, WorkflowExecutionStatus, activity, workflow
 from flowforge.exceptions import CancelledError, TerminatedError, WorkflowFailureError
 from flowforge.workflow import ActivityCancellationType
-from tests.integration._reliability import DEADLINE_S, assert_gapless, events, fast_worker, of_type, sdk_client
+from tests.integration._reliability import DEADLINE_S, assert_gapless, events, fast_worker, of_type
 from testsupport.waiting import wait_until
-
-__all__ = ["sdk_client"]
 
 QUEUE = "cancellation"
 HEARTBEAT_TIMEOUT = timedelta(seconds=1)

@@ -28,10 +28,8 @@ from flowforge.server import FlowForgeServer
 from flowforge.workflow import ParentClosePolicy
 from tests.integration._processes import ServerProcess
 from tests.integration._protocol import Wire, seconds
-from tests.integration._reliability import DEADLINE_S, assert_gapless, events, fast_worker, of_type, sdk_client
+from tests.integration._reliability import DEADLINE_S, assert_gapless, events, fast_worker, of_type
 from testsupport.waiting import wait_until
-
-__all__ = ["sdk_client"]
 
 QUEUE = "children"
 

@@ -17,10 +17,8 @@ from flowforge import Client, WorkflowExecutionStatus, workflow
 from flowforge.exceptions import NonDeterminismError, TimeoutError, WorkflowFailureError
 from flowforge.testing import Replayer
 from tests.integration._processes import ServerProcess
-from tests.integration._reliability import assert_gapless, events, fast_worker, sdk_client
+from tests.integration._reliability import assert_gapless, events, fast_worker
 from testsupport.waiting import wait_until
-
-__all__ = ["sdk_client"]
 
 QUEUE = "continue-as-new"
 RUNS = 100

@@ -14,10 +14,8 @@ import pytest
 
 from flowforge import Client, activity, workflow
 from flowforge.worker import Worker
-from tests.integration._reliability import DEADLINE_S, sdk_client
+from tests.integration._reliability import DEADLINE_S
 from testsupport.waiting import wait_until
-
-__all__ = ["sdk_client"]
 
 TASK_QUEUE = "draws"
 released = asyncio.Event()

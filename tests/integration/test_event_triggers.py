@@ -39,7 +39,7 @@ class OrderPaid:
 
 
 @pytest.fixture
-async def events_server(store_url: str) -> AsyncIterator[FlowForgeServer]:
+async def server(store_url: str) -> AsyncIterator[FlowForgeServer]:
     """A server with the webhook on a free port; namespace 'default' needs signatures."""
     instance = FlowForgeServer(
         ServerConfig(
@@ -49,13 +49,6 @@ async def events_server(store_url: str) -> AsyncIterator[FlowForgeServer]:
     await instance.start()
     yield instance
     await instance.stop()
-
-
-@pytest.fixture
-async def client(events_server: FlowForgeServer) -> AsyncIterator[Client]:
-    connection = await Client.connect(f"127.0.0.1:{events_server.port}")
-    yield connection
-    await connection.close()
 
 
 async def _post(
@@ -79,12 +72,12 @@ def _cloudevent(event_id: str, data: Any, *, type: str = "order.paid") -> bytes:
     ).encode()
 
 
-async def _executions(client: Client) -> list[Any]:
-    return [e async for e in client.list_workflows()]
+async def _executions(sdk_client: Client) -> list[Any]:
+    return [e async for e in sdk_client.list_workflows()]
 
 
-async def _order_trigger(client: Client, trigger_id: str = "orders", **options: Any) -> None:
-    await client.create_trigger(
+async def _order_trigger(sdk_client: Client, trigger_id: str = "orders", **options: Any) -> None:
+    await sdk_client.create_trigger(
         trigger_id,
         event_type="order.paid",
         workflow=OrderPaid.run,
@@ -94,47 +87,47 @@ async def _order_trigger(client: Client, trigger_id: str = "orders", **options: 
     )
 
 
-async def test_an_event_published_twice_starts_one_execution(client: Client) -> None:
-    await _order_trigger(client)
-    first = await client.publish_event(id="evt-1", source=SHOP, type="order.paid", data={"order_id": "o-1"})
-    again = await client.publish_event(id="evt-1", source=SHOP, type="order.paid", data={"order_id": "o-1"})
+async def test_an_event_published_twice_starts_one_execution(sdk_client: Client) -> None:
+    await _order_trigger(sdk_client)
+    first = await sdk_client.publish_event(id="evt-1", source=SHOP, type="order.paid", data={"order_id": "o-1"})
+    again = await sdk_client.publish_event(id="evt-1", source=SHOP, type="order.paid", data={"order_id": "o-1"})
     assert not first.duplicate and [w.started for w in first.workflows] == [True]
     assert again.duplicate and again.workflows == first.workflows
     # The same id from another source is another event.
-    other = await client.publish_event(id="evt-1", source="https://crm.example.com", type="order.paid")
+    other = await sdk_client.publish_event(id="evt-1", source="https://crm.example.com", type="order.paid")
     assert not other.duplicate and other.workflows[0].workflow_id != first.workflows[0].workflow_id
-    assert sorted(e.run_id for e in await _executions(client)) == sorted(
+    assert sorted(e.run_id for e in await _executions(sdk_client)) == sorted(
         [first.workflows[0].run_id, other.workflows[0].run_id]
     )
 
 
-async def test_concurrent_publishes_of_one_event_start_one_execution(client: Client) -> None:
-    await _order_trigger(client)
+async def test_concurrent_publishes_of_one_event_start_one_execution(sdk_client: Client) -> None:
+    await _order_trigger(sdk_client)
     results = await asyncio.gather(
         *(
-            client.publish_event(id="evt-race", source=SHOP, type="order.paid", data={"order_id": "o-9"})
+            sdk_client.publish_event(id="evt-race", source=SHOP, type="order.paid", data={"order_id": "o-9"})
             for _ in range(16)
         )
     )
     assert sum(not r.duplicate for r in results) == 1
     assert len({r.workflows[0].run_id for r in results}) == 1
-    assert len(await _executions(client)) == 1
+    assert len(await _executions(sdk_client)) == 1
 
 
-async def test_the_webhook_dedupes_with_grpc_and_answers_202(events_server: FlowForgeServer, client: Client) -> None:
-    await _order_trigger(client)
+async def test_the_webhook_dedupes_with_grpc_and_answers_202(server: FlowForgeServer, sdk_client: Client) -> None:
+    await _order_trigger(sdk_client)
     body = _cloudevent("evt-web", {"order_id": "o-2", "amount": 5})
-    status, first = await _post(events_server, body)
+    status, first = await _post(server, body)
     assert status == 202 and first["duplicate"] is False and first["workflows"][0]["started"] is True
-    status, again = await _post(events_server, body)
+    status, again = await _post(server, body)
     assert status == 202 and again == {**first, "duplicate": True}
-    over_grpc = await client.publish_event(id="evt-web", source=SHOP, type="order.paid")
+    over_grpc = await sdk_client.publish_event(id="evt-web", source=SHOP, type="order.paid")
     assert over_grpc.duplicate and over_grpc.workflows[0].run_id == first["workflows"][0]["run_id"]
-    assert [e.run_id for e in await _executions(client)] == [first["workflows"][0]["run_id"]]
+    assert [e.run_id for e in await _executions(sdk_client)] == [first["workflows"][0]["run_id"]]
 
 
-async def test_a_badly_signed_webhook_is_401_and_starts_nothing(events_server: FlowForgeServer, client: Client) -> None:
-    await _order_trigger(client)
+async def test_a_badly_signed_webhook_is_401_and_starts_nothing(server: FlowForgeServer, sdk_client: Client) -> None:
+    await _order_trigger(sdk_client)
     body = _cloudevent("evt-signed", {"order_id": "o-3"})
     other_body = _cloudevent("evt-other", {"order_id": "o-3"})
     for signature in (
@@ -145,26 +138,26 @@ async def test_a_badly_signed_webhook_is_401_and_starts_nothing(events_server: F
         sign(SECRET, body).removeprefix("sha256="),
         "garbage",
     ):
-        status, answer = await _post(events_server, body, signature=signature)
+        status, answer = await _post(server, body, signature=signature)
         assert status == 401, signature
         assert SIGNATURE_HEADER in answer["error"] and SECRET not in answer["error"]
-    assert await _executions(client) == []
-    assert SECRET not in repr(events_server.config)
+    assert await _executions(sdk_client) == []
+    assert SECRET not in repr(server.config)
     # Nothing was recorded either: the same event, signed, is not a duplicate.
-    status, answer = await _post(events_server, body)
+    status, answer = await _post(server, body)
     assert status == 202 and answer["duplicate"] is False and len(answer["workflows"]) == 1
 
 
 async def test_a_namespace_without_a_secret_accepts_unsigned_events(
-    events_server: FlowForgeServer, client: Client
+    server: FlowForgeServer, sdk_client: Client
 ) -> None:
-    await client.register_namespace("open")
-    async with await Client.connect(f"127.0.0.1:{events_server.port}", namespace="open") as open_client:
+    await sdk_client.register_namespace("open")
+    async with await Client.connect(f"127.0.0.1:{server.port}", namespace="open") as open_client:
         await _order_trigger(open_client)
-        status, answer = await _post(events_server, _cloudevent("evt-open", {}), signature=None, namespace="open")
+        status, answer = await _post(server, _cloudevent("evt-open", {}), signature=None, namespace="open")
         assert status == 202 and answer["workflows"][0]["started"] is True
         assert len(await _executions(open_client)) == 1
-    assert await _executions(client) == []
+    assert await _executions(sdk_client) == []
 
 
 _MALFORMED_BODIES = [
@@ -181,60 +174,60 @@ _MALFORMED_BODIES = [
 ]
 
 
-async def test_a_malformed_webhook_body_is_400_and_changes_nothing(
-    events_server: FlowForgeServer, client: Client
-) -> None:
-    await _order_trigger(client)
+async def test_a_malformed_webhook_body_is_400_and_changes_nothing(server: FlowForgeServer, sdk_client: Client) -> None:
+    await _order_trigger(sdk_client)
     for body, message in _MALFORMED_BODIES:
-        status, answer = await _post(events_server, body)
+        status, answer = await _post(server, body)
         assert (status, message in answer["error"]) == (400, True), (body, answer)
-    assert await _executions(client) == []
-    status, answer = await _post(events_server, _cloudevent("x", {}))  # nothing of "x" was recorded
+    assert await _executions(sdk_client) == []
+    status, answer = await _post(server, _cloudevent("x", {}))  # nothing of "x" was recorded
     assert status == 202 and answer["duplicate"] is False
 
 
-async def test_a_filtered_out_event_starts_nothing(client: Client) -> None:
-    await _order_trigger(client, filter=['data.currency == "EUR"', "data.amount != 0"])
+async def test_a_filtered_out_event_starts_nothing(sdk_client: Client) -> None:
+    await _order_trigger(sdk_client, filter=['data.currency == "EUR"', "data.amount != 0"])
     for event_id, data in [
         ("usd", {"currency": "USD", "amount": 5}),
         ("zero", {"currency": "EUR", "amount": 0}),
         ("none", None),
     ]:
-        result = await client.publish_event(id=event_id, source=SHOP, type="order.paid", data=data)
+        result = await sdk_client.publish_event(id=event_id, source=SHOP, type="order.paid", data=data)
         assert result == type(result)(duplicate=False, workflows=[])
-    other_type = await client.publish_event(
+    other_type = await sdk_client.publish_event(
         id="refund", source=SHOP, type="order.refunded", data={"currency": "EUR", "amount": 5}
     )
     assert other_type.workflows == []
-    assert await _executions(client) == []
-    matching = await client.publish_event(
+    assert await _executions(sdk_client) == []
+    matching = await sdk_client.publish_event(
         id="eur", source=SHOP, type="order.paid", data={"currency": "EUR", "amount": 5}
     )
     assert [w.trigger_id for w in matching.workflows] == ["orders"]
 
 
-async def test_an_event_matching_two_triggers_starts_two(client: Client) -> None:
-    await _order_trigger(client, "billing", id_prefix="bill-")
-    await _order_trigger(client, "shipping", filter=["data.express in [true]"])
-    await _order_trigger(client, "refunds-only", filter=["data.express == false"])
-    result = await client.publish_event(
+async def test_an_event_matching_two_triggers_starts_two(sdk_client: Client) -> None:
+    await _order_trigger(sdk_client, "billing", id_prefix="bill-")
+    await _order_trigger(sdk_client, "shipping", filter=["data.express in [true]"])
+    await _order_trigger(sdk_client, "refunds-only", filter=["data.express == false"])
+    result = await sdk_client.publish_event(
         id="evt-two", source=SHOP, type="order.paid", data={"order_id": "o-5", "express": True}
     )
     assert sorted(w.trigger_id for w in result.workflows) == ["billing", "shipping"]
     by_trigger = {w.trigger_id: w for w in result.workflows}
     assert by_trigger["billing"].workflow_id.startswith("bill-")
     assert by_trigger["shipping"].workflow_id.startswith("shipping-")
-    assert sorted(e.workflow_id for e in await _executions(client)) == sorted(w.workflow_id for w in result.workflows)
+    assert sorted(e.workflow_id for e in await _executions(sdk_client)) == sorted(
+        w.workflow_id for w in result.workflows
+    )
 
 
-async def test_the_input_mapping_delivers_event_fields_to_a_running_workflow(client: Client) -> None:
-    await _order_trigger(client)
-    result = await client.publish_event(
+async def test_the_input_mapping_delivers_event_fields_to_a_running_workflow(sdk_client: Client) -> None:
+    await _order_trigger(sdk_client)
+    result = await sdk_client.publish_event(
         id="evt-run", source=SHOP, type="order.paid", subject="checkout", data={"order_id": "o-7", "amount": 42}
     )
     (started,) = result.workflows
-    async with Worker(client, task_queue="orders", workflows=[OrderPaid]):
-        handle = client.get_workflow_handle(started.workflow_id, run_id=started.run_id)
+    async with Worker(sdk_client, task_queue="orders", workflows=[OrderPaid]):
+        handle = sdk_client.get_workflow_handle(started.workflow_id, run_id=started.run_id)
         assert await handle.result() == "order o-7 paid 42 (checkout)"
     history = await handle.fetch_history()
     attributes = history.events[0].attributes
@@ -242,23 +235,23 @@ async def test_the_input_mapping_delivers_event_fields_to_a_running_workflow(cli
     assert (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED
 
 
-async def test_a_missing_input_path_gives_none(client: Client) -> None:
+async def test_a_missing_input_path_gives_none(sdk_client: Client) -> None:
     @workflow.defn(name="Echo")
     class Echo:
         @workflow.run
         async def run(self, first: Any, second: Any) -> list:
             return [first, second]
 
-    await client.create_trigger(
+    await sdk_client.create_trigger(
         "echo", event_type="ping", workflow="Echo", task_queue="echo", input_paths=["data.absent", "data"]
     )
-    result = await client.publish_event(id="p-1", source=SHOP, type="ping", data=[1, 2])
-    async with Worker(client, task_queue="echo", workflows=[Echo]):
-        assert await client.get_workflow_handle(result.workflows[0].workflow_id).result() == [None, [1, 2]]
+    result = await sdk_client.publish_event(id="p-1", source=SHOP, type="ping", data=[1, 2])
+    async with Worker(sdk_client, task_queue="echo", workflows=[Echo]):
+        assert await sdk_client.get_workflow_handle(result.workflows[0].workflow_id).result() == [None, [1, 2]]
 
 
-async def test_triggers_are_created_listed_described_and_deleted(client: Client) -> None:
-    created = await client.create_trigger(
+async def test_triggers_are_created_listed_described_and_deleted(sdk_client: Client) -> None:
+    created = await sdk_client.create_trigger(
         "t-a",
         event_type="order.paid",
         workflow=OrderPaid.run,
@@ -269,21 +262,21 @@ async def test_triggers_are_created_listed_described_and_deleted(client: Client)
     assert created.filter == ['data.region in ["eu", "us"]'] and created.workflow_id_prefix == "t-a-"
     assert created.workflow_type == "OrderPaid" and created.create_time is not None
     for trigger_id in ("t-c", "t-b"):
-        await client.create_trigger(trigger_id, event_type="x", workflow="W", task_queue="q")
-    assert [t.trigger_id async for t in client.list_triggers(page_size=2)] == ["t-a", "t-b", "t-c"]
-    assert await client.describe_trigger("t-a") == created
+        await sdk_client.create_trigger(trigger_id, event_type="x", workflow="W", task_queue="q")
+    assert [t.trigger_id async for t in sdk_client.list_triggers(page_size=2)] == ["t-a", "t-b", "t-c"]
+    assert await sdk_client.describe_trigger("t-a") == created
     with pytest.raises(RPCError) as error:
-        await client.create_trigger("t-a", event_type="y", workflow="W", task_queue="q")
+        await sdk_client.create_trigger("t-a", event_type="y", workflow="W", task_queue="q")
     assert error.value.status == grpc.StatusCode.ALREADY_EXISTS and "t-a" in error.value.message
-    assert (await client.describe_trigger("t-a")).event_type == "order.paid"  # unchanged
-    await client.delete_trigger("t-b")
-    assert [t.trigger_id async for t in client.list_triggers()] == ["t-a", "t-c"]
-    for call in (client.delete_trigger("t-b"), client.describe_trigger("t-b")):
+    assert (await sdk_client.describe_trigger("t-a")).event_type == "order.paid"  # unchanged
+    await sdk_client.delete_trigger("t-b")
+    assert [t.trigger_id async for t in sdk_client.list_triggers()] == ["t-a", "t-c"]
+    for call in (sdk_client.delete_trigger("t-b"), sdk_client.describe_trigger("t-b")):
         with pytest.raises(RPCError) as error:
             await call
         assert error.value.status == grpc.StatusCode.NOT_FOUND and "t-b" in error.value.message
     # Deleting a trigger stops it: its events start nothing.
-    result = await client.publish_event(id="after-delete", source=SHOP, type="x")
+    result = await sdk_client.publish_event(id="after-delete", source=SHOP, type="x")
     assert [w.trigger_id for w in result.workflows] == ["t-c"]
 
 
@@ -415,16 +408,16 @@ _BAD_REQUESTS = [
 ]
 
 
-async def test_bad_input_on_every_trigger_rpc_is_refused_and_changes_nothing(client: Client) -> None:
-    await client.create_trigger("existing", event_type="e", workflow="W", task_queue="q")
+async def test_bad_input_on_every_trigger_rpc_is_refused_and_changes_nothing(sdk_client: Client) -> None:
+    await sdk_client.create_trigger("existing", event_type="e", workflow="W", task_queue="q")
     for rpc, request_message, status, message in _BAD_REQUESTS:
         with pytest.raises(RPCError) as error:
-            await client.workflow_service.call(rpc, request_message, retry=False)
+            await sdk_client.workflow_service.call(rpc, request_message, retry=False)
         assert (error.value.status, message in error.value.message) == (status, True), (rpc, error.value.message)
-    assert [t.trigger_id async for t in client.list_triggers()] == ["existing"]
-    assert await _executions(client) == []
+    assert [t.trigger_id async for t in sdk_client.list_triggers()] == ["existing"]
+    assert await _executions(sdk_client) == []
     # The event was not recorded: publishing it properly now starts its workflow.
-    result = await client.publish_event(id="e-1", source="s", type="e")
+    result = await sdk_client.publish_event(id="e-1", source="s", type="e")
     assert not result.duplicate and len(result.workflows) == 1
 
 
@@ -435,11 +428,11 @@ async def test_dedupe_rows_expire_after_the_window_and_are_swept(store_url: str)
     )
     await server.start()
     try:
-        async with await Client.connect(f"127.0.0.1:{server.port}") as client:
-            await _order_trigger(client)
-            first = await client.publish_event(id="evt-old", source=SHOP, type="order.paid")
+        async with await Client.connect(f"127.0.0.1:{server.port}") as sdk_client:
+            await _order_trigger(sdk_client)
+            first = await sdk_client.publish_event(id="evt-old", source=SHOP, type="order.paid")
             clock.advance(59 * 1_000_000)
-            assert (await client.publish_event(id="evt-old", source=SHOP, type="order.paid")).duplicate
+            assert (await sdk_client.publish_event(id="evt-old", source=SHOP, type="order.paid")).duplicate
 
             async def dedupe_row() -> Any:
                 return await server.engine.read(lambda tx: tx.get_event_dedupe("default", SHOP, "evt-old"))
@@ -450,13 +443,13 @@ async def test_dedupe_rows_expire_after_the_window_and_are_swept(store_url: str)
 
             # After the window the event counts as new; its workflow id is still running,
             # so nothing new starts (the workflow id is the second guard) ...
-            again = await client.publish_event(id="evt-old", source=SHOP, type="order.paid")
+            again = await sdk_client.publish_event(id="evt-old", source=SHOP, type="order.paid")
             assert not again.duplicate and again.workflows[0].started is False
             assert again.workflows[0].run_id == first.workflows[0].run_id
             # ... and once that run has closed, a new run of the same id starts.
-            await client.get_workflow_handle(first.workflows[0].workflow_id).terminate(reason="test")
+            await sdk_client.get_workflow_handle(first.workflows[0].workflow_id).terminate(reason="test")
             clock.advance(61 * 1_000_000)
-            third = await client.publish_event(id="evt-old", source=SHOP, type="order.paid")
+            third = await sdk_client.publish_event(id="evt-old", source=SHOP, type="order.paid")
             assert third.workflows[0].started and third.workflows[0].workflow_id == first.workflows[0].workflow_id
             assert third.workflows[0].run_id != first.workflows[0].run_id
     finally:
@@ -487,25 +480,27 @@ async def test_the_cli_creates_lists_and_deletes_triggers_and_publishes_events()
     server = FlowForgeServer(ServerConfig(store=":memory:", port=0))
     await server.start()
     try:
-        async with await Client.connect(f"127.0.0.1:{server.port}") as client:
-            await _cli_session(client, ["--address", f"127.0.0.1:{server.port}"])
+        async with await Client.connect(f"127.0.0.1:{server.port}") as sdk_client:
+            await _cli_session(sdk_client, ["--address", f"127.0.0.1:{server.port}"])
     finally:
         await server.stop()
 
 
-async def test_a_publish_is_all_or_nothing(client: Client, events_server: FlowForgeServer) -> None:
+async def test_a_publish_is_all_or_nothing(sdk_client: Client, server: FlowForgeServer) -> None:
     # Triggers start in id order: "a-note" starts, then "b-twice" is refused (its input,
     # the data twice, is over the payload limit) and the whole publish rolls back.
-    await client.create_trigger("a-note", event_type="big", workflow="W", task_queue="q", input_paths=["data.note"])
-    await client.create_trigger("b-twice", event_type="big", workflow="W", task_queue="q", input_paths=["data", "data"])
+    await sdk_client.create_trigger("a-note", event_type="big", workflow="W", task_queue="q", input_paths=["data.note"])
+    await sdk_client.create_trigger(
+        "b-twice", event_type="big", workflow="W", task_queue="q", input_paths=["data", "data"]
+    )
     data = {"note": "hello", "blob": "x" * (1200 * 1024)}
     with pytest.raises(RPCError) as error:
-        await client.publish_event(id="evt-big", source=SHOP, type="big", data=data)
+        await sdk_client.publish_event(id="evt-big", source=SHOP, type="big", data=data)
     assert error.value.status == grpc.StatusCode.INVALID_ARGUMENT and "payload limit" in error.value.message
-    assert await _executions(client) == []
-    assert await events_server.engine.read(lambda tx: tx.get_event_dedupe("default", SHOP, "evt-big")) is None
-    await client.delete_trigger("b-twice")
-    result = await client.publish_event(id="evt-big", source=SHOP, type="big", data=data)
+    assert await _executions(sdk_client) == []
+    assert await server.engine.read(lambda tx: tx.get_event_dedupe("default", SHOP, "evt-big")) is None
+    await sdk_client.delete_trigger("b-twice")
+    result = await sdk_client.publish_event(id="evt-big", source=SHOP, type="big", data=data)
     assert not result.duplicate and [w.trigger_id for w in result.workflows] == ["a-note"]
 
 
@@ -515,10 +510,10 @@ async def test_the_dedupe_record_survives_a_kill_9_of_the_server(server_process:
         first = await first_client.publish_event(id="evt-durable", source=SHOP, type="order.paid")
     server_process.kill9()
     server_process.start()
-    async with await Client.connect(server_process.address) as client:
-        again = await client.publish_event(id="evt-durable", source=SHOP, type="order.paid")
+    async with await Client.connect(server_process.address) as sdk_client:
+        again = await sdk_client.publish_event(id="evt-durable", source=SHOP, type="order.paid")
         assert again.duplicate and again.workflows == first.workflows
-        assert [e.run_id for e in await _executions(client)] == [first.workflows[0].run_id]
+        assert [e.run_id for e in await _executions(sdk_client)] == [first.workflows[0].run_id]
 
 
 async def test_the_dev_server_serves_the_signed_webhook(tmp_path: Path) -> None:
@@ -553,8 +548,8 @@ async def test_the_dev_server_serves_the_signed_webhook(tmp_path: Path) -> None:
     try:
         await wait_until(lambda: ready.exists() or process.poll() is not None, timeout=60, what="the dev server")
         assert process.poll() is None, process.stdout.read().decode() if process.stdout else ""
-        async with await Client.connect(f"127.0.0.1:{ready.read_text()}") as client:
-            await _order_trigger(client)
+        async with await Client.connect(f"127.0.0.1:{ready.read_text()}") as sdk_client:
+            await _order_trigger(sdk_client)
             body = _cloudevent("evt-dev", {"order_id": "o-1"})
             async with aiohttp.ClientSession() as http:
                 url = f"http://127.0.0.1:{http_port}/events"
@@ -562,7 +557,7 @@ async def test_the_dev_server_serves_the_signed_webhook(tmp_path: Path) -> None:
                     assert unsigned.status == 401
                 async with http.post(url, data=body, headers={SIGNATURE_HEADER: sign(SECRET, body)}) as signed:
                     assert signed.status == 202 and (await signed.json())["workflows"][0]["started"] is True
-            assert len(await _executions(client)) == 1
+            assert len(await _executions(sdk_client)) == 1
     finally:
         process.terminate()
         output, _ = process.communicate(timeout=30)
@@ -583,7 +578,7 @@ async def test_a_taken_http_port_fails_the_start_with_a_clear_message() -> None:
         await first.stop()
 
 
-async def _cli_session(client: Client, address: list[str]) -> None:
+async def _cli_session(sdk_client: Client, address: list[str]) -> None:
     code, out, err = await _flowforge(
         "trigger",
         "create",
@@ -623,7 +618,7 @@ async def _cli_session(client: Client, address: list[str]) -> None:
     assert code == 0 and json.loads(out)["duplicate"] is False, err
     code, out, err = await _flowforge(*publish)
     assert code == 0 and json.loads(out)["duplicate"] is True, err
-    assert len(await _executions(client)) == 1
+    assert len(await _executions(sdk_client)) == 1
     code, out, err = await _flowforge(
         "trigger",
         "create",
@@ -641,4 +636,4 @@ async def _cli_session(client: Client, address: list[str]) -> None:
     )
     assert code == 1 and "INVALID_ARGUMENT" in err and "data.x = 1" in err
     code, out, err = await _flowforge("trigger", "delete", "--trigger-id", "cli-orders", *address)
-    assert code == 0 and [t async for t in client.list_triggers()] == []
+    assert code == 0 and [t async for t in sdk_client.list_triggers()] == []

@@ -8,9 +8,7 @@ import asyncio
 from datetime import timedelta
 
 from flowforge import Client, RetryPolicy, activity, workflow
-from tests.integration._reliability import DEADLINE_S, assert_gapless, events, fast_worker, of_type, sdk_client
-
-__all__ = ["sdk_client"]
+from tests.integration._reliability import DEADLINE_S, assert_gapless, events, fast_worker, of_type
 
 QUEUE = "heartbeats"
 HEARTBEAT_TIMEOUT = timedelta(seconds=1)

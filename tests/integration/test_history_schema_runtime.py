@@ -21,10 +21,8 @@ from flowforge import Client, RetryPolicy, activity, workflow
 from flowforge.api.schema import EVENT_ATTRIBUTES, EventType
 from flowforge.client import HistoryEvent, SearchAttributeIndexedValueType, WorkflowHandle
 from flowforge.exceptions import ActivityError, ApplicationError, ChildWorkflowError, RPCError
-from tests.integration._processes import wait_until
-from tests.integration._reliability import DEADLINE_S, events, fast_worker, sdk_client
-
-__all__ = ["sdk_client"]
+from tests.integration._reliability import DEADLINE_S, events, fast_worker
+from testsupport.waiting import wait_until
 
 QUEUE = "history-schema"
 # Nobody polls this queue: an activity scheduled there stays pending until cancelled.

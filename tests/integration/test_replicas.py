@@ -49,6 +49,7 @@ from flowforge import Client, WorkflowExecutionStatus, activity
 from flowforge.worker import Worker
 from samples.onboarding.workflows import ACTIVITIES, Onboarding
 from tests.integration._processes import ROOT, ServerProcess, read_ledger
+from testsupport.tcp_proxy import TcpProxy
 from testsupport.waiting import wait_until
 
 pytestmark = pytest.mark.postgres
@@ -139,58 +140,6 @@ async def worker_main(address: str, task_queue: str) -> None:
 # ------------------------------------------------------------------- the test side
 
 
-class Forwarder:
-    """127.0.0.1:``port`` -> a target port that can be changed: a load balancer
-    with one backend at a time."""
-
-    def __init__(self, target_port: int) -> None:
-        self.target_port = target_port
-        self.port = 0
-        self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.StreamWriter] = set()
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    def point_to(self, target_port: int, *, cut: bool) -> None:
-        """New connections go to ``target_port``; with ``cut``, open ones are closed
-        (their clients reconnect, to the new target)."""
-        self.target_port = target_port
-        if cut:
-            for writer in list(self._connections):
-                writer.transport.abort()
-
-    async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            self.point_to(self.target_port, cut=True)
-            await self._server.wait_closed()
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
-        except OSError:
-            writer.transport.abort()
-            return
-        pair = {writer, upstream_writer}
-        self._connections |= pair
-        try:
-            await asyncio.gather(self._pipe(reader, upstream_writer), self._pipe(upstream_reader, writer))
-        finally:
-            self._connections -= pair
-            for w in pair:
-                w.transport.abort()
-
-    @staticmethod
-    async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError):
-            while data := await reader.read(65536):
-                writer.write(data)
-                await writer.drain()
-        writer.transport.abort()
-
-
 class RecordingWorker:
     """This module as a worker in a child process."""
 
@@ -279,9 +228,9 @@ async def test_two_replicas_share_the_work_and_a_killed_replica_loses_nothing(
             replicas.append(replica)
         replica_a, replica_b = replicas
         await asyncio.gather(asyncio.to_thread(replica_a.start), asyncio.to_thread(replica_b.start))
-        balancer = Forwarder(replica_a.port)
+        balancer = TcpProxy("127.0.0.1", replica_a.port)
         await balancer.start()
-        stack.push_async_callback(balancer.stop)
+        stack.push_async_callback(balancer.cut)
         through_balancer = f"127.0.0.1:{balancer.port}"
         worker_a = RecordingWorker(through_balancer, ledger, tmp_path, "a")
         stack.callback(worker_a.stop)

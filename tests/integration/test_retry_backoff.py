@@ -12,9 +12,7 @@ from datetime import timedelta
 
 from flowforge import Client, RetryPolicy, activity, workflow
 from flowforge.exceptions import ApplicationError
-from tests.integration._reliability import DEADLINE_S, assert_gapless, events, fast_worker, of_type, sdk_client
-
-__all__ = ["sdk_client"]
+from tests.integration._reliability import DEADLINE_S, assert_gapless, events, fast_worker, of_type
 
 QUEUE = "retry-backoff"
 INITIAL, COEFFICIENT, MAXIMUM, ATTEMPTS = 0.05, 2.0, 0.2, 6

@@ -13,9 +13,7 @@ import pytest
 from flowforge import Client, WorkflowExecutionStatus
 from flowforge.exceptions import ActivityError, ApplicationError, WorkflowFailureError
 from samples.saga.workflows import ACTIVITIES, LEDGER, TASK_QUEUE, WORKFLOWS, BookGroupTrip, BookTrip
-from tests.integration._reliability import events, fast_worker, of_type, sdk_client
-
-__all__ = ["sdk_client"]
+from tests.integration._reliability import events, fast_worker, of_type
 
 ROOT = Path(__file__).resolve().parents[2]
 

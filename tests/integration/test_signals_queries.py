@@ -37,10 +37,8 @@ from flowforge.server import EngineConfig, FlowForgeServer, ServerConfig
 from flowforge.testing import Replayer
 from tests.integration._processes import ServerProcess
 from tests.integration._protocol import NS, Wire
-from tests.integration._reliability import DEADLINE_S, assert_gapless, events, fast_worker, of_type, sdk_client
+from tests.integration._reliability import DEADLINE_S, assert_gapless, events, fast_worker, of_type
 from testsupport.waiting import wait_until
-
-__all__ = ["sdk_client"]
 
 QUEUE = "signals"
 

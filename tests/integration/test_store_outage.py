@@ -31,7 +31,8 @@ from flowforge.client import RPCRetryConfig
 from flowforge.exceptions import RPCError
 from flowforge.worker import Worker
 from tests.integration._processes import ServerProcess
-from testsupport.postgres import TcpProxy, with_address
+from testsupport.postgres import with_address
+from testsupport.tcp_proxy import TcpProxy
 from testsupport.waiting import wait_until
 
 QUEUE = "outage"

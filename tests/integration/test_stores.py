@@ -12,7 +12,6 @@ import dataclasses
 import sqlite3
 import time
 import urllib.parse
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -33,42 +32,15 @@ from flowforge.server.stores.base import (
 )
 from flowforge.server.stores.postgres import PostgresStore, _numbered
 from flowforge.server.stores.sqlite import SQLiteStore
-from testsupport.postgres import TcpProxy, free_port, with_address
+from testsupport.postgres import free_port, with_address
+from testsupport.store_rows import NOW, execution
+from testsupport.tcp_proxy import TcpProxy
 from testsupport.waiting import wait_until
 
 # What each database raises for a violated constraint.
 INTEGRITY_ERRORS = (sqlite3.IntegrityError, asyncpg.IntegrityConstraintViolationError)
 # Generous: two busy cores, fsync on every commit.
 DEADLINE_S = 10.0
-NOW = 1_700_000_000_000_000
-
-
-def execution(workflow_id: str = "wf", **changes: object) -> ExecutionRow:
-    row = ExecutionRow(
-        namespace="default",
-        run_id=str(uuid.uuid4()),
-        workflow_id=workflow_id,
-        workflow_type="Onboarding",
-        task_queue="q",
-        status="RUNNING",
-        next_event_id=2,
-        version=1,
-        start_us=NOW,
-        close_us=None,
-        wft_state="NONE",
-        wft_attempt=1,
-        wft_scheduled_us=None,
-        wft_started_us=None,
-        wft_scheduled_event_id=0,
-        wft_started_event_id=0,
-        wft_timeout_s=10.0,
-        last_wft_failure=None,
-        buffered_events="[]",
-        deadline_us=None,
-        deadline_kind=None,
-        cancel_requested=0,
-    )
-    return dataclasses.replace(row, **changes)
 
 
 def task(run: ExecutionRow, activity_id: str | None = "a1", **changes: object) -> TaskRow:

@@ -28,10 +28,8 @@ from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.exceptions import ActivityError, TimeoutError, WorkflowFailureError
 from flowforge.server import FlowForgeServer
 from tests.integration._protocol import Wire, schedule_activity, seconds
-from tests.integration._reliability import DEADLINE_S, assert_gapless, events, fast_worker, of_type, sdk_client
+from tests.integration._reliability import DEADLINE_S, assert_gapless, events, fast_worker, of_type
 from testsupport.waiting import wait_until
-
-__all__ = ["sdk_client"]
 
 QUEUE = "timeouts"
 

@@ -23,41 +23,15 @@ from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.server.clock import ManualClock
 from flowforge.server.history import StartSignal
-from flowforge.server.stores.base import ExecutionRow, HistoryEventRow, Store, TimerRow
+from flowforge.server.stores.base import HistoryEventRow, Store, TimerRow
 from tests.integration._protocol import NS, start_timer
+from testsupport.store_rows import execution
 from testsupport.waiting import wait_until
 
 TIMERS = 120
 TIMER_S = 60.0
 BATCH = 10
 DEADLINE_S = 30.0
-
-
-def _run(run_id: str, now_us: int) -> ExecutionRow:
-    return ExecutionRow(
-        namespace=NS,
-        run_id=run_id,
-        workflow_id=run_id,
-        workflow_type="wf",
-        task_queue="q",
-        status="RUNNING",
-        next_event_id=2,
-        version=1,
-        start_us=now_us,
-        close_us=None,
-        wft_state="NONE",
-        wft_attempt=1,
-        wft_scheduled_us=None,
-        wft_started_us=None,
-        wft_scheduled_event_id=0,
-        wft_started_event_id=0,
-        wft_timeout_s=10.0,
-        last_wft_failure=None,
-        buffered_events="[]",
-        deadline_us=None,
-        deadline_kind=None,
-        cancel_requested=0,
-    )
 
 
 @pytest.mark.postgres
@@ -70,7 +44,9 @@ async def test_concurrent_claims_take_disjoint_batches(postgres_dsn: str) -> Non
     try:
         async with stores[0].transaction() as tx:
             for index in range(10):
-                await tx.insert_execution(_run(f"run-{index}", 0))
+                await tx.insert_execution(
+                    execution(f"run-{index}", namespace=NS, run_id=f"run-{index}", workflow_type="wf", start_us=0)
+                )
                 await tx.insert_timer(TimerRow(NS, f"run-{index}", "t", 1, 100 + index))
         async with stores[0].transaction() as first:
             first_batch = await first.claim_due_timers(1_000, 4)

@@ -11,11 +11,9 @@ from flowforge import Client, activity
 from flowforge.client import WorkflowHandle
 from flowforge.testing import Replayer
 from flowforge.worker import Worker
-from tests.integration._reliability import DEADLINE_S, events, of_type, sdk_client
+from tests.integration._reliability import DEADLINE_S, events, of_type
 from tests.replay import shipping
 from testsupport.waiting import wait_until
-
-__all__ = ["sdk_client"]  # the fixture
 
 pickup = asyncio.Event()
 

@@ -38,11 +38,9 @@ from flowforge.exceptions import NonDeterminismError, RPCError
 from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.testing import Replayer
 from tests.integration._processes import ServerProcess
-from tests.integration._reliability import DEADLINE_S, events, fast_worker, of_type, sdk_client
+from tests.integration._reliability import DEADLINE_S, events, fast_worker, of_type
 from tests.integration.test_cli import flowforge
 from testsupport.waiting import wait_until
-
-__all__ = ["sdk_client"]
 
 IDLE_QUEUE = "visibility-idle"  # no worker polls it: runs stay RUNNING until terminated
 QUEUE = "visibility"

@@ -12,11 +12,8 @@ from pathlib import Path
 from flowforge import Client, RetryPolicy, activity, workflow
 from flowforge.worker import Worker
 from tests.integration._processes import ServerProcess, WorkerProcess, read_ledger
-from tests.integration._reliability import sdk_client
 from tests.integration._worker_app import OneStep
 from testsupport.waiting import wait_until
-
-__all__ = ["sdk_client"]
 
 
 async def test_sigterm_lets_the_running_activity_finish_and_report_before_exit(

@@ -109,16 +109,11 @@ class ScriptedService(workflow_service_pb2_grpc.WorkflowServiceServicer):
 
 
 @pytest.fixture
-async def server():
+async def server(serve_fake):
     service = ScriptedService()
     # The real server accepts 64 MiB messages too, so that it can refuse oversize
     # payloads itself with INVALID_ARGUMENT.
-    grpc_server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 * MiB)])
-    workflow_service_pb2_grpc.add_WorkflowServiceServicer_to_server(service, grpc_server)
-    port = grpc_server.add_insecure_port("127.0.0.1:0")
-    await grpc_server.start()
-    yield service, f"127.0.0.1:{port}"
-    await grpc_server.stop(grace=None)
+    return service, await serve_fake(service, **{"grpc.max_receive_message_length": 64 * MiB})
 
 
 @pytest.fixture

@@ -113,15 +113,10 @@ class FakeTaskService(workflow_service_pb2_grpc.WorkflowServiceServicer):
 
 
 @pytest.fixture
-async def service():
+async def service(serve_fake):
     fake = FakeTaskService()
-    server = grpc.aio.server()
-    workflow_service_pb2_grpc.add_WorkflowServiceServicer_to_server(fake, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    fake.target = f"127.0.0.1:{port}"
-    yield fake
-    await server.stop(grace=None)
+    fake.target = await serve_fake(fake)
+    return fake
 
 
 @pytest.fixture
