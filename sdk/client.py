@@ -60,6 +60,7 @@ __all__ = [
     "DagNode",
     "EventTrigger",
     "HistoryEvent",
+    "NamespaceDescription",
     "PendingActivity",
     "PendingChildWorkflow",
     "PendingWorkflowTask",
@@ -573,6 +574,32 @@ def _optional_duration(proto: Any, field: str) -> timedelta | None:
 
 
 @dataclasses.dataclass(frozen=True)
+class NamespaceDescription:
+    """A namespace as :meth:`Client.describe_namespace` and :meth:`Client.list_namespaces` return it.
+
+    Attributes:
+        name: The namespace's name.
+        description: What it is for, for people.
+        retention: How long closed executions are kept.
+        create_time: When it was created (UTC).
+    """
+
+    name: str
+    description: str
+    retention: timedelta
+    create_time: datetime | None
+
+    @classmethod
+    def _from_proto(cls, proto: workflow_service_pb2.Namespace) -> NamespaceDescription:
+        return cls(
+            name=proto.name,
+            description=proto.description,
+            retention=proto.retention.ToTimedelta(),
+            create_time=_timestamp_to_datetime(proto.create_time, proto.HasField("create_time")),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
 class EventTrigger:
     """A subscription that starts a workflow for each matching published event
     (see :meth:`Client.create_trigger` and docs/events.md).
@@ -988,6 +1015,21 @@ class Client:
         if retention is not None:
             request.retention.FromTimedelta(retention)
         await self._workflow_service.call("RegisterNamespace", request)
+
+    async def describe_namespace(self, name: str) -> NamespaceDescription:
+        """One namespace.
+
+        Raises:
+            RPCError: ``NOT_FOUND`` when there is no such namespace.
+        """
+        request = workflow_service_pb2.DescribeNamespaceRequest(name=name)
+        response = await self._workflow_service.call("DescribeNamespace", request)
+        return NamespaceDescription._from_proto(response.namespace)
+
+    async def list_namespaces(self) -> list[NamespaceDescription]:
+        """Every namespace of the server, by name."""
+        response = await self._workflow_service.call("ListNamespaces", workflow_service_pb2.ListNamespacesRequest())
+        return [NamespaceDescription._from_proto(namespace) for namespace in response.namespaces]
 
     # event triggers
 

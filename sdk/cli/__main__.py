@@ -1,0 +1,7 @@
+"""``python -m flowforge.cli``."""
+
+import sys
+
+from flowforge.cli import main
+
+sys.exit(main())

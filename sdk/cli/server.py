@@ -1,0 +1,169 @@
+"""``flowforge server ...``: run a server process."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+__all__ = ["server"]
+
+# 8233 is the console's (DESIGN.md); the event webhook of the dev server is next to it.
+_DEV_HTTP_PORT = 8234
+
+
+@click.group()
+def server() -> None:
+    """Run a FlowForge server."""
+
+
+def _serving_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(
+        (
+            click.option("--ip", default="127.0.0.1", show_default=True, help="address to listen on"),
+            click.option(
+                "--port",
+                type=click.IntRange(0, 65535),
+                default=7233,
+                show_default=True,
+                help="gRPC port (0 = any free port)",
+            ),
+            click.option("--max-payload-bytes", type=click.IntRange(min=1), default=2 * 1024 * 1024, show_default=True),
+            click.option(
+                "--webhook-secrets-file",
+                type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                help="file of NAMESPACE=SECRET lines ('*' for all other namespaces): POST /events then needs"
+                " an X-FlowForge-Signature (docs/events.md)",
+            ),
+            click.option(
+                "--event-dedupe-window",
+                type=click.FloatRange(min=0),
+                default=24 * 3600.0,
+                show_default=True,
+                help="seconds a published event's (source, id) is remembered",
+            ),
+            click.option(
+                "--scheduler-lease-ttl",
+                type=click.FloatRange(min=0, min_open=True),
+                default=15.0,
+                show_default=True,
+                help="seconds a scheduler leader's lease lasts unrenewed",
+            ),
+            click.option(
+                "--scheduler-renew-interval",
+                type=click.FloatRange(min=0, min_open=True),
+                default=5.0,
+                show_default=True,
+                help="seconds between the leader's lease renewals",
+            ),
+            click.option(
+                "--scheduler-max-sleep", type=click.FloatRange(min=0, min_open=True), default=1.0, hidden=True
+            ),
+            click.option(
+                "--log-level",
+                type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+                default="INFO",
+                show_default=True,
+            ),
+            # tests: the bound port is written here once the server listens
+            click.option("--ready-file", type=click.Path(dir_okay=False, path_type=Path), hidden=True),
+        )
+    ):
+        fn = option(fn)
+    return fn
+
+
+@server.command("start-dev")
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path(".flowforge/dev.db"),
+    show_default=True,
+    help="SQLite file",
+)
+@click.option("--in-memory", is_flag=True, help="keep nothing after exit (not with --db)")
+@click.option(
+    "--http-port",
+    type=click.IntRange(0, 65535),
+    default=_DEV_HTTP_PORT,
+    show_default=True,
+    help="port of the POST /events webhook (0 = any free port)",
+)
+@_serving_options
+def start_dev(db: Path, in_memory: bool, **options: Any) -> None:
+    """One process, embedded SQLite: for a laptop."""
+    if in_memory and click.get_current_context().get_parameter_source("db") == click.core.ParameterSource.COMMANDLINE:
+        raise click.BadParameter("give --db or --in-memory, not both", param_hint="'--in-memory'")
+    _serve(":memory:" if in_memory else str(db), **options)
+
+
+@server.command()
+@click.option("--store", required=True, help="postgresql://user@host:port/db (or a SQLite file)")
+@click.option(
+    "--http-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="port of the POST /events webhook (0 = any free port)",
+)
+@_serving_options
+def start(store: str, **options: Any) -> None:
+    """A server replica on a shared store (PostgreSQL)."""
+    _serve(store, **options)
+
+
+def _serve(
+    store: str,
+    *,
+    ip: str,
+    port: int,
+    http_port: int | None,
+    max_payload_bytes: int,
+    webhook_secrets_file: Path | None,
+    event_dedupe_window: float,
+    scheduler_lease_ttl: float,
+    scheduler_renew_interval: float,
+    scheduler_max_sleep: float,
+    log_level: str,
+    ready_file: Path | None,
+) -> None:
+    from flowforge.server import EngineConfig, FlowForgeServer, SchedulerConfig, ServerConfig
+
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    instance = FlowForgeServer(
+        ServerConfig(
+            store=store,
+            host=ip,
+            port=port,
+            engine=EngineConfig(max_payload_bytes=max_payload_bytes),
+            http_port=http_port,
+            event_dedupe_window_s=event_dedupe_window,
+            webhook_secrets=_read_webhook_secrets(webhook_secrets_file) if webhook_secrets_file else {},
+            scheduler=SchedulerConfig(
+                lease_ttl_s=scheduler_lease_ttl,
+                renew_interval_s=scheduler_renew_interval,
+                max_sleep_s=scheduler_max_sleep,
+            ),
+        )
+    )
+    asyncio.run(instance.serve(ready_file=str(ready_file) if ready_file else None))
+
+
+def _read_webhook_secrets(path: Path) -> dict[str, str]:
+    """NAMESPACE=SECRET lines; blank lines and # comments are skipped."""
+    secrets = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        namespace, separator, secret = line.partition("=")
+        if not separator or not namespace.strip() or not secret.strip():
+            # the line holds a secret: not shown
+            raise click.BadParameter(
+                f"{path}:{number}: expected NAMESPACE=SECRET", param_hint="'--webhook-secrets-file'"
+            )
+        secrets[namespace.strip()] = secret.strip()
+    return secrets
