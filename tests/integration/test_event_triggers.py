@@ -612,6 +612,8 @@ async def _cli_session(sdk_client: Client, address: list[str]) -> None:
         "order.paid",
         "--data",
         '{"currency": "EUR", "order_id": "o-1"}',
+        "--output",
+        "json",
         *address,
     ]
     code, out, err = await _flowforge(*publish)
