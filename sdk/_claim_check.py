@@ -31,7 +31,8 @@ __all__ = ["REFERENCE_ENCODING", "ClaimCheckCodec", "is_reference", "reference_n
 logger = logging.getLogger(__name__)
 
 REFERENCE_ENCODING = b"binary/storage-ref"
-"""The encoding of a payload that stands for one in payload storage."""
+"""The encoding of a payload that stands for one in payload storage (the converter
+names it too, to tell a process without storage what to configure)."""
 
 _ATTEMPTS = 5
 _FIRST_RETRY_DELAY_S = 0.2

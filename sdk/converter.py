@@ -53,6 +53,7 @@ _ENCODING = "encoding"
 _JSON = b"json/plain"
 _NULL = b"binary/null"
 _BINARY = b"binary/plain"
+_STORAGE_REFERENCE = b"binary/storage-ref"  # flowforge._claim_check.REFERENCE_ENCODING
 
 
 def _pydantic_model_class() -> type | None:
@@ -241,6 +242,11 @@ class DataConverter:
             return None
         if encoding == _BINARY:
             return payload.data
+        if encoding == _STORAGE_REFERENCE:
+            raise ValueError(
+                "the payload is a payload storage reference: configure the same payload storage in this "
+                "process's DataConverter(payload_storage=...) to resolve it"
+            )
         if encoding != _JSON:
             raise ValueError(f"unknown payload encoding {encoding!r}")
         return _from_json_value(json.loads(payload.data), type_hint)

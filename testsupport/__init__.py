@@ -4,4 +4,5 @@
 - :mod:`testsupport.postgres`: a PostgreSQL server found or started on demand.
 - :mod:`testsupport.counting`: counters of store transactions and client RPCs.
 - :mod:`testsupport.workloads`: the one-activity workflow the hot-path measurements run.
+- :mod:`testsupport.large_payloads`: a workflow carrying one large value through every payload path.
 """

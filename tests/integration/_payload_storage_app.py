@@ -1,14 +1,12 @@
-"""A workflow that moves a large value through every payload path, and a worker
-process for it whose uploads can be slowed down to be killed mid-upload.
+"""A worker process whose uploads to payload storage can be slowed down to be killed mid-upload.
 
-    python -m tests.integration._payload_storage_app ADDRESS TASK_QUEUE BLOB_DIR UPLOAD_STARTED_MARKER
+python -m tests.integration._payload_storage_app ADDRESS TASK_QUEUE BLOB_DIR UPLOAD_STARTED_MARKER
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import random
 import sys
 import time
 from datetime import timedelta
@@ -18,33 +16,12 @@ from flowforge import Client, RetryPolicy, activity, workflow
 from flowforge.converter import DataConverter
 from flowforge.storage import FileSystemPayloadStorage
 from flowforge.worker import Worker
-
-
-def make_value(size: int, seed: int = 7) -> bytes:
-    """``size`` incompressible bytes, the same for the same seed in any process."""
-    return random.Random(seed).randbytes(size)
-
-
-@activity.defn
-async def reverse_bytes(data: bytes) -> bytes:
-    return data[::-1]
+from testsupport.large_payloads import make_value
 
 
 @activity.defn
 async def make_bytes(size: int) -> bytes:
     return make_value(size)
-
-
-@workflow.defn
-class RoundTrip:
-    """Input -> activity input -> activity output -> result, the value large all the way."""
-
-    @workflow.run
-    async def run(self, data: bytes) -> bytes:
-        reversed_data = await workflow.execute_activity(
-            reverse_bytes, data, start_to_close_timeout=timedelta(seconds=120)
-        )
-        return reversed_data[::-1]  # the input again: stored once
 
 
 @workflow.defn

@@ -27,13 +27,13 @@ from flowforge.server import FlowForgeServer
 from flowforge.storage import FileSystemPayloadStorage
 from flowforge.testing import Replayer
 from flowforge.worker import Worker
-from tests.integration._payload_storage_app import Produce, RoundTrip, make_bytes, make_value, reverse_bytes
+from tests.integration._payload_storage_app import Produce, make_bytes
 from tests.integration._processes import _env
 from tests.integration._reliability import DEADLINE_S, events, of_type
 from tests.integration.test_payload_codec import SECRET, SealingCodec
+from testsupport.large_payloads import TASK_QUEUE, RoundTrip, make_value, reverse_bytes
 from testsupport.waiting import wait_until
 
-TASK_QUEUE = "large-payloads"
 MiB = 1024 * 1024
 
 

@@ -14,8 +14,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from flowforge import Client
+from flowforge.converter import DataConverter
 from flowforge.exceptions import WorkflowFailureError
 from flowforge.server import FlowForgeServer, ServerConfig
+from flowforge.storage import FileSystemPayloadStorage
 from flowforge.worker import Worker
 from samples.approval import workflows as approval
 from samples.approval.demo import wait_for_stage
@@ -23,6 +25,7 @@ from samples.onboarding.workflows import ACTIVITIES, TASK_QUEUE, Onboarding
 from samples.order_tracking import workflows as order_tracking
 from samples.saga import workflows as saga
 from tests.replay import batches, shipping
+from testsupport import large_payloads
 
 HISTORIES = Path(__file__).parent / "histories"
 REQUESTS = {
@@ -170,6 +173,42 @@ async def record_approval(client: Client) -> None:
             await _save(client, handle.id)
 
 
+# Payload storage: a history whose payloads are references, with the blobs beside it.
+PAYLOAD_STORAGE = HISTORIES / "payload-storage"
+
+
+async def record_payload_storage(_: Client) -> None:
+    """Runs on a server of its own: the other recorders' client has no payload storage."""
+    storage = FileSystemPayloadStorage(PAYLOAD_STORAGE / "blobs")
+    converter = DataConverter(payload_storage=storage, payload_storage_threshold=1024)
+    with tempfile.TemporaryDirectory() as tmp:
+        server = FlowForgeServer(ServerConfig(store=str(Path(tmp) / "record.db"), port=0))
+        await server.start()
+        try:
+            address = f"127.0.0.1:{server.port}"
+            async with (
+                await Client.connect(address, data_converter=converter) as storing,
+                Worker(
+                    storing,
+                    task_queue=large_payloads.TASK_QUEUE,
+                    workflows=[large_payloads.RoundTrip],
+                    activities=[large_payloads.reverse_bytes],
+                ),
+            ):
+                handle = await storing.start_workflow(
+                    large_payloads.RoundTrip.run,
+                    large_payloads.make_value(4096),
+                    id="payload-storage-round-trip",
+                    task_queue=large_payloads.TASK_QUEUE,
+                )
+                await handle.result()
+            async with await Client.connect(address) as plain:  # without storage: the references
+                history = await plain.get_workflow_handle(handle.id).fetch_history()
+        finally:
+            await server.stop()
+    (PAYLOAD_STORAGE / "round-trip.json").write_text(history.to_json() + "\n")
+
+
 RECORDERS: dict[str, Callable[[Client], Awaitable[None]]] = {
     "onboarding": record_onboarding,
     "shipping": record_shipping,
@@ -177,6 +216,7 @@ RECORDERS: dict[str, Callable[[Client], Awaitable[None]]] = {
     "saga": record_saga,
     "batches": record_batches,
     "approval": record_approval,
+    "payload_storage": record_payload_storage,
 }
 
 
