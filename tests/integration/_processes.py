@@ -124,6 +124,17 @@ class WorkerProcess:
         self._log.close()
 
 
+def record(**fields: Any) -> None:
+    """Appends one JSON line to the ledger (``FLOWFORGE_TEST_LEDGER``); O_APPEND makes each
+    small write atomic, so lines of several processes never interleave."""
+    line = json.dumps({**fields, "pid": os.getpid(), "at": time.time()}) + "\n"
+    fd = os.open(os.environ["FLOWFORGE_TEST_LEDGER"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
 def read_ledger(ledger: Path) -> list[dict[str, Any]]:
     """The lines activities appended (one JSON object each)."""
     if not ledger.exists():

@@ -11,25 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import logging
-import os
 import sys
-import time
 from datetime import timedelta
 
 from flowforge import Client, RetryPolicy, activity, workflow
 from flowforge.worker import Worker
-
-
-def record(**fields: object) -> None:
-    """Appends one line; O_APPEND makes each small write atomic between processes."""
-    line = json.dumps({**fields, "pid": os.getpid(), "at": time.time()}) + "\n"
-    fd = os.open(os.environ["FLOWFORGE_TEST_LEDGER"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line.encode())
-    finally:
-        os.close(fd)
+from tests.integration._processes import record
 
 
 @activity.defn

@@ -48,7 +48,7 @@ import pytest
 from flowforge import Client, WorkflowExecutionStatus, activity
 from flowforge.worker import Worker
 from samples.onboarding.workflows import ACTIVITIES, Onboarding
-from tests.integration._processes import ROOT, ServerProcess, read_ledger
+from tests.integration._processes import ROOT, ServerProcess, read_ledger, record
 from testsupport.tcp_proxy import TcpProxy
 from testsupport.waiting import wait_until
 
@@ -82,16 +82,6 @@ def decode_task_token(token: bytes) -> dict[str, Any]:
         "kind": kind,
         "token_run_id": run_id,
     }
-
-
-def record(**fields: Any) -> None:
-    """Appends one JSON line to the ledger; O_APPEND keeps lines of processes apart."""
-    line = json.dumps({**fields, "pid": os.getpid(), "at": time.time()}) + "\n"
-    fd = os.open(os.environ["FLOWFORGE_TEST_LEDGER"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line.encode())
-    finally:
-        os.close(fd)
 
 
 def _record_attempt(event: str) -> None:
