@@ -9,12 +9,13 @@ from collections.abc import Callable
 from typing import Any
 
 from google.protobuf import duration_pb2, timestamp_pb2
+from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 
 from flowforge.api.schema import duration_s
 from flowforge.api.v1 import common_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.server.errors import InvalidArgument
-from flowforge.server.scheduler import SchedulerStatus, action_visibility
+from flowforge.server.scheduler import SchedulerStatus, action_input, action_visibility
 from flowforge.server.stores.base import ScheduleRow
 
 __all__ = ["action_document", "overlap_name", "policy_document", "schedule_proto", "spec_document", "status_proto"]
@@ -22,7 +23,7 @@ __all__ = ["action_document", "overlap_name", "policy_document", "schedule_proto
 _DEFAULT_CATCHUP_WINDOW_S = 365 * 24 * 3600.0
 
 
-def _enum_name(enum: Any, prefix: str, value: int, default: str, field: str) -> str:
+def _enum_name(enum: EnumTypeWrapper, prefix: str, value: int, default: str, field: str) -> str:
     if value == 0:
         return default
     try:
@@ -96,8 +97,6 @@ def _duration(seconds: float) -> duration_pb2.Duration:
 
 def schedule_proto(row: ScheduleRow, upcoming: list[int]) -> tuple[pb.Schedule, pb.ScheduleInfo]:
     spec, action, policy, state = (json.loads(x) for x in (row.spec, row.action, row.policy, row.state))
-    input_payloads = common_pb2.Payloads()
-    input_payloads.ParseFromString(base64.b64decode(action["input"]))
     schedule = pb.Schedule(
         spec=pb.ScheduleSpec(
             cron_expressions=spec["cron_expressions"],
@@ -111,7 +110,7 @@ def schedule_proto(row: ScheduleRow, upcoming: list[int]) -> tuple[pb.Schedule, 
             workflow_id=action["workflow_id"],
             workflow_type=action["workflow_type"],
             task_queue=action["task_queue"],
-            input=input_payloads,
+            input=action_input(action),
             workflow_execution_timeout=_duration(action["execution_timeout_s"]),
             workflow_run_timeout=_duration(action["run_timeout_s"]),
             workflow_task_timeout=_duration(action["task_timeout_s"]),
@@ -119,8 +118,9 @@ def schedule_proto(row: ScheduleRow, upcoming: list[int]) -> tuple[pb.Schedule, 
             memo=action_visibility(action)[1],
         ),
         policy=pb.SchedulePolicy(
-            overlap=pb.ScheduleOverlapPolicy.Value(f"SCHEDULE_OVERLAP_POLICY_{policy['overlap']}"),
-            misfire=pb.ScheduleMisfirePolicy.Value(f"SCHEDULE_MISFIRE_POLICY_{policy['misfire']}"),
+            # Enum fields take their value's name.
+            overlap=f"SCHEDULE_OVERLAP_POLICY_{policy['overlap']}",
+            misfire=f"SCHEDULE_MISFIRE_POLICY_{policy['misfire']}",
             catchup_window=_duration(policy["catchup_window_s"]),
         ),
         state=pb.ScheduleState(paused=bool(row.paused), note=row.note),

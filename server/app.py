@@ -114,7 +114,8 @@ class FlowForgeServer:
             self.schedules,
             self.scheduler,
         )
-        workflow_service_pb2_grpc.add_WorkflowServiceServicer_to_server(service, server)
+        # grpcio-tools generates the registration function without annotations.
+        workflow_service_pb2_grpc.add_WorkflowServiceServicer_to_server(service, server)  # type: ignore[no-untyped-call]
         self.port = server.add_insecure_port(f"{self.config.host}:{self.config.port}")
         if self.port == 0:
             raise OSError(f"cannot listen on {self.config.host}:{self.config.port}")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -28,7 +29,8 @@ import re
 import uuid
 from typing import Any
 
-from flowforge.converter import default_converter
+from flowforge.api.schema import ExecutionStatus
+from flowforge.api.v1 import common_pb2
 from flowforge.server.errors import AlreadyExists, InvalidArgument, NotFound
 from flowforge.server.history import HistoryEngine
 from flowforge.server.stores.base import EventTriggerRow, Transaction
@@ -152,7 +154,7 @@ def _json_equal(a: Any, b: Any) -> bool:
         return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=False))
-    return a == b
+    return bool(a == b)
 
 
 # ------------------------------------------------------------------ publishing
@@ -195,6 +197,27 @@ def event_workflow_id(trigger: EventTriggerRow, source: str, event_id: str) -> s
     (a running workflow id is unique) behind the dedupe row."""
     digest = hashlib.sha256(f"{trigger.trigger_id}\n{source}\n{event_id}".encode()).hexdigest()[:32]
     return f"{trigger.workflow_id_prefix}{digest}"
+
+
+def _json_payloads(values: list[Any]) -> common_pb2.Payloads:
+    """Values taken from an event, as workflow arguments: encoded as the SDK's default
+    converter encodes JSON values (``json/plain``, ``binary/null`` for null), so the
+    workflow reads them like arguments from any client."""
+    return common_pb2.Payloads(
+        payloads=[
+            common_pb2.Payload(metadata={"encoding": b"binary/null"})
+            if value is None
+            else common_pb2.Payload(
+                metadata={"encoding": b"json/plain"},
+                data=json.dumps(value, separators=(",", ":"), sort_keys=True).encode(),
+            )
+            for value in values
+        ]
+    )
+
+
+async def _delete_expired_dedupe(tx: Transaction, *, now_us: int, limit: int) -> int:
+    return await tx.delete_expired_event_dedupe(now_us, limit)
 
 
 class EventRouter:
@@ -310,7 +333,7 @@ class EventRouter:
         # Only possible once this event's dedupe row has expired while its workflow
         # still runs (or someone started that id by hand): report it, start nothing.
         running = await tx.get_latest_execution(namespace, workflow_id)
-        if running is not None and running.status == "RUNNING":
+        if running is not None and running.status == ExecutionStatus.RUNNING:
             return TriggeredWorkflow(trigger.trigger_id, workflow_id, running.run_id, started=False)
         arguments = [_resolve(fields, parse_path(p, "input path"))[1] for p in json.loads(trigger.input_paths)]
         run_id, _ = await self._engine.start_workflow(
@@ -318,7 +341,7 @@ class EventRouter:
             workflow_id=workflow_id,
             workflow_type=trigger.workflow_type,
             task_queue=trigger.task_queue,
-            input=default_converter.to_payloads(arguments),
+            input=_json_payloads(arguments),
             request_id=str(uuid.uuid4()),
             identity=identity,
             execution_timeout_s=trigger.execution_timeout_s,
@@ -337,7 +360,7 @@ class EventRouter:
         while True:
             now = self._engine.clock.now_us()
             batch = await self._engine.transaction(
-                lambda tx, now=now: tx.delete_expired_event_dedupe(now, _SWEEP_BATCH)
+                functools.partial(_delete_expired_dedupe, now_us=now, limit=_SWEEP_BATCH)
             )
             deleted += batch
             if batch < _SWEEP_BATCH:

@@ -20,6 +20,7 @@ import asyncio
 import base64
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -30,6 +31,7 @@ from datetime import UTC, datetime
 from itertools import islice
 from typing import Any
 
+from flowforge.api.schema import ExecutionStatus
 from flowforge.api.v1 import common_pb2
 from flowforge.server._schedule_spec import ScheduleSpecError, SpecRule, parse_spec
 from flowforge.server._tasks import cancel_and_wait
@@ -44,6 +46,7 @@ __all__ = [
     "SchedulerConfig",
     "SchedulerStatus",
     "Schedules",
+    "action_input",
     "action_visibility",
     "nominal_workflow_id",
 ]
@@ -289,7 +292,7 @@ class _Pass:
 
     async def _is_running(self, run_id: str) -> bool:
         execution = await self.tx.get_execution(self.row.namespace, run_id)
-        return execution is not None and execution.status == "RUNNING"
+        return execution is not None and execution.status == ExecutionStatus.RUNNING
 
     def _scheduled_fires(self) -> list[dict[str, Any]]:
         """The nominal times since the cursor, after the misfire policy."""
@@ -361,7 +364,7 @@ class _Pass:
         nominal_text = nominal_time_text(fire["nominal_us"])
         workflow_id = nominal_workflow_id(action["workflow_id"], fire["nominal_us"])
         existing = await self.tx.get_latest_execution(row.namespace, workflow_id)
-        if existing is not None and existing.status == "RUNNING":
+        if existing is not None and existing.status == ExecutionStatus.RUNNING:
             # Started by someone else under this id, or fired already: never twice.
             state["skipped_count"] += 1
             return
@@ -370,7 +373,7 @@ class _Pass:
             workflow_id=workflow_id,
             workflow_type=action["workflow_type"],
             task_queue=action["task_queue"],
-            input=_payloads(action["input"]),
+            input=action_input(action),
             request_id=f"schedule/{row.schedule_id}/{workflow_id}",
             identity=_IDENTITY,
             execution_timeout_s=action.get("execution_timeout_s", 0.0),
@@ -425,10 +428,9 @@ def action_visibility(action: dict[str, Any]) -> tuple[common_pb2.SearchAttribut
     )
 
 
-def _payloads(encoded: str) -> common_pb2.Payloads:
-    payloads = common_pb2.Payloads()
-    payloads.ParseFromString(base64.b64decode(encoded))
-    return payloads
+def action_input(action: dict[str, Any]) -> common_pb2.Payloads:
+    """The workflow arguments an action document gives each started run."""
+    return common_pb2.Payloads.FromString(base64.b64decode(action["input"]))
 
 
 class Scheduler:
@@ -543,7 +545,7 @@ class Scheduler:
             for namespace, schedule_id in due:
                 try:
                     await self._engine.transaction(
-                        lambda tx, ns=namespace, sid=schedule_id: self._process(tx, ns, sid, token)
+                        functools.partial(self._process, namespace=namespace, schedule_id=schedule_id, token=token)
                     )
                 except FencingTokenRejected as error:
                     self._demote(

@@ -31,8 +31,9 @@ import math
 import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NoReturn
 
+from flowforge.api.schema import ExecutionStatus
 from flowforge.api.v1 import common_pb2
 from flowforge.server.errors import InvalidArgument
 from flowforge.server.stores.rows import CompiledQuery, StoredValue
@@ -71,9 +72,9 @@ SYSTEM_ATTRIBUTES: dict[str, tuple[str, str]] = {
     "CloseTime": ("close_us", DATETIME),
 }
 _NULLABLE_SYSTEM_COLUMNS = {"close_us"}
-_STATUSES = ("RUNNING", "COMPLETED", "FAILED", "CANCELED", "TERMINATED", "CONTINUED_AS_NEW", "TIMED_OUT")
-_STATUS_BY_SPELLING = {status.replace("_", "").lower(): status for status in _STATUSES}
-_TEMPORAL_STATUS_NAMES = ", ".join(f"'{s.title().replace('_', '')}'" for s in _STATUSES)
+# A status is matched whatever its case and underscores ('Running', 'ContinuedAsNew', 'TIMED_OUT').
+_STATUS_BY_SPELLING = {status.replace("_", "").lower(): status.value for status in ExecutionStatus}
+_TEMPORAL_STATUS_NAMES = ", ".join(f"'{s.title().replace('_', '')}'" for s in ExecutionStatus)
 
 _KEYWORDS = {"AND", "OR", "NOT", "BETWEEN", "IN", "IS", "NULL", "TRUE", "FALSE", "STARTS_WITH"}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -275,9 +276,19 @@ class _Junction:
 _Node = _Predicate | _Not | _Junction
 
 
-class _Parser:
+class _QueryPass:
+    """What the parser and the compiler share: the query they reject at a token."""
+
     def __init__(self, query: str) -> None:
         self._query = query
+
+    def _fail(self, token: _Token, what: str) -> NoReturn:
+        raise _QueryError(self._query, token.position, what)
+
+
+class _Parser(_QueryPass):
+    def __init__(self, query: str) -> None:
+        super().__init__(query)
         self._tokens = _tokenize(query)
         self._index = 0
         self._depth = 0
@@ -302,9 +313,6 @@ class _Parser:
     def _at_keyword(self, word: str) -> bool:
         token = self._peek()
         return token.kind == "KEYWORD" and token.text == word
-
-    def _fail(self, token: _Token, what: str) -> Any:
-        raise _QueryError(self._query, token.position, what)
 
     def _or(self) -> _Node:
         return self._junction("OR", self._and)
@@ -432,9 +440,9 @@ def compile_query(
     return CompiledQuery(" AND ".join(conditions) or "1 = 1", tuple(compiler.params))
 
 
-class _Compiler:
+class _Compiler(_QueryPass):
     def __init__(self, query: str, namespace: str, custom_attributes: dict[str, str]) -> None:
-        self._query = query
+        super().__init__(query)
         self._namespace = namespace
         self._custom = custom_attributes
         self.params: list[Any] = []
@@ -445,9 +453,6 @@ class _Compiler:
         if isinstance(node, _Not):
             return f"(NOT {self.compile(node.operand)})"
         return self._predicate(node)
-
-    def _fail(self, token: _Token, what: str) -> Any:
-        raise _QueryError(self._query, token.position, what)
 
     def _attribute(self, name: _Token) -> tuple[str | None, str]:
         """(executions column or None for a custom attribute, type)."""
