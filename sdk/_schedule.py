@@ -24,8 +24,15 @@ from typing import TYPE_CHECKING, Any
 
 from flowforge.api.v1 import common_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
-from flowforge.client import _NO_ARGUMENT, _call_arguments, _set_workflow_timeouts, _workflow_type_and_result_hint
-from flowforge.common import SearchAttributeValue, _search_attributes_from_proto, _search_attributes_to_proto
+from flowforge.common import (
+    _NO_ARGUMENT,
+    SearchAttributeValue,
+    _call_arguments,
+    _search_attributes_from_proto,
+    _search_attributes_to_proto,
+    _set_workflow_timeouts,
+)
+from flowforge.workflow import _workflow_type_and_result_hint
 
 if TYPE_CHECKING:
     from flowforge.client import Client

@@ -64,6 +64,36 @@ class RetryPolicy:
         return proto
 
 
+class _NoArgument:
+    """Marks an omitted ``arg`` so that ``None`` can be passed as a real argument."""
+
+    def __repr__(self) -> str:
+        return "<no argument>"
+
+
+_NO_ARGUMENT: Any = _NoArgument()
+
+
+def _call_arguments(arg: Any, args: Sequence[Any]) -> list[Any]:
+    """The arguments of a call that takes either one ``arg`` or a sequence of ``args``."""
+    if arg is not _NO_ARGUMENT and args:
+        raise ValueError("pass either arg or args, not both")
+    return [arg] if arg is not _NO_ARGUMENT else list(args)
+
+
+def _set_workflow_timeouts(
+    message: Any, execution: timedelta | None, run: timedelta | None, task: timedelta | None
+) -> None:
+    """Sets the workflow_{execution,run,task}_timeout fields that are given."""
+    for field, timeout in (
+        (message.workflow_execution_timeout, execution),
+        (message.workflow_run_timeout, run),
+        (message.workflow_task_timeout, task),
+    ):
+        if timeout is not None:
+            field.FromTimedelta(timeout)
+
+
 class WorkflowExecutionStatus(enum.IntEnum):
     """Where an execution is in its life; values match the wire enum."""
 

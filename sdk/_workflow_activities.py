@@ -1,0 +1,198 @@
+"""Activities of a workflow run: scheduling, awaiting, cancelling and resolving them from history."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+from typing import Any
+
+from flowforge import exceptions, workflow
+from flowforge._workflow_commands import CommandBuffer
+from flowforge._workflow_dag import DagTracker
+from flowforge.api.v1 import command_pb2, common_pb2
+from flowforge.converter import DataConverter, failure_to_error, json_dict_to_message
+from flowforge.workflow import ActivityCancellationType, ActivityHandle
+
+__all__ = ["Activities"]
+
+_TIMEOUT_FIELDS = (
+    "schedule_to_close_timeout",
+    "schedule_to_start_timeout",
+    "start_to_close_timeout",
+    "heartbeat_timeout",
+)
+
+
+@dataclasses.dataclass(eq=False)
+class _Activity:
+    activity_id: str
+    activity_type: str
+    result_type: Any
+    cancellation_type: ActivityCancellationType
+    command: command_pb2.Command
+    # Resolved with the result Payloads, or an ActivityError, by the outcome event.
+    outcome: asyncio.Future[common_pb2.Payloads]
+    handle: ActivityHandle = dataclasses.field(init=False)
+    cancel_requested: bool = False
+
+
+class Activities:
+    """The activities a workflow run scheduled, by their deterministic ids.
+
+    Args:
+        loop: The workflow loop the activity handles run on.
+        commands: Where schedule and cancel commands go.
+        dag: Gives each activity its dependencies.
+        converter: Encodes arguments and decodes results.
+    """
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, commands: CommandBuffer, dag: DagTracker, converter: DataConverter
+    ) -> None:
+        self._loop = loop
+        self._commands = commands
+        self._dag = dag
+        self._converter = converter
+        self._seq = 0
+        self._by_id: dict[str, _Activity] = {}
+        self._by_scheduled_event: dict[int, _Activity] = {}
+
+    def start(self, call: workflow._ActivityCall) -> ActivityHandle:
+        """Issues the ScheduleActivityTask command; the handle resolves with the outcome."""
+        input_payloads = self._converter.to_payloads(call.args)
+        self._seq += 1
+        activity_id = str(self._seq)
+        dependencies = self._dag.schedule(self._seq)
+        attributes = command_pb2.ScheduleActivityTaskCommandAttributes(
+            activity_id=activity_id,
+            activity_type=call.activity_type,
+            task_queue=call.task_queue,
+            input=input_payloads,
+            depends_on_activity_ids=[str(seq) for seq in dependencies],
+            cancellation_type=call.cancellation_type.value,
+        )
+        for field in _TIMEOUT_FIELDS:
+            timeout = getattr(call, field)
+            if timeout is not None:
+                getattr(attributes, field).FromTimedelta(timeout)
+        if call.retry_policy is not None:
+            attributes.retry_policy.CopyFrom(call.retry_policy.to_proto())
+        command = command_pb2.Command(schedule_activity_task=attributes)
+        self._commands.append(command)
+
+        activity = _Activity(
+            activity_id=activity_id,
+            activity_type=call.activity_type,
+            result_type=call.result_type,
+            cancellation_type=call.cancellation_type,
+            command=command,
+            outcome=self._loop.create_future(),
+        )
+        self._by_id[activity_id] = activity
+        activity.handle = ActivityHandle(
+            self._await(activity),
+            loop=self._loop,
+            activity_id=activity_id,
+            activity_type=call.activity_type,
+        )
+        activity.handle.add_done_callback(functools.partial(self._on_handle_done, activity))
+        self._dag.track_task(activity.handle)
+        return activity.handle
+
+    def on_scheduled(self, event_id: int, activity_id: str) -> None:
+        """History matched the activity's command with its ActivityTaskScheduled event."""
+        self._by_scheduled_event[event_id] = self._by_id[activity_id]
+
+    def activity_id_scheduled_at(self, scheduled_event_id: int) -> str:
+        """The id of the activity an ActivityTaskScheduled event scheduled, or ``""``."""
+        activity = self._by_scheduled_event.get(scheduled_event_id)
+        return activity.activity_id if activity is not None else ""
+
+    def resolve(self, event: common_pb2.HistoryEvent, attributes: dict[str, Any]) -> None:
+        """Delivers an outcome event (completed, failed, timed out, canceled)."""
+        scheduled_event_id = int(attributes["scheduled_event_id"])
+        activity = self._by_scheduled_event.get(scheduled_event_id)
+        if activity is None:
+            raise ValueError(
+                f"malformed history: event {event.event_id} {event.event_type} refers to event "
+                f"{scheduled_event_id}, which is not an ActivityTaskScheduled event of this run"
+            )
+        if activity.handle.done():
+            return  # abandoned, or cancelled without waiting: nobody wants the outcome
+        if event.event_type == "ActivityTaskCompleted":
+            activity.outcome.set_result(json_dict_to_message(attributes.get("result"), common_pb2.Payloads))
+        else:
+            activity.outcome.set_exception(self._error(activity, event, attributes))
+
+    def _error(
+        self, activity: _Activity, event: common_pb2.HistoryEvent, attributes: dict[str, Any]
+    ) -> exceptions.ActivityError:
+        cause: exceptions.FailureError
+        if event.event_type == "ActivityTaskCanceled":
+            details = json_dict_to_message(attributes.get("details"), common_pb2.Payloads)
+            cause = exceptions.CancelledError("activity cancelled", *self._converter.from_payloads(details))
+            outcome = "was cancelled"
+        else:
+            failure = json_dict_to_message(attributes.get("failure"), common_pb2.Failure)
+            cause = failure_to_error(failure, self._converter)
+            outcome = "timed out" if event.event_type == "ActivityTaskTimedOut" else "failed"
+        retry_state = attributes.get("retry_state")
+        error = exceptions.ActivityError(
+            f"activity {activity.activity_type!r} (id {activity.activity_id}) {outcome}",
+            activity_type=activity.activity_type,
+            activity_id=activity.activity_id,
+            scheduled_event_id=int(attributes["scheduled_event_id"]),
+            retry_state=exceptions.RetryState[retry_state] if retry_state else exceptions.RetryState.UNSPECIFIED,
+        )
+        error.__cause__ = cause
+        return error
+
+    async def _await(self, activity: _Activity) -> Any:
+        """The body of an activity's handle: waits for the outcome, applies cancellation."""
+        while True:
+            try:
+                # Shielded: cancelling the handle must not cancel the outcome,
+                # which WAIT_CANCELLATION_COMPLETED still waits for.
+                payloads = await asyncio.shield(activity.outcome)
+            except asyncio.CancelledError:
+                if self._cancel(activity):
+                    continue
+                raise
+            except exceptions.ActivityError as error:
+                self._dag.observe(int(activity.activity_id))
+                if activity.cancel_requested and isinstance(error.cause, exceptions.CancelledError):
+                    # WAIT_CANCELLATION_COMPLETED, acknowledged: the await ends as
+                    # every cancelled await does, whatever the cancellation type, so
+                    # one `except asyncio.CancelledError` handles them all.
+                    raise asyncio.CancelledError(str(error)) from error
+                raise
+            self._dag.observe(int(activity.activity_id))
+            if not payloads.payloads:
+                return None
+            return self._converter.from_payload(payloads.payloads[0], activity.result_type)
+
+    def _on_handle_done(self, activity: _Activity, handle: ActivityHandle) -> None:
+        # A handle cancelled before its first step never ran _await.
+        if handle.cancelled():
+            self._cancel(activity)
+
+    def _cancel(self, activity: _Activity) -> bool:
+        """Applies the activity's cancellation type; returns whether to keep waiting for its outcome."""
+        if activity.outcome.done():
+            return False
+        if self._commands.discard_unsent(activity.command):
+            activity.outcome.cancel()  # the server never heard of it: no outcome will come
+            return False
+        if activity.cancellation_type is ActivityCancellationType.ABANDON:
+            return False
+        if not activity.cancel_requested:
+            activity.cancel_requested = True
+            self._commands.append(
+                command_pb2.Command(
+                    request_cancel_activity_task=command_pb2.RequestCancelActivityTaskCommandAttributes(
+                        activity_id=activity.activity_id
+                    )
+                )
+            )
+        return activity.cancellation_type is ActivityCancellationType.WAIT_CANCELLATION_COMPLETED

@@ -1,0 +1,299 @@
+"""Commands of a workflow task, and how replay matches them with history.
+
+Each command a workflow task completes with is recorded as one history event
+(``StartTimer`` -> ``TimerStarted``, ...). On replay the code must produce the
+same commands again: this module names the event each command becomes and the
+fields replay compares between the two (docs/history-events.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from flowforge import exceptions, workflow
+from flowforge.api.v1 import command_pb2, common_pb2
+from flowforge.converter import DataConverter, default_converter, error_to_failure, json_dict_to_message
+
+__all__ = [
+    "CHILD_EVENT_TYPES",
+    "COMMAND_EVENT_TYPES",
+    "DELIVERED_EVENT_TYPES",
+    "DEPRECATED_DETAIL",
+    "PATCH_ID_DETAIL",
+    "PATCH_MARKER_NAME",
+    "SIGNAL_CHILD_OUTCOMES",
+    "WORKFLOW_TASK_NOT_COMPLETED",
+    "CommandBuffer",
+    "attributes_of",
+    "close_command",
+    "command_event_fields",
+    "command_signature",
+    "describe_command",
+    "fail_command",
+    "marker_fields",
+    "recorded_marker_details",
+    "signature",
+]
+
+# Events written for the commands of a completed workflow task; replay matches them.
+COMMAND_EVENT_TYPES = frozenset(
+    {
+        "ActivityTaskScheduled",
+        "TimerStarted",
+        "TimerCanceled",
+        "ActivityTaskCancelRequested",
+        "MarkerRecorded",
+        "WorkflowExecutionCompleted",
+        "WorkflowExecutionFailed",
+        "WorkflowExecutionCanceled",
+        "UpsertWorkflowSearchAttributes",
+        "StartChildWorkflowExecutionInitiated",
+        "RequestCancelExternalWorkflowExecutionInitiated",
+        "SignalExternalWorkflowExecutionInitiated",
+        "WorkflowExecutionContinuedAsNew",
+    }
+)
+# Events that resolve a child workflow's start or its outcome.
+CHILD_EVENT_TYPES = frozenset(
+    {
+        "StartChildWorkflowExecutionFailed",
+        "ChildWorkflowExecutionStarted",
+        "ChildWorkflowExecutionCompleted",
+        "ChildWorkflowExecutionFailed",
+        "ChildWorkflowExecutionCanceled",
+        "ChildWorkflowExecutionTerminated",
+        "ChildWorkflowExecutionTimedOut",
+    }
+)
+SIGNAL_CHILD_OUTCOMES = frozenset({"ExternalWorkflowExecutionSignaled", "SignalExternalWorkflowExecutionFailed"})
+# Events delivered to workflow code, in batches, when the next workflow task runs.
+DELIVERED_EVENT_TYPES = frozenset(
+    {
+        "WorkflowExecutionStarted",
+        "ActivityTaskCompleted",
+        "ActivityTaskFailed",
+        "ActivityTaskTimedOut",
+        "ActivityTaskCanceled",
+        "TimerFired",
+        "WorkflowExecutionCancelRequested",
+        "WorkflowExecutionSignaled",
+        *CHILD_EVENT_TYPES,
+        *SIGNAL_CHILD_OUTCOMES,
+    }
+)
+WORKFLOW_TASK_NOT_COMPLETED = frozenset({"WorkflowTaskFailed", "WorkflowTaskTimedOut"})
+
+# Versioning: the marker workflow.patched() records, and the keys of its details.
+PATCH_MARKER_NAME = "patch"
+PATCH_ID_DETAIL = "patch_id"
+DEPRECATED_DETAIL = "deprecated"
+
+
+class CommandBuffer:
+    """The commands of the running activation, in the order the code issued them."""
+
+    def __init__(self) -> None:
+        self._commands: list[command_pb2.Command] = []
+
+    def __len__(self) -> int:
+        return len(self._commands)
+
+    def __iter__(self) -> Iterator[command_pb2.Command]:
+        return iter(self._commands)
+
+    def append(self, command: command_pb2.Command) -> None:
+        """Adds a command the code issued."""
+        self._commands.append(command)
+
+    def clear(self) -> None:
+        """Starts a new activation with no commands."""
+        self._commands = []
+
+    def truncate(self, length: int) -> list[command_pb2.Command]:
+        """Drops the commands after the first ``length`` and returns them."""
+        dropped = self._commands[length:]
+        del self._commands[length:]
+        return dropped
+
+    def discard_unsent(self, command: command_pb2.Command) -> bool:
+        """Drops a command of the running activation; False when it was already sent."""
+        for index, candidate in enumerate(self._commands):
+            if candidate is command:
+                del self._commands[index]
+                return True
+        return False
+
+
+def attributes_of(event: common_pb2.HistoryEvent) -> dict[str, Any]:
+    """The event's attributes, decoded from their JSON form."""
+    attributes: dict[str, Any] = json.loads(event.attributes_json) if event.attributes_json else {}
+    return attributes
+
+
+def signature(name: str, fields: Mapping[str, str]) -> str:
+    """``name(key='value', ...)``, for messages."""
+    if not fields:
+        return name
+    return f"{name}({', '.join(f'{key}={value!r}' for key, value in fields.items())})"
+
+
+def command_signature(command: command_pb2.Command) -> tuple[str, str, dict[str, str]]:
+    """The command's name, the event type history records for it, and the fields replay compares."""
+    kind = command.WhichOneof("attributes")
+    if kind == "schedule_activity_task":
+        attributes = command.schedule_activity_task
+        fields = {"activity_type": attributes.activity_type, "activity_id": attributes.activity_id}
+        return "ScheduleActivityTask", "ActivityTaskScheduled", fields
+    if kind == "start_timer":
+        return "StartTimer", "TimerStarted", {"timer_id": command.start_timer.timer_id}
+    if kind == "cancel_timer":
+        return "CancelTimer", "TimerCanceled", {"timer_id": command.cancel_timer.timer_id}
+    if kind == "request_cancel_activity_task":
+        fields = {"activity_id": command.request_cancel_activity_task.activity_id}
+        return "RequestCancelActivityTask", "ActivityTaskCancelRequested", fields
+    if kind == "record_marker":
+        return "RecordMarker", "MarkerRecorded", marker_fields(command.record_marker.details)
+    if kind == "complete_workflow_execution":
+        return "CompleteWorkflowExecution", "WorkflowExecutionCompleted", {}
+    if kind == "fail_workflow_execution":
+        return "FailWorkflowExecution", "WorkflowExecutionFailed", {}
+    if kind == "cancel_workflow_execution":
+        return "CancelWorkflowExecution", "WorkflowExecutionCanceled", {}
+    if kind == "upsert_workflow_search_attributes":
+        names = command.upsert_workflow_search_attributes.search_attributes.indexed_fields
+        return "UpsertWorkflowSearchAttributes", "UpsertWorkflowSearchAttributes", {"names": ",".join(sorted(names))}
+    if kind == "start_child_workflow_execution":
+        child = command.start_child_workflow_execution
+        fields = {"workflow_type": child.workflow_type, "workflow_id": child.workflow_id}
+        return "StartChildWorkflowExecution", "StartChildWorkflowExecutionInitiated", fields
+    if kind == "request_cancel_external_workflow_execution":
+        fields = {"workflow_id": command.request_cancel_external_workflow_execution.workflow_id}
+        return "RequestCancelExternalWorkflowExecution", "RequestCancelExternalWorkflowExecutionInitiated", fields
+    if kind == "signal_external_workflow_execution":
+        signal = command.signal_external_workflow_execution
+        fields = {"workflow_id": signal.workflow_id, "signal_name": signal.signal_name}
+        return "SignalExternalWorkflowExecution", "SignalExternalWorkflowExecutionInitiated", fields
+    if kind == "continue_as_new_workflow_execution":
+        fields = {"workflow_type": command.continue_as_new_workflow_execution.workflow_type}
+        return "ContinueAsNewWorkflowExecution", "WorkflowExecutionContinuedAsNew", fields
+    raise ValueError(f"unknown command {kind!r}")
+
+
+def describe_command(command: command_pb2.Command) -> str:
+    """The command as a message names it, e.g. ``StartTimer(timer_id='1')``."""
+    name, _, fields = command_signature(command)
+    return signature(name, fields)
+
+
+def command_event_fields(
+    event: common_pb2.HistoryEvent, attributes: Mapping[str, Any], activity_id_scheduled_at: Callable[[int], str]
+) -> dict[str, str]:
+    """The fields of a command event that replay compares with the command.
+
+    Args:
+        event: The recorded command event.
+        attributes: Its decoded attributes.
+        activity_id_scheduled_at: The id of the activity an ``ActivityTaskScheduled``
+            event id scheduled, or ``""`` (a cancel request names the activity by that event).
+    """
+    if event.event_type == "ActivityTaskScheduled":
+        return {
+            "activity_type": str(attributes.get("activity_type", "")),
+            "activity_id": str(attributes.get("activity_id", "")),
+        }
+    if event.event_type in ("TimerStarted", "TimerCanceled"):
+        return {"timer_id": str(attributes.get("timer_id", ""))}
+    if event.event_type == "MarkerRecorded":
+        return marker_fields(recorded_marker_details(attributes))
+    if event.event_type == "ActivityTaskCancelRequested":
+        return {"activity_id": activity_id_scheduled_at(int(attributes.get("scheduled_event_id", 0)))}
+    if event.event_type == "UpsertWorkflowSearchAttributes":
+        # Names only: a new deployment may compute other values without breaking replay.
+        names = (attributes.get("search_attributes") or {}).get("indexed_fields") or {}
+        return {"names": ",".join(sorted(names))}
+    if event.event_type in ("StartChildWorkflowExecutionInitiated", "WorkflowExecutionContinuedAsNew"):
+        fields = {"workflow_type": str(attributes.get("workflow_type", ""))}
+        if event.event_type == "StartChildWorkflowExecutionInitiated":
+            fields["workflow_id"] = str(attributes.get("workflow_id", ""))
+        return fields
+    if event.event_type == "RequestCancelExternalWorkflowExecutionInitiated":
+        return {"workflow_id": str(attributes.get("workflow_id", ""))}
+    if event.event_type == "SignalExternalWorkflowExecutionInitiated":
+        return {
+            "workflow_id": str(attributes.get("workflow_id", "")),
+            "signal_name": str(attributes.get("signal_name", "")),
+        }
+    return {}
+
+
+def marker_fields(details: Mapping[str, common_pb2.Payloads]) -> dict[str, str]:
+    """What replay compares of a marker: its patch id (the deprecated flag may change)."""
+    patch_id = details.get(PATCH_ID_DETAIL)
+    return {"patch_id": str(default_converter.from_payloads(patch_id)[0]) if patch_id is not None else ""}
+
+
+def recorded_marker_details(attributes: Mapping[str, Any]) -> dict[str, common_pb2.Payloads]:
+    """The details of a ``MarkerRecorded`` event, as payloads."""
+    details = attributes.get("details") or {}
+    return {key: json_dict_to_message(value, common_pb2.Payloads) for key, value in details.items()}
+
+
+def fail_command(error: exceptions.FailureError, converter: DataConverter) -> command_pb2.Command:
+    """The FailWorkflowExecution command for a failure the workflow raised."""
+    return command_pb2.Command(
+        fail_workflow_execution=command_pb2.FailWorkflowExecutionCommandAttributes(
+            failure=error_to_failure(error, converter)
+        )
+    )
+
+
+def close_command(
+    run_task: asyncio.Task[Any], *, cancel_requested: bool, converter: DataConverter
+) -> command_pb2.Command:
+    """The command that closes the run, from how its finished run method ended.
+
+    Raises:
+        RuntimeError: ``asyncio.CancelledError`` escaped although nobody asked to
+            cancel the workflow (a bug in the workflow: it fails the workflow task).
+    """
+    try:
+        result = run_task.result()
+    except asyncio.CancelledError as error:
+        if not cancel_requested:
+            raise RuntimeError(
+                "workflow code let asyncio.CancelledError escape, but nobody asked to cancel the workflow"
+            ) from error
+        return command_pb2.Command(cancel_workflow_execution=command_pb2.CancelWorkflowExecutionCommandAttributes())
+    except workflow.ContinueAsNewError as error:
+        return _continue_as_new_command(error, converter)
+    except exceptions.FailureError as error:
+        if cancel_requested and _is_cancellation(error):
+            return command_pb2.Command(cancel_workflow_execution=command_pb2.CancelWorkflowExecutionCommandAttributes())
+        return fail_command(error, converter)
+    return command_pb2.Command(
+        complete_workflow_execution=command_pb2.CompleteWorkflowExecutionCommandAttributes(
+            result=converter.to_payloads([result])
+        )
+    )
+
+
+def _is_cancellation(error: exceptions.FailureError) -> bool:
+    return isinstance(error, exceptions.CancelledError) or (
+        isinstance(error, exceptions.ActivityError) and isinstance(error.cause, exceptions.CancelledError)
+    )
+
+
+def _continue_as_new_command(error: workflow.ContinueAsNewError, converter: DataConverter) -> command_pb2.Command:
+    attributes = command_pb2.ContinueAsNewWorkflowExecutionCommandAttributes(
+        workflow_type=error.workflow_type,
+        task_queue=error.task_queue,
+        input=converter.to_payloads(error.input),
+    )
+    if error.run_timeout is not None:
+        attributes.workflow_run_timeout.FromTimedelta(error.run_timeout)
+    if error.task_timeout is not None:
+        attributes.workflow_task_timeout.FromTimedelta(error.task_timeout)
+    return command_pb2.Command(continue_as_new_workflow_execution=attributes)
