@@ -93,8 +93,8 @@ _FORBIDDEN_BUILTINS: dict[object, _Forbidden] = {
     datetime.datetime.today: _Forbidden("datetime.datetime.today()", _CLOCK),
     datetime.date.today: _Forbidden("datetime.date.today()", _CLOCK),
     os.urandom: _Forbidden("os.urandom()", _RANDOM),
-    random._inst.random: _Forbidden("random.random()", _RANDOM),  # type: ignore[attr-defined]
-    random._inst.getrandbits: _Forbidden("random.getrandbits()", _RANDOM),  # type: ignore[attr-defined]
+    random._inst.random: _Forbidden("random.random()", _RANDOM),
+    random._inst.getrandbits: _Forbidden("random.getrandbits()", _RANDOM),
     io.open: _Forbidden("open()", _IO),  # builtins.open is io.open
     _socket.getaddrinfo: _Forbidden("socket.getaddrinfo()", _IO),
     _socket.gethostbyname: _Forbidden("socket.gethostbyname()", _IO),
@@ -144,7 +144,7 @@ _FORBIDDEN_CODE: dict[CodeType, _Forbidden] = {
 
 # Any method call on these objects (e.g. sock.connect(), sock.sendall()) is
 # I/O, even on a socket that was opened outside workflow code.
-_IO_OBJECT_TYPES = (_socket.socket, _ssl._SSLSocket)
+_IO_OBJECT_TYPES = (_socket.socket, _ssl._SSLSocket)  # type: ignore[attr-defined]  # typeshed omits the C type
 
 # Calls these packages make on their own behalf are not workflow code's doing.
 # linecache reads source files to show tracebacks and warnings, which does not
@@ -170,7 +170,7 @@ def _location(frame: FrameType) -> str:
 def _function_name(frame: FrameType) -> str:
     """How a user would name the function of a standard library frame."""
     module = _module(frame)
-    if module == "random" and frame.f_locals.get("self") is random._inst:  # type: ignore[attr-defined]
+    if module == "random" and frame.f_locals.get("self") is random._inst:
         return f"random.{frame.f_code.co_name}()"  # random.randint is random._inst.randint
     return f"{module}.{frame.f_code.co_qualname}()"
 

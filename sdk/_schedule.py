@@ -20,7 +20,9 @@ import dataclasses
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
+
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from flowforge.api.v1 import common_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
@@ -319,7 +321,7 @@ class SchedulerStatus:
     replica_leader_changes: list[SchedulerLeaderChange]
 
 
-def _datetime(timestamp: Any) -> datetime:
+def _datetime(timestamp: Timestamp) -> datetime:
     return timestamp.ToDatetime(tzinfo=UTC)
 
 
@@ -331,8 +333,9 @@ def _timestamp_of(moment: datetime, field: str) -> Any:
     return stamp
 
 
-def _overlap_value(overlap: ScheduleOverlapPolicy | None) -> int:
-    return 0 if overlap is None else int(overlap)
+def _overlap_value(overlap: ScheduleOverlapPolicy | None) -> pb.ScheduleOverlapPolicy:
+    # The generated stubs give each enum its own int type; the values are the wire's.
+    return cast(pb.ScheduleOverlapPolicy, 0 if overlap is None else int(overlap))
 
 
 def _schedule_to_proto(schedule: Schedule, client: Client) -> pb.Schedule:
@@ -351,8 +354,8 @@ def _schedule_to_proto(schedule: Schedule, client: Client) -> pb.Schedule:
             memo=common_pb2.Memo(fields={k: client.data_converter.to_payload(v) for k, v in action.memo.items()}),
         ),
         policy=pb.SchedulePolicy(
-            overlap=int(schedule.policy.overlap),
-            misfire=int(schedule.policy.misfire),
+            overlap=_overlap_value(schedule.policy.overlap),
+            misfire=cast(pb.ScheduleMisfirePolicy, int(schedule.policy.misfire)),
         ),
         state=pb.ScheduleState(paused=schedule.state.paused, note=schedule.state.note),
     )

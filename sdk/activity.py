@@ -258,7 +258,7 @@ def is_cancelled() -> bool:
     return _context().cancelled.is_set()
 
 
-class _ActivityLoggerAdapter(logging.LoggerAdapter):
+class _ActivityLoggerAdapter(logging.LoggerAdapter[logging.Logger]):
     """Adds the running activity's identity to every record (no payloads).
 
     Outside an activity it logs the message unchanged rather than raising: logging
@@ -283,5 +283,5 @@ class _ActivityLoggerAdapter(logging.LoggerAdapter):
         return f"{msg} ({fields})", kwargs
 
 
-logger: logging.LoggerAdapter = _ActivityLoggerAdapter(logging.getLogger("flowforge.activity"), {})
+logger: logging.LoggerAdapter[logging.Logger] = _ActivityLoggerAdapter(logging.getLogger("flowforge.activity"), {})
 """A logger for activity code; each record carries the activity's identity."""

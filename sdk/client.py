@@ -61,7 +61,7 @@ from flowforge._workflow_executions import (
 )
 from flowforge._workflow_handle import WorkflowHandle
 from flowforge._workflow_history import HistoryEvent, WorkflowHistory
-from flowforge.api.v1 import event_pb2, workflow_service_pb2
+from flowforge.api.v1 import common_pb2, event_pb2, workflow_service_pb2
 from flowforge.common import (
     _NO_ARGUMENT,
     SearchAttributeIndexedValueType,
@@ -393,7 +393,8 @@ class Client:
         request = workflow_service_pb2.ListWorkflowExecutionsRequest(
             namespace=self._namespace,
             page_size=page_size,
-            status=status.value if status is not None else 0,
+            # The generated stubs give each enum its own int type; the values are the wire's.
+            status=typing.cast(common_pb2.WorkflowExecutionStatus, status.value if status is not None else 0),
             workflow_type=workflow_type or "",
             workflow_id=workflow_id or "",
             query=query or "",
@@ -436,7 +437,10 @@ class Client:
             "AddSearchAttributes",
             workflow_service_pb2.AddSearchAttributesRequest(
                 namespace=self._namespace,
-                search_attributes={name: int(value_type) for name, value_type in attributes.items()},
+                search_attributes={
+                    name: typing.cast(common_pb2.IndexedValueType, int(value_type))
+                    for name, value_type in attributes.items()
+                },
             ),
         )
 

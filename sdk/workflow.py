@@ -772,7 +772,7 @@ def _signal_name(signal: Any) -> str:
         if not signal:
             raise ValueError("the signal name must not be empty")
         return signal
-    definition = getattr(signal, _SIGNAL_MARKER, None)
+    definition: _SignalDefinition | None = getattr(signal, _SIGNAL_MARKER, None)
     if definition is None:
         raise TypeError(f"{signal!r} is not a signal: pass a @workflow.signal method or a signal name")
     return definition.name
