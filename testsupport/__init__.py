@@ -2,6 +2,8 @@
 
 - :mod:`testsupport.waiting`: the one wait-with-deadline helper.
 - :mod:`testsupport.postgres`: a PostgreSQL server found or started on demand.
+- :mod:`testsupport.tcp_proxy`: a TCP forwarder that can cut connections or switch targets.
+- :mod:`testsupport.store_rows`: store rows for tests that write to a store directly.
 - :mod:`testsupport.counting`: counters of store transactions and client RPCs.
 - :mod:`testsupport.workloads`: the one-activity workflow the hot-path measurements run.
 - :mod:`testsupport.large_payloads`: a workflow carrying one large value through every payload path.
