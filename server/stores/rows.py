@@ -2,6 +2,10 @@
 visibility hands the stores (a compiled list query, a stored attribute value).
 
 Field order is column order: the SQL stores build their statements from the fields.
+State columns hold the values of the enums of :mod:`flowforge.api.schema` (``status``:
+``ExecutionStatus``, ``wft_state``: ``WorkflowTaskState``, ``kind``: ``TaskKind``, a task's
+``state``: ``TaskState``, a query's: ``QueryState``); the schema's CHECK constraints admit
+exactly those (tests/integration/test_migrations.py).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from typing import Any
 import asyncpg
 import pytest
 
+from flowforge.api.schema import ExecutionStatus, QueryState, TaskKind, TaskState, WorkflowTaskState
 from flowforge.server.stores import migrations
 from testsupport.postgres import PostgresServer
 
@@ -234,3 +235,45 @@ async def test_schema_check_notices_drift(tmp_path: Path, postgres_connection: a
     migrate_sqlite(tmp_path / "db")
     await postgres_connection.execute(drift)
     assert sqlite_schema(tmp_path / "db") != await postgres_schema(postgres_connection)
+
+
+# The state columns' CHECK constraints and the enums of flowforge.api.schema name the same values.
+_VOCABULARIES = pytest.mark.parametrize(
+    ("constraint", "vocabulary"),
+    [
+        ("ck_executions_status", set(ExecutionStatus)),
+        ("ck_executions_wft_state", set(WorkflowTaskState)),
+        # QUERY names a leased query in a task token, never a task row.
+        ("ck_tasks_kind", set(TaskKind) - {TaskKind.QUERY}),
+        ("ck_tasks_state", set(TaskState)),
+        ("ck_workflow_queries_state", set(QueryState)),
+    ],
+)
+
+
+@_VOCABULARIES
+def test_sqlite_state_columns_admit_exactly_the_schema_vocabulary(
+    tmp_path: Path, constraint: str, vocabulary: set[str]
+) -> None:
+    migrate_sqlite(tmp_path / "db")
+    connection = sqlite3.connect(tmp_path / "db")
+    try:
+        tables = "\n".join(sql for (sql,) in connection.execute("SELECT sql FROM sqlite_master WHERE type = 'table'"))
+    finally:
+        connection.close()
+    check = re.search(rf"CONSTRAINT {constraint} CHECK \(\w+ IN\s*\(([^)]*)\)\)", tables)
+    assert check is not None, f"{constraint} is not a CHECK (column IN (...)) constraint"
+    assert set(re.findall(r"'(\w+)'", check.group(1))) == {str(value) for value in vocabulary}
+
+
+@pg
+@_VOCABULARIES
+async def test_postgres_state_columns_admit_exactly_the_schema_vocabulary(
+    postgres_connection: asyncpg.Connection, constraint: str, vocabulary: set[str]
+) -> None:
+    definition = await postgres_connection.fetchval(
+        "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = $1", constraint
+    )
+    assert definition is not None, f"no constraint {constraint}"
+    # e.g. CHECK ((state = ANY (ARRAY['PENDING'::text, 'LEASED'::text])))
+    assert set(re.findall(r"'(\w+)'::text", definition)) == {str(value) for value in vocabulary}
