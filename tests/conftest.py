@@ -51,6 +51,7 @@ import pytest
 from flowforge.api.v1 import workflow_service_pb2_grpc
 from flowforge.server.app import open_store
 from flowforge.server.stores.base import Store
+from testsupport.azurite import AzuriteServer, AzuriteUnavailable, start_azurite
 from testsupport.postgres import PostgresServer, PostgresUnavailable, start_postgres
 
 STORE_KINDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
@@ -69,6 +70,22 @@ def postgres() -> Iterator[PostgresServer]:
         if _in_ci():
             pytest.fail(f"CI=true but no PostgreSQL is available: {error}", pytrace=False)
         pytest.skip(f"no PostgreSQL available: {error}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def azurite() -> Iterator[AzuriteServer]:
+    """Azurite's blob service for this session, installed from npm on first use
+    (:mod:`testsupport.azurite`); skipped without node/npm, but failing with ``CI=true``."""
+    try:
+        server = start_azurite()
+    except AzuriteUnavailable as error:
+        if _in_ci():
+            pytest.fail(f"CI=true but Azurite could not be started: {error}", pytrace=False)
+        pytest.skip(f"Azurite unavailable: {error}")
     try:
         yield server
     finally:

@@ -1,0 +1,1 @@
+"""Integrations with other systems; each needs its extra (e.g. ``pip install 'flowforge[azure]'``)."""
