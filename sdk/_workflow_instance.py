@@ -35,6 +35,7 @@ from typing import Any
 
 from flowforge import exceptions, workflow
 from flowforge._determinism import DeterminismGuard
+from flowforge._stack_trace import STACK_TRACE_QUERY, workflow_stack_trace
 from flowforge._workflow_activities import Activities
 from flowforge._workflow_children import Children
 from flowforge._workflow_commands import (
@@ -462,6 +463,8 @@ class WorkflowInstance(workflow._Runtime):
             Exception: Whatever the handler raised, or a RuntimeError if it tried
                 to change the execution (issue a command) or returned an awaitable.
         """
+        if query_type == STACK_TRACE_QUERY:
+            return self._converter.to_payloads([workflow_stack_trace(self._loop)])
         definition = self._definition.queries.get(query_type)
         if definition is None:
             known = ", ".join(sorted(self._definition.queries)) or "none"
