@@ -1,0 +1,62 @@
+"""The worker the CLI command tests talk to: ``python -m tests.integration._cli_app ADDRESS``.
+
+- ``Echo`` returns its argument after a short durable timer (``workflow execute`` follows it).
+- ``Waiter`` waits for its ``finish`` signal, answers ``status`` (``workflow signal|query|stack``).
+- ``Fails`` fails (``workflow execute`` exits 1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from datetime import timedelta
+from typing import Any
+
+from flowforge import Client, workflow
+from flowforge.exceptions import ApplicationError
+from flowforge.worker import Worker
+
+TASK_QUEUE = "cli"
+
+
+@workflow.defn
+class Echo:
+    @workflow.run
+    async def run(self, value: Any) -> Any:
+        await workflow.sleep(timedelta(milliseconds=100))
+        return value
+
+
+@workflow.defn
+class Waiter:
+    def __init__(self) -> None:
+        self._finished_by: str | None = None
+
+    @workflow.run
+    async def run(self) -> str:
+        await workflow.wait_condition(lambda: self._finished_by is not None)
+        return f"finished by {self._finished_by}"
+
+    @workflow.signal
+    def finish(self, who: str) -> None:
+        self._finished_by = who
+
+    @workflow.query
+    def status(self) -> dict[str, Any]:
+        return {"finished_by": self._finished_by}
+
+
+@workflow.defn
+class Fails:
+    @workflow.run
+    async def run(self) -> None:
+        raise ApplicationError("refused on purpose", non_retryable=True)
+
+
+async def main(address: str) -> None:
+    client = await Client.connect(address)
+    await Worker(client, task_queue=TASK_QUEUE, workflows=[Echo, Waiter, Fails]).run()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1]))

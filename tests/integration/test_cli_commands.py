@@ -1,0 +1,605 @@
+"""Every command of ``flowforge``, generated from click's command tree, against a real server.
+
+For each leaf command of :data:`flowforge.cli.cli` there must be a :class:`Case` in
+:data:`CASES` (``test_every_command_has_a_case``: a new command without one fails). Each case
+runs its command in text form and, when the command has ``--output``, in JSON form, against a
+``flowforge server start`` process with a worker process (tests/integration/_cli_app.py), and
+runs its bad input, which must end with exit code 2 and one line on stderr naming the flag.
+
+The commands run in this process (``main(argv)``, output captured) so the ~40 commands take
+seconds; test_cli.py and test_schedule_cli.py run the installed command in child processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import itertools
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+
+from flowforge.cli import cli, main
+from tests.integration._processes import ServerProcess, _env
+
+_ids = itertools.count(1)
+
+
+def _walk(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator[str]:
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            yield from _walk(command, (*prefix, name))
+        else:
+            yield " ".join((*prefix, name))
+
+
+def _command(path: str) -> click.Command:
+    command: click.Command = cli
+    for name in path.split():
+        assert isinstance(command, click.Group)
+        command = command.commands[name]
+    return command
+
+
+COMMANDS = sorted(_walk(cli))
+
+
+@dataclass(frozen=True)
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+def flowforge(*args: str) -> Result:
+    """Runs the command line in this process; returns its exit code and output."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def ok(*args: str) -> Result:
+    result = flowforge(*args)
+    assert result.code == 0, f"flowforge {' '.join(args)} -> {result.code}: {result.err}"
+    return result
+
+
+class Session:
+    """The server and worker every case talks to, and fresh objects for a case to act on."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+
+    def fresh(self, prefix: str) -> str:
+        return f"{prefix}-{next(_ids)}"
+
+    def waiter(self) -> str:
+        """A running ``Waiter`` execution (it waits for its ``finish`` signal)."""
+        workflow_id = self.fresh("waiter")
+        ok("workflow", "start", "--type", "Waiter", "--task-queue", "cli", "--workflow-id", workflow_id)
+        return workflow_id
+
+    def schedule(self) -> str:
+        schedule_id = self.fresh("sched")
+        ok(
+            "schedule",
+            "create",
+            "--schedule-id",
+            schedule_id,
+            "--workflow-type",
+            "Echo",
+            "--task-queue",
+            "cli",
+            "--workflow-id",
+            schedule_id,
+            "--cron",
+            "0 3 * * *",
+            "--paused",
+        )
+        return schedule_id
+
+    def trigger(self) -> str:
+        trigger_id = self.fresh("trig")
+        ok(
+            "trigger",
+            "create",
+            "--trigger-id",
+            trigger_id,
+            "--event-type",
+            f"{trigger_id}.happened",
+            "--workflow-type",
+            "Echo",
+            "--task-queue",
+            "cli",
+        )
+        return trigger_id
+
+    def profile(self) -> str:
+        name = self.fresh("prof")
+        ok("config", "set", "--profile", name, "address", f"{name}.example.com:7233")
+        return name
+
+
+@dataclass(frozen=True)
+class Case:
+    """How one command is exercised.
+
+    ``args`` builds the command line (given the session; called again for the JSON run, so each
+    run acts on fresh objects); ``text`` checks the text output; ``json`` checks the parsed JSON
+    output (required exactly when the command has ``--output``); ``bad`` is a command line that
+    must be refused with exit code 2 and one line naming ``names``.
+    """
+
+    args: Callable[[Session], list[str]]
+    text: Callable[[str, list[str]], bool]
+    bad: list[str]
+    names: str
+    json: Callable[[Any, list[str]], bool] | None = None
+    prepare: Callable[[Session], object] | None = None  # makes what the command lists
+    run: Callable[[Session, Path], None] | None = None  # instead of args/text: a server command
+
+
+def _contains(*needles: str) -> Callable[[str, list[str]], bool]:
+    return lambda out, args: all(needle.format(*args) in out for needle in needles)
+
+
+def _serve(arguments: list[str]) -> Callable[[Session, Path], None]:
+    """Runs a server command in a child process until it serves, then stops it."""
+
+    def run(session: Session, tmp_path: Path) -> None:
+        ready = tmp_path / "ready"
+        command = [
+            sys.executable,
+            "-m",
+            "flowforge.cli",
+            "server",
+            *arguments,
+            "--port",
+            "0",
+            "--ready-file",
+            str(ready),
+        ]
+        process = subprocess.Popen([*command, "--log-level", "WARNING"], env=_env(), cwd=tmp_path)
+        try:
+            deadline = time.monotonic() + 60
+            while not ready.exists():
+                assert process.poll() is None, f"{' '.join(arguments)} exited with {process.returncode}"
+                assert time.monotonic() < deadline, f"{' '.join(arguments)} did not serve in 60 s"
+                time.sleep(0.05)
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+    return run
+
+
+def _workflow_args(session: Session) -> list[str]:
+    return ["--type", "Echo", "--task-queue", "cli", "--workflow-id", session.fresh("echo"), "--input", '{"x": 1}']
+
+
+CASES: dict[str, Case] = {
+    "completion": Case(
+        args=lambda s: ["completion", "bash"],
+        text=_contains("_FLOWFORGE_COMPLETE", "complete"),
+        bad=["completion", "tcsh"],
+        names="tcsh",
+    ),
+    "config set": Case(
+        args=lambda s: ["config", "set", "--profile", s.fresh("prof"), "tls.server_ca_cert_path", "/etc/ca.pem"],
+        text=_contains("tls.server_ca_cert_path set in profile {3}"),
+        bad=["config", "set", "--profile", "x", "adress", "h:1"],
+        names="adress",
+    ),
+    "config get": Case(
+        args=lambda s: ["config", "get", "--profile", s.profile()],
+        text=_contains("address", "{3}.example.com:7233"),
+        json=lambda value, args: value == {"address": f"{args[3]}.example.com:7233"},
+        bad=["config", "get", "--profile", "nobody-has-this"],
+        names="--profile",
+    ),
+    "config list": Case(
+        prepare=Session.profile,
+        args=lambda s: ["config", "list"],
+        text=_contains("PROFILE", "ADDRESS"),
+        json=lambda value, args: isinstance(value, list) and all("profile" in row for row in value),
+        bad=["config", "list", "--output", "yaml"],
+        names="--output",
+    ),
+    "config delete": Case(
+        args=lambda s: ["config", "delete", "--profile", s.profile()],
+        text=_contains("profile {3} deleted"),
+        bad=["config", "delete", "--profile", "nobody-has-this"],
+        names="--profile",
+    ),
+    "event publish": Case(
+        args=lambda s: ["event", "publish", "--id", s.fresh("evt"), "--source", "cli", "--type", "t", "--data", "{}"],
+        text=_contains("no trigger matched"),
+        json=lambda value, args: value == {"duplicate": False, "workflows": []},
+        bad=["event", "publish", "--id", "e", "--source", "s", "--type", "t", "--data", "{oops"],
+        names="--data",
+    ),
+    "namespace create": Case(
+        args=lambda s: ["namespace", "create", s.fresh("ns"), "--retention", "3600", "--description", "for tests"],
+        text=_contains("namespace {2} created"),
+        bad=["namespace", "create", "ns-bad", "--retention", "0"],
+        names="--retention",
+    ),
+    "namespace describe": Case(
+        args=lambda s: ["namespace", "describe", "default"],
+        text=_contains("name:        default", "retention:   30d"),
+        json=lambda value, args: value["name"] == "default" and value["retention_s"] == 30 * 86400,
+        bad=["namespace", "describe"],
+        names="NAME",
+    ),
+    "namespace list": Case(
+        args=lambda s: ["namespace", "list"],
+        text=_contains("NAME", "default"),
+        json=lambda value, args: "default" in [n["name"] for n in value],
+        bad=["namespace", "list", "--output", "yaml"],
+        names="--output",
+    ),
+    "schedule create": Case(
+        args=lambda s: [
+            "schedule",
+            "create",
+            "--schedule-id",
+            s.fresh("sched"),
+            "--workflow-type",
+            "Echo",
+            "--task-queue",
+            "cli",
+            "--workflow-id",
+            "nightly",
+            "--cron",
+            "30 2 * * *",
+            "--time-zone",
+            "Europe/Stockholm",
+            "--paused",
+        ],
+        text=_contains("schedule {3} created"),
+        bad=[
+            "schedule",
+            "create",
+            "--schedule-id",
+            "x",
+            "--workflow-type",
+            "W",
+            "--task-queue",
+            "q",
+            "--workflow-id",
+            "x",
+            "--interval",
+            "-5",
+        ],
+        names="--interval",
+    ),
+    "schedule list": Case(
+        prepare=Session.schedule,
+        args=lambda s: ["schedule", "list"],
+        text=_contains("SCHEDULE ID", "0 3 * * *"),
+        json=lambda value, args: any(d["cron_expressions"] == ["0 3 * * *"] for d in value),
+        bad=["schedule", "list", "--output", "yaml"],
+        names="--output",
+    ),
+    "schedule describe": Case(
+        args=lambda s: ["schedule", "describe", "--schedule-id", s.schedule()],
+        text=_contains("schedule_id: {3}", "paused: True"),
+        json=lambda value, args: value["schedule_id"] == args[3] and value["paused"] is True,
+        bad=["schedule", "describe"],
+        names="--schedule-id",
+    ),
+    "schedule pause": Case(
+        args=lambda s: ["schedule", "pause", "--schedule-id", s.schedule(), "--note", "quarter close"],
+        text=_contains("schedule {3} paused"),
+        bad=["schedule", "pause", "--schedule-id"],
+        names="--schedule-id",
+    ),
+    "schedule unpause": Case(
+        args=lambda s: ["schedule", "unpause", "--schedule-id", s.schedule()],
+        text=_contains("schedule {3} unpaused"),
+        bad=["schedule", "unpause", "--schedule-id", "x", "--note"],
+        names="--note",
+    ),
+    "schedule trigger": Case(
+        args=lambda s: ["schedule", "trigger", "--schedule-id", s.schedule(), "--overlap", "allow_all"],
+        text=_contains("schedule {3} triggered"),
+        bad=["schedule", "trigger", "--schedule-id", "x", "--overlap", "SOMETIMES"],
+        names="--overlap",
+    ),
+    "schedule backfill": Case(
+        args=lambda s: [
+            "schedule",
+            "backfill",
+            "--schedule-id",
+            s.schedule(),
+            "--start",
+            "2026-03-07T00:00:00+00:00",
+            "--end",
+            "2026-03-09T00:00:00Z",
+        ],
+        text=_contains("backfill {3}: ", "(100%)", "schedule {3} backfill queued"),
+        bad=["schedule", "backfill", "--schedule-id", "x", "--start", "2026-03-07", "--end", "2026-03-09T00:00:00Z"],
+        names="--start",
+    ),
+    "schedule delete": Case(
+        args=lambda s: ["schedule", "delete", "--schedule-id", s.schedule()],
+        text=_contains("schedule {3} deleted"),
+        bad=["schedule", "delete", "--schedule-id", "x", "--force"],
+        names="--force",
+    ),
+    "schedule status": Case(
+        args=lambda s: ["schedule", "status"],
+        text=_contains("fencing token", "leader: yes"),
+        json=lambda value, args: value["replica_is_leader"] is True and value["fencing_token"] >= 1,
+        bad=["schedule", "status", "-o", "xml"],
+        names="--output",
+    ),
+    "search-attribute create": Case(
+        args=lambda s: ["search-attribute", "create", "--name", s.fresh("Attr").replace("-", ""), "--type", "keyword"],
+        text=_contains("search attribute {3} (Keyword) registered in namespace default"),
+        bad=["search-attribute", "create", "--name", "Amount", "--type", "Float"],
+        names="--type",
+    ),
+    "search-attribute list": Case(
+        prepare=lambda s: ok("search-attribute", "create", "--name", "CustomerId", "--type", "Keyword"),
+        args=lambda s: ["search-attribute", "list"],
+        text=_contains("NAME", "CustomerId", "Keyword"),
+        json=lambda value, args: {"name": "CustomerId", "type": "Keyword"} in value,
+        bad=["search-attribute", "list", "--output"],
+        names="--output",
+    ),
+    "server start": Case(
+        args=lambda s: [],
+        text=_contains(),
+        run=lambda s, tmp: _serve(["start", "--store", str(tmp / "replica.db"), "--http-port", "0"])(s, tmp),
+        bad=["server", "start", "--store", "x.db", "--port", "70000"],
+        names="--port",
+    ),
+    "server start-dev": Case(
+        args=lambda s: [],
+        text=_contains(),
+        run=_serve(["start-dev", "--in-memory", "--http-port", "0"]),
+        bad=["server", "start-dev", "--in-memory", "--db", "x.db"],
+        names="--in-memory",
+    ),
+    "trigger create": Case(
+        args=lambda s: [
+            "trigger",
+            "create",
+            "--trigger-id",
+            s.fresh("trig"),
+            "--event-type",
+            "order.paid",
+            "--workflow-type",
+            "Echo",
+            "--task-queue",
+            "cli",
+            "--filter",
+            'data.currency == "EUR"',
+            "--input",
+            "data.order_id",
+        ],
+        text=_contains("trigger {3} created"),
+        bad=["trigger", "create", "--event-type", "e", "--workflow-type", "W", "--task-queue", "q"],
+        names="--trigger-id",
+    ),
+    "trigger list": Case(
+        prepare=Session.trigger,
+        args=lambda s: ["trigger", "list"],
+        text=_contains("TRIGGER ID", "Echo"),
+        json=lambda value, args: any(t["workflow_type"] == "Echo" for t in value),
+        bad=["trigger", "list", "--output", "csv"],
+        names="--output",
+    ),
+    "trigger describe": Case(
+        args=lambda s: ["trigger", "describe", "--trigger-id", s.trigger()],
+        text=_contains("trigger_id: {3}", "event_type: {3}.happened"),
+        json=lambda value, args: value["trigger_id"] == args[3] and value["task_queue"] == "cli",
+        bad=["trigger", "describe"],
+        names="--trigger-id",
+    ),
+    "trigger delete": Case(
+        args=lambda s: ["trigger", "delete", "--trigger-id", s.trigger()],
+        text=_contains("trigger {3} deleted"),
+        bad=["trigger", "delete", "--trigger-id"],
+        names="--trigger-id",
+    ),
+    "workflow start": Case(
+        args=lambda s: ["workflow", "start", *_workflow_args(s), "--memo", 'owner="cli"'],
+        text=lambda out, args: len(out.strip()) == 36 and out.count("-") == 4,
+        json=lambda value, args: value["workflow_id"] == args[7] and len(value["run_id"]) == 36,
+        bad=["workflow", "start", "--type", "Echo", "--task-queue", "q", "--workflow-id", "x", "--input", "notjson"],
+        names="--input",
+    ),
+    "workflow execute": Case(
+        args=lambda s: ["workflow", "execute", *_workflow_args(s)],
+        text=_contains("WorkflowExecutionStarted", "TimerFired", "WorkflowExecutionCompleted", 'result: {{"x": 1}}'),
+        json=lambda lines, args: (
+            lines[0]["event_type"] == "WorkflowExecutionStarted"
+            and lines[-1] == {"workflow_id": args[7], "status": "COMPLETED", "result": {"x": 1}}
+        ),
+        bad=["workflow", "execute", "--task-queue", "q", "--workflow-id", "x"],
+        names="--type",
+    ),
+    "workflow list": Case(
+        args=lambda s: ["workflow", "list", "--query", f"WorkflowId = '{s.waiter()}'"],
+        text=lambda out, args: "RUNNING" in out and args[3].split("'")[1] in out,
+        json=lambda value, args: (
+            [r["workflow_id"] for r in value] == [args[3].split("'")[1]] and value[0]["status"] == "RUNNING"
+        ),
+        bad=["workflow", "list", "--limit", "0"],
+        names="--limit",
+    ),
+    "workflow count": Case(
+        args=lambda s: ["workflow", "count", "--query", f"WorkflowId = '{s.waiter()}'"],
+        text=lambda out, args: out.strip() == "1",
+        json=lambda value, args: value == {"count": 1},
+        bad=["workflow", "count", "--output", "table"],
+        names="--output",
+    ),
+    "workflow describe": Case(
+        args=lambda s: ["workflow", "describe", "--workflow-id", s.waiter()],
+        text=_contains("{3}  run ", "Waiter  RUNNING", "Task queue:     cli"),
+        json=lambda value, args: value["workflow_id"] == args[3] and value["status"] == "RUNNING",
+        bad=["workflow", "describe"],
+        names="--workflow-id",
+    ),
+    "workflow show": Case(
+        args=lambda s: ["workflow", "show", "--workflow-id", s.waiter()],
+        text=_contains("History:", "WorkflowExecutionStarted"),
+        json=lambda value, args: (
+            value["workflow_id"] == args[3] and value["events"][0]["event_type"] == "WorkflowExecutionStarted"
+        ),
+        bad=["workflow", "show", "--workflow-id"],
+        names="--workflow-id",
+    ),
+    "workflow signal": Case(
+        args=lambda s: ["workflow", "signal", "--workflow-id", s.waiter(), "--name", "finish", "--input", '"cli"'],
+        text=_contains("signal finish sent to {3}"),
+        bad=["workflow", "signal", "--workflow-id", "w", "--name", "finish", "--input", "cli"],
+        names="--input",
+    ),
+    "workflow query": Case(
+        args=lambda s: ["workflow", "query", "--workflow-id", s.waiter(), "--name", "status"],
+        text=_contains('"finished_by": null'),
+        json=lambda value, args: value == {"finished_by": None},
+        bad=["workflow", "query", "--workflow-id", "w", "--name", "status", "--timeout", "0"],
+        names="--timeout",
+    ),
+    "workflow stack": Case(
+        args=lambda s: ["workflow", "stack", "--workflow-id", s.waiter()],
+        text=_contains("Waiter.run", "wait_condition"),
+        json=lambda value, args: value["workflow_id"] == args[3] and "Waiter.run" in value["stack_trace"],
+        bad=["workflow", "stack", "--workflow-id", "w", "--timeout", "soon"],
+        names="--timeout",
+    ),
+    "workflow cancel": Case(
+        args=lambda s: ["workflow", "cancel", "--workflow-id", s.waiter(), "--reason", "not needed"],
+        text=_contains("cancellation of {3} requested"),
+        bad=["workflow", "cancel", "--reason", "x"],
+        names="--workflow-id",
+    ),
+    "workflow terminate": Case(
+        args=lambda s: ["workflow", "terminate", "--workflow-id", s.waiter(), "--reason", "stuck"],
+        text=_contains("{3} terminated"),
+        bad=["workflow", "terminate", "--workflow-id", "w", "--run-id"],
+        names="--run-id",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+    """A server process on a SQLite file and a worker process of tests/integration/_cli_app.py."""
+    workdir = tmp_path_factory.mktemp("cli")
+    server = ServerProcess(str(workdir / "flowforge.db"), workdir)
+    server.start()
+    log = open(workdir / "worker.log", "ab")
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "tests.integration._cli_app", server.address], env=_env(), stdout=log, stderr=log
+    )
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("FLOWFORGE_ADDRESS", server.address)
+            patch.setenv("FLOWFORGE_CONFIG_FILE", str(workdir / "config.toml"))
+            yield Session(server.address)
+    finally:
+        worker.kill()
+        worker.wait(timeout=30)
+        log.close()
+        server.stop()
+
+
+def test_every_command_has_a_case() -> None:
+    assert sorted(CASES) == COMMANDS, "add a Case to CASES for each new command (and remove those of removed ones)"
+
+
+@pytest.mark.parametrize("path", COMMANDS)
+def test_command_prints_text_and_json(path: str, session: Session, tmp_path: Path) -> None:
+    case = CASES[path]
+    if case.run is not None:
+        case.run(session, tmp_path)
+        return
+    if case.prepare is not None:
+        case.prepare(session)
+    args = case.args(session)
+    assert args[: len(path.split())] == path.split()
+    text = ok(*args)
+    assert case.text(text.out, args), f"{' '.join(args)} printed:\n{text.out}"
+    has_output = any(param.name == "output" for param in _command(path).params)
+    assert has_output == (case.json is not None), "a command that prints data takes --output, and its case checks JSON"
+    if case.json is not None:
+        args = case.args(session)
+        printed = ok(*args, "--output", "json").out
+        value = (
+            [json.loads(line) for line in printed.splitlines()] if path == "workflow execute" else json.loads(printed)
+        )
+        assert case.json(value, args), f"{' '.join(args)} --output json printed:\n{printed}"
+
+
+@pytest.mark.parametrize("path", COMMANDS)
+def test_bad_input_is_one_line_naming_the_flag_and_exit_code_2(path: str, session: Session) -> None:
+    case = CASES[path]
+    assert case.bad[: len(path.split())] == path.split()
+    result = flowforge(*case.bad)
+    assert result.code == 2, result
+    assert result.out == "" and result.err.endswith("\n") and result.err.count("\n") == 1, result.err
+    assert result.err.startswith("error: ") and case.names in result.err and "Traceback" not in result.err
+
+
+def test_workflow_execute_exits_1_when_the_run_fails(session: Session) -> None:
+    failed = flowforge("workflow", "execute", "--type", "Fails", "--task-queue", "cli", "--workflow-id", "fails-1")
+    assert failed.code == 1 and "WorkflowExecutionFailed" in failed.out
+    assert "FAILED: " in failed.out and "refused on purpose" in failed.out
+
+
+def test_server_errors_are_one_line_with_the_status_and_exit_code_1(session: Session) -> None:
+    missing = flowforge("workflow", "describe", "--workflow-id", "nobody")
+    assert (missing.code, missing.err.count("\n")) == (1, 1) and missing.err.startswith("error: NOT_FOUND: ")
+    unreachable = flowforge("namespace", "list", "--address", "127.0.0.1:1")
+    assert (unreachable.code, unreachable.err.count("\n")) == (1, 1) and "UNAVAILABLE" in unreachable.err
+
+
+def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: Any) -> None:
+        raise RuntimeError("something inside broke")
+
+    monkeypatch.setattr("flowforge.cli.namespace.run", broken)
+    plain = flowforge("namespace", "list")
+    assert (plain.code, plain.err) == (1, "error: RuntimeError: something inside broke (--debug shows the traceback)\n")
+    debug = flowforge("--debug", "namespace", "list")
+    assert (
+        debug.code == 1 and "Traceback (most recent call last)" in debug.err and "something inside broke" in debug.err
+    )
+
+
+def test_version() -> None:
+    from importlib.metadata import version
+
+    assert ok("--version").out == f"flowforge {version('flowforge')}\n"
+
+
+def test_the_installed_command_runs_outside_the_repository(session: Session, tmp_path: Path) -> None:
+    """The console script, from another directory, with the address from the environment."""
+    script = Path(sys.executable).parent / "flowforge"
+    listed = subprocess.run(
+        [str(script), "namespace", "list", "--output", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=_env(FLOWFORGE_ADDRESS=session.address),
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert "default" in [n["name"] for n in json.loads(listed.stdout)]
