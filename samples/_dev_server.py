@@ -10,12 +10,32 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import IO, Any
 
 
-def start_server(arguments: list[str], ready_file: str, timeout_s: float = 30) -> tuple[subprocess.Popen, str]:
+def start_server(
+    arguments: list[str],
+    ready_file: str,
+    timeout_s: float = 30,
+    *,
+    port: int = 0,
+    log: IO[bytes] | None = None,
+    env: dict[str, str] | None = None,
+) -> tuple[subprocess.Popen[bytes], str]:
     """Starts ``flowforge server <arguments>`` writing its port to ``ready_file``;
-    returns the process and its address once it serves."""
+    returns the process and its address once it serves.
+
+    Args:
+        arguments: The subcommand and its options, e.g. ``["start", "--store", url]``.
+        ready_file: Where the server writes its port once it serves.
+        timeout_s: How long it may take to start.
+        port: The gRPC port; 0 takes a free one.
+        log: Where the server's output goes (both streams); the console if None.
+        env: The server's environment; this process's if None.
+
+    Raises:
+        RuntimeError: The server exited or did not start in time (it is killed).
+    """
     process = subprocess.Popen(
         [
             sys.executable,
@@ -24,19 +44,22 @@ def start_server(arguments: list[str], ready_file: str, timeout_s: float = 30) -
             "server",
             *arguments,
             "--port",
-            "0",
+            str(port),
             "--ready-file",
             ready_file,
             "--log-level",
             "WARNING",
-        ]
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT if log is not None else None,
     )
     deadline = time.monotonic() + timeout_s
     while not os.path.exists(ready_file):
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
-            raise RuntimeError(f"the server ({' '.join(arguments)}) did not start")
-        time.sleep(0.05)
+            raise RuntimeError(f"the server ({' '.join(arguments)}) did not start (exit status {process.wait()})")
+        time.sleep(0.02)
     with open(ready_file) as f:
         return process, f"127.0.0.1:{f.read().strip()}"
 

@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from samples._dev_server import start_server
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -40,37 +42,18 @@ class ServerProcess:
     def start(self) -> str:
         ready = self.workdir / f"{self.name}.ready"
         ready.unlink(missing_ok=True)
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "flowforge.cli",
-                "server",
-                "start",
-                "--store",
-                self.store,
-                "--port",
-                str(self.port),
-                "--ready-file",
+        try:
+            self.process, address = start_server(
+                ["start", "--store", self.store, *self.extra_args],
                 str(ready),
-                "--log-level",
-                "WARNING",
-                *self.extra_args,
-            ],
-            env=_env(),
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + 60
-        while not ready.exists():
-            if self.process.poll() is not None:
-                raise RuntimeError(
-                    f"server exited with {self.process.returncode}; see {self.workdir / (self.name + '.log')}"
-                )
-            if time.monotonic() > deadline:
-                raise RuntimeError("server did not become ready in 60s")
-            time.sleep(0.02)
-        self.port = int(ready.read_text())
+                timeout_s=60,
+                port=self.port,
+                log=self._log,
+                env=_env(),
+            )
+        except RuntimeError as error:
+            raise RuntimeError(f"{error}; see {self.workdir / (self.name + '.log')}") from None
+        self.port = int(address.rsplit(":", 1)[1])
         return self.address
 
     def kill9(self) -> None:
