@@ -603,3 +603,28 @@ def test_the_installed_command_runs_outside_the_repository(session: Session, tmp
     )
     assert listed.returncode == 0, listed.stderr
     assert "default" in [n["name"] for n in json.loads(listed.stdout)]
+
+
+def test_a_profile_env_variables_and_flags_reach_the_server_in_that_order(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """flag > FLOWFORGE_* > profile > default, seen by which server and namespace a real command reaches."""
+    ok("namespace", "create", "from-profile")
+    ok("config", "set", "--profile", "here", "address", session.address)
+    ok("config", "set", "--profile", "here", "namespace", "from-profile")
+    ok("config", "set", "--profile", "nowhere", "address", "127.0.0.1:1")
+    monkeypatch.delenv("FLOWFORGE_ADDRESS")
+    monkeypatch.setenv("FLOWFORGE_PROFILE", "here")
+    attribute = ["search-attribute", "create", "--name", "Precedence", "--type", "Int"]
+    assert "registered in namespace from-profile" in ok(*attribute).out
+    assert "registered in namespace default" in ok(*attribute, "--namespace", "default").out
+    monkeypatch.setenv("FLOWFORGE_NAMESPACE", "default")  # the environment over the profile
+    assert "registered in namespace default" in ok(*attribute).out
+    monkeypatch.setenv("FLOWFORGE_PROFILE", "nowhere")  # its address is no server ...
+    assert "UNAVAILABLE" in flowforge("namespace", "list").err
+    monkeypatch.setenv("FLOWFORGE_ADDRESS", session.address)  # ... the environment's is
+    assert "from-profile" in ok("namespace", "list").out
+    monkeypatch.setenv("FLOWFORGE_ADDRESS", "127.0.0.1:1")
+    assert "from-profile" in ok("namespace", "list", "--address", session.address).out  # the flag over both
+    missing = flowforge("namespace", "list", "--profile", "elsewhere")
+    assert missing.code == 2 and "'--profile': no profile 'elsewhere'" in missing.err
