@@ -139,11 +139,14 @@ _COMPONENTS = [
     ("asyncio transports (asyncpg's Cython protocol)", re.compile(r"_SelectorSocketTransport|_SelectorTransport")),
     (
         "protobuf / JSON / payload conversion",
-        re.compile(r"google/protobuf|[(/]json/|sdk/converter\.py|server/_events\.py"),
+        re.compile(r"google/protobuf|[(/]json/|sdk/converter\.py|sdk/api/schema\.py|server/_events\.py"),
     ),
     ("grpc (Python part)", re.compile(r"[(/]grpc/")),
     ("store SQL layer", re.compile(r"stores/_sql\.py|stores/postgres\.py|stores/base\.py")),
-    ("history engine / frontend", re.compile(r"server/(history|frontend|matching|timers|tokens|retries|errors)\.py")),
+    (
+        "history engine / frontend",
+        re.compile(r"server/(history|frontend|matching|timers|tokens|retries|errors)(\.py|/)"),
+    ),
     ("worker / workflow replay", re.compile(r"worker/_|_workflow_instance\.py|sdk/workflow\.py|_determinism\.py")),
     ("SDK client / RPC", re.compile(r"sdk/(client|_rpc|activity)\.py")),
     ("benchmark / samples", re.compile(r"benchmarks/|samples/")),

@@ -24,6 +24,7 @@ from flowforge.api.v1 import common_pb2
 
 __all__ = [
     "EVENT_ATTRIBUTES",
+    "ActivityState",
     "ActivityTaskCancelRequestedAttributes",
     "ActivityTaskCanceledAttributes",
     "ActivityTaskCompletedAttributes",
@@ -195,6 +196,22 @@ class WorkflowTaskState(enum.StrEnum):
     NONE = "NONE"
     SCHEDULED = "SCHEDULED"
     STARTED = "STARTED"
+
+
+class ActivityState(enum.StrEnum):
+    """An activity's state as ``describe()`` shows it: a DAG node's, or a pending activity's
+    (SCHEDULED or STARTED)."""
+
+    SCHEDULED = "SCHEDULED"
+    """Waiting for a worker (its first attempt)."""
+    STARTED = "STARTED"
+    """Leased to a worker."""
+    RETRYING = "RETRYING"
+    """Waiting for a worker after a failed attempt."""
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    TIMED_OUT = "TIMED_OUT"
+    CANCELED = "CANCELED"
 
 
 class WorkflowTaskFailedCause(enum.StrEnum):

@@ -1,0 +1,28 @@
+"""The gRPC ``flowforge.api.v1.WorkflowService``: the handlers of every concern in one servicer."""
+
+from __future__ import annotations
+
+from flowforge.api.v1 import workflow_service_pb2_grpc as pb_grpc
+from flowforge.server.frontend.namespaces import NamespaceHandlers
+from flowforge.server.frontend.schedules import ScheduleHandlers
+from flowforge.server.frontend.signals_queries import SignalQueryHandlers
+from flowforge.server.frontend.tasks import TaskHandlers
+from flowforge.server.frontend.triggers import TriggerHandlers
+from flowforge.server.frontend.visibility import VisibilityHandlers
+from flowforge.server.frontend.workflows import WorkflowHandlers
+
+__all__ = ["WorkflowService"]
+
+
+class WorkflowService(
+    NamespaceHandlers,
+    WorkflowHandlers,
+    SignalQueryHandlers,
+    TaskHandlers,
+    VisibilityHandlers,
+    ScheduleHandlers,
+    TriggerHandlers,
+    pb_grpc.WorkflowServiceServicer,
+):
+    """gRPC ``flowforge.api.v1.WorkflowService`` over one history engine (constructed
+    with the engine, matching, the event router, the schedules and the scheduler)."""

@@ -1,0 +1,297 @@
+"""Request validation: each function checks the fields of a request and returns them
+typed, or raises ``InvalidArgument`` with a message a person can act on (rule 8: bad
+input gets a clear error and changes nothing). No function here calls a server."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Protocol
+
+from google.protobuf import duration_pb2
+
+from flowforge.api.schema import ExecutionStatus, WorkflowTaskFailedCause, duration_s
+from flowforge.api.v1 import common_pb2, event_pb2
+from flowforge.api.v1 import workflow_service_pb2 as pb
+from flowforge.server.errors import InvalidArgument
+from flowforge.server.events import PublishedEvent, trigger_row
+from flowforge.server.frontend._base import Context
+from flowforge.server.history import StartSignal
+from flowforge.server.stores.base import EventTriggerRow
+
+__all__ = [
+    "ExecutionKey",
+    "eager_activity_slots",
+    "execution_key",
+    "history_page",
+    "list_filters",
+    "name",
+    "page_cursor",
+    "page_size",
+    "poll_timeout",
+    "published_event",
+    "query_answer",
+    "query_timeout",
+    "schedule_key",
+    "search_attribute_types",
+    "seconds",
+    "start_signal",
+    "text_page_token",
+    "trigger_row_of",
+    "workflow_task_failed_cause",
+]
+
+MAX_NAME = 1000
+MAX_POLL_TIMEOUT_S = 600.0
+DEFAULT_POLL_TIMEOUT_S = 60.0
+# How long a query waits for a worker when the caller set no deadline, and at most.
+DEFAULT_QUERY_TIMEOUT_S = 30.0
+MAX_QUERY_TIMEOUT_S = 600.0
+MAX_QUERY_ERROR = 4000
+# Leave time for the empty answer to reach a caller whose deadline is near.
+DEADLINE_MARGIN_S = 1.0
+MAX_EAGER_ACTIVITY_SLOTS = 1000
+
+ExecutionKey = tuple[str, str, str]
+"""(namespace, workflow_id, run_id); one of the two ids may be empty."""
+
+
+class _ExecutionRequest(Protocol):
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def execution(self) -> common_pb2.WorkflowExecution: ...
+
+
+class _PollRequest(Protocol):
+    @property
+    def poll_timeout(self) -> duration_pb2.Duration: ...
+
+
+class _ScheduleRequest(Protocol):
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def schedule_id(self) -> str: ...
+
+
+def name(value: str, field: str, *, required: bool = True) -> str:
+    """A name or id: present if required, at most 1000 characters, no control characters."""
+    if not value:
+        if required:
+            raise InvalidArgument(f"{field} is required")
+        return value
+    if len(value) > MAX_NAME:
+        raise InvalidArgument(f"{field} is {len(value)} characters long; the limit is {MAX_NAME}")
+    if any(ord(ch) < 32 for ch in value):
+        raise InvalidArgument(f"{field} must not contain control characters")
+    return value
+
+
+def seconds(duration: duration_pb2.Duration, field: str) -> float:
+    """A duration in seconds; never negative (0 = unset)."""
+    value = duration_s(duration)
+    if value < 0:
+        raise InvalidArgument(f"{field} must not be negative")
+    return value
+
+
+def execution_key(request: _ExecutionRequest) -> ExecutionKey:
+    """The execution a request names: a workflow id (its latest run), a run id, or both."""
+    namespace = name(request.namespace, "namespace")
+    workflow_id = name(request.execution.workflow_id, "execution.workflow_id", required=False)
+    run_id = name(request.execution.run_id, "execution.run_id", required=False)
+    if not workflow_id and not run_id:
+        raise InvalidArgument("execution.workflow_id (or execution.run_id) is required")
+    return namespace, workflow_id, run_id
+
+
+def start_signal(request: pb.StartWorkflowExecutionRequest) -> StartSignal | None:
+    """The signal of a signal-with-start, if the request carries one."""
+    if not request.start_signal:
+        if request.start_signal_input.payloads:
+            raise InvalidArgument("start_signal_input is set but start_signal (the signal name) is empty")
+        return None
+    return StartSignal(name(request.start_signal, "start_signal"), request.start_signal_input)
+
+
+def _time_remaining(context: Context) -> float | None:
+    """Seconds until the caller's deadline; None when it set none (the stubs omit that case)."""
+    return context.time_remaining()
+
+
+def _within_deadline(timeout_s: float, context: Context) -> float:
+    """``timeout_s``, shortened so that an empty answer still reaches the caller in time."""
+    remaining = _time_remaining(context)
+    if remaining is not None:
+        return max(0.0, min(timeout_s, remaining - DEADLINE_MARGIN_S))
+    return timeout_s
+
+
+def history_page(
+    request: pb.GetWorkflowExecutionHistoryRequest, context: Context, default_wait_s: float
+) -> tuple[int, int, float]:
+    """(after_event_id, page size, how long to wait for new events) of a history read."""
+    if request.after_event_id < 0:
+        raise InvalidArgument("after_event_id must not be negative")
+    size = request.maximum_page_size or 1000
+    if not 0 < size <= 10_000:
+        raise InvalidArgument("maximum_page_size must be between 1 and 10000")
+    wait_s = seconds(request.wait_timeout, "wait_timeout") or default_wait_s
+    return request.after_event_id, size, _within_deadline(wait_s, context)
+
+
+def poll_timeout(request: _PollRequest, context: Context) -> float:
+    """How long a poll may wait for a task: the request's timeout (60 s if unset, at most
+    600 s), ending before the caller's deadline."""
+    timeout = seconds(request.poll_timeout, "poll_timeout") or DEFAULT_POLL_TIMEOUT_S
+    if timeout > MAX_POLL_TIMEOUT_S:
+        raise InvalidArgument(f"poll_timeout may be at most {MAX_POLL_TIMEOUT_S:.0f}s")
+    return _within_deadline(timeout, context)
+
+
+def query_timeout(context: Context) -> float:
+    """How long a query waits for a worker: until just before the caller's deadline
+    (at most 600 s), or 30 s when the caller set none."""
+    if _time_remaining(context) is None:
+        return DEFAULT_QUERY_TIMEOUT_S
+    return _within_deadline(MAX_QUERY_TIMEOUT_S, context)
+
+
+def eager_activity_slots(requested: int) -> int:
+    if requested < 0:
+        raise InvalidArgument("eager_activity_slots must not be negative")
+    return min(requested, MAX_EAGER_ACTIVITY_SLOTS)
+
+
+def workflow_task_failed_cause(number: int) -> WorkflowTaskFailedCause:
+    try:
+        cause = pb.WorkflowTaskFailedCause.Name(number).removeprefix("WORKFLOW_TASK_FAILED_CAUSE_")
+    except ValueError:
+        raise InvalidArgument(f"cause has an unknown value {number}") from None
+    return WorkflowTaskFailedCause(cause)
+
+
+def query_answer(request: pb.RespondQueryTaskCompletedRequest) -> tuple[common_pb2.Payloads | None, str | None]:
+    """(result, error message) of a worker's answer to a query: exactly one is set."""
+    if request.completed_type == pb.QUERY_RESULT_TYPE_ANSWERED:
+        return request.query_result, None
+    if request.completed_type == pb.QUERY_RESULT_TYPE_FAILED:
+        if request.query_result.payloads:
+            raise InvalidArgument("a FAILED query answer carries an error_message, not a query_result")
+        return None, request.error_message[:MAX_QUERY_ERROR] or "the worker gave no reason"
+    raise InvalidArgument("completed_type must be QUERY_RESULT_TYPE_ANSWERED or QUERY_RESULT_TYPE_FAILED")
+
+
+# ------------------------------------------------------------------ lists and pages
+
+
+def page_size(requested: int) -> int:
+    """A list RPC's page size: 100 when unset, at most 1000."""
+    size = requested or 100
+    if not 0 < size <= 1000:
+        raise InvalidArgument("page_size must be between 1 and 1000")
+    return size
+
+
+def text_page_token(token: bytes) -> str:
+    """The key a keyset page continues after, as the previous page returned it."""
+    try:
+        return token.decode()
+    except UnicodeDecodeError:
+        raise InvalidArgument("next_page_token is malformed; pass back the one the last page returned") from None
+
+
+def page_cursor(token: bytes) -> tuple[int, str] | None:
+    """The (start_us, run_id) keyset cursor inside a list page token."""
+    if not token:
+        return None
+    try:
+        start_us, run_id = json.loads(base64.urlsafe_b64decode(token))
+        if not isinstance(start_us, int) or not isinstance(run_id, str) or not -(2**63) <= start_us < 2**63:
+            raise ValueError(token)
+        return start_us, run_id
+    except (ValueError, TypeError):
+        raise InvalidArgument("next_page_token is malformed; pass back the one the last page returned") from None
+
+
+def list_filters(request: pb.ListWorkflowExecutionsRequest) -> dict[str, str]:
+    """The column -> value equality filters of a list request (status, type, id)."""
+    status = None
+    if request.status:
+        try:
+            status = ExecutionStatus.from_proto(request.status)
+        except ValueError:
+            raise InvalidArgument(f"unknown status {request.status}") from None
+    return {
+        column: value
+        for column, value in (
+            ("status", status.value if status else ""),
+            ("workflow_type", name(request.workflow_type, "workflow_type", required=False)),
+            ("workflow_id", name(request.workflow_id, "workflow_id", required=False)),
+        )
+        if value
+    }
+
+
+def search_attribute_types(request: pb.AddSearchAttributesRequest) -> dict[str, str]:
+    """name -> value type name ("" for an unknown type, which the engine refuses by name)."""
+    if not request.search_attributes:
+        raise InvalidArgument("search_attributes is required: name -> IndexedValueType")
+    return {
+        attribute: common_pb2.IndexedValueType.Name(value_type).removeprefix("INDEXED_VALUE_TYPE_")
+        if value_type in common_pb2.IndexedValueType.values()
+        else ""
+        for attribute, value_type in request.search_attributes.items()
+    }
+
+
+# ------------------------------------------------------------------ event triggers
+
+
+def trigger_row_of(request: event_pb2.CreateEventTriggerRequest) -> EventTriggerRow:
+    trigger = request.trigger
+    return trigger_row(
+        namespace=name(request.namespace, "namespace"),
+        trigger_id=name(trigger.trigger_id, "trigger.trigger_id"),
+        event_type=name(trigger.event_type, "trigger.event_type"),
+        filter=list(trigger.filter),
+        input_paths=list(trigger.input_paths),
+        workflow_type=name(trigger.workflow_type, "trigger.workflow_type"),
+        task_queue=name(trigger.task_queue, "trigger.task_queue"),
+        workflow_id_prefix=name(trigger.workflow_id_prefix, "trigger.workflow_id_prefix", required=False),
+        execution_timeout_s=seconds(trigger.workflow_execution_timeout, "trigger.workflow_execution_timeout"),
+        run_timeout_s=seconds(trigger.workflow_run_timeout, "trigger.workflow_run_timeout"),
+        task_timeout_s=seconds(trigger.workflow_task_timeout, "trigger.workflow_task_timeout"),
+    )
+
+
+def published_event(event: event_pb2.CloudEvent, max_payload_bytes: int) -> PublishedEvent:
+    """A published event's fields, its data decoded from JSON."""
+    if len(event.data) > max_payload_bytes:
+        raise InvalidArgument(
+            f"event.data is {len(event.data)} bytes, over the server's payload limit of {max_payload_bytes} bytes"
+        )
+    try:
+        data = json.loads(event.data) if event.data else None
+    except ValueError:
+        raise InvalidArgument("event.data must be UTF-8 JSON text (empty for null)") from None
+    try:
+        time = event.time.ToJsonString() if event.HasField("time") else None
+    except ValueError:
+        raise InvalidArgument("event.time is out of range (years 0001 to 9999)") from None
+    return PublishedEvent(
+        id=name(event.id, "event.id"),
+        source=name(event.source, "event.source"),
+        type=name(event.type, "event.type"),
+        subject=name(event.subject, "event.subject", required=False),
+        time=time,
+        data=data,
+    )
+
+
+# ------------------------------------------------------------------ schedules
+
+
+def schedule_key(request: _ScheduleRequest) -> tuple[str, str]:
+    return name(request.namespace, "namespace"), name(request.schedule_id, "schedule_id")
