@@ -20,7 +20,7 @@ from flowforge.api.schema import (
 )
 from flowforge.api.v1 import common_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
-from flowforge.server.frontend.protos import optional_timestamp, timestamp
+from flowforge.server.frontend.protos import execution_fields
 from flowforge.server.stores.base import ChildExecutionRow, ExecutionRow, HistoryEventRow, TaskRow
 
 __all__ = ["describe_response"]
@@ -41,16 +41,7 @@ def describe_response(
     visibility: tuple[common_pb2.SearchAttributes, common_pb2.Memo],
     children: list[ChildExecutionRow],
 ) -> pb.DescribeWorkflowExecutionResponse:
-    response = pb.DescribeWorkflowExecutionResponse(
-        execution=common_pb2.WorkflowExecution(workflow_id=row.workflow_id, run_id=row.run_id),
-        workflow_type=row.workflow_type,
-        task_queue=row.task_queue,
-        status=ExecutionStatus(row.status).proto,
-        start_time=timestamp(row.start_us),
-        close_time=optional_timestamp(row.close_us),
-        history_length=row.next_event_id - 1,
-        dag=_dag(events, tasks),
-    )
+    response = pb.DescribeWorkflowExecutionResponse(**execution_fields(row), dag=_dag(events, tasks))
     response.first_worker_build_id = _first_worker_build_id(events)
     origin = _started_attributes(events).get("origin")
     if origin:

@@ -4,7 +4,7 @@ executions, namespaces and triggers."""
 from __future__ import annotations
 
 import json
-from typing import cast
+from typing import Any, cast
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
@@ -18,6 +18,7 @@ __all__ = [
     "activity_task_proto",
     "duration",
     "event_proto",
+    "execution_fields",
     "execution_info",
     "indexed_value_type",
     "namespace_proto",
@@ -120,17 +121,20 @@ def activity_task_proto(leased: LeasedActivityTask) -> pb.PollActivityTaskQueueR
 def execution_info(
     row: ExecutionRow, visibility: tuple[common_pb2.SearchAttributes, common_pb2.Memo]
 ) -> pb.WorkflowExecutionInfo:
-    return pb.WorkflowExecutionInfo(
-        execution=common_pb2.WorkflowExecution(workflow_id=row.workflow_id, run_id=row.run_id),
-        workflow_type=row.workflow_type,
-        task_queue=row.task_queue,
-        status=ExecutionStatus(row.status).proto,
-        start_time=timestamp(row.start_us),
-        close_time=optional_timestamp(row.close_us),
-        history_length=row.next_event_id - 1,
-        search_attributes=visibility[0],
-        memo=visibility[1],
-    )
+    return pb.WorkflowExecutionInfo(**execution_fields(row), search_attributes=visibility[0], memo=visibility[1])
+
+
+def execution_fields(row: ExecutionRow) -> dict[str, Any]:
+    """The fields a listed and a described execution share (id, type, queue, status, times, length)."""
+    return {
+        "execution": common_pb2.WorkflowExecution(workflow_id=row.workflow_id, run_id=row.run_id),
+        "workflow_type": row.workflow_type,
+        "task_queue": row.task_queue,
+        "status": ExecutionStatus(row.status).proto,
+        "start_time": timestamp(row.start_us),
+        "close_time": optional_timestamp(row.close_us),
+        "history_length": row.next_event_id - 1,
+    }
 
 
 def indexed_value_type(value_type: str) -> common_pb2.IndexedValueType:

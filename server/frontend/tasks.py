@@ -6,7 +6,7 @@ from __future__ import annotations
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.server.frontend._base import Context, ServiceBase, rpc
 from flowforge.server.frontend.protos import activity_task_proto, query_task_proto, workflow_task_proto
-from flowforge.server.frontend.validation import eager_activity_slots, name, poll_timeout, workflow_task_failed_cause
+from flowforge.server.frontend.validation import eager_activity_slots, name, poll, workflow_task_failed_cause
 from flowforge.server.history import LeasedQuery
 
 __all__ = ["TaskHandlers"]
@@ -31,10 +31,7 @@ class TaskHandlers(ServiceBase):
     async def PollWorkflowTaskQueue(
         self, request: pb.PollWorkflowTaskQueueRequest, context: Context
     ) -> pb.PollWorkflowTaskQueueResponse:
-        namespace = name(request.namespace, "namespace")
-        task_queue = name(request.task_queue, "task_queue")
-        identity = name(request.identity, "identity", required=False)
-        timeout = poll_timeout(request, context)
+        namespace, task_queue, identity, timeout = poll(request, context)
         await self._engine.ensure_namespace(namespace)
         leased = await self._matching.poll_workflow_task(namespace, task_queue, identity, timeout)
         if isinstance(leased, LeasedQuery):
@@ -87,10 +84,7 @@ class TaskHandlers(ServiceBase):
     async def PollActivityTaskQueue(
         self, request: pb.PollActivityTaskQueueRequest, context: Context
     ) -> pb.PollActivityTaskQueueResponse:
-        namespace = name(request.namespace, "namespace")
-        task_queue = name(request.task_queue, "task_queue")
-        identity = name(request.identity, "identity", required=False)
-        timeout = poll_timeout(request, context)
+        namespace, task_queue, identity, timeout = poll(request, context)
         await self._engine.ensure_namespace(namespace)
         leased = await self._matching.poll_activity_task(namespace, task_queue, identity, timeout)
         if leased is None or not await self._hand_over(leased.token, context):

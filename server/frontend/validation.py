@@ -28,7 +28,7 @@ __all__ = [
     "name",
     "page_cursor",
     "page_size",
-    "poll_timeout",
+    "poll",
     "published_event",
     "query_answer",
     "query_timeout",
@@ -64,6 +64,12 @@ class _ExecutionRequest(Protocol):
 
 
 class _PollRequest(Protocol):
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def task_queue(self) -> str: ...
+    @property
+    def identity(self) -> str: ...
     @property
     def poll_timeout(self) -> duration_pb2.Duration: ...
 
@@ -141,13 +147,16 @@ def history_page(
     return request.after_event_id, size, _within_deadline(wait_s, context)
 
 
-def poll_timeout(request: _PollRequest, context: Context) -> float:
-    """How long a poll may wait for a task: the request's timeout (60 s if unset, at most
-    600 s), ending before the caller's deadline."""
+def poll(request: _PollRequest, context: Context) -> tuple[str, str, str, float]:
+    """(namespace, task queue, identity, how long to wait for a task) of a poll: the
+    request's timeout (60 s if unset, at most 600 s), ending before the caller's deadline."""
+    namespace = name(request.namespace, "namespace")
+    task_queue = name(request.task_queue, "task_queue")
+    identity = name(request.identity, "identity", required=False)
     timeout = seconds(request.poll_timeout, "poll_timeout") or DEFAULT_POLL_TIMEOUT_S
     if timeout > MAX_POLL_TIMEOUT_S:
         raise InvalidArgument(f"poll_timeout may be at most {MAX_POLL_TIMEOUT_S:.0f}s")
-    return _within_deadline(timeout, context)
+    return namespace, task_queue, identity, _within_deadline(timeout, context)
 
 
 def query_timeout(context: Context) -> float:
