@@ -18,6 +18,7 @@ import logging
 
 from flowforge.server._tasks import cancel_and_wait
 from flowforge.server.history import HistoryEngine
+from flowforge.server.stores.base import TimerRow, Transaction
 
 __all__ = ["Timekeeper"]
 
@@ -85,7 +86,7 @@ class Timekeeper:
         engine = self._engine
         now = self._engine.clock.now_us()
 
-        async def due(tx):  # type: ignore[no-untyped-def]
+        async def due(tx: Transaction) -> tuple[list[TimerRow], list[int], list[tuple[str, str]]]:
             return (
                 await tx.due_timers(now, 1),
                 await tx.expired_task_ids(now, _BATCH),

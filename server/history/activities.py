@@ -1,0 +1,271 @@
+"""Activity tasks: lease, heartbeat, and the outcomes a worker reports (rules 3-5
+of docs/architecture.md): an outcome deletes the task row in the transaction
+that records it, and retries are decided here from the policy recorded when the
+activity was scheduled."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from flowforge.api.v1 import common_pb2
+from flowforge.server import _events
+from flowforge.server._events import failure_json, payloads_json
+from flowforge.server.errors import FailedPrecondition
+from flowforge.server.history.data import LeasedActivityTask, LeasedWorkflowTask
+from flowforge.server.history.mutation import (
+    ACTIVITY,
+    PREVIOUS_EVENT,
+    Delivery,
+    StartedWorkflowTask,
+    _Mutation,
+    activity_lease_expiry,
+    queue_channel,
+    us,
+)
+from flowforge.server.history.workflow_tasks import WorkflowTasks
+from flowforge.server.retries import StoredRetryPolicy, decide_retry
+from flowforge.server.stores.base import TaskRow, Transaction
+from flowforge.server.tokens import TaskToken
+
+__all__ = ["ActivityTasks"]
+
+
+class ActivityTasks(WorkflowTasks):
+    """Activity tasks, from their lease to their outcome."""
+
+    async def try_lease_activity_task(
+        self, namespace: str, task_queue: str, identity: str
+    ) -> LeasedActivityTask | None:
+        """Leases the oldest visible activity task of the queue, or returns None.
+        Touches only the task row: starting an activity writes no history."""
+
+        async def body(tx: Transaction) -> TaskRow | None:
+            now = self.clock.now_us()
+            task = await tx.lease_next_task(namespace, ACTIVITY, task_queue, now)
+            if task is None:
+                return None
+            task.state = "LEASED"
+            task.fencing_token += 1
+            task.started_us = now
+            task.last_heartbeat_us = None
+            task.identity = identity
+            task.lease_expires_us = activity_lease_expiry(task, json.loads(task.options), now)
+            await tx.update_task(task)
+            return task
+
+        task = await self._transaction(body, shielded=False)
+        if task is None:
+            return None
+        self.on_new_deadline(task.lease_expires_us or 0)
+        return LeasedActivityTask(self._sign(task), task)
+
+    async def release_lease(self, raw_token: bytes) -> None:
+        """Hands back a task leased to a poll whose caller went away before the answer
+        reached it. An activity task returns to its queue without using an attempt; a
+        workflow task's started event is already written, so it times out at once."""
+        token = self.signer.verify(raw_token, expected_kind=None)
+
+        async def body(tx: Transaction) -> None:
+            try:
+                task = await self._leased_task(tx, token)
+            except FailedPrecondition:
+                return
+            if task.kind == ACTIVITY:
+                task.state = "PENDING"
+                task.lease_expires_us = None
+                task.identity = ""
+                await tx.update_task(task)
+                tx.notify_after_commit(queue_channel(task.namespace, task.kind, task.task_queue))
+                return
+            row = await self._execution_of(tx, task)
+            m = _Mutation(tx, row, self.clock.now_us())
+            await tx.delete_task(task.task_id or 0)
+            m.time_out_started_workflow_task(task)
+            await m.save()
+
+        await self._transaction(body)
+
+    async def record_heartbeat(self, raw_token: bytes, namespace: str, details: common_pb2.Payloads) -> bool:
+        """Extends a heartbeating activity's lease; returns whether cancellation was requested."""
+        token = self._token(raw_token, namespace, ACTIVITY)
+        self.check_payloads(details, "the heartbeat details")
+
+        async def body(tx: Transaction) -> bool:
+            task = await self._leased_task(tx, token)
+            now = self.clock.now_us()
+            task.heartbeat_details = details.SerializeToString()
+            task.last_heartbeat_us = now
+            task.lease_expires_us = activity_lease_expiry(task, json.loads(task.options), now)
+            await tx.update_task(task)
+            return bool(task.cancel_requested)
+
+        return await self._transaction(body)
+
+    async def complete_activity_task(
+        self,
+        raw_token: bytes,
+        namespace: str,
+        result: common_pb2.Payloads,
+        identity: str,
+        eager_workflow_task_queue: str = "",
+    ) -> LeasedWorkflowTask | None:
+        """Records the completion. With ``eager_workflow_task_queue``, the workflow
+        task it schedules on that queue is leased to the caller in the same
+        transaction and returned (one round trip instead of a completion and a poll)."""
+        token = self._token(raw_token, namespace, ACTIVITY)
+        self.check_payloads(result, "the activity result")
+        return await self._record_activity_outcome(
+            token,
+            identity,
+            "ActivityTaskCompleted",
+            {"result": payloads_json(result), "identity": identity},
+            eager_workflow_task_queue,
+        )
+
+    async def fail_activity_task(
+        self, raw_token: bytes, namespace: str, failure: common_pb2.Failure, identity: str
+    ) -> None:
+        """Records a failed attempt: retried per the activity's policy, or its final failure."""
+        token = self._token(raw_token, namespace, ACTIVITY)
+        self.check_failure(failure, "the activity failure")
+
+        async def body(tx: Transaction) -> None:
+            task = await self._leased_task(tx, token)
+            await self._activity_attempt_failed(tx, task, failure, identity, timed_out=False)
+
+        await self._transaction(body)
+
+    async def cancel_activity_task(
+        self, raw_token: bytes, namespace: str, details: common_pb2.Payloads, identity: str
+    ) -> None:
+        """Records that the activity accepted its cancellation."""
+        token = self._token(raw_token, namespace, ACTIVITY)
+        self.check_payloads(details, "the cancellation details")
+        await self._record_activity_outcome(
+            token, identity, "ActivityTaskCanceled", {"details": payloads_json(details), "identity": identity}
+        )
+
+    async def _record_activity_outcome(
+        self,
+        token: TaskToken,
+        identity: str,
+        outcome_type: str,
+        attributes: dict[str, Any],
+        eager_workflow_task_queue: str = "",
+    ) -> LeasedWorkflowTask | None:
+        """Ends the leased activity: its task row goes, Started + the outcome are
+        delivered; returns the workflow task leased eagerly, if asked and scheduled."""
+
+        async def body(tx: Transaction) -> StartedWorkflowTask | None:
+            task = await self._leased_task(tx, token)
+            row = await self._execution_of(tx, task)
+            m = _Mutation(tx, row, self.clock.now_us())
+            await tx.delete_task(task.task_id or 0)
+            m.deliver(
+                [
+                    ("ActivityTaskStarted", _started_attributes(task, identity), task.started_us or m.now),
+                    (
+                        outcome_type,
+                        {
+                            "scheduled_event_id": task.scheduled_event_id,
+                            "started_event_id": PREVIOUS_EVENT,
+                            **attributes,
+                        },
+                    ),
+                ]
+            )
+            eager = m.new_workflow_task(eager_workflow_task_queue)
+            started = m.start_workflow_task(eager, identity) if eager is not None else None
+            await m.save()
+            return started
+
+        started = await self._transaction(body)
+        return None if started is None else await self._hand_out_workflow_task(started)
+
+    async def _activity_attempt_failed(
+        self,
+        tx: Transaction,
+        task: TaskRow,
+        failure: common_pb2.Failure,
+        identity: str,
+        *,
+        timed_out: bool,
+        final_retry_state: str | None = None,
+    ) -> None:
+        """Retries the activity per its policy, or records its final failure."""
+        now = self.clock.now_us()
+        options = json.loads(task.options)
+        decision = None
+        if final_retry_state is None:
+            decision = decide_retry(
+                StoredRetryPolicy.from_json(options["retry_policy"]),
+                attempt=task.attempt,
+                failure=failure,
+                now_us=now,
+                schedule_to_close_deadline_us=task.schedule_to_close_deadline_us,
+                rng=self._rng,
+            )
+            if task.cancel_requested and decision.delay_s is not None:
+                decision = dataclasses.replace(decision, delay_s=None, retry_state="CANCEL_REQUESTED")
+        if decision is not None and decision.delay_s is not None:
+            _schedule_retry(task, failure, options, now, decision.delay_s)
+            await tx.update_task(task)
+            # Pollers re-check on their own within a second; no wake-up needed now.
+            return
+        row = await self._execution_of(tx, task)
+        m = _Mutation(tx, row, now)
+        await tx.delete_task(task.task_id or 0)
+        outcome: dict[str, Any] = {
+            "scheduled_event_id": task.scheduled_event_id,
+            "failure": failure_json(failure),
+            "retry_state": final_retry_state or (decision.retry_state if decision else "TIMEOUT"),
+        }
+        events: list[Delivery] = []
+        if task.state == "LEASED":
+            events.append(("ActivityTaskStarted", _started_attributes(task, identity), task.started_us or now))
+            outcome["started_event_id"] = PREVIOUS_EVENT
+        else:
+            outcome["started_event_id"] = 0
+        if not timed_out:
+            outcome["identity"] = identity
+        events.append(("ActivityTaskTimedOut" if timed_out else "ActivityTaskFailed", outcome))
+        m.deliver(events)
+        await m.save()
+
+
+def _started_attributes(task: TaskRow, identity: str) -> dict[str, Any]:
+    """The ActivityTaskStarted event of the attempt that ends (written only with its outcome)."""
+    attributes: dict[str, Any] = {
+        "scheduled_event_id": task.scheduled_event_id,
+        "attempt": task.attempt,
+        "identity": identity or task.identity,
+        "retry_delays": json.loads(task.retry_delays),
+    }
+    if task.last_failure:
+        attributes["last_failure"] = json.loads(task.last_failure)
+    return attributes
+
+
+def _schedule_retry(
+    task: TaskRow, failure: common_pb2.Failure, options: dict[str, Any], now: int, delay_s: float
+) -> None:
+    """Turns the task row into its next attempt, visible after ``delay_s``."""
+    delays = [*json.loads(task.retry_delays), round(delay_s, 6)]
+    task.state = "PENDING"
+    task.lease_expires_us = None
+    task.attempt += 1
+    task.visible_us = now + us(delay_s)
+    task.last_failure = _events.dumps(failure_json(failure))
+    task.retry_delays = _events.dumps(delays)
+    task.identity = ""
+    # Schedule-to-start limits every attempt's wait in the queue, counted
+    # from when the retry becomes due (the first attempt's is set at scheduling).
+    schedule_to_start_deadline = (
+        task.visible_us + us(options["schedule_to_start_timeout"]) if options["schedule_to_start_timeout"] else None
+    )
+    task.pending_deadline_us = min(
+        (d for d in (task.schedule_to_close_deadline_us, schedule_to_start_deadline) if d is not None),
+        default=None,
+    )

@@ -1,0 +1,81 @@
+"""The engine's value types: its configuration and what its calls take and return."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from flowforge.api.v1 import common_pb2
+from flowforge.server._events import payloads_json
+from flowforge.server.stores.base import ExecutionRow, HistoryEventRow, QueryRow, TaskRow
+
+__all__ = [
+    "EngineConfig",
+    "LeasedActivityTask",
+    "LeasedQuery",
+    "LeasedWorkflowTask",
+    "StartSignal",
+    "WorkflowTaskCompletion",
+]
+
+
+@dataclasses.dataclass
+class EngineConfig:
+    """Server limits and defaults."""
+
+    max_payload_bytes: int = 2 * 1024 * 1024
+    """Largest Payloads (sum of its values) a request may carry."""
+    default_workflow_task_timeout_s: float = 10.0
+    """How long a worker may hold a workflow task before it is given to another."""
+    max_workflow_task_retry_delay_s: float = 60.0
+    """Cap of the backoff between attempts of a failing workflow task."""
+    default_history_wait_s: float = 60.0
+    query_lease_s: float = 10.0
+    """How long a worker may take to answer a query before it is offered to another."""
+
+
+@dataclasses.dataclass(frozen=True)
+class StartSignal:
+    """A signal to deliver: by SignalWorkflowExecution, or with a start (signal-with-start)."""
+
+    name: str
+    input: common_pb2.Payloads
+
+    def attributes(self, identity: str) -> dict[str, Any]:
+        """The attributes of its WorkflowExecutionSignaled event."""
+        return {"signal_name": self.name, "input": payloads_json(self.input), "identity": identity}
+
+
+@dataclasses.dataclass
+class LeasedWorkflowTask:
+    """A workflow task leased to a worker, with the history it replays."""
+
+    token: bytes
+    execution: ExecutionRow
+    task: TaskRow
+    history: list[HistoryEventRow]
+
+
+@dataclasses.dataclass
+class LeasedQuery:
+    """A query leased to a poll, with the history of the run it asks."""
+
+    token: bytes
+    query: QueryRow
+    history: list[HistoryEventRow]
+
+
+@dataclasses.dataclass
+class LeasedActivityTask:
+    """An activity task leased to a worker."""
+
+    token: bytes
+    task: TaskRow
+
+
+@dataclasses.dataclass
+class WorkflowTaskCompletion:
+    """What a workflow task completion hands back to the worker that reported it."""
+
+    activity_tasks: list[LeasedActivityTask]
+    workflow_task: LeasedWorkflowTask | None

@@ -1,0 +1,86 @@
+"""The history engine façade: one class whose rooms are the modules of this package.
+
+Read it as the table of contents of the engine; each base class is one concern,
+and every public method of each is one operation in one store transaction.
+"""
+
+from __future__ import annotations
+
+from flowforge.server.errors import AlreadyExists, NotFound
+from flowforge.server.history.activities import ActivityTasks
+from flowforge.server.history.commands import Commands
+from flowforge.server.history.core import EngineCore
+from flowforge.server.history.executions import Executions
+from flowforge.server.history.mutation import WORKFLOW
+from flowforge.server.history.queries import Queries
+from flowforge.server.history.run_close import RunClose
+from flowforge.server.history.timeouts import Timeouts
+from flowforge.server.history.visibility_writes import VisibilityWrites
+from flowforge.server.history.workflow_tasks import WorkflowTasks
+from flowforge.server.stores.base import NamespaceRow, Transaction
+
+__all__ = ["HistoryEngine"]
+
+
+class HistoryEngine(
+    Timeouts,  # timeouts.py: due timers, expired leases and pending tasks, run timeouts
+    ActivityTasks,  # activities.py: lease, heartbeat, complete, fail, cancel, retry
+    WorkflowTasks,  # workflow_tasks.py: lease, hand-out, complete (eager dispatch), fail
+    Commands,  # commands.py: the command table (validation: command_validation.py)
+    Queries,  # queries.py: ask, lease to a poll, answer
+    Executions,  # executions.py: start, describe, history, cancel, terminate, signal
+    RunClose,  # run_close.py: retry, continue-as-new, parent close policy, child outcomes
+    VisibilityWrites,  # visibility_writes.py: search attributes, memos, list and count
+    EngineCore,  # core.py: transactions, reads, limits, namespaces, fencing
+):
+    """Executions, their history and their tasks, on top of a :class:`Store`.
+
+    Every change goes through a :class:`~flowforge.server.history.mutation._Mutation`
+    saved in one transaction (mutation.py).
+    """
+
+    # ------------------------------------------------------------------ namespaces
+
+    async def register_namespace(self, name: str, description: str, retention_s: int) -> NamespaceRow:
+        """Creates a namespace; ALREADY_EXISTS if the name is taken."""
+        row = NamespaceRow(name, description, retention_s, self.clock.now_us())
+
+        async def body(tx: Transaction) -> NamespaceRow:
+            if await tx.get_namespace(name) is not None:
+                raise AlreadyExists(f"namespace {name!r} already exists")
+            await tx.insert_namespace(row)
+            return row
+
+        return await self._transaction(body)
+
+    async def describe_namespace(self, name: str) -> NamespaceRow:
+        """The namespace; NOT_FOUND if there is none of that name."""
+        row = await self.read(lambda tx: tx.get_namespace(name))
+        if row is None:
+            raise NotFound(f"namespace {name!r} does not exist")
+        return row
+
+    async def list_namespaces(self) -> list[NamespaceRow]:
+        """Every namespace."""
+        return await self.read(lambda tx: tx.list_namespaces())
+
+    # ------------------------------------------------------------------ a poll's look (matching.py)
+
+    async def visible_tasks(self, namespace: str, kind: str, task_queue: str, limit: int) -> int:
+        """How many tasks a poll of the queue could lease now, at most ``limit`` (a read, no lock)."""
+        return await self.read(
+            lambda tx: tx.count_visible_tasks(namespace, kind, task_queue, self.clock.now_us(), limit)
+        )
+
+    async def visible_workflow_work(self, namespace: str, task_queue: str, limit: int) -> tuple[bool, int]:
+        """Whether a query waits on the queue, and how many workflow tasks a poll could
+        lease now (at most ``limit``): one read snapshot, no lock, for a poll's look."""
+
+        async def body(tx: Transaction) -> tuple[bool, int]:
+            now = self.clock.now_us()
+            return (
+                await tx.has_visible_query(namespace, task_queue, now),
+                await tx.count_visible_tasks(namespace, WORKFLOW, task_queue, now, limit),
+            )
+
+        return await self.read(body)

@@ -1,0 +1,283 @@
+"""Executions: start, describe, history, cancel, terminate and signal."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from flowforge.api.v1 import common_pb2
+from flowforge.server.errors import AlreadyExists, FailedPrecondition, NotFound
+from flowforge.server.history.data import StartSignal
+from flowforge.server.history.mutation import _Mutation, close_channel, new_run, run_channel
+from flowforge.server.history.run_close import RunClose
+from flowforge.server.history.visibility_writes import visibility_attributes
+from flowforge.server.stores.base import (
+    ChildExecutionRow,
+    ConcurrencyConflict,
+    DuplicateRunningExecution,
+    ExecutionRow,
+    HistoryEventRow,
+    TaskRow,
+    Transaction,
+)
+
+__all__ = ["Executions"]
+
+# A signal's request id shares the request_ids table with starts, under its own prefix.
+_SIGNAL_REQUEST_PREFIX = "signal:"
+
+
+@dataclasses.dataclass
+class _Started:
+    """What a start's transaction hands back."""
+
+    run_id: str
+    started: bool
+    deadline_us: int | None = None
+
+
+class Executions(RunClose):
+    """The life of an execution as its callers see it."""
+
+    async def start_workflow(
+        self,
+        *,
+        namespace: str,
+        workflow_id: str,
+        workflow_type: str,
+        task_queue: str,
+        input: common_pb2.Payloads,
+        request_id: str,
+        identity: str,
+        execution_timeout_s: float,
+        run_timeout_s: float,
+        task_timeout_s: float,
+        origin: dict[str, Any] | None = None,
+        tx: Transaction | None = None,
+        start_signal: StartSignal | None = None,
+        search_attributes: common_pb2.SearchAttributes | None = None,
+        memo: common_pb2.Memo | None = None,
+    ) -> tuple[str, bool]:
+        """Starts a run; returns (run_id, started). A repeated request_id returns the
+        first run with started=False; a running workflow id gives ALREADY_EXISTS.
+
+        The one admission path: client starts, schedules and events all come here.
+
+        Args:
+            origin: What started the run besides a direct request, e.g.
+                ``{"kind": "schedule", "schedule_id": ..., "nominal_time": ...}``;
+                recorded as ``origin`` in ``WorkflowExecutionStarted``.
+            tx: A transaction to join instead of running one: the scheduler admits
+                a fire and records it on the schedule atomically. The caller commits.
+            start_signal: Signal-with-start: a running workflow id is signalled
+                instead (started=False), and a new run gets the signal right after its start.
+        """
+        self.check_payloads(input, "the workflow input")
+        if start_signal is not None:
+            self.check_payloads(start_signal.input, "the signal input")
+        search_attributes = search_attributes or common_pb2.SearchAttributes()
+        memo = memo or common_pb2.Memo()
+        self._check_visibility_input(search_attributes, memo, "search_attributes")
+        await self.ensure_namespace(namespace)
+
+        async def body(tx: Transaction) -> _Started:
+            earlier = await tx.get_request_run_id(namespace, request_id)
+            if earlier is not None:
+                return _Started(earlier, False)
+            if start_signal is not None:
+                running = await tx.get_latest_execution(namespace, workflow_id)
+                if running is not None and running.status == "RUNNING":
+                    await self._signal(tx, running, start_signal, identity)
+                    await tx.insert_request_id(namespace, request_id, running.run_id, self.clock.now_us())
+                    return _Started(running.run_id, False)
+            now = self.clock.now_us()
+            m = new_run(
+                tx,
+                now,
+                namespace=namespace,
+                workflow_id=workflow_id,
+                workflow_type=workflow_type,
+                task_queue=task_queue,
+                input=input,
+                identity=identity,
+                execution_timeout_s=execution_timeout_s,
+                run_timeout_s=run_timeout_s,
+                task_timeout_s=task_timeout_s,
+                default_task_timeout_s=self.config.default_workflow_task_timeout_s,
+                started={
+                    "request_id": request_id,
+                    **({"origin": origin} if origin else {}),
+                    **visibility_attributes(search_attributes, memo),
+                },
+                first_events=[("WorkflowExecutionSignaled", start_signal.attributes(identity))] if start_signal else (),
+            )
+            run_id = m.row.run_id
+            values = await self._stored_values(tx, namespace, search_attributes)
+            try:
+                await m.save()
+            except DuplicateRunningExecution:
+                if start_signal is not None:
+                    raise ConcurrencyConflict(workflow_id) from None  # started meanwhile: run again, signal it
+                running = await tx.get_latest_execution(namespace, workflow_id)
+                raise AlreadyExists(
+                    f"workflow id {workflow_id!r} already has a running execution"
+                    f" (run_id {running.run_id if running else '?'}); wait for it to close or use another id"
+                ) from None
+            await self._write_visibility(tx, m.row, values, memo)
+            await tx.insert_request_id(namespace, request_id, run_id, now)
+            return _Started(run_id, True, m.earliest_new_deadline())
+
+        result = await (body(tx) if tx is not None else self._transaction(body))
+        if result.started and result.deadline_us is not None:
+            self.on_new_deadline(result.deadline_us)
+        return result.run_id, result.started
+
+    async def resolve_execution(self, tx: Transaction, namespace: str, workflow_id: str, run_id: str) -> ExecutionRow:
+        """The run ``run_id`` (of ``workflow_id``, if given), or the latest run of ``workflow_id``; NOT_FOUND if none."""
+        row = (
+            await tx.get_execution(namespace, run_id)
+            if run_id
+            else await tx.get_latest_execution(namespace, workflow_id)
+        )
+        if row is None or (run_id and workflow_id and row.workflow_id != workflow_id):
+            what = f"run {run_id!r} of workflow {workflow_id!r}" if run_id else f"workflow {workflow_id!r}"
+            raise NotFound(f"{what} not found in namespace {namespace!r}")
+        return row
+
+    async def describe(
+        self, namespace: str, workflow_id: str, run_id: str
+    ) -> tuple[ExecutionRow, list[TaskRow], list[HistoryEventRow]]:
+        """The run, its pending tasks and its history, from one snapshot."""
+        await self.ensure_namespace(namespace)
+
+        async def body(tx: Transaction) -> tuple[ExecutionRow, list[TaskRow], list[HistoryEventRow]]:
+            row = await self.resolve_execution(tx, namespace, workflow_id, run_id)
+            return row, await tx.list_run_tasks(namespace, row.run_id), await tx.read_events(namespace, row.run_id)
+
+        return await self.read(body)
+
+    async def pending_children(self, namespace: str, run_id: str) -> list[ChildExecutionRow]:
+        """The children a run started that have not closed yet (for describe())."""
+        return await self.read(lambda tx: tx.list_child_executions(namespace, run_id))
+
+    async def get_history(
+        self,
+        namespace: str,
+        workflow_id: str,
+        run_id: str,
+        *,
+        after_event_id: int,
+        page_size: int,
+        wait: bool,
+        close_event_only: bool,
+        wait_timeout_s: float,
+    ) -> tuple[str, list[HistoryEventRow], bool]:
+        """Returns (run_id, events, has_more); with ``wait``, blocks until there is
+        something past ``after_event_id`` (or the close event) or the wait ends."""
+        await self.ensure_namespace(namespace)
+        deadline = time.monotonic() + wait_timeout_s
+        row = await self.read(lambda tx: self.resolve_execution(tx, namespace, workflow_id, run_id))
+        while True:
+            wake = self.store.notifier.listen(
+                close_channel(row.run_id) if close_event_only else run_channel(row.run_id)
+            )
+
+            async def body(tx: Transaction) -> tuple[ExecutionRow, list[HistoryEventRow]]:
+                current = await tx.get_execution(namespace, row.run_id)
+                assert current is not None
+                if close_event_only:
+                    if current.status == "RUNNING":
+                        return current, []
+                    return current, await tx.read_events(namespace, current.run_id, current.next_event_id - 2, 1)
+                return current, await tx.read_events(namespace, current.run_id, after_event_id, page_size + 1)
+
+            current, events = await self.read(body)
+            remaining = deadline - time.monotonic()
+            if events or not wait or current.status != "RUNNING" or remaining <= 0:
+                return current.run_id, events[:page_size], len(events) > page_size
+            # Re-check now and then: with several replicas a notification may be lost.
+            await self.store.wait_for_notification(wake, min(remaining, 5.0))
+
+    async def request_cancel(
+        self,
+        namespace: str,
+        workflow_id: str,
+        run_id: str,
+        reason: str,
+        identity: str,
+        tx: Transaction | None = None,
+    ) -> None:
+        """Delivers WorkflowExecutionCancelRequested to the workflow (once); joins
+        ``tx`` when given (the scheduler's CANCEL_OTHER)."""
+        await self.ensure_namespace(namespace)
+
+        async def body(tx: Transaction) -> None:
+            row = await self.resolve_execution(tx, namespace, workflow_id, run_id)
+            if row.status != "RUNNING":
+                raise FailedPrecondition(f"workflow {row.workflow_id!r} run {row.run_id} is already {row.status}")
+            if row.cancel_requested:
+                return
+            m = _Mutation(tx, row, self.clock.now_us())
+            row.cancel_requested = 1
+            m.deliver([("WorkflowExecutionCancelRequested", {"reason": reason, "identity": identity})])
+            await m.save()
+
+        await (body(tx) if tx is not None else self._transaction(body))
+
+    async def terminate(
+        self,
+        namespace: str,
+        workflow_id: str,
+        run_id: str,
+        reason: str,
+        identity: str,
+        tx: Transaction | None = None,
+    ) -> None:
+        """Closes the run at once as TERMINATED; its tasks and timers are dropped.
+        Joins ``tx`` when given (the scheduler's TERMINATE_OTHER)."""
+        await self.ensure_namespace(namespace)
+
+        async def body(tx: Transaction) -> None:
+            row = await self.resolve_execution(tx, namespace, workflow_id, run_id)
+            if row.status != "RUNNING":
+                raise FailedPrecondition(f"workflow {row.workflow_id!r} run {row.run_id} is already {row.status}")
+            m = _Mutation(tx, row, self.clock.now_us())
+            m.terminate(reason, identity)
+            await m.save()
+            await self._after_run_closed(m)
+
+        await (body(tx) if tx is not None else self._transaction(body))
+
+    async def signal_workflow(
+        self, namespace: str, workflow_id: str, run_id: str, signal: StartSignal, identity: str, request_id: str
+    ) -> None:
+        """Delivers WorkflowExecutionSignaled to a running execution, once per request id.
+
+        The event is appended and a workflow task scheduled in one transaction, or
+        buffered while a workflow task is started (appended when it closes). A closed
+        execution gives FAILED_PRECONDITION, an unknown one NOT_FOUND; both change nothing.
+        """
+        self.check_payloads(signal.input, "the signal input")
+        await self.ensure_namespace(namespace)
+
+        async def body(tx: Transaction) -> None:
+            row = await self.resolve_execution(tx, namespace, workflow_id, run_id)
+            key = _SIGNAL_REQUEST_PREFIX + request_id if request_id else ""
+            if key and await tx.get_request_run_id(namespace, key) is not None:
+                return  # a retry of a signal already delivered
+            if row.status != "RUNNING":
+                raise FailedPrecondition(
+                    f"workflow {row.workflow_id!r} run {row.run_id} is already {row.status}; a closed"
+                    " execution takes no signals"
+                )
+            await self._signal(tx, row, signal, identity)
+            if key:
+                await tx.insert_request_id(namespace, key, row.run_id, self.clock.now_us())
+
+        await self._transaction(body)
+
+    async def _signal(self, tx: Transaction, row: ExecutionRow, signal: StartSignal, identity: str) -> None:
+        m = _Mutation(tx, row, self.clock.now_us())
+        m.deliver([("WorkflowExecutionSignaled", signal.attributes(identity))])
+        await m.save()

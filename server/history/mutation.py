@@ -1,0 +1,505 @@
+"""The changes to executions within one transaction, and the channels their commit wakes.
+
+A :class:`_Mutation` collects everything one operation changes of one execution:
+the row's new state, the events to append, the task and timer rows to insert.
+:meth:`_Mutation.save` writes them all in the caller's transaction (rule 1 of
+docs/architecture.md); nothing reaches the store before it.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from flowforge.api.v1 import common_pb2
+from flowforge.server import _events
+from flowforge.server._events import payloads_json
+from flowforge.server.stores.base import ExecutionRow, HistoryEventRow, TaskRow, TimerRow, Transaction
+
+__all__ = [
+    "ACTIVITY",
+    "QUERY",
+    "WORKFLOW",
+    "StartedWorkflowTask",
+    "close_channel",
+    "new_run",
+    "query_answer_channel",
+    "queue_channel",
+    "run_channel",
+]
+
+WORKFLOW = "WORKFLOW"
+ACTIVITY = "ACTIVITY"
+QUERY = "QUERY"
+# A started event's "started_event_id" placeholder, resolved when the events are
+# appended: buffered events get their ids only then.
+PREVIOUS_EVENT = "$previous"
+
+# An event to deliver: (type, attributes) or (type, attributes, its own time in µs).
+Delivery = tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], int]
+
+
+def us(seconds: float) -> int:
+    """Seconds as whole microseconds (the store's time unit)."""
+    return round(seconds * 1_000_000)
+
+
+def queue_channel(namespace: str, kind: str, task_queue: str) -> str:
+    """Woken when a commit adds a visible task (or a query) to the queue."""
+    return f"q:{namespace}:{kind}:{task_queue}"
+
+
+def run_channel(run_id: str) -> str:
+    """Woken when a commit appends events to the run's history."""
+    return f"r:{run_id}"
+
+
+def query_answer_channel(query_id: int) -> str:
+    """Woken when a worker answered the query."""
+    return f"qa:{query_id}"
+
+
+def close_channel(run_id: str) -> str:
+    """Woken only when the run closes: result() waiters sleep through every other event."""
+    return f"c:{run_id}"
+
+
+@dataclasses.dataclass
+class StartedWorkflowTask:
+    """A workflow task leased in a transaction, handed out with its history after the commit."""
+
+    task: TaskRow
+    execution: ExecutionRow
+    transient: list[HistoryEventRow]
+    """The Scheduled/Started events of a retried task (not written to history)."""
+    next_event_id: int
+    """The history the worker gets ends before this event."""
+
+
+_MUTABLE_EXECUTION_COLUMNS = tuple(
+    f.name for f in dataclasses.fields(ExecutionRow) if f.name not in ("namespace", "run_id", "version")
+)
+
+
+class _Mutation:
+    """The changes to one execution within one transaction."""
+
+    def __init__(self, tx: Transaction, row: ExecutionRow, now: int, *, new: bool = False) -> None:
+        self.tx = tx
+        self.row = row
+        self.now = now
+        self.new = new
+        self.expected_version = row.version
+        # What the row was, so a batch save writes only the columns that changed.
+        self.original = copy.copy(row)
+        self.events: list[HistoryEventRow] = []
+        self.buffered: list[dict[str, Any]] = json.loads(row.buffered_events)
+        self.new_tasks: list[TaskRow] = []
+        self.new_timers: list[TimerRow] = []
+
+    @property
+    def running(self) -> bool:
+        return self.row.status == "RUNNING"
+
+    # ------------------------------------------------------------------ events
+
+    def append(self, event_type: str, attributes: dict[str, Any], event_us: int | None = None) -> int:
+        """Appends one event to the history now; returns its id."""
+        event_id = self.row.next_event_id
+        self.row.next_event_id += 1
+        if attributes.get("started_event_id") == PREVIOUS_EVENT:
+            attributes = {**attributes, "started_event_id": event_id - 1}
+        self.events.append(HistoryEventRow(event_id, event_type, event_us or self.now, _events.dumps(attributes)))
+        return event_id
+
+    def deliver(self, events: Sequence[Delivery]) -> None:
+        """New events for the workflow code: buffered while a workflow task is
+        started, otherwise appended, and a workflow task is scheduled if none is.
+        An event may carry its own time (e.g. when an activity really started)."""
+        timed = [(event[0], event[1], event[2] if len(event) > 2 else self.now) for event in events]
+        if self.row.wft_state == "STARTED":
+            self.buffered.extend({"type": t, "attributes": a, "us": us} for t, a, us in timed)
+            return
+        for event_type, attributes, event_us in timed:
+            self.append(event_type, attributes, event_us)
+        if self.row.wft_state == "NONE":
+            self.schedule_workflow_task(attempt=1)
+
+    def flush_buffered(self) -> bool:
+        """Appends the buffered events (after the workflow task closed); True if any."""
+        flushed = bool(self.buffered)
+        for event in self.buffered:
+            self.append(event["type"], event["attributes"], event["us"])
+        self.buffered = []
+        return flushed
+
+    # ------------------------------------------------------------------ workflow tasks
+
+    def schedule_workflow_task(self, attempt: int, delay_s: float = 0.0) -> None:
+        """Creates the run's workflow task. Attempts after the first are transient:
+        their Scheduled/Started events are written only if the attempt completes."""
+        row = self.row
+        scheduled_event_id = 0
+        if attempt == 1:
+            scheduled_event_id = self.append(
+                "WorkflowTaskScheduled",
+                {"task_queue": row.task_queue, "attempt": 1, "start_to_close_timeout": row.wft_timeout_s},
+            )
+        visible = self.now + us(delay_s)
+        row.wft_state = "SCHEDULED"
+        row.wft_attempt = attempt
+        row.wft_scheduled_us = visible
+        row.wft_started_us = None
+        row.wft_scheduled_event_id = scheduled_event_id
+        row.wft_started_event_id = 0
+        self.new_tasks.append(
+            new_task_row(
+                row,
+                kind=WORKFLOW,
+                task_queue=row.task_queue,
+                visible_us=visible,
+                attempt=attempt,
+                scheduled_event_id=scheduled_event_id,
+            )
+        )
+
+    def transient_workflow_task_events(self, identity: str) -> list[HistoryEventRow]:
+        """The Scheduled/Started events of a retried workflow task (not yet written)."""
+        row = self.row
+        assert row.wft_scheduled_us is not None and row.wft_started_us is not None
+        scheduled_id = row.next_event_id
+        return [
+            HistoryEventRow(
+                scheduled_id,
+                "WorkflowTaskScheduled",
+                row.wft_scheduled_us,
+                _events.dumps(
+                    {
+                        "task_queue": row.task_queue,
+                        "attempt": row.wft_attempt,
+                        "start_to_close_timeout": row.wft_timeout_s,
+                    }
+                ),
+            ),
+            HistoryEventRow(
+                scheduled_id + 1,
+                "WorkflowTaskStarted",
+                row.wft_started_us,
+                _events.dumps({"scheduled_event_id": scheduled_id, "identity": identity}),
+            ),
+        ]
+
+    def write_transient_workflow_task_events(self, identity: str) -> None:
+        """Writes a retried task's Scheduled/Started events (it completes, or fails for the first time)."""
+        if self.row.wft_attempt > 1:
+            for event in self.transient_workflow_task_events(identity):
+                self.append(event.event_type, json.loads(event.attributes), event.event_us)
+
+    def start_workflow_task(self, task: TaskRow, identity: str) -> StartedWorkflowTask:
+        """Leases the run's scheduled workflow task to ``identity``; a retried task's
+        Scheduled/Started events come back as transient (not written)."""
+        row, now = self.row, self.now
+        task.state = "LEASED"
+        task.fencing_token += 1
+        task.started_us = now
+        task.lease_expires_us = now + us(row.wft_timeout_s)
+        task.identity = identity
+        row.wft_state = "STARTED"
+        row.wft_started_us = now
+        transient: list[HistoryEventRow] = []
+        if row.wft_attempt == 1:
+            row.wft_started_event_id = self.append(
+                "WorkflowTaskStarted", {"scheduled_event_id": row.wft_scheduled_event_id, "identity": identity}
+            )
+        else:
+            transient = self.transient_workflow_task_events(identity)
+            row.wft_scheduled_event_id, row.wft_started_event_id = (e.event_id for e in transient)
+        return StartedWorkflowTask(task, row, transient, row.next_event_id)
+
+    def new_workflow_task(self, task_queue: str) -> TaskRow | None:
+        """The workflow task this mutation scheduled on ``task_queue``, due now, if any."""
+        if not task_queue:
+            return None
+        for task in self.new_tasks:
+            if task.kind == WORKFLOW and task.task_queue == task_queue and task.visible_us <= self.now:
+                return task
+        return None
+
+    def fail_started_workflow_task(
+        self,
+        task: TaskRow,
+        *,
+        cause: str,
+        failure: dict[str, Any],
+        identity: str,
+        retry_delay_s: float,
+        count_attempt: bool = True,
+        event_type: str = "WorkflowTaskFailed",
+    ) -> None:
+        """Closes the started workflow task as failed (or timed out) and schedules the next attempt."""
+        row = self.row
+        if row.wft_attempt == 1 or not count_attempt:
+            # Later attempts are transient: their failure is shown by describe(), not logged to history.
+            self.write_transient_workflow_task_events(task.identity)
+            attributes: dict[str, Any] = {
+                "scheduled_event_id": row.wft_scheduled_event_id,
+                "started_event_id": row.wft_started_event_id,
+            }
+            if event_type == "WorkflowTaskFailed":
+                attributes.update(cause=cause, failure=failure, identity=identity)
+            else:
+                attributes["timeout_type"] = "START_TO_CLOSE"
+            self.append(event_type, attributes)
+        row.last_wft_failure = _events.dumps({"cause": cause, "failure": failure, "attempt": row.wft_attempt})
+        row.wft_state = "NONE"
+        self.flush_buffered()
+        self.schedule_workflow_task(attempt=row.wft_attempt + 1 if count_attempt else 1, delay_s=retry_delay_s)
+
+    def time_out_started_workflow_task(self, task: TaskRow) -> None:
+        """The started workflow task's lease ended (expired, or handed back): the next attempt now."""
+        self.fail_started_workflow_task(
+            task, cause="", failure={}, identity="", retry_delay_s=0.0, event_type="WorkflowTaskTimedOut"
+        )
+
+    # ------------------------------------------------------------------ closing
+
+    def abandon_started_workflow_task(self, message: str) -> None:
+        """Keeps a started workflow task's events closed before the run is force-closed."""
+        row = self.row
+        if row.wft_state == "STARTED" and row.wft_attempt == 1:
+            self.append(
+                "WorkflowTaskFailed",
+                {
+                    "scheduled_event_id": row.wft_scheduled_event_id,
+                    "started_event_id": row.wft_started_event_id,
+                    "cause": "FORCE_CLOSE_COMMAND",
+                    "failure": {"message": message, "source": "server"},
+                    "identity": "server",
+                },
+            )
+        self.flush_buffered()
+
+    def terminate(self, reason: str, identity: str) -> None:
+        """Closes the run at once as TERMINATED."""
+        self.abandon_started_workflow_task("terminated")
+        self.append("WorkflowExecutionTerminated", {"reason": reason, "identity": identity})
+        self.close("TERMINATED")
+
+    def close(self, status: str) -> None:
+        """Closes the run: its pending work is dropped (its task and timer rows are deleted on save)."""
+        self.row.status = status
+        self.row.close_us = self.now
+        self.row.wft_state = "NONE"
+        self.row.deadline_us = None
+        self.row.deadline_kind = None
+        self.buffered = []
+        self.new_tasks = []
+        self.new_timers = []
+
+    # ------------------------------------------------------------------ saving
+
+    def earliest_new_deadline(self) -> int | None:
+        """The earliest deadline this mutation adds (timer, lease, pending task, run
+        timeout): the timekeeper needs waking only if it is before its next look."""
+        deadlines = [timer.fire_us for timer in self.new_timers]
+        for task in self.new_tasks:
+            deadlines += [d for d in (task.lease_expires_us, task.pending_deadline_us) if d is not None]
+        if self.new and self.row.deadline_us is not None:
+            deadlines.append(self.row.deadline_us)
+        return min(deadlines, default=None)
+
+    def changed_columns(self) -> tuple[str, ...]:
+        """The execution columns this mutation changed (the version aside)."""
+        return tuple(c for c in _MUTABLE_EXECUTION_COLUMNS if getattr(self.row, c) != getattr(self.original, c))
+
+    async def save(self) -> None:
+        """Writes this mutation in its transaction."""
+        await _Mutation.save_all(self.tx, [self])
+
+    @staticmethod
+    async def save_all(tx: Transaction, mutations: list[_Mutation]) -> None:
+        """Writes the mutations of several executions in ``tx``: with more than one,
+        each kind of row (execution updates, events, tasks) goes in one batch, and
+        the new tasks get no ``task_id`` in memory (polls hand them out)."""
+        updates: dict[tuple[str, ...], list[tuple[ExecutionRow, int]]] = {}
+        for m in mutations:
+            m.row.buffered_events = json.dumps(m.buffered, separators=(",", ":")) if m.buffered else "[]"
+            if m.new:
+                await tx.insert_execution(m.row)
+            elif len(mutations) == 1:
+                await tx.update_execution(m.row, m.expected_version)
+            else:
+                updates.setdefault(m.changed_columns(), []).append((m.row, m.expected_version))
+        for columns, rows in updates.items():
+            await tx.update_executions(columns, rows)
+        await tx.append_run_events([(m.row.namespace, m.row.run_id, m.events) for m in mutations])
+        closed = [m.row.run_id for m in mutations if not m.running]
+        for run_id in closed:
+            await tx.delete_run_tasks(run_id)
+            await tx.delete_run_timers(run_id)
+        new_tasks = [task for m in mutations for task in m.new_tasks]
+        if len(mutations) == 1:
+            for task in new_tasks:
+                await tx.insert_task(task)
+        else:
+            await tx.insert_tasks(new_tasks)
+        for task in new_tasks:
+            if task.state == "PENDING":
+                tx.notify_after_commit(queue_channel(task.namespace, task.kind, task.task_queue))
+        for m in mutations:
+            for timer in m.new_timers:
+                await tx.insert_timer(timer)
+            if m.events:
+                tx.notify_after_commit(run_channel(m.row.run_id))
+        for run_id in closed:
+            tx.notify_after_commit(close_channel(run_id))
+
+
+def new_task_row(
+    row: ExecutionRow,
+    *,
+    kind: str,
+    task_queue: str,
+    visible_us: int,
+    attempt: int,
+    scheduled_event_id: int,
+    activity_id: str | None = None,
+    activity_type: str | None = None,
+    input: bytes | None = None,
+    options: str = "{}",
+    pending_deadline_us: int | None = None,
+    schedule_to_close_deadline_us: int | None = None,
+) -> TaskRow:
+    """A pending task of the run, as scheduled (not leased yet)."""
+    return TaskRow(
+        task_id=None,
+        namespace=row.namespace,
+        run_id=row.run_id,
+        workflow_id=row.workflow_id,
+        workflow_type=row.workflow_type,
+        kind=kind,
+        task_queue=task_queue,
+        state="PENDING",
+        visible_us=visible_us,
+        lease_expires_us=None,
+        fencing_token=0,
+        attempt=attempt,
+        scheduled_event_id=scheduled_event_id,
+        activity_id=activity_id,
+        activity_type=activity_type,
+        input=input,
+        options=options,
+        scheduled_us=visible_us,
+        started_us=None,
+        pending_deadline_us=pending_deadline_us,
+        schedule_to_close_deadline_us=schedule_to_close_deadline_us,
+        last_heartbeat_us=None,
+        heartbeat_details=None,
+        last_failure=None,
+        retry_delays="[]",
+        identity="",
+        cancel_requested=0,
+    )
+
+
+def new_run(
+    tx: Transaction,
+    now: int,
+    *,
+    namespace: str,
+    workflow_id: str,
+    workflow_type: str,
+    task_queue: str,
+    input: common_pb2.Payloads,
+    identity: str,
+    execution_timeout_s: float,
+    run_timeout_s: float,
+    task_timeout_s: float,
+    default_task_timeout_s: float,
+    started: dict[str, Any],
+    run_id: str | None = None,
+    execution_expiration_us: int | None = None,
+    first_events: Sequence[tuple[str, dict[str, Any]]] = (),
+    first_task_delay_s: float = 0.0,
+) -> _Mutation:
+    """A new run with its WorkflowExecutionStarted and first workflow task, to be saved.
+
+    ``started`` adds attributes to the started event; ``first_events`` (e.g. the
+    signal of a signal-with-start) come between it and the workflow task. The run
+    closes at the earlier of its execution and run timeouts (0 = none); the
+    execution timeout counts from ``execution_expiration_us`` when the run
+    continues a chain; a ``task_timeout_s`` of 0 means ``default_task_timeout_s``.
+    """
+    run_id = run_id or str(uuid.uuid4())
+    if execution_expiration_us is None and execution_timeout_s > 0:
+        execution_expiration_us = now + us(execution_timeout_s)
+    run_expiration_us = now + us(run_timeout_s) if run_timeout_s > 0 else None
+    deadline_us, deadline_kind = min(
+        (
+            (deadline, kind)
+            for deadline, kind in ((execution_expiration_us, "EXECUTION"), (run_expiration_us, "RUN"))
+            if deadline is not None
+        ),
+        default=(None, None),
+    )
+    row = ExecutionRow(
+        namespace=namespace,
+        run_id=run_id,
+        workflow_id=workflow_id,
+        workflow_type=workflow_type,
+        task_queue=task_queue,
+        status="RUNNING",
+        next_event_id=1,
+        version=1,
+        start_us=now,
+        close_us=None,
+        wft_state="NONE",
+        wft_attempt=1,
+        wft_scheduled_us=None,
+        wft_started_us=None,
+        wft_scheduled_event_id=0,
+        wft_started_event_id=0,
+        wft_timeout_s=task_timeout_s or default_task_timeout_s,
+        last_wft_failure=None,
+        buffered_events="[]",
+        deadline_us=deadline_us,
+        deadline_kind=deadline_kind,
+        cancel_requested=0,
+    )
+    m = _Mutation(tx, row, now, new=True)
+    attributes: dict[str, Any] = {
+        "workflow_id": workflow_id,
+        "workflow_type": workflow_type,
+        "task_queue": task_queue,
+        "input": payloads_json(input),
+        "identity": identity,
+        "workflow_execution_timeout": execution_timeout_s,
+        "workflow_run_timeout": run_timeout_s,
+        "workflow_task_timeout": row.wft_timeout_s,
+        "run_id": run_id,
+        "original_execution_run_id": run_id,
+        "first_execution_run_id": run_id,
+    }
+    if execution_expiration_us is not None:
+        attributes["workflow_execution_expiration_us"] = execution_expiration_us
+    m.append("WorkflowExecutionStarted", {**attributes, **started})
+    for event_type, event_attributes in first_events:
+        m.append(event_type, event_attributes)
+    m.schedule_workflow_task(attempt=1, delay_s=first_task_delay_s)
+    return m
+
+
+def activity_lease_expiry(task: TaskRow, options: dict[str, Any], now: int) -> int:
+    """When a started activity's lease ends: the earliest of start-to-close,
+    schedule-to-close and the heartbeat deadline."""
+    assert task.started_us is not None
+    candidates = [task.started_us + us(options["start_to_close_timeout"])]
+    if task.schedule_to_close_deadline_us is not None:
+        candidates.append(task.schedule_to_close_deadline_us)
+    if options["heartbeat_timeout"]:
+        candidates.append(now + us(options["heartbeat_timeout"]))
+    return min(candidates)

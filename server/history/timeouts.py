@@ -1,0 +1,121 @@
+"""Timeouts and timers: what the timekeeper (server/timers.py) calls when a
+deadline passes: a durable timer is due, a lease or a pending task expired, a
+run reached its execution or run timeout."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flowforge.api.v1 import common_pb2
+from flowforge.server.history.activities import ActivityTasks
+from flowforge.server.history.mutation import WORKFLOW, _Mutation, us
+from flowforge.server.stores.base import TaskRow, TimerRow, Transaction
+
+__all__ = ["Timeouts"]
+
+
+class Timeouts(ActivityTasks):
+    """Deadlines turned into events, each in one transaction that claims its row."""
+
+    async def expire_task(self, task_id: int) -> None:
+        """Handles one task whose lease or pending deadline passed (called by the reaper)."""
+
+        async def body(tx: Transaction) -> None:
+            task = await tx.get_task(task_id, for_update=True)
+            now = self.clock.now_us()
+            if task is None:
+                return
+            lease_expired = task.state == "LEASED" and (task.lease_expires_us or 0) <= now
+            pending_expired = (
+                task.state == "PENDING" and task.pending_deadline_us is not None and task.pending_deadline_us <= now
+            )
+            if not (lease_expired or pending_expired):
+                return  # another replica or a report got there first
+            if task.kind == WORKFLOW:
+                row = await self._execution_of(tx, task)
+                m = _Mutation(tx, row, now)
+                await tx.delete_task(task.task_id or 0)
+                m.time_out_started_workflow_task(task)
+                await m.save()
+                return
+            timeout_type, final = _which_timeout(task, json.loads(task.options), now, lease_expired)
+            failure = common_pb2.Failure(
+                message=f"activity {timeout_type.lower().replace('_', '-')} timeout",
+                type="TimeoutError",
+                timeout_type=f"TIMEOUT_TYPE_{timeout_type}",
+                source="server",
+            )
+            if task.heartbeat_details:
+                failure.details.ParseFromString(task.heartbeat_details)
+            await self._activity_attempt_failed(
+                tx, task, failure, "", timed_out=True, final_retry_state="TIMEOUT" if final else None
+            )
+
+        await self._transaction(body)
+
+    async def fire_due_timers(self, limit: int) -> int:
+        """Fires up to ``limit`` due timers in one transaction; returns how many.
+
+        The batch is claimed by deleting its rows (skipping rows another replica's
+        timekeeper holds), so each timer fires exactly once however many replicas
+        run; its executions are read (and locked) with one statement, in (namespace,
+        run id) order, so two batches never wait on each other in a cycle, and a
+        concurrent report waits rather than conflicts. Their events, workflow tasks
+        and execution rows are written a batch at a time (:meth:`_Mutation.save_all`).
+        """
+
+        async def body(tx: Transaction) -> int:
+            claimed = await tx.claim_due_timers(self.clock.now_us(), limit)
+            timers_of_run: dict[tuple[str, str], list[TimerRow]] = {}
+            for timer in sorted(claimed, key=lambda t: (t.fire_us, t.started_event_id)):
+                timers_of_run.setdefault((timer.namespace, timer.run_id), []).append(timer)
+            rows = await tx.lock_executions(list(timers_of_run))
+            assert len(rows) == len(timers_of_run), "timers are deleted with their run"
+            # One mutation per execution: its timers of the batch fire in due order,
+            # with gapless event ids, through the same rules as any other delivery.
+            now = self.clock.now_us()
+            mutations = []
+            for row in rows:
+                assert row.status == "RUNNING", "timers are deleted when their run closes"
+                m = _Mutation(tx, row, now)
+                m.deliver(
+                    [
+                        ("TimerFired", {"timer_id": timer.timer_id, "started_event_id": timer.started_event_id})
+                        for timer in timers_of_run[(row.namespace, row.run_id)]
+                    ]
+                )
+                mutations.append(m)
+            await _Mutation.save_all(tx, mutations)
+            return len(claimed)
+
+        return await self._transaction(body)
+
+    async def time_out_execution(self, namespace: str, run_id: str) -> None:
+        """Closes a run whose execution or run timeout passed as TIMED_OUT."""
+
+        async def body(tx: Transaction) -> None:
+            row = await tx.get_execution(namespace, run_id)
+            now = self.clock.now_us()
+            if row is None or row.status != "RUNNING" or row.deadline_us is None or row.deadline_us > now:
+                return
+            m = _Mutation(tx, row, now)
+            m.abandon_started_workflow_task("workflow timed out")
+            m.append("WorkflowExecutionTimedOut", {"timeout_type": row.deadline_kind or "EXECUTION"})
+            m.close("TIMED_OUT")
+            await m.save()
+            await self._after_run_closed(m)
+
+        await self._transaction(body)
+
+
+def _which_timeout(task: TaskRow, options: dict[str, Any], now: int, lease_expired: bool) -> tuple[str, bool]:
+    """(timeout type, whether it ends the activity without retry)."""
+    if task.schedule_to_close_deadline_us is not None and task.schedule_to_close_deadline_us <= now:
+        return "SCHEDULE_TO_CLOSE", True
+    if not lease_expired:
+        return "SCHEDULE_TO_START", True
+    assert task.started_us is not None
+    if task.started_us + us(options["start_to_close_timeout"]) <= now:
+        return "START_TO_CLOSE", False
+    return "HEARTBEAT", False

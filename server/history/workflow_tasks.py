@@ -1,0 +1,217 @@
+"""Workflow tasks: lease, hand-out, complete (with eager dispatch) and fail."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import logging
+from collections.abc import Sequence
+
+from flowforge.api.v1 import command_pb2, common_pb2
+from flowforge.server._events import failure_json
+from flowforge.server.history.command_validation import CLOSE_COMMANDS, CommandValidator
+from flowforge.server.history.commands import DEADLINE_COMMANDS, Applying, Commands
+from flowforge.server.history.data import LeasedActivityTask, LeasedWorkflowTask, WorkflowTaskCompletion
+from flowforge.server.history.mutation import (
+    ACTIVITY,
+    WORKFLOW,
+    StartedWorkflowTask,
+    _Mutation,
+    activity_lease_expiry,
+)
+from flowforge.server.stores.base import TaskRow, Transaction
+
+__all__ = ["WorkflowTasks"]
+
+log = logging.getLogger("flowforge.server.history")
+
+
+@dataclasses.dataclass
+class _Completed:
+    """What a workflow task completion's transaction hands back."""
+
+    activity_tasks: list[TaskRow]
+    workflow_task: StartedWorkflowTask | None = None
+    deadline_us: int | None = None
+
+
+class WorkflowTasks(Commands):
+    """The workflow task of a run, from its lease to its completion or failure."""
+
+    @functools.cached_property
+    def _validator(self) -> CommandValidator:
+        return CommandValidator(self.config.max_payload_bytes)
+
+    async def try_lease_workflow_task(
+        self, namespace: str, task_queue: str, identity: str
+    ) -> LeasedWorkflowTask | None:
+        """Leases the oldest visible workflow task of the queue, or returns None."""
+
+        async def body(tx: Transaction) -> StartedWorkflowTask | None:
+            now = self.clock.now_us()
+            task = await tx.lease_next_task(namespace, WORKFLOW, task_queue, now)
+            if task is None:
+                return None
+            row = await tx.get_execution(namespace, task.run_id)
+            if row is None or row.status != "RUNNING" or row.wft_state != "SCHEDULED":
+                # Cannot happen while rule 1 holds (a run's task rows change with its row);
+                # drop the orphan rather than hand it out again and again.
+                log.error("dropping orphaned workflow task %s of run %s", task.task_id, task.run_id)
+                await tx.delete_task(task.task_id or 0)
+                return None
+            m = _Mutation(tx, row, now)
+            started = m.start_workflow_task(task, identity)
+            await tx.update_task(task)
+            await m.save()
+            return started
+
+        started = await self._transaction(body, shielded=False)
+        return None if started is None else await self._hand_out_workflow_task(started)
+
+    async def _hand_out_workflow_task(self, started: StartedWorkflowTask) -> LeasedWorkflowTask:
+        """The committed lease with its history, read after commit, outside the write
+        lock. Nothing can be appended meanwhile but a terminate, hence the bound."""
+        task, row = started.task, started.execution
+        self.on_new_deadline(task.lease_expires_us or 0)
+        events = await self.read(lambda tx: tx.read_events(row.namespace, row.run_id))
+        history = [e for e in events if e.event_id < started.next_event_id] + started.transient
+        return LeasedWorkflowTask(self._sign(task), row, task, history)
+
+    async def complete_workflow_task(
+        self,
+        raw_token: bytes,
+        namespace: str,
+        commands: Sequence[command_pb2.Command],
+        identity: str,
+        eager_activity_slots: int,
+        worker_build_id: str = "",
+        return_new_workflow_task: bool = False,
+    ) -> WorkflowTaskCompletion:
+        """Records the commands of a workflow task; returns the activity tasks leased
+        eagerly and, if asked for, the run's next workflow task when the completion
+        schedules one at once (leased to the caller in the same transaction).
+
+        ``worker_build_id`` (the build of the worker that ran the task) is recorded
+        in the WorkflowTaskCompleted event."""
+        token = self._token(raw_token, namespace, WORKFLOW)
+        self._validator.validate(commands)
+
+        async def body(tx: Transaction) -> _Completed:
+            task = await self._leased_task(tx, token)
+            row = await self._execution_of(tx, task)
+            now = self.clock.now_us()
+            m = _Mutation(tx, row, now)
+            await tx.delete_task(task.task_id or 0)
+            closes = any(c.WhichOneof("attributes") in CLOSE_COMMANDS for c in commands)
+            if closes and m.buffered:
+                # Temporal's "unhandled command": the workflow must first see what arrived.
+                m.fail_started_workflow_task(
+                    task,
+                    cause="UNHANDLED_COMMAND",
+                    failure={
+                        "message": "new events arrived while the workflow was closing; it runs again to see them",
+                        "source": "server",
+                    },
+                    identity=identity,
+                    retry_delay_s=0.0,
+                    count_attempt=False,
+                )
+                await m.save()
+                return _Completed([])
+            bad_search_attributes = await self._invalid_search_attributes(tx, row.namespace, commands)
+            if bad_search_attributes is not None:
+                # Temporal's BAD_SEARCH_ATTRIBUTES: retried, so registering the attribute unblocks the run.
+                m.fail_started_workflow_task(
+                    task,
+                    cause="BAD_SEARCH_ATTRIBUTES",
+                    failure={"message": bad_search_attributes, "source": "server"},
+                    identity=identity,
+                    retry_delay_s=self._workflow_task_retry_delay(m),
+                )
+                await m.save()
+                return _Completed([])
+            m.write_transient_workflow_task_events(task.identity)
+            completed_id = m.append(
+                "WorkflowTaskCompleted",
+                {
+                    "scheduled_event_id": row.wft_scheduled_event_id,
+                    "started_event_id": row.wft_started_event_id,
+                    "identity": identity,
+                    "worker_build_id": worker_build_id,
+                },
+            )
+            row.wft_state = "NONE"
+            row.wft_attempt = 1
+            row.last_wft_failure = None
+            applying = Applying(m, completed_id)
+            await self._apply_commands(applying, commands)
+            eager: list[TaskRow] = []
+            if m.running:
+                flushed = m.flush_buffered()
+                for event_type, attributes in applying.outcomes:
+                    m.append(event_type, attributes)
+                if flushed or applying.outcomes:
+                    m.schedule_workflow_task(attempt=1)
+                eager = self._lease_eagerly(m, eager_activity_slots, identity)
+            next_task = m.new_workflow_task(row.task_queue) if return_new_workflow_task else None
+            started = m.start_workflow_task(next_task, identity) if next_task is not None else None
+            await m.save()
+            if not m.running:
+                await self._after_run_closed(m)
+            # Precise on the hot path; anything else (a continued or child run, a
+            # closing parent) may add deadlines elsewhere, so the timekeeper looks now.
+            hot_path = m.running and all(c.WhichOneof("attributes") in DEADLINE_COMMANDS for c in commands)
+            return _Completed(eager, started, m.earliest_new_deadline() if hot_path else now)
+
+        completed = await self._transaction(body)
+        if completed.deadline_us is not None:
+            self.on_new_deadline(completed.deadline_us)
+        return WorkflowTaskCompletion(
+            [LeasedActivityTask(self._sign(t), t) for t in completed.activity_tasks],
+            None if completed.workflow_task is None else await self._hand_out_workflow_task(completed.workflow_task),
+        )
+
+    @staticmethod
+    def _lease_eagerly(m: _Mutation, slots: int, identity: str) -> list[TaskRow]:
+        """Leases up to ``slots`` of the activity tasks just scheduled on the run's own queue to ``identity``."""
+        leased: list[TaskRow] = []
+        for task in m.new_tasks:
+            if len(leased) >= slots:
+                break
+            if task.kind == ACTIVITY and task.task_queue == m.row.task_queue:
+                task.state = "LEASED"
+                task.fencing_token = 1
+                task.started_us = m.now
+                task.identity = identity
+                task.lease_expires_us = activity_lease_expiry(task, json.loads(task.options), m.now)
+                leased.append(task)
+        return leased
+
+    def _workflow_task_retry_delay(self, m: _Mutation) -> float:
+        """The backoff before the next attempt of the run's failing workflow task."""
+        return min(2.0 ** (m.row.wft_attempt - 1), self.config.max_workflow_task_retry_delay_s)
+
+    async def fail_workflow_task(
+        self, raw_token: bytes, namespace: str, cause: str, failure: common_pb2.Failure, identity: str
+    ) -> None:
+        """Records a workflow task failure; the task is retried with backoff."""
+        token = self._token(raw_token, namespace, WORKFLOW)
+        self.check_failure(failure, "the failure")
+
+        async def body(tx: Transaction) -> None:
+            task = await self._leased_task(tx, token)
+            row = await self._execution_of(tx, task)
+            m = _Mutation(tx, row, self.clock.now_us())
+            await tx.delete_task(task.task_id or 0)
+            m.fail_started_workflow_task(
+                task,
+                cause=cause,
+                failure=failure_json(failure),
+                identity=identity,
+                retry_delay_s=self._workflow_task_retry_delay(m),
+            )
+            await m.save()
+
+        await self._transaction(body)
+        self.on_new_deadline(self.clock.now_us())
