@@ -258,7 +258,7 @@ def _schedule_retry(
     task.attempt += 1
     task.visible_us = now + us(delay_s)
     task.last_failure = _events.dumps(failure_json(failure))
-    task.retry_delays = _events.dumps(delays)
+    task.retry_delays = json.dumps(delays, separators=(",", ":"))
     task.identity = ""
     # Schedule-to-start limits every attempt's wait in the queue, counted
     # from when the retry becomes due (the first attempt's is set at scheduling).
