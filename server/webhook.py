@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
 import socket
 from collections.abc import Mapping
@@ -26,6 +25,7 @@ from typing import Any
 import grpc
 from aiohttp import web
 
+from flowforge._cloudevents import MalformedCloudEvent, parse_cloudevent
 from flowforge.api.v1 import event_pb2
 from flowforge.server.errors import ServiceError
 from flowforge.server.frontend import WorkflowService
@@ -46,7 +46,6 @@ _HTTP_STATUS = {
     grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
     grpc.StatusCode.UNAVAILABLE: 503,
 }
-_JSON_CONTENT_TYPES = ("application/json", "text/json")
 
 
 def sign(secret: str, body: bytes) -> str:
@@ -54,41 +53,9 @@ def sign(secret: str, body: bytes) -> str:
     return _SIGNATURE_PREFIX + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-class _BadEvent(Exception):
-    """The body is not a CloudEvents JSON event we accept (answered 400)."""
-
-
 def _event_request(namespace: str, body: bytes) -> event_pb2.PublishEventRequest:
     """A PublishEventRequest from a CloudEvents JSON body (structured mode)."""
-    try:
-        document = json.loads(body)
-    except ValueError:
-        raise _BadEvent("the body is not JSON; send one CloudEvents JSON object") from None
-    if not isinstance(document, dict):
-        raise _BadEvent("the body must be a JSON object (one CloudEvent; batches are not supported)")
-    if document.get("specversion", "1.0") != "1.0":
-        raise _BadEvent(f'specversion {document["specversion"]!r} is not supported; use "1.0"')
-    if "data_base64" in document:
-        raise _BadEvent("data_base64 is not supported; send the payload as JSON in 'data'")
-    content_type = document.get("datacontenttype", "application/json")
-    if not isinstance(content_type, str) or not (
-        content_type.split(";")[0].strip() in _JSON_CONTENT_TYPES or content_type.split(";")[0].endswith("+json")
-    ):
-        raise _BadEvent(f"datacontenttype {content_type!r} is not JSON; only JSON data is supported")
-    event = event_pb2.CloudEvent()
-    for field in ("id", "source", "type", "subject"):
-        value = document.get(field, "")
-        if not isinstance(value, str):
-            raise _BadEvent(f"'{field}' must be a string")
-        setattr(event, field, value)
-    if "time" in document:
-        try:
-            event.time.FromJsonString(document["time"])
-        except (ValueError, TypeError, AttributeError):
-            raise _BadEvent("'time' must be an RFC 3339 timestamp, e.g. \"2026-11-29T18:00:00Z\"") from None
-    if document.get("data") is not None:
-        event.data = json.dumps(document["data"], separators=(",", ":")).encode()
-    return event_pb2.PublishEventRequest(namespace=namespace, event=event, identity="webhook")
+    return event_pb2.PublishEventRequest(namespace=namespace, event=parse_cloudevent(body), identity="webhook")
 
 
 def _error(status: int, message: str) -> web.Response:
@@ -163,7 +130,7 @@ class EventWebhook:
             )
         try:
             response = await self._service.publish_event(_event_request(namespace, body))
-        except _BadEvent as error:
+        except MalformedCloudEvent as error:
             return _error(400, str(error))
         except ServiceError as error:
             return _error(_HTTP_STATUS.get(error.status, 500), error.message)
