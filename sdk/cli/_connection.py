@@ -24,7 +24,15 @@ if TYPE_CHECKING:
 
     from flowforge.client import Client
 
-__all__ = ["DEFAULT_ADDRESS", "DEFAULT_NAMESPACE", "PROFILE_OPTIONS", "Connection", "client_command", "run"]
+__all__ = [
+    "CONNECTION_PARAMETERS",
+    "DEFAULT_ADDRESS",
+    "DEFAULT_NAMESPACE",
+    "PROFILE_OPTIONS",
+    "Connection",
+    "client_command",
+    "run",
+]
 
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"
@@ -63,7 +71,7 @@ _CONNECTION_OPTIONS = (
     click.option("--tls-server-name", help="name the server's certificate must carry [env FLOWFORGE_TLS_SERVER_NAME]"),
     *PROFILE_OPTIONS,
 )
-_CONNECTION_KEYS = (
+CONNECTION_PARAMETERS = (
     "address",
     "namespace",
     "api_key",
@@ -171,7 +179,7 @@ def client_command(fn: Callable[..., _T]) -> Callable[..., _T]:
 
     @functools.wraps(fn)
     def with_connection(*args: Any, **kwargs: Any) -> _T:
-        connection = Connection(**{key: kwargs.pop(key) for key in _CONNECTION_KEYS})
+        connection = Connection(**{key: kwargs.pop(key) for key in CONNECTION_PARAMETERS})
         return fn(connection, *args, **kwargs)
 
     wrapped: Callable[..., _T] = with_connection

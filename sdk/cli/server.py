@@ -32,7 +32,13 @@ def _serving_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                 show_default=True,
                 help="gRPC port (0 = any free port)",
             ),
-            click.option("--max-payload-bytes", type=click.IntRange(min=1), default=2 * 1024 * 1024, show_default=True),
+            click.option(
+                "--max-payload-bytes",
+                type=click.IntRange(min=1),
+                default=2 * 1024 * 1024,
+                show_default=True,
+                help="largest payload the server accepts (bytes)",
+            ),
             click.option(
                 "--webhook-secrets-file",
                 type=click.Path(exists=True, dir_okay=False, path_type=Path),
