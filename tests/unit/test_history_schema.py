@@ -126,7 +126,10 @@ def undeclared_server_event_types(folder: Path) -> list[str]:
         for node in ast.walk(tree):
             literal = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
             if EVENT_SHAPED.match(literal) and literal not in declared:
-                found.append(f"{where}:{node.lineno}: names {node.value!r}")
+                found.append(f"{where}:{node.lineno}: names {literal!r}")
+            member = _event_type_of(node) if isinstance(node, ast.Attribute) else None
+            if member is not None and member not in declared:
+                found.append(f"{where}:{node.lineno}: names {member}")
     return found
 
 
@@ -144,6 +147,7 @@ def test_the_server_check_finds_an_undeclared_event_type(tmp_path: Path) -> None
     )
     assert sorted(undeclared_server_event_types(tmp_path)) == [
         "engine.py:2: writes 'WorkflowExecutionExploded'",
+        "engine.py:3: names EventType.ACTIVITY_TASK_VANISHED",
         "engine.py:3: writes 'EventType.ACTIVITY_TASK_VANISHED'",
         "engine.py:5: names 'ActivityTaskRetryScheduled'",
     ]
