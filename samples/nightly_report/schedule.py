@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 from datetime import timedelta
 
 from flowforge import Client
@@ -16,6 +15,7 @@ from flowforge.client import (
     SchedulePolicy,
     ScheduleSpec,
 )
+from samples import server_address
 from samples.nightly_report.workflows import CRON, SCHEDULE_ID, TASK_QUEUE, TIME_ZONE, WORKFLOW_ID_PREFIX, NightlyReport
 
 
@@ -46,4 +46,4 @@ async def main(address: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else "localhost:7233"))
+    asyncio.run(main(server_address()))

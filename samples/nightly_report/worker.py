@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 
 from flowforge import Client
 from flowforge.worker import Worker
+from samples import server_address
 from samples.nightly_report.workflows import ACTIVITIES, TASK_QUEUE, NightlyReport
 
 
@@ -16,4 +16,4 @@ async def main(address: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else "localhost:7233"))
+    asyncio.run(main(server_address()))

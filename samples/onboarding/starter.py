@@ -8,6 +8,7 @@ import sys
 import uuid
 
 from flowforge import Client
+from samples import server_address
 from samples.onboarding.workflows import TASK_QUEUE, Onboarding
 
 
@@ -22,7 +23,7 @@ async def main(address: str, workflow_id: str) -> None:
 if __name__ == "__main__":
     asyncio.run(
         main(
-            sys.argv[1] if len(sys.argv) > 1 else "localhost:7233",
+            server_address(),
             sys.argv[2] if len(sys.argv) > 2 else f"onboarding-{uuid.uuid4().hex[:8]}",
         )
     )

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 
 from flowforge import Client
 from flowforge.worker import Worker
+from samples import server_address
 from samples.onboarding.workflows import ACTIVITIES, TASK_QUEUE, Onboarding
 
 
@@ -19,4 +19,4 @@ async def main(address: str) -> None:
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO)
-    asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else "localhost:7233"))
+    asyncio.run(main(server_address()))
