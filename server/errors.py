@@ -10,7 +10,9 @@ __all__ = [
     "FailedPrecondition",
     "InvalidArgument",
     "NotFound",
+    "PermissionDenied",
     "ServiceError",
+    "Unauthenticated",
     "Unavailable",
     "Unimplemented",
 ]
@@ -52,3 +54,15 @@ class Unimplemented(ServiceError):
 
 class DeadlineExceeded(ServiceError):
     status = grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+class Unauthenticated(ServiceError):
+    """Missing or bad credentials."""
+
+    status = grpc.StatusCode.UNAUTHENTICATED
+
+
+class PermissionDenied(ServiceError):
+    """Valid credentials that do not allow this call (in this namespace)."""
+
+    status = grpc.StatusCode.PERMISSION_DENIED

@@ -16,7 +16,7 @@ import json
 
 from flowforge.server.errors import InvalidArgument
 
-__all__ = ["TaskToken", "TokenSigner"]
+__all__ = ["TaskToken", "TokenSigner", "token_namespace"]
 
 _PREFIX = b"ff1."
 _MAX_TOKEN_BYTES = 1024
@@ -38,6 +38,22 @@ def _b64(data: bytes) -> bytes:
 
 def _unb64(data: bytes) -> bytes:
     return base64.urlsafe_b64decode(data + b"=" * (-len(data) % 4))
+
+
+def token_namespace(raw: bytes) -> str | None:
+    """The namespace a token names, read without checking its MAC (None if malformed).
+
+    Authorization uses it before the engine verifies the token: a token edited to
+    name another namespace fails that verification.
+    """
+    if not raw or len(raw) > _MAX_TOKEN_BYTES or not raw.startswith(_PREFIX):
+        return None
+    body = raw[len(_PREFIX) :].partition(b".")[0]
+    try:
+        fields = json.loads(_unb64(body))
+    except (ValueError, TypeError):
+        return None
+    return fields[0] if isinstance(fields, list) and fields and isinstance(fields[0], str) else None
 
 
 class TokenSigner:

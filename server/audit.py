@@ -1,0 +1,106 @@
+"""The audit log: every admin and operator action and every configuration change,
+appended with who, what, where, why and when, each row hashed with the previous
+row's hash so an edited or deleted row is found by :func:`verify`.
+
+A change made by this server's own code (API keys) appends its row in the
+transaction of the change; the interceptor appends the row of an audited RPC
+(terminate, schedules, triggers, namespaces, ...) in a transaction of its own right
+after the RPC succeeded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+from flowforge.server.stores.access import AccessOperations, AuditRow
+
+__all__ = ["AuditEntry", "ChainBreak", "append", "row_hash", "verify"]
+
+# Bounds on what one row holds, so a caller cannot bloat the log with one request.
+_MAX_FIELD = 2000
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditEntry:
+    """What happened, before it is numbered and chained."""
+
+    action: str
+    namespace: str = ""
+    target: str = ""
+    reason: str = ""
+    details: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def row_hash(previous_hash: bytes, row: AuditRow) -> bytes:
+    """SHA-256 of the previous row's hash and this row's fields (not its own hash)."""
+    body = json.dumps(
+        [row.seq, row.time_us, row.principal, row.action, row.namespace, row.target, row.reason, row.details],
+        separators=(",", ":"),
+        ensure_ascii=False,
+    ).encode()
+    return hashlib.sha256(previous_hash + body).digest()
+
+
+async def append(tx: AccessOperations, principal: str, entry: AuditEntry, now_us: int) -> AuditRow:
+    """Appends ``entry`` in ``tx`` (the transaction of the change it records)."""
+    last_seq, last_hash = await tx.lock_audit_head()
+    row = AuditRow(
+        seq=last_seq + 1,
+        time_us=now_us,
+        principal=principal[:_MAX_FIELD],
+        action=entry.action[:_MAX_FIELD],
+        namespace=entry.namespace[:_MAX_FIELD],
+        target=entry.target[:_MAX_FIELD],
+        reason=entry.reason[:_MAX_FIELD],
+        details=json.dumps(dict(entry.details), sort_keys=True, separators=(",", ":"))[: _MAX_FIELD * 4],
+        row_hash=b"",
+    )
+    row.row_hash = row_hash(last_hash, row)
+    await tx.append_audit_row(row)
+    return row
+
+
+@dataclasses.dataclass(frozen=True)
+class ChainBreak:
+    """The first row where the chain does not hold, and why."""
+
+    seq: int
+    problem: str
+
+
+async def verify(
+    rows: AsyncIterator[AuditRow], head: tuple[int, bytes], progress: Callable[[int], None] | None = None
+) -> ChainBreak | None:
+    """Walks the log from its first row; None when every row is intact.
+
+    Args:
+        rows: Every row in ``seq`` order.
+        head: The head (last number and hash) the store recorded: a deleted last
+            row shows as a log that ends early.
+        progress: Called with each row number checked.
+    """
+    expected_seq, previous_hash = 1, b""
+    async for row in rows:
+        if row.seq != expected_seq:
+            return ChainBreak(
+                expected_seq, f"row {expected_seq} is missing (deleted): the log goes on at row {row.seq}"
+            )
+        if row_hash(previous_hash, row) != row.row_hash:
+            return ChainBreak(row.seq, f"row {row.seq} was edited: its hash does not match its contents")
+        if progress is not None:
+            progress(row.seq)
+        expected_seq, previous_hash = row.seq + 1, row.row_hash
+    last_seq, last_hash = head
+    if expected_seq - 1 < last_seq:
+        return ChainBreak(
+            expected_seq, f"row {expected_seq} is missing (deleted): the log should end at row {last_seq}"
+        )
+    if expected_seq - 1 > last_seq:
+        return ChainBreak(last_seq + 1, f"row {last_seq + 1} was added past the recorded head of the chain")
+    if last_seq and previous_hash != last_hash:
+        return ChainBreak(last_seq, f"row {last_seq} does not match the recorded head of the chain")
+    return None
