@@ -192,7 +192,9 @@ def store_url(store: str) -> Iterator[tuple[str, int | None]]:
 def server_process(store: str) -> Iterator[tuple[str, int]]:
     """``flowforge server start`` on ``store``; yields its address and pid."""
     with tempfile.TemporaryDirectory() as tmp:
-        process, address = start_server(["start", "--store", store], os.path.join(tmp, "ready"), timeout_s=60)
+        process, address = start_server(
+            ["start", "--store", store, "--insecure-no-auth"], os.path.join(tmp, "ready"), timeout_s=60
+        )
         try:
             yield address, process.pid
         finally:

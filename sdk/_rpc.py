@@ -22,7 +22,7 @@ import grpc
 from google.protobuf.message import Message
 
 from flowforge._codec import UndecodableResponse, decode_message, encode_message
-from flowforge.api.v1 import workflow_service_pb2_grpc
+from flowforge.api.v1 import access_pb2_grpc, workflow_service_pb2_grpc
 from flowforge.converter import PayloadCodec
 from flowforge.exceptions import RPCError
 
@@ -127,6 +127,8 @@ class WorkflowServiceClient:
         self._encode_failure_attributes = encode_failure_attributes
         # The generated stub has no annotations.
         self._stub = workflow_service_pb2_grpc.WorkflowServiceStub(channel)  # type: ignore[no-untyped-call]
+        # The generated stub has no annotations.
+        self._access_stub = access_pb2_grpc.AccessServiceStub(channel)  # type: ignore[no-untyped-call]
         self._metadata = tuple(metadata)
         self.retry_config = retry_config
 
@@ -141,7 +143,8 @@ class WorkflowServiceClient:
         """Calls one RPC.
 
         Args:
-            rpc: The RPC's name in the service, e.g. ``"StartWorkflowExecution"``.
+            rpc: The RPC's name in WorkflowService (e.g. ``"StartWorkflowExecution"``)
+                or AccessService (e.g. ``"CreateApiKey"``).
             request: The request message.
             retry: Whether to retry transient failures. Pollers pass ``False``: they
                 run their own loop, and a retried poll could not give back a task
@@ -158,7 +161,7 @@ class WorkflowServiceClient:
                 :data:`MAX_MESSAGE_BYTES`.
             UndecodableResponse: The payload codec (or payload storage) failed on the response.
         """
-        method = getattr(self._stub, rpc)
+        method = getattr(self._stub, rpc, None) or getattr(self._access_stub, rpc)
         if self._payload_codec is not None:
             request = await encode_message(
                 request, self._payload_codec, encode_failure_attributes=self._encode_failure_attributes

@@ -11,7 +11,9 @@ import signal
 
 import grpc
 
-from flowforge.api.v1 import workflow_service_pb2_grpc
+from flowforge.api.v1 import access_pb2_grpc, workflow_service_pb2_grpc
+from flowforge.server.auth.service import AccessService
+from flowforge.server.auth.setup import AuthConfig, TLSFiles, bootstrap_admin_key, build_interceptor, server_credentials
 from flowforge.server.clock import Clock, SystemClock
 from flowforge.server.events import EventRouter
 from flowforge.server.frontend import WorkflowService
@@ -59,6 +61,10 @@ class ServerConfig:
     """How often dedupe rows past their window are deleted."""
     scheduler: SchedulerConfig = dataclasses.field(default_factory=SchedulerConfig)
     """Leader election and timing of the schedule scheduler (docs/schedules.md)."""
+    auth: AuthConfig = dataclasses.field(default_factory=AuthConfig)
+    """Who may call (API keys, JWTs, roles; docs/security.md). Off by default: the dev server."""
+    tls: TLSFiles | None = None
+    """Serve gRPC over TLS (mTLS with ``client_ca``); None = plaintext."""
 
 
 def open_store(url: str) -> Store:
@@ -100,12 +106,16 @@ class FlowForgeServer:
         await self.engine.start()
         self.timekeeper.start()
         self.scheduler.start()
+        if self.config.auth.required and self.config.auth.bootstrap_admin_key_file:
+            await bootstrap_admin_key(self.store, self.config.clock, self.config.auth.bootstrap_admin_key_file)
+        interceptor = await build_interceptor(self.config.auth, self.store, self.config.clock)
         server = grpc.aio.server(
+            interceptors=[interceptor],
             options=[
                 ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
                 ("grpc.so_reuseport", 0),
-            ]
+            ],
         )
         service = WorkflowService(
             self.engine,
@@ -114,9 +124,15 @@ class FlowForgeServer:
             self.schedules,
             self.scheduler,
         )
-        # grpcio-tools generates the registration function without annotations.
+        # grpcio-tools generates the registration functions without annotations.
         workflow_service_pb2_grpc.add_WorkflowServiceServicer_to_server(service, server)  # type: ignore[no-untyped-call]
-        self.port = server.add_insecure_port(f"{self.config.host}:{self.config.port}")
+        access_service = AccessService(self.store, self.config.clock)
+        access_pb2_grpc.add_AccessServiceServicer_to_server(access_service, server)  # type: ignore[no-untyped-call]
+        address = f"{self.config.host}:{self.config.port}"
+        if self.config.tls is None:
+            self.port = server.add_insecure_port(address)
+        else:
+            self.port = server.add_secure_port(address, server_credentials(self.config.tls))
         if self.port == 0:
             raise OSError(f"cannot listen on {self.config.host}:{self.config.port}")
         await server.start()

@@ -16,7 +16,8 @@ import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
-from flowforge.server.stores.access import AccessOperations, AuditRow
+from flowforge.server.stores.contract import AccessOperations
+from flowforge.server.stores.rows import AuditRow
 
 __all__ = ["AuditEntry", "ChainBreak", "append", "row_hash", "verify"]
 
@@ -78,7 +79,7 @@ async def verify(
     """Walks the log from its first row; None when every row is intact.
 
     Args:
-        rows: Every row in ``seq`` order.
+        rows: Every row in ``seq`` order, up to the head's.
         head: The head (last number and hash) the store recorded: a deleted last
             row shows as a log that ends early.
         progress: Called with each row number checked.
@@ -99,8 +100,27 @@ async def verify(
         return ChainBreak(
             expected_seq, f"row {expected_seq} is missing (deleted): the log should end at row {last_seq}"
         )
-    if expected_seq - 1 > last_seq:
-        return ChainBreak(last_seq + 1, f"row {last_seq + 1} was added past the recorded head of the chain")
     if last_seq and previous_hash != last_hash:
         return ChainBreak(last_seq, f"row {last_seq} does not match the recorded head of the chain")
     return None
+
+
+def entry_for_rpc(method: str, request: Any) -> AuditEntry:
+    """The audit entry of an audited RPC: its name, namespace, what it acted on and why."""
+    fields = request.DESCRIPTOR.fields_by_name
+    namespace = request.namespace if "namespace" in fields else request.name if "name" in fields else ""
+    target = ""
+    if "execution" in fields:
+        target = f"workflow:{request.execution.workflow_id}"
+        if request.execution.run_id:
+            target += f"/{request.execution.run_id}"
+    elif "schedule_id" in fields:
+        target = f"schedule:{request.schedule_id}"
+    elif "trigger_id" in fields:
+        target = f"trigger:{request.trigger_id}"
+    elif "trigger" in fields and "trigger_id" in request.trigger.DESCRIPTOR.fields_by_name:
+        target = f"trigger:{request.trigger.trigger_id}"
+    elif "search_attributes" in fields:
+        target = "search_attributes:" + ",".join(sorted(request.search_attributes))
+    reason = request.reason if "reason" in fields else request.note if "note" in fields else ""
+    return AuditEntry(method.rpartition("/")[2], namespace, target, reason)

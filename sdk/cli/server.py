@@ -21,6 +21,32 @@ def server() -> None:
     """Run a FlowForge server."""
 
 
+_PEM = click.Path(exists=True, dir_okay=False, path_type=Path)
+# Authentication and TLS (docs/security.md).
+_AUTH_OPTIONS = (
+    click.option("--insecure-no-auth", is_flag=True, help="serve without authentication (start; never in production)"),
+    click.option("--require-auth", is_flag=True, help="require API keys or JWTs (start-dev; start always does)"),
+    click.option(
+        "--bootstrap-admin-key-file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="with no admin key in the store, create one for all namespaces and write it here (mode 0600)",
+    ),
+    click.option("--jwks-file", help="JWKS file or https:// URL of the keys that sign bearer JWTs"),
+    click.option("--jwt-issuer", default="", help="the iss every JWT must carry"),
+    click.option("--jwt-audience", default="", help="the aud every JWT must include"),
+    click.option(
+        "--api-key-cache",
+        type=click.FloatRange(min=0),
+        default=2.0,
+        show_default=True,
+        help="seconds a key lookup is cached: a revoked key works at most this long on any replica",
+    ),
+    click.option("--tls-cert", type=_PEM, help="PEM certificate chain of the server (with --tls-key)"),
+    click.option("--tls-key", type=_PEM, help="PEM private key of the server"),
+    click.option("--tls-client-ca", type=_PEM, help="PEM CA of client certificates: turns on mTLS"),
+)
+
+
 def _serving_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(
         (
@@ -77,6 +103,7 @@ def _serving_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             ),
             # tests: the bound port is written here once the server listens
             click.option("--ready-file", type=click.Path(dir_okay=False, path_type=Path), hidden=True),
+            *_AUTH_OPTIONS,
         )
     ):
         fn = option(fn)
@@ -104,7 +131,7 @@ def start_dev(db: Path, in_memory: bool, **options: Any) -> None:
     """One process, embedded SQLite: for a laptop."""
     if in_memory and click.get_current_context().get_parameter_source("db") == click.core.ParameterSource.COMMANDLINE:
         raise click.BadParameter("give --db or --in-memory, not both", param_hint="'--in-memory'")
-    _serve(":memory:" if in_memory else str(db), **options)
+    _serve(":memory:" if in_memory else str(db), dev=True, **options)
 
 
 @server.command()
@@ -118,7 +145,7 @@ def start_dev(db: Path, in_memory: bool, **options: Any) -> None:
 @_serving_options
 def start(store: str, **options: Any) -> None:
     """A server replica on a shared store (PostgreSQL)."""
-    _serve(store, **options)
+    _serve(store, dev=False, **options)
 
 
 def _serve(
@@ -135,8 +162,40 @@ def _serve(
     scheduler_max_sleep: float,
     log_level: str,
     ready_file: Path | None,
+    dev: bool,
+    insecure_no_auth: bool,
+    require_auth: bool,
+    bootstrap_admin_key_file: Path | None,
+    jwks_file: str | None,
+    jwt_issuer: str,
+    jwt_audience: str,
+    api_key_cache: float,
+    tls_cert: Path | None,
+    tls_key: Path | None,
+    tls_client_ca: Path | None,
 ) -> None:
     from flowforge.server import EngineConfig, FlowForgeServer, SchedulerConfig, ServerConfig
+    from flowforge.server.auth.setup import AuthConfig, TLSFiles, choose_auth
+
+    try:
+        auth = choose_auth(
+            dev=dev,
+            host=ip,
+            insecure_no_auth=insecure_no_auth,
+            require_auth=require_auth,
+            auth=AuthConfig(
+                api_key_cache_s=api_key_cache,
+                jwks=jwks_file,
+                jwt_issuer=jwt_issuer,
+                jwt_audience=jwt_audience,
+                bootstrap_admin_key_file=str(bootstrap_admin_key_file) if bootstrap_admin_key_file else None,
+            ),
+        )
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    if (tls_cert is None) != (tls_key is None) or (tls_client_ca is not None and tls_cert is None):
+        raise click.UsageError("--tls-cert and --tls-key go together; --tls-client-ca needs both")
+    tls = TLSFiles(str(tls_cert), str(tls_key), str(tls_client_ca) if tls_client_ca else None) if tls_cert else None
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     instance = FlowForgeServer(
@@ -153,6 +212,8 @@ def _serve(
                 renew_interval_s=scheduler_renew_interval,
                 max_sleep_s=scheduler_max_sleep,
             ),
+            auth=auth,
+            tls=tls,
         )
     )
     asyncio.run(instance.serve(ready_file=str(ready_file) if ready_file else None))

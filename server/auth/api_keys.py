@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 
 from flowforge.server.auth.principal import Principal
 from flowforge.server.auth.roles import Role, parse_role
-from flowforge.server.stores.access import ApiKeyRow
+from flowforge.server.stores.rows import ApiKeyRow
 
 __all__ = ["ApiKeyAuthenticator", "IssuedKey", "looks_like_api_key", "new_api_key"]
 
@@ -84,7 +84,7 @@ class ApiKeyAuthenticator:
         lookup: Reads one key's row (None when there is no such key).
         cache_s: How long a row (or its absence) is trusted; a revocation takes
             at most this long to reach this replica.
-        clock: Seconds, for expiry (the server's clock).
+        now_us: The server's clock, for expiry.
     """
 
     def __init__(
@@ -92,11 +92,11 @@ class ApiKeyAuthenticator:
         lookup: Callable[[str], Awaitable[ApiKeyRow | None]],
         *,
         cache_s: float = 2.0,
-        clock: Callable[[], float] = time.time,
+        now_us: Callable[[], int],
     ) -> None:
         self._lookup = lookup
         self.cache_s = cache_s
-        self._clock = clock
+        self._now_us = now_us
         self._cache: dict[str, tuple[float, ApiKeyRow | None]] = {}
 
     async def authenticate(self, credential: str) -> Principal | None:
@@ -109,8 +109,7 @@ class ApiKeyAuthenticator:
         row = await self._row(key_id)
         if row is None or not hmac.compare_digest(_hash(row.salt, secret), row.secret_hash):
             return None
-        now_us = int(self._clock() * 1_000_000)
-        if row.revoked_us is not None or (row.expires_us is not None and row.expires_us <= now_us):
+        if row.revoked_us is not None or (row.expires_us is not None and row.expires_us <= self._now_us()):
             return None
         return principal_of(row)
 

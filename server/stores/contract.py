@@ -10,6 +10,8 @@ from __future__ import annotations
 import abc
 
 from flowforge.server.stores.rows import (
+    ApiKeyRow,
+    AuditRow,
     ChildExecutionRow,
     CompiledQuery,
     EventDedupeRow,
@@ -26,6 +28,7 @@ from flowforge.server.stores.rows import (
 )
 
 __all__ = [
+    "AccessOperations",
     "ExecutionOperations",
     "LeaseOperations",
     "LineageOperations",
@@ -388,8 +391,48 @@ class VisibilityOperations(abc.ABC):
         """run_id -> serialized Memo, for the given runs that have one."""
 
 
+class AccessOperations(abc.ABC):
+    """API keys and the audit log."""
+
+    @abc.abstractmethod
+    async def insert_api_key(self, row: ApiKeyRow) -> None: ...
+
+    @abc.abstractmethod
+    async def get_api_key(self, key_id: str) -> ApiKeyRow | None: ...
+
+    @abc.abstractmethod
+    async def list_api_keys(self) -> list[ApiKeyRow]:
+        """Every key, revoked and expired ones too, oldest first."""
+
+    @abc.abstractmethod
+    async def revoke_api_key(self, key_id: str, now_us: int) -> bool:
+        """Marks the key revoked; False if there is no such key or it was revoked already."""
+
+    @abc.abstractmethod
+    async def has_active_admin_key(self, now_us: int) -> bool:
+        """True if an unrevoked, unexpired ``admin`` key for ``'*'`` exists."""
+
+    @abc.abstractmethod
+    async def lock_audit_head(self) -> tuple[int, bytes]:
+        """The last audit row's number and hash (0 and b"" for an empty log), locked
+        until commit so appends of concurrent transactions queue behind each other."""
+
+    @abc.abstractmethod
+    async def append_audit_row(self, row: AuditRow) -> None:
+        """Inserts ``row`` and moves the head to it (after :meth:`lock_audit_head`)."""
+
+    @abc.abstractmethod
+    async def list_audit_rows(self, *, after_seq: int, limit: int, newest_first: bool = False) -> list[AuditRow]:
+        """Rows past ``after_seq`` (before it when ``newest_first``; 0 = from the end)."""
+
+    @abc.abstractmethod
+    async def audit_head(self) -> tuple[int, bytes]:
+        """The head as :meth:`lock_audit_head` returns it, without locking."""
+
+
 class Transaction(
     NamespaceOperations,
+    AccessOperations,
     ExecutionOperations,
     TaskOperations,
     TimerOperations,

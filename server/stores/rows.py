@@ -14,6 +14,8 @@ import dataclasses
 from typing import Any
 
 __all__ = [
+    "ApiKeyRow",
+    "AuditRow",
     "ChildExecutionRow",
     "CompiledQuery",
     "EventDedupeRow",
@@ -258,3 +260,36 @@ class CompiledQuery:
 
     where: str
     params: tuple[Any, ...]
+
+
+@dataclasses.dataclass
+class ApiKeyRow:
+    """One API key: its id, what it grants, and the salted hash of its secret."""
+
+    key_id: str
+    name: str
+    namespace: str
+    """A namespace, or ``'*'`` for all of them."""
+    role: str
+    salt: bytes
+    secret_hash: bytes
+    created_us: int
+    created_by: str
+    expires_us: int | None
+    revoked_us: int | None
+
+
+@dataclasses.dataclass
+class AuditRow:
+    """One audit log entry; ``row_hash`` = SHA-256 of the previous row's hash and this row."""
+
+    seq: int
+    time_us: int
+    principal: str
+    action: str
+    namespace: str
+    target: str
+    reason: str
+    details: str
+    """JSON object text: what else the action changed (e.g. a key's role)."""
+    row_hash: bytes

@@ -24,10 +24,22 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 class ServerProcess:
-    """``flowforge server start`` in a child process, restartable on the same port."""
+    """``flowforge server start`` in a child process, restartable on the same port.
 
-    def __init__(self, store: str, workdir: Path, *, name: str = "server", extra_args: tuple[str, ...] = ()) -> None:
+    Without authentication (``--insecure-no-auth``) unless ``insecure_no_auth=False``.
+    """
+
+    def __init__(
+        self,
+        store: str,
+        workdir: Path,
+        *,
+        name: str = "server",
+        extra_args: tuple[str, ...] = (),
+        insecure_no_auth: bool = True,
+    ) -> None:
         self.store = store
+        self.insecure_no_auth = insecure_no_auth
         self.workdir = workdir
         self.name = name
         self.extra_args = extra_args
@@ -44,7 +56,13 @@ class ServerProcess:
         ready.unlink(missing_ok=True)
         try:
             self.process, address = start_server(
-                ["start", "--store", self.store, *self.extra_args],
+                [
+                    "start",
+                    "--store",
+                    self.store,
+                    *(("--insecure-no-auth",) if self.insecure_no_auth else ()),
+                    *self.extra_args,
+                ],
                 str(ready),
                 timeout_s=60,
                 port=self.port,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 
+from flowforge.server.stores._sql.access import AccessSQL
 from flowforge.server.stores._sql.executions import ExecutionSQL, update_executions_sql
 from flowforge.server.stores._sql.leases import LeaseSQL
 from flowforge.server.stores._sql.lineage import LineageSQL
@@ -27,6 +28,7 @@ __all__ = ["SQLTransaction", "list_executions_sql", "update_executions_sql"]
 
 class SQLTransaction(
     NamespaceSQL,
+    AccessSQL,
     ExecutionSQL,
     TaskSQL,
     TimerSQL,
