@@ -9,9 +9,9 @@ from collections.abc import AsyncIterable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from flowforge import workflow
 from flowforge._claim_check import wire_codec
 from flowforge._codec import decode_message
+from flowforge._workflow_definition import _Definition
 from flowforge._workflow_history import WorkflowHistory
 from flowforge._workflow_instance import WorkflowInstance
 from flowforge.api.v1 import common_pb2
@@ -75,7 +75,7 @@ class Replayer:
         namespace: str = "default",
         data_converter: DataConverter = default_converter,
     ) -> None:
-        definitions = [workflow._Definition.from_class(cls) for cls in workflows]
+        definitions = [_Definition.from_class(cls) for cls in workflows]
         self._definitions = {definition.name: definition for definition in definitions}
         self._namespace = namespace
         self._converter = data_converter

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from flowforge._workflow_definition import _workflow_type_and_result_hint
 from flowforge.api.v1 import common_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.common import (
@@ -34,7 +35,6 @@ from flowforge.common import (
     _search_attributes_to_proto,
     _set_workflow_timeouts,
 )
-from flowforge.workflow import _workflow_type_and_result_hint
 
 if TYPE_CHECKING:
     from flowforge.client import Client

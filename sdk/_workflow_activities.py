@@ -7,12 +7,12 @@ import dataclasses
 import functools
 from typing import Any
 
-from flowforge import exceptions, workflow
+from flowforge import exceptions
+from flowforge._activity_calls import ActivityCancellationType, ActivityHandle, _ActivityCall
 from flowforge._workflow_commands import CommandBuffer
 from flowforge._workflow_dag import DagTracker
 from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.converter import DataConverter, failure_to_error, json_dict_to_message
-from flowforge.workflow import ActivityCancellationType, ActivityHandle
 
 __all__ = ["Activities"]
 
@@ -33,7 +33,7 @@ class _Activity:
     command: command_pb2.Command
     # Resolved with the result Payloads, or an ActivityError, by the outcome event.
     outcome: asyncio.Future[common_pb2.Payloads]
-    handle: ActivityHandle = dataclasses.field(init=False)
+    handle: ActivityHandle[Any] = dataclasses.field(init=False)
     cancel_requested: bool = False
 
 
@@ -58,7 +58,7 @@ class Activities:
         self._by_id: dict[str, _Activity] = {}
         self._by_scheduled_event: dict[int, _Activity] = {}
 
-    def start(self, call: workflow._ActivityCall) -> ActivityHandle:
+    def start(self, call: _ActivityCall) -> ActivityHandle[Any]:
         """Issues the ScheduleActivityTask command; the handle resolves with the outcome."""
         input_payloads = self._converter.to_payloads(call.args)
         self._seq += 1
@@ -172,7 +172,7 @@ class Activities:
                 return None
             return self._converter.from_payload(payloads.payloads[0], activity.result_type)
 
-    def _on_handle_done(self, activity: _Activity, handle: ActivityHandle) -> None:
+    def _on_handle_done(self, activity: _Activity, handle: ActivityHandle[Any]) -> None:
         # A handle cancelled before its first step never ran _await.
         if handle.cancelled():
             self._cancel(activity)

@@ -13,7 +13,8 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from flowforge import exceptions, workflow
+from flowforge import exceptions
+from flowforge._child_workflow_calls import ChildWorkflowHandle, _ChildWorkflowCall
 from flowforge._workflow_commands import CommandBuffer
 from flowforge._workflow_dag import DagTracker
 from flowforge.api.v1 import command_pb2, common_pb2
@@ -35,7 +36,7 @@ class _Child:
     started: asyncio.Future[str]
     # Resolved with the result Payloads, or a ChildWorkflowError, by the close event.
     outcome: asyncio.Future[common_pb2.Payloads]
-    handle: workflow.ChildWorkflowHandle = dataclasses.field(init=False)
+    handle: ChildWorkflowHandle[Any, Any] = dataclasses.field(init=False)
     run_id: str = ""
     started_event_id: int = 0
     cancel_requested: bool = False
@@ -71,7 +72,7 @@ class Children:
         self._signals_by_command: dict[int, _ChildSignal] = {}
         self._signals_by_initiated_event: dict[int, _ChildSignal] = {}
 
-    def start(self, call: workflow._ChildWorkflowCall) -> workflow.ChildWorkflowHandle:
+    def start(self, call: _ChildWorkflowCall) -> ChildWorkflowHandle[Any, Any]:
         """Issues the StartChildWorkflowExecution command; the handle resolves with the outcome."""
         attributes = command_pb2.StartChildWorkflowExecutionCommandAttributes(
             workflow_id=call.id,
@@ -104,7 +105,7 @@ class Children:
             outcome=self._loop.create_future(),
         )
         self._by_command[id(command)] = child
-        child.handle = workflow.ChildWorkflowHandle(
+        child.handle = ChildWorkflowHandle(
             self._await(child),
             loop=self._loop,
             id=call.id,
@@ -206,7 +207,7 @@ class Children:
                 return None
             return self._converter.from_payload(payloads.payloads[0], child.result_type)
 
-    def _on_handle_done(self, child: _Child, handle: workflow.ChildWorkflowHandle) -> None:
+    def _on_handle_done(self, child: _Child, handle: ChildWorkflowHandle[Any, Any]) -> None:
         # A handle cancelled before its first step never ran _await.
         if handle.cancelled():
             self._cancel(child)

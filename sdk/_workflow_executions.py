@@ -9,11 +9,11 @@ from typing import Any
 
 import grpc
 
+from flowforge._child_workflow_calls import ParentClosePolicy
 from flowforge.api.v1 import common_pb2, workflow_service_pb2
 from flowforge.common import SearchAttributeValue, WorkflowExecutionStatus, _search_attributes_from_proto
 from flowforge.converter import DataConverter
 from flowforge.exceptions import RPCError
-from flowforge.workflow import ParentClosePolicy
 
 __all__ = [
     "DagNode",

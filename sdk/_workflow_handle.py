@@ -2,28 +2,37 @@
 
 from __future__ import annotations
 
-import typing
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, cast, overload
 
 import grpc
 
+from flowforge._workflow_definition import _query_name_and_result_hint, _signal_name
 from flowforge._workflow_executions import WorkflowExecutionDescription
 from flowforge._workflow_history import HistoryEvent, WorkflowHistory
 from flowforge.api.v1 import common_pb2, workflow_service_pb2
 from flowforge.common import _NO_ARGUMENT, _call_arguments
 from flowforge.converter import DataConverter, failure_to_error, json_dict_to_message
 from flowforge.exceptions import CancelledError, RPCError, TerminatedError, TimeoutError, WorkflowFailureError
-from flowforge.workflow import _signal_name
+from flowforge.types import (
+    LocalReturnType,
+    MethodSyncNoParam,
+    MethodSyncOrAsyncNoParam,
+    MethodSyncOrAsyncSingleParam,
+    MethodSyncSingleParam,
+    MultiParamSpec,
+    ParamType,
+    ReturnType,
+    SelfType,
+)
 
 if TYPE_CHECKING:
     from flowforge.client import Client
 
 __all__ = ["WorkflowHandle"]
 
-_QUERY_DEFINITION_ATTRIBUTE = "__flowforge_query_definition__"
 # How long a query waits for a worker's answer by default.
 _QUERY_TIMEOUT = timedelta(seconds=30)
 # Matches the server's margin: it answers "no worker answered" this long before the deadline.
@@ -35,25 +44,13 @@ _RESULT_POLL_WAIT = timedelta(seconds=60)
 _LONG_POLL_MARGIN = timedelta(seconds=10)
 
 
-def _query_name_and_result_hint(query: Any) -> tuple[str, Any]:
-    if isinstance(query, str):
-        if not query:
-            raise ValueError("the query name must not be empty")
-        return query, None
-    definition = getattr(query, _QUERY_DEFINITION_ATTRIBUTE, None)
-    if definition is None:
-        raise TypeError(f"{query!r} is not a query: pass a @workflow.query method or a query name")
-    try:
-        hint = typing.get_type_hints(definition.fn).get("return")
-    except (NameError, TypeError):
-        hint = None
-    return definition.name, hint
-
-
-class WorkflowHandle:
+class WorkflowHandle(Generic[SelfType, ReturnType]):
     """Refers to one workflow execution: wait for it, inspect it, steer it.
 
     Get one from :meth:`Client.start_workflow` or :meth:`Client.get_workflow_handle`.
+    ``WorkflowHandle[SelfType, ReturnType]``: the workflow class (whose signal and
+    query methods it takes) and what :meth:`result` returns, as in Temporal; a
+    handle made from a workflow type name is ``WorkflowHandle[Any, Any]``.
 
     Attributes:
         id: The workflow id.
@@ -72,7 +69,7 @@ class WorkflowHandle:
     def _execution(self) -> common_pb2.WorkflowExecution:
         return common_pb2.WorkflowExecution(workflow_id=self.id, run_id=self.run_id or "")
 
-    async def result(self) -> Any:
+    async def result(self) -> ReturnType:
         """Waits for the execution to close and returns its result.
 
         If the run continued as new, waits for the run it continued as, like Temporal.
@@ -97,7 +94,8 @@ class WorkflowHandle:
             if event_type == "WorkflowExecutionCompleted":
                 result = json_dict_to_message(attributes.get("result"), common_pb2.Payloads)
                 values = converter.from_payloads(result, [self._result_type])
-                return values[0] if values else None
+                # Decoded with the run method's return hint: the type the handle promises.
+                return cast(ReturnType, values[0] if values else None)
             if event_type == "WorkflowExecutionContinuedAsNew":
                 run_id = attributes["new_execution_run_id"]
                 continue
@@ -183,6 +181,23 @@ class WorkflowHandle:
                 return WorkflowHistory(workflow_id=self.id, events=events)
             request.after_event_id = response.events[-1].event_id
 
+    @overload
+    async def signal(self, signal: MethodSyncOrAsyncNoParam[SelfType, None]) -> None: ...
+
+    @overload
+    async def signal(self, signal: MethodSyncOrAsyncSingleParam[SelfType, ParamType, None], arg: ParamType) -> None: ...
+
+    @overload
+    async def signal(
+        self,
+        signal: Callable[Concatenate[SelfType, MultiParamSpec], Awaitable[None] | None],
+        *,
+        args: Sequence[Any],
+    ) -> None: ...
+
+    @overload
+    async def signal(self, signal: str, arg: Any = _NO_ARGUMENT, *, args: Sequence[Any] = ()) -> None: ...
+
     async def signal(
         self, signal: Callable[..., Any] | str, arg: Any = _NO_ARGUMENT, *, args: Sequence[Any] = ()
     ) -> None:
@@ -207,6 +222,46 @@ class WorkflowHandle:
             request_id=str(uuid.uuid4()),
         )
         await self._client.workflow_service.call("SignalWorkflowExecution", request)
+
+    @overload
+    async def query(
+        self,
+        query: MethodSyncNoParam[SelfType, LocalReturnType],
+        *,
+        result_type: Any = None,
+        timeout: timedelta = _QUERY_TIMEOUT,
+    ) -> LocalReturnType: ...
+
+    @overload
+    async def query(
+        self,
+        query: MethodSyncSingleParam[SelfType, ParamType, LocalReturnType],
+        arg: ParamType,
+        *,
+        result_type: Any = None,
+        timeout: timedelta = _QUERY_TIMEOUT,
+    ) -> LocalReturnType: ...
+
+    @overload
+    async def query(
+        self,
+        query: Callable[Concatenate[SelfType, MultiParamSpec], LocalReturnType],
+        *,
+        args: Sequence[Any],
+        result_type: Any = None,
+        timeout: timedelta = _QUERY_TIMEOUT,
+    ) -> LocalReturnType: ...
+
+    @overload
+    async def query(
+        self,
+        query: str,
+        arg: Any = _NO_ARGUMENT,
+        *,
+        args: Sequence[Any] = (),
+        result_type: Any = None,
+        timeout: timedelta = _QUERY_TIMEOUT,
+    ) -> Any: ...
 
     async def query(
         self,

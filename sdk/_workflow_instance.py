@@ -34,6 +34,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from flowforge import exceptions, workflow
+from flowforge._activity_calls import ActivityHandle, _ActivityCall
+from flowforge._child_workflow_calls import ChildWorkflowHandle, _ChildWorkflowCall
 from flowforge._determinism import DeterminismGuard
 from flowforge._stack_trace import STACK_TRACE_QUERY, workflow_stack_trace
 from flowforge._workflow_activities import Activities
@@ -54,8 +56,10 @@ from flowforge._workflow_commands import (
     signature,
 )
 from flowforge._workflow_dag import DagTracker
+from flowforge._workflow_definition import _Definition
 from flowforge._workflow_loop import WorkflowEventLoop
 from flowforge._workflow_patches import Patches
+from flowforge._workflow_runtime import _Runtime
 from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.common import _search_attributes_from_proto, _search_attributes_to_proto
 from flowforge.converter import (
@@ -63,7 +67,6 @@ from flowforge.converter import (
     default_converter,
     json_dict_to_message,
 )
-from flowforge.workflow import ActivityHandle
 
 __all__ = ["HistoryContinuityError", "WorkflowInstance"]
 
@@ -89,7 +92,7 @@ def _parameter_hints(fn: Callable[..., Any]) -> list[Any]:
     return [hints.get(parameter.name) for parameter in parameters]
 
 
-class WorkflowInstance(workflow._Runtime):
+class WorkflowInstance(_Runtime):
     """One workflow run, replayed from its history by a worker.
 
     Create one per run. A worker may keep it after a workflow task and call
@@ -108,7 +111,7 @@ class WorkflowInstance(workflow._Runtime):
 
     def __init__(
         self,
-        definition: workflow._Definition,
+        definition: _Definition,
         *,
         namespace: str,
         workflow_id: str,
@@ -591,10 +594,10 @@ class WorkflowInstance(workflow._Runtime):
     def workflow_memo_keys(self) -> list[str]:
         return sorted(self._memo.fields)
 
-    def workflow_start_activity(self, call: workflow._ActivityCall) -> ActivityHandle:
+    def workflow_start_activity(self, call: _ActivityCall) -> ActivityHandle[Any]:
         return self._activities.start(call)
 
-    def workflow_start_child_workflow(self, call: workflow._ChildWorkflowCall) -> workflow.ChildWorkflowHandle:
+    def workflow_start_child_workflow(self, call: _ChildWorkflowCall) -> ChildWorkflowHandle[Any, Any]:
         return self._children.start(call)
 
     def workflow_signal_child(self, workflow_id: str, signal_name: str, args: Sequence[Any]) -> asyncio.Future[None]:

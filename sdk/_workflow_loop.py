@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
-from flowforge import workflow
 from flowforge._workflow_commands import CommandBuffer
+from flowforge._workflow_runtime import _Runtime
 from flowforge.api.v1 import command_pb2
 
 __all__ = ["DurableTimer", "WorkflowEventLoop"]
@@ -59,7 +59,7 @@ class WorkflowEventLoop(asyncio.AbstractEventLoop):
 
     def __init__(
         self,
-        runtime: workflow._Runtime,
+        runtime: _Runtime,
         commands: CommandBuffer,
         *,
         workflow_id: str,
@@ -78,7 +78,7 @@ class WorkflowEventLoop(asyncio.AbstractEventLoop):
         self._timers: dict[str, DurableTimer] = {}
 
     @property
-    def _flowforge_runtime(self) -> workflow._Runtime:
+    def _flowforge_runtime(self) -> _Runtime:
         """The runtime behind the ``flowforge.workflow`` functions while this loop runs."""
         return self._runtime
 

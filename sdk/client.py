@@ -23,9 +23,9 @@ import os
 import socket
 import typing
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Concatenate, Required, TypedDict, Unpack, overload
 
 import grpc
 
@@ -49,6 +49,7 @@ from flowforge._schedule import (
     ScheduleSpec,
     ScheduleState,
 )
+from flowforge._workflow_definition import _signal_name, _workflow_type_and_result_hint
 from flowforge._workflow_executions import (
     DagNode,
     PendingActivity,
@@ -73,7 +74,14 @@ from flowforge.common import (
 )
 from flowforge.converter import DataConverter, default_converter
 from flowforge.exceptions import RPCError, WorkflowAlreadyStartedError
-from flowforge.workflow import _signal_name, _workflow_type_and_result_hint
+from flowforge.types import (
+    MethodAsyncNoParam,
+    MethodAsyncSingleParam,
+    MultiParamSpec,
+    ParamType,
+    ReturnType,
+    SelfType,
+)
 
 __all__ = [
     "Client",
@@ -109,6 +117,21 @@ __all__ = [
 ]
 
 _LIST_PAGE_SIZE = 100
+
+
+class _StartWorkflowOptions(TypedDict, total=False):
+    """The keyword options of :meth:`Client.start_workflow` and :meth:`Client.execute_workflow`, for their overloads."""
+
+    id: Required[str]
+    task_queue: Required[str]
+    request_id: str | None
+    execution_timeout: timedelta | None
+    run_timeout: timedelta | None
+    task_timeout: timedelta | None
+    start_signal: Callable[..., Any] | str | None
+    start_signal_args: Sequence[Any]
+    search_attributes: Mapping[str, SearchAttributeValue] | None
+    memo: Mapping[str, Any] | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -253,6 +276,38 @@ class Client:
         """The raw RPC layer, for calls this class has no method for."""
         return self._workflow_service
 
+    @overload
+    async def start_workflow(
+        self, workflow: MethodAsyncNoParam[SelfType, ReturnType], **options: Unpack[_StartWorkflowOptions]
+    ) -> WorkflowHandle[SelfType, ReturnType]: ...
+
+    @overload
+    async def start_workflow(
+        self,
+        workflow: MethodAsyncSingleParam[SelfType, ParamType, ReturnType],
+        arg: ParamType,
+        **options: Unpack[_StartWorkflowOptions],
+    ) -> WorkflowHandle[SelfType, ReturnType]: ...
+
+    @overload
+    async def start_workflow(
+        self,
+        workflow: Callable[Concatenate[SelfType, MultiParamSpec], Awaitable[ReturnType]],
+        *,
+        args: Sequence[Any],
+        **options: Unpack[_StartWorkflowOptions],
+    ) -> WorkflowHandle[SelfType, ReturnType]: ...
+
+    @overload
+    async def start_workflow(
+        self,
+        workflow: type | str,
+        arg: Any = _NO_ARGUMENT,
+        *,
+        args: Sequence[Any] = (),
+        **options: Unpack[_StartWorkflowOptions],
+    ) -> WorkflowHandle[Any, Any]: ...
+
     async def start_workflow(
         self,
         workflow: Callable[..., Any] | type | str,
@@ -269,7 +324,7 @@ class Client:
         start_signal_args: Sequence[Any] = (),
         search_attributes: Mapping[str, SearchAttributeValue] | None = None,
         memo: Mapping[str, Any] | None = None,
-    ) -> WorkflowHandle:
+    ) -> WorkflowHandle[Any, Any]:
         """Starts a workflow execution (or, with ``start_signal``, signals it).
 
         Args:
@@ -337,9 +392,90 @@ class Client:
             raise
         return WorkflowHandle(self, id, run_id=response.run_id, result_type=result_hint)
 
+    @overload
+    async def execute_workflow(
+        self, workflow: MethodAsyncNoParam[SelfType, ReturnType], **options: Unpack[_StartWorkflowOptions]
+    ) -> ReturnType: ...
+
+    @overload
+    async def execute_workflow(
+        self,
+        workflow: MethodAsyncSingleParam[SelfType, ParamType, ReturnType],
+        arg: ParamType,
+        **options: Unpack[_StartWorkflowOptions],
+    ) -> ReturnType: ...
+
+    @overload
+    async def execute_workflow(
+        self,
+        workflow: Callable[Concatenate[SelfType, MultiParamSpec], Awaitable[ReturnType]],
+        *,
+        args: Sequence[Any],
+        **options: Unpack[_StartWorkflowOptions],
+    ) -> ReturnType: ...
+
+    @overload
+    async def execute_workflow(
+        self,
+        workflow: type | str,
+        arg: Any = _NO_ARGUMENT,
+        *,
+        args: Sequence[Any] = (),
+        **options: Unpack[_StartWorkflowOptions],
+    ) -> Any: ...
+
+    async def execute_workflow(
+        self,
+        workflow: Callable[..., Any] | type | str,
+        arg: Any = _NO_ARGUMENT,
+        *,
+        args: Sequence[Any] = (),
+        id: str,
+        task_queue: str,
+        request_id: str | None = None,
+        execution_timeout: timedelta | None = None,
+        run_timeout: timedelta | None = None,
+        task_timeout: timedelta | None = None,
+        start_signal: Callable[..., Any] | str | None = None,
+        start_signal_args: Sequence[Any] = (),
+        search_attributes: Mapping[str, SearchAttributeValue] | None = None,
+        memo: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Starts a workflow execution and waits for its result (Temporal's
+        ``execute_workflow``): :meth:`start_workflow`, then ``handle.result()``.
+
+        Takes the arguments of :meth:`start_workflow`.
+
+        Returns:
+            The workflow's return value, decoded with the run method's return hint.
+
+        Raises:
+            WorkflowAlreadyStartedError: The workflow id already has a running execution.
+            WorkflowFailureError: The execution did not complete (see ``WorkflowHandle.result``).
+            RPCError: The server refused the start or could not be asked.
+        """
+        # The overloads typed the caller's call; this one passes whatever shape it was.
+        any_workflow: Any = workflow
+        handle = await self.start_workflow(
+            any_workflow,
+            arg,
+            args=args,
+            id=id,
+            task_queue=task_queue,
+            request_id=request_id,
+            execution_timeout=execution_timeout,
+            run_timeout=run_timeout,
+            task_timeout=task_timeout,
+            start_signal=start_signal,
+            start_signal_args=start_signal_args,
+            search_attributes=search_attributes,
+            memo=memo,
+        )
+        return await handle.result()
+
     def get_workflow_handle(
         self, workflow_id: str, *, run_id: str | None = None, result_type: Any = None
-    ) -> WorkflowHandle:
+    ) -> WorkflowHandle[Any, Any]:
         """A handle to an existing execution; no call is made.
 
         Args:
@@ -349,6 +485,29 @@ class Client:
                 ``None`` gives plain JSON values.
         """
         return WorkflowHandle(self, workflow_id, run_id=run_id, result_type=result_type)
+
+    def get_workflow_handle_for(
+        self,
+        workflow: MethodAsyncNoParam[SelfType, ReturnType]
+        | MethodAsyncSingleParam[SelfType, Any, ReturnType]
+        | Callable[Concatenate[SelfType, MultiParamSpec], Awaitable[ReturnType]],
+        workflow_id: str,
+        *,
+        run_id: str | None = None,
+    ) -> WorkflowHandle[SelfType, ReturnType]:
+        """A typed handle to an existing execution of ``workflow``; no call is made.
+
+        Like :meth:`get_workflow_handle`, but the handle knows the workflow class
+        (its signal and query methods are type-checked) and decodes the result
+        with the run method's return hint (Temporal's ``get_workflow_handle_for``).
+
+        Args:
+            workflow: The workflow's ``@workflow.run`` method.
+            workflow_id: The workflow id.
+            run_id: A specific run; ``None`` means the latest run of ``workflow_id``.
+        """
+        _, result_hint = _workflow_type_and_result_hint(workflow)
+        return WorkflowHandle(self, workflow_id, run_id=run_id, result_type=result_hint)
 
     async def list_workflows(
         self,

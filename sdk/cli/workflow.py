@@ -73,7 +73,7 @@ async def _start(
     inputs: Sequence[Any],
     search_attributes: Sequence[tuple[str, str]],
     memos: Sequence[tuple[str, str]],
-) -> WorkflowHandle:
+) -> WorkflowHandle[Any, Any]:
     memo = {name: json.loads(text) for name, text in memos}  # checked by _check_memos
     return await client.start_workflow(
         workflow_type,
@@ -120,7 +120,7 @@ def start(
     """Start an execution; prints its run id."""
     _check_memos(memos)
 
-    async def act(client: Client) -> WorkflowHandle:
+    async def act(client: Client) -> WorkflowHandle[Any, Any]:
         return await _start(client, workflow_type, task_queue, workflow_id, inputs, search_attributes, memos)
 
     handle = run(connection, act)
@@ -202,7 +202,7 @@ def _print_event(event: HistoryEvent, output: str) -> None:
         click.echo(f"  {event.event_id:>4}  {stamp(event.event_time)}  {event.event_type}")
 
 
-async def _follow(client: Client, handle: WorkflowHandle, on_event: Any) -> HistoryEvent:
+async def _follow(client: Client, handle: WorkflowHandle[Any, Any], on_event: Any) -> HistoryEvent:
     """Long-polls the run's history, handing each new event to ``on_event``; returns the close event."""
     from flowforge.api.v1 import common_pb2, workflow_service_pb2
     from flowforge.client import HistoryEvent

@@ -74,6 +74,23 @@ EXPORTS = {
         "WorkflowFailureError",
     ],
     "flowforge.server": ["EngineConfig", "FlowForgeServer", "SchedulerConfig", "ServerConfig"],
+    "flowforge.types": [
+        "CallableAsyncNoParam",
+        "CallableAsyncSingleParam",
+        "CallableSyncNoParam",
+        "CallableSyncSingleParam",
+        "LocalReturnType",
+        "MethodAsyncNoParam",
+        "MethodAsyncSingleParam",
+        "MethodSyncNoParam",
+        "MethodSyncOrAsyncNoParam",
+        "MethodSyncOrAsyncSingleParam",
+        "MethodSyncSingleParam",
+        "MultiParamSpec",
+        "ParamType",
+        "ReturnType",
+        "SelfType",
+    ],
 }
 
 
