@@ -19,6 +19,7 @@ from flowforge.server.stores.rows import (
     ExecutionRow,
     HistoryEventRow,
     LeaseRow,
+    LifecycleOutboxRow,
     NamespaceRow,
     QueryRow,
     ScheduleRow,
@@ -31,6 +32,7 @@ __all__ = [
     "AccessOperations",
     "ExecutionOperations",
     "LeaseOperations",
+    "LifecycleOutboxOperations",
     "LineageOperations",
     "NamespaceOperations",
     "QueryOperations",
@@ -430,6 +432,22 @@ class AccessOperations(abc.ABC):
         """The head as :meth:`lock_audit_head` returns it, without locking."""
 
 
+class LifecycleOutboxOperations(abc.ABC):
+    """The outbox of workflow lifecycle events (migration 0009): rows are written by a
+    trigger on ``history_events`` while the ``lifecycle_outbox`` metadata key is set."""
+
+    #: The ``server_metadata`` key whose presence turns the outbox on.
+    LIFECYCLE_OUTBOX_KEY = "lifecycle_outbox"
+
+    @abc.abstractmethod
+    async def read_lifecycle_outbox(self, limit: int) -> list[LifecycleOutboxRow]:
+        """The oldest ``limit`` rows, in insertion order."""
+
+    @abc.abstractmethod
+    async def delete_lifecycle_outbox(self, sequences: list[int]) -> None:
+        """Deletes relayed rows (unknown sequences are ignored)."""
+
+
 class Transaction(
     NamespaceOperations,
     AccessOperations,
@@ -442,6 +460,7 @@ class Transaction(
     ScheduleOperations,
     LeaseOperations,
     VisibilityOperations,
+    LifecycleOutboxOperations,
 ):
     """The operations the engine performs inside one atomic transaction.
 

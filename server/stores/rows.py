@@ -23,6 +23,7 @@ __all__ = [
     "ExecutionRow",
     "HistoryEventRow",
     "LeaseRow",
+    "LifecycleOutboxRow",
     "NamespaceRow",
     "QueryRow",
     "ScheduleRow",
@@ -82,6 +83,20 @@ class HistoryEventRow:
     event_type: str
     event_us: int
     attributes: str
+
+
+@dataclasses.dataclass
+class LifecycleOutboxRow:
+    """A workflow lifecycle event waiting to be relayed (table ``lifecycle_outbox``)."""
+
+    sequence: int
+    namespace: str
+    workflow_id: str
+    workflow_type: str
+    run_id: str
+    event_id: int
+    event_type: str
+    event_us: int
 
 
 @dataclasses.dataclass

@@ -15,6 +15,7 @@ from flowforge.server.stores._sql.executions import ExecutionSQL, update_executi
 from flowforge.server.stores._sql.leases import LeaseSQL
 from flowforge.server.stores._sql.lineage import LineageSQL
 from flowforge.server.stores._sql.namespaces import NamespaceSQL
+from flowforge.server.stores._sql.outbox import LifecycleOutboxSQL
 from flowforge.server.stores._sql.queries import QuerySQL
 from flowforge.server.stores._sql.schedules import ScheduleSQL
 from flowforge.server.stores._sql.tasks import TaskSQL
@@ -38,6 +39,7 @@ class SQLTransaction(
     ScheduleSQL,
     LeaseSQL,
     VisibilitySQL,
+    LifecycleOutboxSQL,
     Transaction,
     abc.ABC,
 ):

@@ -111,6 +111,13 @@ async def apply_postgres(connection: asyncpg.Connection | PoolConnectionProxy) -
 
 
 def _statements(script: str) -> list[str]:
-    """Splits a script on ';' at line ends (our migrations hold no ';' in literals)."""
+    """Splits a script into statements on ';' (our migrations hold no ';' in literals),
+    keeping a trigger's ``BEGIN ... END`` body, whose statements end in ';' too, whole."""
     without_comments = "\n".join(line for line in script.splitlines() if not line.strip().startswith("--"))
-    return [s.strip() for s in without_comments.split(";") if s.strip()]
+    statements, pending = [], ""
+    for piece in without_comments.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            statements.append(pending.strip().removesuffix(";").strip())
+            pending = ""
+    return [statement for statement in statements if statement]
