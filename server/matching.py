@@ -13,15 +13,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from flowforge.server.history import (
-    ACTIVITY,
-    WORKFLOW,
-    HistoryEngine,
-    LeasedActivityTask,
-    LeasedQuery,
-    LeasedWorkflowTask,
-    queue_channel,
-)
+from flowforge.api.schema import TaskKind
+from flowforge.server.history import HistoryEngine, LeasedActivityTask, LeasedQuery, LeasedWorkflowTask, queue_channel
 
 __all__ = ["Matching"]
 
@@ -61,15 +54,15 @@ class Matching:
             leased = await engine.try_lease_query(namespace, task_queue) if query_visible else None
             return leased or await engine.try_lease_workflow_task(namespace, task_queue, identity)
 
-        return await self._poll(queue_channel(namespace, WORKFLOW, task_queue), timeout_s, visible, try_lease)
+        return await self._poll(queue_channel(namespace, TaskKind.WORKFLOW, task_queue), timeout_s, visible, try_lease)
 
     async def poll_activity_task(
         self, namespace: str, task_queue: str, identity: str, timeout_s: float
     ) -> LeasedActivityTask | None:
         return await self._poll(
-            queue_channel(namespace, ACTIVITY, task_queue),
+            queue_channel(namespace, TaskKind.ACTIVITY, task_queue),
             timeout_s,
-            lambda: self._engine.visible_tasks(namespace, ACTIVITY, task_queue, _LOOK_LIMIT),
+            lambda: self._engine.visible_tasks(namespace, TaskKind.ACTIVITY, task_queue, _LOOK_LIMIT),
             lambda: self._engine.try_lease_activity_task(namespace, task_queue, identity),
         )
 

@@ -35,12 +35,9 @@ from flowforge.server.history.data import (
     WorkflowTaskCompletion,
 )
 from flowforge.server.history.engine import HistoryEngine
-from flowforge.server.history.mutation import ACTIVITY, QUERY, WORKFLOW, queue_channel
+from flowforge.server.history.mutation import queue_channel
 
 __all__ = [
-    "ACTIVITY",
-    "QUERY",
-    "WORKFLOW",
     "EngineConfig",
     "HistoryEngine",
     "LeasedActivityTask",

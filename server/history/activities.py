@@ -9,13 +9,11 @@ import dataclasses
 import json
 from typing import Any
 
+from flowforge.api.schema import EventType, RetryState, TaskKind, TaskState, dumps, failure_json, payloads_json
 from flowforge.api.v1 import common_pb2
-from flowforge.server import _events
-from flowforge.server._events import failure_json, payloads_json
 from flowforge.server.errors import FailedPrecondition
 from flowforge.server.history.data import LeasedActivityTask, LeasedWorkflowTask
 from flowforge.server.history.mutation import (
-    ACTIVITY,
     PREVIOUS_EVENT,
     Delivery,
     StartedWorkflowTask,
@@ -43,10 +41,10 @@ class ActivityTasks(WorkflowTasks):
 
         async def body(tx: Transaction) -> TaskRow | None:
             now = self.clock.now_us()
-            task = await tx.lease_next_task(namespace, ACTIVITY, task_queue, now)
+            task = await tx.lease_next_task(namespace, TaskKind.ACTIVITY, task_queue, now)
             if task is None:
                 return None
-            task.state = "LEASED"
+            task.state = TaskState.LEASED
             task.fencing_token += 1
             task.started_us = now
             task.last_heartbeat_us = None
@@ -72,8 +70,8 @@ class ActivityTasks(WorkflowTasks):
                 task = await self._leased_task(tx, token)
             except FailedPrecondition:
                 return
-            if task.kind == ACTIVITY:
-                task.state = "PENDING"
+            if task.kind == TaskKind.ACTIVITY:
+                task.state = TaskState.PENDING
                 task.lease_expires_us = None
                 task.identity = ""
                 await tx.update_task(task)
@@ -89,7 +87,7 @@ class ActivityTasks(WorkflowTasks):
 
     async def record_heartbeat(self, raw_token: bytes, namespace: str, details: common_pb2.Payloads) -> bool:
         """Extends a heartbeating activity's lease; returns whether cancellation was requested."""
-        token = self._token(raw_token, namespace, ACTIVITY)
+        token = self._token(raw_token, namespace, TaskKind.ACTIVITY)
         self.check_payloads(details, "the heartbeat details")
 
         async def body(tx: Transaction) -> bool:
@@ -114,12 +112,12 @@ class ActivityTasks(WorkflowTasks):
         """Records the completion. With ``eager_workflow_task_queue``, the workflow
         task it schedules on that queue is leased to the caller in the same
         transaction and returned (one round trip instead of a completion and a poll)."""
-        token = self._token(raw_token, namespace, ACTIVITY)
+        token = self._token(raw_token, namespace, TaskKind.ACTIVITY)
         self.check_payloads(result, "the activity result")
         return await self._record_activity_outcome(
             token,
             identity,
-            "ActivityTaskCompleted",
+            EventType.ACTIVITY_TASK_COMPLETED,
             {"result": payloads_json(result), "identity": identity},
             eager_workflow_task_queue,
         )
@@ -128,7 +126,7 @@ class ActivityTasks(WorkflowTasks):
         self, raw_token: bytes, namespace: str, failure: common_pb2.Failure, identity: str
     ) -> None:
         """Records a failed attempt: retried per the activity's policy, or its final failure."""
-        token = self._token(raw_token, namespace, ACTIVITY)
+        token = self._token(raw_token, namespace, TaskKind.ACTIVITY)
         self.check_failure(failure, "the activity failure")
 
         async def body(tx: Transaction) -> None:
@@ -141,17 +139,17 @@ class ActivityTasks(WorkflowTasks):
         self, raw_token: bytes, namespace: str, details: common_pb2.Payloads, identity: str
     ) -> None:
         """Records that the activity accepted its cancellation."""
-        token = self._token(raw_token, namespace, ACTIVITY)
+        token = self._token(raw_token, namespace, TaskKind.ACTIVITY)
         self.check_payloads(details, "the cancellation details")
         await self._record_activity_outcome(
-            token, identity, "ActivityTaskCanceled", {"details": payloads_json(details), "identity": identity}
+            token, identity, EventType.ACTIVITY_TASK_CANCELED, {"details": payloads_json(details), "identity": identity}
         )
 
     async def _record_activity_outcome(
         self,
         token: TaskToken,
         identity: str,
-        outcome_type: str,
+        outcome_type: EventType,
         attributes: dict[str, Any],
         eager_workflow_task_queue: str = "",
     ) -> LeasedWorkflowTask | None:
@@ -165,7 +163,7 @@ class ActivityTasks(WorkflowTasks):
             await tx.delete_task(task.task_id or 0)
             m.deliver(
                 [
-                    ("ActivityTaskStarted", _started_attributes(task, identity), task.started_us or m.now),
+                    (EventType.ACTIVITY_TASK_STARTED, _started_attributes(task, identity), task.started_us or m.now),
                     (
                         outcome_type,
                         {
@@ -208,7 +206,7 @@ class ActivityTasks(WorkflowTasks):
                 rng=self._rng,
             )
             if task.cancel_requested and decision.delay_s is not None:
-                decision = dataclasses.replace(decision, delay_s=None, retry_state="CANCEL_REQUESTED")
+                decision = dataclasses.replace(decision, delay_s=None, retry_state=RetryState.CANCEL_REQUESTED)
         if decision is not None and decision.delay_s is not None:
             _schedule_retry(task, failure, options, now, decision.delay_s)
             await tx.update_task(task)
@@ -220,17 +218,19 @@ class ActivityTasks(WorkflowTasks):
         outcome: dict[str, Any] = {
             "scheduled_event_id": task.scheduled_event_id,
             "failure": failure_json(failure),
-            "retry_state": final_retry_state or (decision.retry_state if decision else "TIMEOUT"),
+            "retry_state": final_retry_state or (decision.retry_state if decision else RetryState.TIMEOUT),
         }
         events: list[Delivery] = []
-        if task.state == "LEASED":
-            events.append(("ActivityTaskStarted", _started_attributes(task, identity), task.started_us or now))
+        if task.state == TaskState.LEASED:
+            events.append(
+                (EventType.ACTIVITY_TASK_STARTED, _started_attributes(task, identity), task.started_us or now)
+            )
             outcome["started_event_id"] = PREVIOUS_EVENT
         else:
             outcome["started_event_id"] = 0
         if not timed_out:
             outcome["identity"] = identity
-        events.append(("ActivityTaskTimedOut" if timed_out else "ActivityTaskFailed", outcome))
+        events.append((EventType.ACTIVITY_TASK_TIMED_OUT if timed_out else EventType.ACTIVITY_TASK_FAILED, outcome))
         m.deliver(events)
         await m.save()
 
@@ -253,11 +253,11 @@ def _schedule_retry(
 ) -> None:
     """Turns the task row into its next attempt, visible after ``delay_s``."""
     delays = [*json.loads(task.retry_delays), round(delay_s, 6)]
-    task.state = "PENDING"
+    task.state = TaskState.PENDING
     task.lease_expires_us = None
     task.attempt += 1
     task.visible_us = now + us(delay_s)
-    task.last_failure = _events.dumps(failure_json(failure))
+    task.last_failure = dumps(failure_json(failure))
     task.retry_delays = json.dumps(delays, separators=(",", ":"))
     task.identity = ""
     # Schedule-to-start limits every attempt's wait in the queue, counted

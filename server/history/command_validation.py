@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from flowforge.api.schema import duration_s
 from flowforge.api.v1 import command_pb2, common_pb2
-from flowforge.server._events import duration_s
 from flowforge.server.errors import InvalidArgument
 from flowforge.server.history.input_checks import (
     check_failure,

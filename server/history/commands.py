@@ -13,14 +13,24 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from flowforge.api.schema import (
+    EventType,
+    ExecutionStatus,
+    SignalExternalWorkflowExecutionFailedCause,
+    StartChildWorkflowExecutionFailedCause,
+    TaskKind,
+    TaskState,
+    dumps,
+    duration_s,
+    failure_json,
+    message_to_json_dict,
+    payloads_json,
+)
 from flowforge.api.v1 import command_pb2, common_pb2
-from flowforge.converter import message_to_json_dict
-from flowforge.server import _events
-from flowforge.server._events import duration_s, failure_json, payloads_json
 from flowforge.server.errors import InvalidArgument
 from flowforge.server.history.data import StartSignal
 from flowforge.server.history.executions import Executions
-from flowforge.server.history.mutation import ACTIVITY, _Mutation, new_run, new_task_row, us
+from flowforge.server.history.mutation import _Mutation, new_run, new_task_row, us
 from flowforge.server.history.visibility_writes import visibility_attributes
 from flowforge.server.retries import StoredRetryPolicy
 from flowforge.server.stores.base import ChildExecutionRow, DuplicateRunningExecution, TimerRow, Transaction
@@ -38,7 +48,7 @@ class Applying:
     m: _Mutation
     completed_id: int
     """The WorkflowTaskCompleted event every command's event refers to."""
-    outcomes: list[tuple[str, dict[str, Any]]] = dataclasses.field(default_factory=list)
+    outcomes: list[tuple[EventType, dict[str, Any]]] = dataclasses.field(default_factory=list)
     """Events delivered after every command was applied, in order."""
 
 
@@ -91,7 +101,7 @@ class Commands(Executions):
             "cancellation_type": int(a.cancellation_type),
         }
         scheduled_id = m.append(
-            "ActivityTaskScheduled",
+            EventType.ACTIVITY_TASK_SCHEDULED,
             {
                 "activity_id": a.activity_id,
                 "activity_type": a.activity_type,
@@ -107,7 +117,7 @@ class Commands(Executions):
         m.new_tasks.append(
             new_task_row(
                 row,
-                kind=ACTIVITY,
+                kind=TaskKind.ACTIVITY,
                 task_queue=task_queue,
                 visible_us=m.now,
                 attempt=1,
@@ -115,7 +125,7 @@ class Commands(Executions):
                 activity_id=a.activity_id,
                 activity_type=a.activity_type,
                 input=a.input.SerializeToString(),
-                options=_events.dumps(options),
+                options=dumps(options),
                 pending_deadline_us=min((d for d in (s2c_deadline, s2s_deadline) if d is not None), default=None),
                 schedule_to_close_deadline_us=s2c_deadline,
             )
@@ -127,18 +137,18 @@ class Commands(Executions):
         task = await m.tx.get_activity_task(m.row.run_id, activity_id)
         scheduled_event_id = task.scheduled_event_id if task else 0
         m.append(
-            "ActivityTaskCancelRequested",
+            EventType.ACTIVITY_TASK_CANCEL_REQUESTED,
             {
                 "scheduled_event_id": scheduled_event_id,
                 "activity_id": activity_id,
                 "workflow_task_completed_event_id": applying.completed_id,
             },
         )
-        if task is not None and task.state == "PENDING":
+        if task is not None and task.state == TaskState.PENDING:
             # Never started: it is cancelled now, nobody else to ask.
             await m.tx.delete_task(task.task_id or 0)
             applying.outcomes.append(
-                ("ActivityTaskCanceled", {"scheduled_event_id": scheduled_event_id, "started_event_id": 0})
+                (EventType.ACTIVITY_TASK_CANCELED, {"scheduled_event_id": scheduled_event_id, "started_event_id": 0})
             )
         elif task is not None:
             task.cancel_requested = 1
@@ -153,7 +163,7 @@ class Commands(Executions):
             raise InvalidArgument(f"timer_id {t.timer_id!r} is already in use by a pending timer of this run")
         seconds = duration_s(t.start_to_fire_timeout)
         started_id = m.append(
-            "TimerStarted",
+            EventType.TIMER_STARTED,
             {
                 "timer_id": t.timer_id,
                 "start_to_fire_timeout": seconds,
@@ -167,7 +177,7 @@ class Commands(Executions):
         timer_id = command.cancel_timer.timer_id
         timer = await m.tx.delete_timer(m.row.run_id, timer_id)
         m.append(
-            "TimerCanceled",
+            EventType.TIMER_CANCELED,
             {
                 "timer_id": timer_id,
                 "started_event_id": timer.started_event_id if timer else 0,
@@ -180,7 +190,7 @@ class Commands(Executions):
     async def _record_marker(self, applying: Applying, command: command_pb2.Command) -> None:
         marker = command.record_marker
         applying.m.append(
-            "MarkerRecorded",
+            EventType.MARKER_RECORDED,
             {
                 "marker_name": marker.marker_name,
                 "details": {key: payloads_json(value) for key, value in sorted(marker.details.items())},
@@ -193,7 +203,7 @@ class Commands(Executions):
         m, upsert = applying.m, command.upsert_workflow_search_attributes
         values = await self._stored_values(m.tx, m.row.namespace, upsert.search_attributes, removals=True)
         m.append(
-            "UpsertWorkflowSearchAttributes",
+            EventType.UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
             {
                 "search_attributes": message_to_json_dict(upsert.search_attributes),
                 "workflow_task_completed_event_id": applying.completed_id,
@@ -205,15 +215,27 @@ class Commands(Executions):
 
     async def _complete_workflow_execution(self, applying: Applying, command: command_pb2.Command) -> None:
         result = command.complete_workflow_execution.result
-        self._close(applying, "WorkflowExecutionCompleted", {"result": payloads_json(result)}, "COMPLETED")
+        self._close(
+            applying,
+            EventType.WORKFLOW_EXECUTION_COMPLETED,
+            {"result": payloads_json(result)},
+            ExecutionStatus.COMPLETED,
+        )
 
     async def _fail_workflow_execution(self, applying: Applying, command: command_pb2.Command) -> None:
         failure = command.fail_workflow_execution.failure
-        self._close(applying, "WorkflowExecutionFailed", {"failure": failure_json(failure)}, "FAILED")
+        self._close(
+            applying, EventType.WORKFLOW_EXECUTION_FAILED, {"failure": failure_json(failure)}, ExecutionStatus.FAILED
+        )
 
     async def _cancel_workflow_execution(self, applying: Applying, command: command_pb2.Command) -> None:
         details = command.cancel_workflow_execution.details
-        self._close(applying, "WorkflowExecutionCanceled", {"details": payloads_json(details)}, "CANCELED")
+        self._close(
+            applying,
+            EventType.WORKFLOW_EXECUTION_CANCELED,
+            {"details": payloads_json(details)},
+            ExecutionStatus.CANCELED,
+        )
 
     async def _continue_as_new_workflow_execution(self, applying: Applying, command: command_pb2.Command) -> None:
         """Closes the run; the next one is started when the close is followed up (run_close.py)."""
@@ -228,10 +250,12 @@ class Commands(Executions):
             "workflow_run_timeout": duration_s(a.workflow_run_timeout) or started["workflow_run_timeout"],
             "workflow_task_timeout": duration_s(a.workflow_task_timeout) or row.wft_timeout_s,
         }
-        self._close(applying, "WorkflowExecutionContinuedAsNew", continued, "CONTINUED_AS_NEW")
+        self._close(
+            applying, EventType.WORKFLOW_EXECUTION_CONTINUED_AS_NEW, continued, ExecutionStatus.CONTINUED_AS_NEW
+        )
 
     @staticmethod
-    def _close(applying: Applying, event_type: str, attributes: dict[str, Any], status: str) -> None:
+    def _close(applying: Applying, event_type: EventType, attributes: dict[str, Any], status: ExecutionStatus) -> None:
         applying.m.append(event_type, {**attributes, "workflow_task_completed_event_id": applying.completed_id})
         applying.m.close(status)
 
@@ -249,7 +273,7 @@ class Commands(Executions):
             else {}
         )
         initiated_id = m.append(
-            "StartChildWorkflowExecutionInitiated",
+            EventType.START_CHILD_WORKFLOW_EXECUTION_INITIATED,
             {
                 "workflow_id": a.workflow_id,
                 "workflow_type": a.workflow_type,
@@ -290,7 +314,10 @@ class Commands(Executions):
             await child.save()
         except DuplicateRunningExecution:
             applying.outcomes.append(
-                ("StartChildWorkflowExecutionFailed", {**identity, "cause": "WORKFLOW_ALREADY_EXISTS"})
+                (
+                    EventType.START_CHILD_WORKFLOW_EXECUTION_FAILED,
+                    {**identity, "cause": StartChildWorkflowExecutionFailedCause.WORKFLOW_ALREADY_EXISTS},
+                )
             )
             return
         await self._write_visibility(
@@ -307,7 +334,7 @@ class Commands(Executions):
                 parent_close_policy=policy,
             )
         )
-        applying.outcomes.append(("ChildWorkflowExecutionStarted", {**identity, "run_id": child.row.run_id}))
+        applying.outcomes.append((EventType.CHILD_WORKFLOW_EXECUTION_STARTED, {**identity, "run_id": child.row.run_id}))
 
     async def _request_cancel_external_workflow_execution(
         self, applying: Applying, command: command_pb2.Command
@@ -317,7 +344,7 @@ class Commands(Executions):
         m, a = applying.m, command.request_cancel_external_workflow_execution
         child = await self._pending_child(m, a.workflow_id, a.run_id)
         m.append(
-            "RequestCancelExternalWorkflowExecutionInitiated",
+            EventType.REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED,
             {
                 "workflow_id": a.workflow_id,
                 "run_id": a.run_id,
@@ -334,7 +361,7 @@ class Commands(Executions):
         """Delivers the signal to the child in this transaction and reports back whether it could."""
         m, a = applying.m, command.signal_external_workflow_execution
         initiated_id = m.append(
-            "SignalExternalWorkflowExecutionInitiated",
+            EventType.SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED,
             {
                 "workflow_id": a.workflow_id,
                 "run_id": a.run_id,
@@ -347,16 +374,22 @@ class Commands(Executions):
         child = await self._pending_child(m, a.workflow_id, a.run_id)
         target = await m.tx.get_execution(m.row.namespace, child.run_id) if child is not None else None
         identity = {"initiated_event_id": initiated_id, "workflow_id": a.workflow_id}
-        if target is None or target.status != "RUNNING":
+        if target is None or target.status != ExecutionStatus.RUNNING:
             applying.outcomes.append(
                 (
-                    "SignalExternalWorkflowExecutionFailed",
-                    {**identity, "run_id": a.run_id, "cause": "EXTERNAL_WORKFLOW_EXECUTION_NOT_FOUND"},
+                    EventType.SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED,
+                    {
+                        **identity,
+                        "run_id": a.run_id,
+                        "cause": SignalExternalWorkflowExecutionFailedCause.EXTERNAL_WORKFLOW_EXECUTION_NOT_FOUND,
+                    },
                 )
             )
             return
         await self._signal(m.tx, target, StartSignal(a.signal_name, a.input), f"parent {m.row.workflow_id}")
-        applying.outcomes.append(("ExternalWorkflowExecutionSignaled", {**identity, "run_id": target.run_id}))
+        applying.outcomes.append(
+            (EventType.EXTERNAL_WORKFLOW_EXECUTION_SIGNALED, {**identity, "run_id": target.run_id})
+        )
 
     @staticmethod
     async def _pending_child(m: _Mutation, workflow_id: str, run_id: str) -> ChildExecutionRow | None:

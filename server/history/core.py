@@ -9,6 +9,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from flowforge.api.schema import ExecutionStatus, TaskState
 from flowforge.api.v1 import common_pb2
 from flowforge.server.clock import Clock, SystemClock
 from flowforge.server.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
@@ -145,7 +146,7 @@ class EngineCore:
         task = await tx.get_task(token.task_id, for_update=True)
         if (
             task is None
-            or task.state != "LEASED"
+            or task.state != TaskState.LEASED
             or task.fencing_token != token.fencing_token
             or task.namespace != token.namespace
             or task.run_id != token.run_id
@@ -160,5 +161,5 @@ class EngineCore:
         """The run of a locked task, locked too (after the task: one lock order), so
         reports on parallel activities of one run queue instead of conflicting."""
         row = await tx.get_execution(task.namespace, task.run_id, for_update=True)
-        assert row is not None and row.status == "RUNNING", "task rows are deleted when their run closes"
+        assert row is not None and row.status == ExecutionStatus.RUNNING, "task rows are deleted when their run closes"
         return row

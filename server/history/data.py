@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from flowforge.api.schema import payloads_json
 from flowforge.api.v1 import common_pb2
-from flowforge.server._events import payloads_json
 from flowforge.server.stores.base import ExecutionRow, HistoryEventRow, QueryRow, TaskRow
 
 __all__ = [

@@ -6,12 +6,12 @@ and every public method of each is one operation in one store transaction.
 
 from __future__ import annotations
 
+from flowforge.api.schema import TaskKind
 from flowforge.server.errors import AlreadyExists, NotFound
 from flowforge.server.history.activities import ActivityTasks
 from flowforge.server.history.commands import Commands
 from flowforge.server.history.core import EngineCore
 from flowforge.server.history.executions import Executions
-from flowforge.server.history.mutation import WORKFLOW
 from flowforge.server.history.queries import Queries
 from flowforge.server.history.run_close import RunClose
 from flowforge.server.history.timeouts import Timeouts
@@ -80,7 +80,7 @@ class HistoryEngine(
             now = self.clock.now_us()
             return (
                 await tx.has_visible_query(namespace, task_queue, now),
-                await tx.count_visible_tasks(namespace, WORKFLOW, task_queue, now, limit),
+                await tx.count_visible_tasks(namespace, TaskKind.WORKFLOW, task_queue, now, limit),
             )
 
         return await self.read(body)

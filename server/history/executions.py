@@ -6,6 +6,7 @@ import dataclasses
 import time
 from typing import Any
 
+from flowforge.api.schema import EventType, ExecutionStatus
 from flowforge.api.v1 import common_pb2
 from flowforge.server.errors import AlreadyExists, FailedPrecondition, NotFound
 from flowforge.server.history.data import StartSignal
@@ -87,7 +88,7 @@ class Executions(RunClose):
                 return _Started(earlier, False)
             if start_signal is not None:
                 running = await tx.get_latest_execution(namespace, workflow_id)
-                if running is not None and running.status == "RUNNING":
+                if running is not None and running.status == ExecutionStatus.RUNNING:
                     await self._signal(tx, running, start_signal, identity)
                     await tx.insert_request_id(namespace, request_id, running.run_id, self.clock.now_us())
                     return _Started(running.run_id, False)
@@ -110,7 +111,9 @@ class Executions(RunClose):
                     **({"origin": origin} if origin else {}),
                     **visibility_attributes(search_attributes, memo),
                 },
-                first_events=[("WorkflowExecutionSignaled", start_signal.attributes(identity))] if start_signal else (),
+                first_events=[(EventType.WORKFLOW_EXECUTION_SIGNALED, start_signal.attributes(identity))]
+                if start_signal
+                else (),
             )
             run_id = m.row.run_id
             values = await self._stored_values(tx, namespace, search_attributes)
@@ -187,14 +190,14 @@ class Executions(RunClose):
                 current = await tx.get_execution(namespace, row.run_id)
                 assert current is not None
                 if close_event_only:
-                    if current.status == "RUNNING":
+                    if current.status == ExecutionStatus.RUNNING:
                         return current, []
                     return current, await tx.read_events(namespace, current.run_id, current.next_event_id - 2, 1)
                 return current, await tx.read_events(namespace, current.run_id, after_event_id, page_size + 1)
 
             current, events = await self.read(body)
             remaining = deadline - time.monotonic()
-            if events or not wait or current.status != "RUNNING" or remaining <= 0:
+            if events or not wait or current.status != ExecutionStatus.RUNNING or remaining <= 0:
                 return current.run_id, events[:page_size], len(events) > page_size
             # Re-check now and then: with several replicas a notification may be lost.
             await self.store.wait_for_notification(wake, min(remaining, 5.0))
@@ -214,13 +217,13 @@ class Executions(RunClose):
 
         async def body(tx: Transaction) -> None:
             row = await self.resolve_execution(tx, namespace, workflow_id, run_id)
-            if row.status != "RUNNING":
+            if row.status != ExecutionStatus.RUNNING:
                 raise FailedPrecondition(f"workflow {row.workflow_id!r} run {row.run_id} is already {row.status}")
             if row.cancel_requested:
                 return
             m = _Mutation(tx, row, self.clock.now_us())
             row.cancel_requested = 1
-            m.deliver([("WorkflowExecutionCancelRequested", {"reason": reason, "identity": identity})])
+            m.deliver([(EventType.WORKFLOW_EXECUTION_CANCEL_REQUESTED, {"reason": reason, "identity": identity})])
             await m.save()
 
         await (body(tx) if tx is not None else self._transaction(body))
@@ -240,7 +243,7 @@ class Executions(RunClose):
 
         async def body(tx: Transaction) -> None:
             row = await self.resolve_execution(tx, namespace, workflow_id, run_id)
-            if row.status != "RUNNING":
+            if row.status != ExecutionStatus.RUNNING:
                 raise FailedPrecondition(f"workflow {row.workflow_id!r} run {row.run_id} is already {row.status}")
             m = _Mutation(tx, row, self.clock.now_us())
             m.terminate(reason, identity)
@@ -266,7 +269,7 @@ class Executions(RunClose):
             key = _SIGNAL_REQUEST_PREFIX + request_id if request_id else ""
             if key and await tx.get_request_run_id(namespace, key) is not None:
                 return  # a retry of a signal already delivered
-            if row.status != "RUNNING":
+            if row.status != ExecutionStatus.RUNNING:
                 raise FailedPrecondition(
                     f"workflow {row.workflow_id!r} run {row.run_id} is already {row.status}; a closed"
                     " execution takes no signals"
@@ -279,5 +282,5 @@ class Executions(RunClose):
 
     async def _signal(self, tx: Transaction, row: ExecutionRow, signal: StartSignal, identity: str) -> None:
         m = _Mutation(tx, row, self.clock.now_us())
-        m.deliver([("WorkflowExecutionSignaled", signal.attributes(identity))])
+        m.deliver([(EventType.WORKFLOW_EXECUTION_SIGNALED, signal.attributes(identity))])
         await m.save()

@@ -12,18 +12,25 @@ import copy
 import dataclasses
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from flowforge.api.schema import (
+    EventType,
+    ExecutionStatus,
+    TaskKind,
+    TaskState,
+    TimeoutType,
+    WorkflowTaskFailedCause,
+    WorkflowTaskState,
+    WorkflowTimeoutType,
+    dumps,
+    payloads_json,
+)
 from flowforge.api.v1 import common_pb2
-from flowforge.server import _events
-from flowforge.server._events import payloads_json
 from flowforge.server.stores.base import ExecutionRow, HistoryEventRow, TaskRow, TimerRow, Transaction
 
 __all__ = [
-    "ACTIVITY",
-    "QUERY",
-    "WORKFLOW",
     "StartedWorkflowTask",
     "close_channel",
     "new_run",
@@ -32,15 +39,12 @@ __all__ = [
     "run_channel",
 ]
 
-WORKFLOW = "WORKFLOW"
-ACTIVITY = "ACTIVITY"
-QUERY = "QUERY"
 # A started event's "started_event_id" placeholder, resolved when the events are
 # appended: buffered events get their ids only then.
 PREVIOUS_EVENT = "$previous"
 
 # An event to deliver: (type, attributes) or (type, attributes, its own time in µs).
-Delivery = tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], int]
+Delivery = tuple[EventType, dict[str, Any]] | tuple[EventType, dict[str, Any], int]
 
 
 def us(seconds: float) -> int:
@@ -103,17 +107,17 @@ class _Mutation:
 
     @property
     def running(self) -> bool:
-        return self.row.status == "RUNNING"
+        return self.row.status == ExecutionStatus.RUNNING
 
     # ------------------------------------------------------------------ events
 
-    def append(self, event_type: str, attributes: dict[str, Any], event_us: int | None = None) -> int:
+    def append(self, event_type: EventType, attributes: Mapping[str, Any], event_us: int | None = None) -> int:
         """Appends one event to the history now; returns its id."""
         event_id = self.row.next_event_id
         self.row.next_event_id += 1
         if attributes.get("started_event_id") == PREVIOUS_EVENT:
             attributes = {**attributes, "started_event_id": event_id - 1}
-        self.events.append(HistoryEventRow(event_id, event_type, event_us or self.now, _events.dumps(attributes)))
+        self.events.append(HistoryEventRow(event_id, event_type, event_us or self.now, dumps(attributes)))
         return event_id
 
     def deliver(self, events: Sequence[Delivery]) -> None:
@@ -121,19 +125,19 @@ class _Mutation:
         started, otherwise appended, and a workflow task is scheduled if none is.
         An event may carry its own time (e.g. when an activity really started)."""
         timed = [(event[0], event[1], event[2] if len(event) > 2 else self.now) for event in events]
-        if self.row.wft_state == "STARTED":
+        if self.row.wft_state == WorkflowTaskState.STARTED:
             self.buffered.extend({"type": t, "attributes": a, "us": us} for t, a, us in timed)
             return
         for event_type, attributes, event_us in timed:
             self.append(event_type, attributes, event_us)
-        if self.row.wft_state == "NONE":
+        if self.row.wft_state == WorkflowTaskState.NONE:
             self.schedule_workflow_task(attempt=1)
 
     def flush_buffered(self) -> bool:
         """Appends the buffered events (after the workflow task closed); True if any."""
         flushed = bool(self.buffered)
         for event in self.buffered:
-            self.append(event["type"], event["attributes"], event["us"])
+            self.append(EventType(event["type"]), event["attributes"], event["us"])
         self.buffered = []
         return flushed
 
@@ -146,11 +150,11 @@ class _Mutation:
         scheduled_event_id = 0
         if attempt == 1:
             scheduled_event_id = self.append(
-                "WorkflowTaskScheduled",
+                EventType.WORKFLOW_TASK_SCHEDULED,
                 {"task_queue": row.task_queue, "attempt": 1, "start_to_close_timeout": row.wft_timeout_s},
             )
         visible = self.now + us(delay_s)
-        row.wft_state = "SCHEDULED"
+        row.wft_state = WorkflowTaskState.SCHEDULED
         row.wft_attempt = attempt
         row.wft_scheduled_us = visible
         row.wft_started_us = None
@@ -159,7 +163,7 @@ class _Mutation:
         self.new_tasks.append(
             new_task_row(
                 row,
-                kind=WORKFLOW,
+                kind=TaskKind.WORKFLOW,
                 task_queue=row.task_queue,
                 visible_us=visible,
                 attempt=attempt,
@@ -175,9 +179,9 @@ class _Mutation:
         return [
             HistoryEventRow(
                 scheduled_id,
-                "WorkflowTaskScheduled",
+                EventType.WORKFLOW_TASK_SCHEDULED,
                 row.wft_scheduled_us,
-                _events.dumps(
+                dumps(
                     {
                         "task_queue": row.task_queue,
                         "attempt": row.wft_attempt,
@@ -187,9 +191,9 @@ class _Mutation:
             ),
             HistoryEventRow(
                 scheduled_id + 1,
-                "WorkflowTaskStarted",
+                EventType.WORKFLOW_TASK_STARTED,
                 row.wft_started_us,
-                _events.dumps({"scheduled_event_id": scheduled_id, "identity": identity}),
+                dumps({"scheduled_event_id": scheduled_id, "identity": identity}),
             ),
         ]
 
@@ -197,23 +201,24 @@ class _Mutation:
         """Writes a retried task's Scheduled/Started events (it completes, or fails for the first time)."""
         if self.row.wft_attempt > 1:
             for event in self.transient_workflow_task_events(identity):
-                self.append(event.event_type, json.loads(event.attributes), event.event_us)
+                self.append(EventType(event.event_type), json.loads(event.attributes), event.event_us)
 
     def start_workflow_task(self, task: TaskRow, identity: str) -> StartedWorkflowTask:
         """Leases the run's scheduled workflow task to ``identity``; a retried task's
         Scheduled/Started events come back as transient (not written)."""
         row, now = self.row, self.now
-        task.state = "LEASED"
+        task.state = TaskState.LEASED
         task.fencing_token += 1
         task.started_us = now
         task.lease_expires_us = now + us(row.wft_timeout_s)
         task.identity = identity
-        row.wft_state = "STARTED"
+        row.wft_state = WorkflowTaskState.STARTED
         row.wft_started_us = now
         transient: list[HistoryEventRow] = []
         if row.wft_attempt == 1:
             row.wft_started_event_id = self.append(
-                "WorkflowTaskStarted", {"scheduled_event_id": row.wft_scheduled_event_id, "identity": identity}
+                EventType.WORKFLOW_TASK_STARTED,
+                {"scheduled_event_id": row.wft_scheduled_event_id, "identity": identity},
             )
         else:
             transient = self.transient_workflow_task_events(identity)
@@ -225,7 +230,7 @@ class _Mutation:
         if not task_queue:
             return None
         for task in self.new_tasks:
-            if task.kind == WORKFLOW and task.task_queue == task_queue and task.visible_us <= self.now:
+            if task.kind == TaskKind.WORKFLOW and task.task_queue == task_queue and task.visible_us <= self.now:
                 return task
         return None
 
@@ -238,7 +243,7 @@ class _Mutation:
         identity: str,
         retry_delay_s: float,
         count_attempt: bool = True,
-        event_type: str = "WorkflowTaskFailed",
+        event_type: EventType = EventType.WORKFLOW_TASK_FAILED,
     ) -> None:
         """Closes the started workflow task as failed (or timed out) and schedules the next attempt."""
         row = self.row
@@ -249,20 +254,20 @@ class _Mutation:
                 "scheduled_event_id": row.wft_scheduled_event_id,
                 "started_event_id": row.wft_started_event_id,
             }
-            if event_type == "WorkflowTaskFailed":
+            if event_type == EventType.WORKFLOW_TASK_FAILED:
                 attributes.update(cause=cause, failure=failure, identity=identity)
             else:
-                attributes["timeout_type"] = "START_TO_CLOSE"
+                attributes["timeout_type"] = TimeoutType.START_TO_CLOSE
             self.append(event_type, attributes)
-        row.last_wft_failure = _events.dumps({"cause": cause, "failure": failure, "attempt": row.wft_attempt})
-        row.wft_state = "NONE"
+        row.last_wft_failure = dumps({"cause": cause, "failure": failure, "attempt": row.wft_attempt})
+        row.wft_state = WorkflowTaskState.NONE
         self.flush_buffered()
         self.schedule_workflow_task(attempt=row.wft_attempt + 1 if count_attempt else 1, delay_s=retry_delay_s)
 
     def time_out_started_workflow_task(self, task: TaskRow) -> None:
         """The started workflow task's lease ended (expired, or handed back): the next attempt now."""
         self.fail_started_workflow_task(
-            task, cause="", failure={}, identity="", retry_delay_s=0.0, event_type="WorkflowTaskTimedOut"
+            task, cause="", failure={}, identity="", retry_delay_s=0.0, event_type=EventType.WORKFLOW_TASK_TIMED_OUT
         )
 
     # ------------------------------------------------------------------ closing
@@ -270,13 +275,13 @@ class _Mutation:
     def abandon_started_workflow_task(self, message: str) -> None:
         """Keeps a started workflow task's events closed before the run is force-closed."""
         row = self.row
-        if row.wft_state == "STARTED" and row.wft_attempt == 1:
+        if row.wft_state == WorkflowTaskState.STARTED and row.wft_attempt == 1:
             self.append(
-                "WorkflowTaskFailed",
+                EventType.WORKFLOW_TASK_FAILED,
                 {
                     "scheduled_event_id": row.wft_scheduled_event_id,
                     "started_event_id": row.wft_started_event_id,
-                    "cause": "FORCE_CLOSE_COMMAND",
+                    "cause": WorkflowTaskFailedCause.FORCE_CLOSE_COMMAND,
                     "failure": {"message": message, "source": "server"},
                     "identity": "server",
                 },
@@ -286,14 +291,14 @@ class _Mutation:
     def terminate(self, reason: str, identity: str) -> None:
         """Closes the run at once as TERMINATED."""
         self.abandon_started_workflow_task("terminated")
-        self.append("WorkflowExecutionTerminated", {"reason": reason, "identity": identity})
-        self.close("TERMINATED")
+        self.append(EventType.WORKFLOW_EXECUTION_TERMINATED, {"reason": reason, "identity": identity})
+        self.close(ExecutionStatus.TERMINATED)
 
-    def close(self, status: str) -> None:
+    def close(self, status: ExecutionStatus) -> None:
         """Closes the run: its pending work is dropped (its task and timer rows are deleted on save)."""
         self.row.status = status
         self.row.close_us = self.now
-        self.row.wft_state = "NONE"
+        self.row.wft_state = WorkflowTaskState.NONE
         self.row.deadline_us = None
         self.row.deadline_kind = None
         self.buffered = []
@@ -348,7 +353,7 @@ class _Mutation:
         else:
             await tx.insert_tasks(new_tasks)
         for task in new_tasks:
-            if task.state == "PENDING":
+            if task.state == TaskState.PENDING:
                 tx.notify_after_commit(queue_channel(task.namespace, task.kind, task.task_queue))
         for m in mutations:
             for timer in m.new_timers:
@@ -383,7 +388,7 @@ def new_task_row(
         workflow_type=row.workflow_type,
         kind=kind,
         task_queue=task_queue,
-        state="PENDING",
+        state=TaskState.PENDING,
         visible_us=visible_us,
         lease_expires_us=None,
         fencing_token=0,
@@ -423,7 +428,7 @@ def new_run(
     started: dict[str, Any],
     run_id: str | None = None,
     execution_expiration_us: int | None = None,
-    first_events: Sequence[tuple[str, dict[str, Any]]] = (),
+    first_events: Sequence[tuple[EventType, dict[str, Any]]] = (),
     first_task_delay_s: float = 0.0,
 ) -> _Mutation:
     """A new run with its WorkflowExecutionStarted and first workflow task, to be saved.
@@ -441,7 +446,10 @@ def new_run(
     deadline_us, deadline_kind = min(
         (
             (deadline, kind)
-            for deadline, kind in ((execution_expiration_us, "EXECUTION"), (run_expiration_us, "RUN"))
+            for deadline, kind in (
+                (execution_expiration_us, WorkflowTimeoutType.EXECUTION),
+                (run_expiration_us, WorkflowTimeoutType.RUN),
+            )
             if deadline is not None
         ),
         default=(None, None),
@@ -452,12 +460,12 @@ def new_run(
         workflow_id=workflow_id,
         workflow_type=workflow_type,
         task_queue=task_queue,
-        status="RUNNING",
+        status=ExecutionStatus.RUNNING,
         next_event_id=1,
         version=1,
         start_us=now,
         close_us=None,
-        wft_state="NONE",
+        wft_state=WorkflowTaskState.NONE,
         wft_attempt=1,
         wft_scheduled_us=None,
         wft_started_us=None,
@@ -486,7 +494,7 @@ def new_run(
     }
     if execution_expiration_us is not None:
         attributes["workflow_execution_expiration_us"] = execution_expiration_us
-    m.append("WorkflowExecutionStarted", {**attributes, **started})
+    m.append(EventType.WORKFLOW_EXECUTION_STARTED, {**attributes, **started})
     for event_type, event_attributes in first_events:
         m.append(event_type, event_attributes)
     m.schedule_workflow_task(attempt=1, delay_s=first_task_delay_s)

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import time
 
+from flowforge.api.schema import QueryState, TaskKind
 from flowforge.api.v1 import common_pb2
 from flowforge.server.errors import DeadlineExceeded, FailedPrecondition, InvalidArgument
 from flowforge.server.history.data import LeasedQuery
 from flowforge.server.history.executions import Executions
-from flowforge.server.history.mutation import QUERY, WORKFLOW, query_answer_channel, queue_channel, us
+from flowforge.server.history.mutation import query_answer_channel, queue_channel, us
 from flowforge.server.stores.base import QueryRow, Transaction
 from flowforge.server.tokens import TaskToken
 
@@ -61,7 +62,7 @@ class Queries(Executions):
                 task_queue=row.task_queue,
                 query_type=query_type,
                 args=args.SerializeToString(),
-                state="PENDING",
+                state=QueryState.PENDING,
                 visible_us=now,
                 fencing_token=0,
                 answer=None,
@@ -70,7 +71,7 @@ class Queries(Executions):
                 expires_us=now + us(timeout_s + _QUERY_ROW_GRACE_S),
             )
             await tx.insert_query(query)
-            tx.notify_after_commit(queue_channel(namespace, WORKFLOW, row.task_queue))
+            tx.notify_after_commit(queue_channel(namespace, TaskKind.WORKFLOW, row.task_queue))
             return query
 
         query = await self._transaction(body)
@@ -80,7 +81,7 @@ class Queries(Executions):
             while True:
                 wake = self.store.notifier.listen(query_answer_channel(query_id))
                 current = await self.read(lambda tx: tx.get_query(namespace, query_id))
-                if current is not None and current.state == "ANSWERED":
+                if current is not None and current.state == QueryState.ANSWERED:
                     if current.error is not None:
                         raise InvalidArgument(f"query {query_type!r} failed: {current.error}")
                     answer = common_pb2.Payloads()
@@ -116,19 +117,19 @@ class Queries(Executions):
             return None
         history = await self.read(lambda tx: tx.read_events(namespace, query.run_id))
         assert query.query_id is not None
-        token = TaskToken(query.namespace, query.query_id, query.fencing_token, QUERY, query.run_id)
+        token = TaskToken(query.namespace, query.query_id, query.fencing_token, TaskKind.QUERY, query.run_id)
         return LeasedQuery(self.signer.sign(token), query, history)
 
     async def release_query(self, raw_token: bytes) -> None:
         """Offers a query leased to a poll whose caller went away to the next poll at once."""
-        token = self.signer.verify(raw_token, QUERY)
+        token = self.signer.verify(raw_token, TaskKind.QUERY)
 
         async def body(tx: Transaction) -> None:
             query = await tx.get_query(token.namespace, token.task_id, for_update=True)
-            if query is not None and query.state == "PENDING" and query.fencing_token == token.fencing_token:
+            if query is not None and query.state == QueryState.PENDING and query.fencing_token == token.fencing_token:
                 query.visible_us = self.clock.now_us()
                 await tx.update_query(query)
-                tx.notify_after_commit(queue_channel(query.namespace, WORKFLOW, query.task_queue))
+                tx.notify_after_commit(queue_channel(query.namespace, TaskKind.WORKFLOW, query.task_queue))
 
         await self._transaction(body)
 
@@ -137,18 +138,18 @@ class Queries(Executions):
     ) -> None:
         """Records a worker's answer (or the query's failure) and wakes the caller.
         FAILED_PRECONDITION if the lease is gone (answered already, or the caller gave up)."""
-        token = self._token(raw_token, namespace, QUERY)
+        token = self._token(raw_token, namespace, TaskKind.QUERY)
         if answer is not None:
             self.check_payloads(answer, "the query result")
 
         async def body(tx: Transaction) -> None:
             query = await tx.get_query(token.namespace, token.task_id, for_update=True)
-            if query is None or query.state != "PENDING" or query.fencing_token != token.fencing_token:
+            if query is None or query.state != QueryState.PENDING or query.fencing_token != token.fencing_token:
                 raise FailedPrecondition(
                     "this query is no longer leased with this token (answered already, its lease expired,"
                     " or its caller gave up); the answer changes nothing"
                 )
-            query.state = "ANSWERED"
+            query.state = QueryState.ANSWERED
             query.answer = answer.SerializeToString() if answer is not None else None
             query.error = error if answer is None else None
             await tx.update_query(query)

@@ -16,8 +16,17 @@ import json
 import uuid
 from typing import Any
 
+from flowforge.api.schema import (
+    EventType,
+    ExecutionStatus,
+    ParentClosePolicy,
+    RetryInitiator,
+    RetryState,
+    WorkflowTimeoutType,
+    failure_from_json,
+    payloads_from_json,
+)
 from flowforge.api.v1 import common_pb2
-from flowforge.server._events import failure_from_json, payloads_from_json
 from flowforge.server.history.mutation import _Mutation, new_run
 from flowforge.server.history.visibility_writes import VisibilityWrites, visibility_attributes
 from flowforge.server.retries import StoredRetryPolicy, decide_retry
@@ -26,12 +35,12 @@ from flowforge.server.stores.base import ChildExecutionRow, ExecutionRow, Transa
 __all__ = ["RunClose"]
 
 # A closing child's event, and the event (with the attributes it copies) its parent gets.
-_CHILD_OUTCOMES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "WorkflowExecutionCompleted": ("ChildWorkflowExecutionCompleted", ("result",)),
-    "WorkflowExecutionFailed": ("ChildWorkflowExecutionFailed", ("failure",)),
-    "WorkflowExecutionCanceled": ("ChildWorkflowExecutionCanceled", ("details",)),
-    "WorkflowExecutionTerminated": ("ChildWorkflowExecutionTerminated", ("reason",)),
-    "WorkflowExecutionTimedOut": ("ChildWorkflowExecutionTimedOut", ("timeout_type",)),
+_CHILD_OUTCOMES: dict[str, tuple[EventType, tuple[str, ...]]] = {
+    EventType.WORKFLOW_EXECUTION_COMPLETED: (EventType.CHILD_WORKFLOW_EXECUTION_COMPLETED, ("result",)),
+    EventType.WORKFLOW_EXECUTION_FAILED: (EventType.CHILD_WORKFLOW_EXECUTION_FAILED, ("failure",)),
+    EventType.WORKFLOW_EXECUTION_CANCELED: (EventType.CHILD_WORKFLOW_EXECUTION_CANCELED, ("details",)),
+    EventType.WORKFLOW_EXECUTION_TERMINATED: (EventType.CHILD_WORKFLOW_EXECUTION_TERMINATED, ("reason",)),
+    EventType.WORKFLOW_EXECUTION_TIMED_OUT: (EventType.CHILD_WORKFLOW_EXECUTION_TIMED_OUT, ("timeout_type",)),
 }
 # What every run of a continue-as-new chain keeps from the first one.
 _CARRIED_START_ATTRIBUTES = (
@@ -57,9 +66,12 @@ class RunClose(VisibilityWrites):
         retry_state: str | None = None
         # Only a run that goes on (continued, or retried) needs its start event: a
         # completing run, the common case, does not read it.
-        if close_event.event_type == "WorkflowExecutionContinuedAsNew":
+        if close_event.event_type == EventType.WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
             new_run_id = await self._start_continued_run(m, await self._started_attributes_of(m), attributes)
-        elif close_event.event_type == "WorkflowExecutionFailed" or attributes.get("timeout_type") == "RUN":
+        elif (
+            close_event.event_type == EventType.WORKFLOW_EXECUTION_FAILED
+            or attributes.get("timeout_type") == WorkflowTimeoutType.RUN
+        ):
             new_run_id, retry_state = await self._retry_run(m, await self._started_attributes_of(m), attributes)
         for child in await m.tx.list_child_executions(row.namespace, row.run_id):
             await m.tx.delete_child_execution(row.namespace, row.run_id, child.initiated_event_id)
@@ -72,7 +84,7 @@ class RunClose(VisibilityWrites):
             return
         await m.tx.delete_child_execution(row.namespace, link.parent_run_id, link.initiated_event_id)
         parent = await m.tx.get_execution(row.namespace, link.parent_run_id)
-        if parent is None or parent.status != "RUNNING":
+        if parent is None or parent.status != ExecutionStatus.RUNNING:
             return
         outcome_type, outcome = _CHILD_OUTCOMES[close_event.event_type]
         pm = _Mutation(m.tx, parent, m.now)
@@ -105,7 +117,7 @@ class RunClose(VisibilityWrites):
         """Starts the next attempt of a failed (or run-timed-out) run that has a retry
         policy, after its backoff; returns (the new run id or None, the retry state)."""
         if "retry_policy" not in started:
-            return None, "NON_RETRYABLE_FAILURE" if "failure" in closed else "TIMEOUT"
+            return None, RetryState.NON_RETRYABLE_FAILURE if "failure" in closed else RetryState.TIMEOUT
         attempt = int(started.get("attempt", 1))
         failure = (
             failure_from_json(closed["failure"])
@@ -132,7 +144,11 @@ class RunClose(VisibilityWrites):
             "workflow_task_timeout": row.wft_timeout_s,
         }
         new_run_id = await self._start_continued_run(
-            m, started, retry, extra={"attempt": attempt + 1, "initiator": "RETRY"}, first_task_delay_s=decision.delay_s
+            m,
+            started,
+            retry,
+            extra={"attempt": attempt + 1, "initiator": RetryInitiator.RETRY},
+            first_task_delay_s=decision.delay_s,
         )
         return new_run_id, decision.retry_state
 
@@ -182,16 +198,16 @@ class RunClose(VisibilityWrites):
     async def _apply_parent_close_policy(
         self, tx: Transaction, child: ChildExecutionRow, now: int, *, parent: ExecutionRow
     ) -> None:
-        if child.parent_close_policy == "ABANDON":
+        if child.parent_close_policy == ParentClosePolicy.ABANDON:
             return
         reason = (
             f"parent {parent.workflow_id} closed ({parent.status}; parent close policy {child.parent_close_policy})"
         )
-        if child.parent_close_policy == "REQUEST_CANCEL":
+        if child.parent_close_policy == ParentClosePolicy.REQUEST_CANCEL:
             await self._request_cancel_run(tx, child.namespace, child.run_id, now, reason=reason)
             return
         row = await tx.get_execution(child.namespace, child.run_id)
-        if row is None or row.status != "RUNNING":
+        if row is None or row.status != ExecutionStatus.RUNNING:
             return
         cm = _Mutation(tx, row, now)
         cm.terminate(reason, "server")
@@ -202,9 +218,9 @@ class RunClose(VisibilityWrites):
     async def _request_cancel_run(tx: Transaction, namespace: str, run_id: str, now: int, *, reason: str) -> None:
         """Delivers WorkflowExecutionCancelRequested (from the server) to a running run, once."""
         row = await tx.get_execution(namespace, run_id)
-        if row is None or row.status != "RUNNING" or row.cancel_requested:
+        if row is None or row.status != ExecutionStatus.RUNNING or row.cancel_requested:
             return
         cm = _Mutation(tx, row, now)
         row.cancel_requested = 1
-        cm.deliver([("WorkflowExecutionCancelRequested", {"reason": reason, "identity": "server"})])
+        cm.deliver([(EventType.WORKFLOW_EXECUTION_CANCEL_REQUESTED, {"reason": reason, "identity": "server"})])
         await cm.save()

@@ -7,9 +7,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from flowforge.api.schema import (
+    EventType,
+    ExecutionStatus,
+    RetryState,
+    TaskKind,
+    TaskState,
+    TimeoutType,
+    WorkflowTimeoutType,
+)
 from flowforge.api.v1 import common_pb2
 from flowforge.server.history.activities import ActivityTasks
-from flowforge.server.history.mutation import WORKFLOW, _Mutation, us
+from flowforge.server.history.mutation import _Mutation, us
 from flowforge.server.stores.base import TaskRow, TimerRow, Transaction
 
 __all__ = ["Timeouts"]
@@ -26,13 +35,15 @@ class Timeouts(ActivityTasks):
             now = self.clock.now_us()
             if task is None:
                 return
-            lease_expired = task.state == "LEASED" and (task.lease_expires_us or 0) <= now
+            lease_expired = task.state == TaskState.LEASED and (task.lease_expires_us or 0) <= now
             pending_expired = (
-                task.state == "PENDING" and task.pending_deadline_us is not None and task.pending_deadline_us <= now
+                task.state == TaskState.PENDING
+                and task.pending_deadline_us is not None
+                and task.pending_deadline_us <= now
             )
             if not (lease_expired or pending_expired):
                 return  # another replica or a report got there first
-            if task.kind == WORKFLOW:
+            if task.kind == TaskKind.WORKFLOW:
                 row = await self._execution_of(tx, task)
                 m = _Mutation(tx, row, now)
                 await tx.delete_task(task.task_id or 0)
@@ -49,7 +60,7 @@ class Timeouts(ActivityTasks):
             if task.heartbeat_details:
                 failure.details.ParseFromString(task.heartbeat_details)
             await self._activity_attempt_failed(
-                tx, task, failure, "", timed_out=True, final_retry_state="TIMEOUT" if final else None
+                tx, task, failure, "", timed_out=True, final_retry_state=RetryState.TIMEOUT if final else None
             )
 
         await self._transaction(body)
@@ -77,11 +88,14 @@ class Timeouts(ActivityTasks):
             now = self.clock.now_us()
             mutations = []
             for row in rows:
-                assert row.status == "RUNNING", "timers are deleted when their run closes"
+                assert row.status == ExecutionStatus.RUNNING, "timers are deleted when their run closes"
                 m = _Mutation(tx, row, now)
                 m.deliver(
                     [
-                        ("TimerFired", {"timer_id": timer.timer_id, "started_event_id": timer.started_event_id})
+                        (
+                            EventType.TIMER_FIRED,
+                            {"timer_id": timer.timer_id, "started_event_id": timer.started_event_id},
+                        )
                         for timer in timers_of_run[(row.namespace, row.run_id)]
                     ]
                 )
@@ -97,25 +111,28 @@ class Timeouts(ActivityTasks):
         async def body(tx: Transaction) -> None:
             row = await tx.get_execution(namespace, run_id)
             now = self.clock.now_us()
-            if row is None or row.status != "RUNNING" or row.deadline_us is None or row.deadline_us > now:
+            if row is None or row.status != ExecutionStatus.RUNNING or row.deadline_us is None or row.deadline_us > now:
                 return
             m = _Mutation(tx, row, now)
             m.abandon_started_workflow_task("workflow timed out")
-            m.append("WorkflowExecutionTimedOut", {"timeout_type": row.deadline_kind or "EXECUTION"})
-            m.close("TIMED_OUT")
+            m.append(
+                EventType.WORKFLOW_EXECUTION_TIMED_OUT,
+                {"timeout_type": row.deadline_kind or WorkflowTimeoutType.EXECUTION},
+            )
+            m.close(ExecutionStatus.TIMED_OUT)
             await m.save()
             await self._after_run_closed(m)
 
         await self._transaction(body)
 
 
-def _which_timeout(task: TaskRow, options: dict[str, Any], now: int, lease_expired: bool) -> tuple[str, bool]:
+def _which_timeout(task: TaskRow, options: dict[str, Any], now: int, lease_expired: bool) -> tuple[TimeoutType, bool]:
     """(timeout type, whether it ends the activity without retry)."""
     if task.schedule_to_close_deadline_us is not None and task.schedule_to_close_deadline_us <= now:
-        return "SCHEDULE_TO_CLOSE", True
+        return TimeoutType.SCHEDULE_TO_CLOSE, True
     if not lease_expired:
-        return "SCHEDULE_TO_START", True
+        return TimeoutType.SCHEDULE_TO_START, True
     assert task.started_us is not None
     if task.started_us + us(options["start_to_close_timeout"]) <= now:
-        return "START_TO_CLOSE", False
-    return "HEARTBEAT", False
+        return TimeoutType.START_TO_CLOSE, False
+    return TimeoutType.HEARTBEAT, False

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from flowforge.api.schema import message_to_json_dict
 from flowforge.api.v1 import common_pb2
-from flowforge.converter import message_to_json_dict
 from flowforge.server.errors import AlreadyExists, FailedPrecondition, InvalidArgument
 from flowforge.server.history.core import EngineCore
 from flowforge.server.history.input_checks import check_visibility_input

@@ -8,18 +8,20 @@ import json
 import logging
 from collections.abc import Sequence
 
+from flowforge.api.schema import (
+    EventType,
+    ExecutionStatus,
+    TaskKind,
+    TaskState,
+    WorkflowTaskFailedCause,
+    WorkflowTaskState,
+    failure_json,
+)
 from flowforge.api.v1 import command_pb2, common_pb2
-from flowforge.server._events import failure_json
 from flowforge.server.history.command_validation import CLOSE_COMMANDS, CommandValidator
 from flowforge.server.history.commands import DEADLINE_COMMANDS, Applying, Commands
 from flowforge.server.history.data import LeasedActivityTask, LeasedWorkflowTask, WorkflowTaskCompletion
-from flowforge.server.history.mutation import (
-    ACTIVITY,
-    WORKFLOW,
-    StartedWorkflowTask,
-    _Mutation,
-    activity_lease_expiry,
-)
+from flowforge.server.history.mutation import StartedWorkflowTask, _Mutation, activity_lease_expiry
 from flowforge.server.stores.base import TaskRow, Transaction
 
 __all__ = ["WorkflowTasks"]
@@ -50,11 +52,11 @@ class WorkflowTasks(Commands):
 
         async def body(tx: Transaction) -> StartedWorkflowTask | None:
             now = self.clock.now_us()
-            task = await tx.lease_next_task(namespace, WORKFLOW, task_queue, now)
+            task = await tx.lease_next_task(namespace, TaskKind.WORKFLOW, task_queue, now)
             if task is None:
                 return None
             row = await tx.get_execution(namespace, task.run_id)
-            if row is None or row.status != "RUNNING" or row.wft_state != "SCHEDULED":
+            if row is None or row.status != ExecutionStatus.RUNNING or row.wft_state != WorkflowTaskState.SCHEDULED:
                 # Cannot happen while rule 1 holds (a run's task rows change with its row);
                 # drop the orphan rather than hand it out again and again.
                 log.error("dropping orphaned workflow task %s of run %s", task.task_id, task.run_id)
@@ -94,7 +96,7 @@ class WorkflowTasks(Commands):
 
         ``worker_build_id`` (the build of the worker that ran the task) is recorded
         in the WorkflowTaskCompleted event."""
-        token = self._token(raw_token, namespace, WORKFLOW)
+        token = self._token(raw_token, namespace, TaskKind.WORKFLOW)
         self._validator.validate(commands)
 
         async def body(tx: Transaction) -> _Completed:
@@ -108,7 +110,7 @@ class WorkflowTasks(Commands):
                 # Temporal's "unhandled command": the workflow must first see what arrived.
                 m.fail_started_workflow_task(
                     task,
-                    cause="UNHANDLED_COMMAND",
+                    cause=WorkflowTaskFailedCause.UNHANDLED_COMMAND,
                     failure={
                         "message": "new events arrived while the workflow was closing; it runs again to see them",
                         "source": "server",
@@ -124,7 +126,7 @@ class WorkflowTasks(Commands):
                 # Temporal's BAD_SEARCH_ATTRIBUTES: retried, so registering the attribute unblocks the run.
                 m.fail_started_workflow_task(
                     task,
-                    cause="BAD_SEARCH_ATTRIBUTES",
+                    cause=WorkflowTaskFailedCause.BAD_SEARCH_ATTRIBUTES,
                     failure={"message": bad_search_attributes, "source": "server"},
                     identity=identity,
                     retry_delay_s=self._workflow_task_retry_delay(m),
@@ -133,7 +135,7 @@ class WorkflowTasks(Commands):
                 return _Completed([])
             m.write_transient_workflow_task_events(task.identity)
             completed_id = m.append(
-                "WorkflowTaskCompleted",
+                EventType.WORKFLOW_TASK_COMPLETED,
                 {
                     "scheduled_event_id": row.wft_scheduled_event_id,
                     "started_event_id": row.wft_started_event_id,
@@ -141,7 +143,7 @@ class WorkflowTasks(Commands):
                     "worker_build_id": worker_build_id,
                 },
             )
-            row.wft_state = "NONE"
+            row.wft_state = WorkflowTaskState.NONE
             row.wft_attempt = 1
             row.last_wft_failure = None
             applying = Applying(m, completed_id)
@@ -179,8 +181,8 @@ class WorkflowTasks(Commands):
         for task in m.new_tasks:
             if len(leased) >= slots:
                 break
-            if task.kind == ACTIVITY and task.task_queue == m.row.task_queue:
-                task.state = "LEASED"
+            if task.kind == TaskKind.ACTIVITY and task.task_queue == m.row.task_queue:
+                task.state = TaskState.LEASED
                 task.fencing_token = 1
                 task.started_us = m.now
                 task.identity = identity
@@ -196,7 +198,7 @@ class WorkflowTasks(Commands):
         self, raw_token: bytes, namespace: str, cause: str, failure: common_pb2.Failure, identity: str
     ) -> None:
         """Records a workflow task failure; the task is retried with backoff."""
-        token = self._token(raw_token, namespace, WORKFLOW)
+        token = self._token(raw_token, namespace, TaskKind.WORKFLOW)
         self.check_failure(failure, "the failure")
 
         async def body(tx: Transaction) -> None:
