@@ -1,5 +1,6 @@
-"""The server process: a store, the history engine, matching, the timekeeper and
-the gRPC frontend, started and stopped together."""
+"""The server process: a store, the history engine, matching, the timekeeper, the
+gRPC frontend (with health and reflection) and the HTTP listener, started and
+stopped together."""
 
 from __future__ import annotations
 
@@ -10,14 +11,18 @@ import os
 import signal
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
 
-from flowforge.api.v1 import access_pb2_grpc, workflow_service_pb2_grpc
+from flowforge.api.v1 import access_pb2, access_pb2_grpc, workflow_service_pb2, workflow_service_pb2_grpc
 from flowforge.server.auth.service import AccessService
 from flowforge.server.auth.setup import AuthConfig, TLSFiles, bootstrap_admin_key, build_interceptor, server_credentials
 from flowforge.server.clock import Clock, SystemClock
 from flowforge.server.events import EventRouter
 from flowforge.server.frontend import WorkflowService
+from flowforge.server.health import HealthMonitor
 from flowforge.server.history import EngineConfig, HistoryEngine
+from flowforge.server.http import HttpListener
 from flowforge.server.matching import Matching
 from flowforge.server.scheduler import Scheduler, SchedulerConfig, Schedules
 from flowforge.server.stores.base import Store
@@ -31,6 +36,7 @@ log = logging.getLogger("flowforge.server")
 # Above the payload limit, so the server itself refuses an oversize payload with a
 # clear INVALID_ARGUMENT instead of gRPC's RESOURCE_EXHAUSTED.
 _MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+_WORKFLOW_SERVICE = workflow_service_pb2.DESCRIPTOR.services_by_name["WorkflowService"].full_name
 
 
 @dataclasses.dataclass
@@ -49,8 +55,11 @@ class ServerConfig:
     """What "now" is for every deadline; tests pass a :class:`ManualClock` to control time."""
     # event triggers (docs/events.md)
     http_port: int | None = None
-    """Port of the HTTP endpoint ``POST /events`` (on :attr:`host`); ``None`` = no
-    HTTP endpoint, 0 = a free port (see :attr:`FlowForgeServer.http_port`)."""
+    """Port of the HTTP listener (on :attr:`host`): ``/healthz``, ``/readyz`` and
+    ``POST /events``; ``None`` = no HTTP listener, 0 = a free port (see
+    :attr:`FlowForgeServer.http_port`)."""
+    health_probe_interval_s: float = 1.0
+    """How often the store is probed for gRPC health and ``/readyz``."""
     webhook_secrets: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
     """Namespace → HMAC-SHA256 secret for ``POST /events``; key ``"*"`` covers the
     other namespaces. A namespace with a secret accepts only signed events."""
@@ -95,10 +104,11 @@ class FlowForgeServer:
         )
         self.scheduler = Scheduler(self.engine, config.scheduler)
         self.schedules = Schedules(self.engine, wake=self.scheduler.wake)
+        self.health = HealthMonitor(self.store, [_WORKFLOW_SERVICE], interval_s=config.health_probe_interval_s)
         self._grpc: grpc.aio.Server | None = None
-        self._webhook: EventWebhook | None = None
+        self._http: HttpListener | None = None
         self.port: int | None = None
-        #: The bound port of ``POST /events``, when :attr:`ServerConfig.http_port` is set.
+        #: The bound port of the HTTP listener, when :attr:`ServerConfig.http_port` is set.
         self.http_port: int | None = None
 
     async def start(self) -> None:
@@ -128,6 +138,17 @@ class FlowForgeServer:
         workflow_service_pb2_grpc.add_WorkflowServiceServicer_to_server(service, server)  # type: ignore[no-untyped-call]
         access_service = AccessService(self.store, self.config.clock)
         access_pb2_grpc.add_AccessServiceServicer_to_server(access_service, server)  # type: ignore[no-untyped-call]
+        await self.health.start()
+        health_pb2_grpc.add_HealthServicer_to_server(self.health.servicer, server)
+        reflection.enable_server_reflection(
+            [
+                _WORKFLOW_SERVICE,
+                access_pb2.DESCRIPTOR.services_by_name["AccessService"].full_name,
+                health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+                reflection.SERVICE_NAME,
+            ],
+            server,
+        )
         address = f"{self.config.host}:{self.config.port}"
         if self.config.tls is None:
             self.port = server.add_insecure_port(address)
@@ -140,25 +161,23 @@ class FlowForgeServer:
         log.info("FlowForge server listening on %s:%d", self.config.host, self.port)
         self.events.start()
         if self.config.http_port is not None:
-            self._webhook = EventWebhook(
-                service,
-                host=self.config.host,
-                port=self.config.http_port,
-                secrets=self.config.webhook_secrets,
-                max_body_bytes=self.config.engine.max_payload_bytes + 64 * 1024,
-            )
+            max_body_bytes = self.config.engine.max_payload_bytes + 64 * 1024
+            http = HttpListener(host=self.config.host, port=self.config.http_port, max_body_bytes=max_body_bytes)
+            EventWebhook(service, secrets=self.config.webhook_secrets, max_body_bytes=max_body_bytes).attach(http)
+            self.health.attach(http)
             try:
-                await self._webhook.start()
+                await http.start()
             except OSError:
-                self._webhook = None
                 await self.stop()
                 raise
-            self.http_port = self._webhook.port
+            self._http = http
+            self.http_port = http.port
 
     async def stop(self) -> None:
-        if self._webhook is not None:
-            await self._webhook.stop()
-            self._webhook = None
+        await self.health.stop()  # NOT_SERVING first, so balancers move away while gRPC drains
+        if self._http is not None:
+            await self._http.stop()
+            self._http = None
         await self.events.stop()
         if self._grpc is not None:
             await self._grpc.stop(self.config.shutdown_grace_s)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-import socket
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,6 +28,7 @@ from flowforge._cloudevents import MalformedCloudEvent, parse_cloudevent
 from flowforge.api.v1 import event_pb2
 from flowforge.server.errors import ServiceError
 from flowforge.server.frontend import WorkflowService
+from flowforge.server.http import HttpListener
 
 __all__ = ["DEFAULT_SECRET_KEY", "SIGNATURE_HEADER", "EventWebhook", "sign"]
 
@@ -63,52 +63,24 @@ def _error(status: int, message: str) -> web.Response:
 
 
 class EventWebhook:
-    """The HTTP endpoint ``POST /events?namespace=NS`` (default namespace ``default``).
+    """The HTTP endpoint ``POST /events?namespace=NS`` (default namespace ``default``)
+    on the server's :class:`~flowforge.server.http.HttpListener`.
 
     Args:
         service: Publishes the events (the gRPC servicer's validation and path).
-        host: Address to listen on.
-        port: Port; 0 picks a free one (see :attr:`port`).
         secrets: Namespace → HMAC secret; the key ``"*"`` covers namespaces without
             their own. A namespace with a secret only accepts signed events.
-        max_body_bytes: Larger bodies are refused with 413.
+        max_body_bytes: Larger bodies are refused with 413 (the listener's limit).
     """
 
-    def __init__(
-        self, service: WorkflowService, *, host: str, port: int, secrets: Mapping[str, str], max_body_bytes: int
-    ) -> None:
+    def __init__(self, service: WorkflowService, *, secrets: Mapping[str, str], max_body_bytes: int) -> None:
         self._service = service
-        self._host = host
-        self._requested_port = port
         self._secrets = dict(secrets)
         self._max_body_bytes = max_body_bytes
-        self._app = web.Application(client_max_size=max_body_bytes)
-        self._app.router.add_post("/events", self._post_events)
-        self._runner: web.AppRunner | None = None
-        #: The bound port once started.
-        self.port: int | None = None
 
-    async def start(self) -> None:
-        runner = web.AppRunner(self._app, access_log=None, handle_signals=False)
-        await runner.setup()
-        family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
-        try:
-            sock = socket.create_server((self._host, self._requested_port), family=family)
-        except OSError as error:
-            await runner.cleanup()
-            raise OSError(
-                f"cannot listen on {self._host}:{self._requested_port} for POST /events ({error.strerror});"
-                " choose another --http-port (0 = any free port)"
-            ) from error
-        self.port = sock.getsockname()[1]
-        await web.SockSite(runner, sock).start()
-        self._runner = runner
-        log.info("event webhook listening on http://%s:%d/events", self._host, self.port)
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+    def attach(self, listener: HttpListener) -> None:
+        """Serves ``POST /events`` on ``listener``."""
+        listener.add_route("POST", "/events", self._post_events, what="event webhook")
 
     def _signature_ok(self, namespace: str, body: bytes, header: str | None) -> bool:
         secret = self._secrets.get(namespace, self._secrets.get(DEFAULT_SECRET_KEY))

@@ -12,8 +12,10 @@ import click
 
 __all__ = ["server"]
 
-# 8233 is the console's (DESIGN.md); the event webhook of the dev server is next to it.
-_DEV_HTTP_PORT = 8234
+# The one HTTP listener (console, /metrics, /healthz, /readyz, POST /events) of the
+# dev server is on Temporal's UI port (DESIGN.md, "Operations contract").
+_DEV_HTTP_PORT = 8233
+_HTTP_PORT_HELP = "port of the HTTP listener: /healthz, /readyz, POST /events (0 = any free port)"
 
 
 @click.group()
@@ -124,7 +126,7 @@ def _serving_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     type=click.IntRange(0, 65535),
     default=_DEV_HTTP_PORT,
     show_default=True,
-    help="port of the POST /events webhook (0 = any free port)",
+    help=_HTTP_PORT_HELP,
 )
 @_serving_options
 def start_dev(db: Path, in_memory: bool, **options: Any) -> None:
@@ -140,7 +142,7 @@ def start_dev(db: Path, in_memory: bool, **options: Any) -> None:
     "--http-port",
     type=click.IntRange(0, 65535),
     default=None,
-    help="port of the POST /events webhook (0 = any free port)",
+    help=_HTTP_PORT_HELP + "; none unless given",
 )
 @_serving_options
 def start(store: str, **options: Any) -> None:

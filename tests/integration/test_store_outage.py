@@ -10,6 +10,8 @@ The outage is store-specific: on PostgreSQL the server reaches the database thro
 restores; on SQLite another connection holds an exclusive lock on the database file
 (``BEGIN EXCLUSIVE``), the way a backup tool or an operator's ``sqlite3`` shell would.
 The server runs in its own process, so a server that blocked would block only itself.
+Its health (gRPC ``grpc.health.v1.Health`` and ``GET /readyz``) follows the store:
+NOT_SERVING during the outage, SERVING again after it.
 """
 
 from __future__ import annotations
@@ -19,19 +21,21 @@ import asyncio
 import sqlite3
 import time
 import urllib.parse
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from datetime import timedelta
 from pathlib import Path
 
+import aiohttp
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from flowforge import Client, activity, workflow
 from flowforge.client import RPCRetryConfig
 from flowforge.exceptions import RPCError
 from flowforge.worker import Worker
 from tests.integration._processes import ServerProcess
-from testsupport.postgres import with_address
+from testsupport.postgres import free_port, with_address
 from testsupport.tcp_proxy import TcpProxy
 from testsupport.waiting import wait_until
 
@@ -87,13 +91,15 @@ class PostgresCut(Outage):
 async def outage_server(store_kind: str, store_url: str, tmp_path: Path) -> AsyncIterator[tuple[ServerProcess, Outage]]:
     """A server process whose store the test can take away (see the module docstring)."""
     proxy: TcpProxy | None = None
+    http = ("--http-port", str(free_port()))
     if store_kind == "sqlite":
-        process, outage = ServerProcess(store_url, tmp_path), SQLiteExclusiveLock(store_url)
+        process, outage = ServerProcess(store_url, tmp_path, extra_args=http), SQLiteExclusiveLock(store_url)
     else:
         target = urllib.parse.urlsplit(store_url)
         proxy = TcpProxy(target.hostname or "127.0.0.1", target.port or 5432)
         await proxy.start()
-        process, outage = ServerProcess(with_address(store_url, "127.0.0.1", proxy.port), tmp_path), PostgresCut(proxy)
+        process = ServerProcess(with_address(store_url, "127.0.0.1", proxy.port), tmp_path, extra_args=http)
+        outage = PostgresCut(proxy)
     # In a thread: the proxy serving the server's connections runs on this loop.
     await asyncio.to_thread(process.start)
     try:
@@ -215,3 +221,38 @@ async def test_a_workflow_started_during_a_short_outage_completes(outage_server:
     finally:
         await client.close()
         await impatient.close()
+
+
+async def test_health_is_not_serving_during_a_store_outage_and_serving_again_after_it(
+    outage_server: tuple[ServerProcess, Outage],
+) -> None:
+    server, outage = outage_server
+    readyz = f"http://127.0.0.1:{server.extra_args[server.extra_args.index('--http-port') + 1]}/readyz"
+    async with grpc.aio.insecure_channel(server.address) as channel, aiohttp.ClientSession() as http:
+        health = health_pb2_grpc.HealthStub(channel)
+
+        async def state() -> tuple[int, int, int]:
+            overall = await health.Check(health_pb2.HealthCheckRequest(service=""), timeout=10)
+            service = await health.Check(
+                health_pb2.HealthCheckRequest(service="flowforge.api.v1.WorkflowService"), timeout=10
+            )
+            async with http.get(readyz) as answer:
+                return overall.status, service.status, answer.status
+
+        serving = (health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.SERVING, 200)
+        not_serving = (health_pb2.HealthCheckResponse.NOT_SERVING, health_pb2.HealthCheckResponse.NOT_SERVING, 503)
+        assert await state() == serving
+        await outage.begin()
+        try:
+            await wait_until(
+                lambda: _is(state(), not_serving), timeout=20, what="health to say NOT_SERVING", interval=0.2
+            )
+            async with http.get(readyz) as answer:
+                assert (await answer.json())["reason"].startswith("the store")  # says what is wrong
+        finally:
+            await outage.end()
+        await wait_until(lambda: _is(state(), serving), timeout=30, what="health to say SERVING again", interval=0.2)
+
+
+async def _is(state: Awaitable[tuple[int, int, int]], expected: tuple[int, int, int]) -> bool:
+    return await state == expected
