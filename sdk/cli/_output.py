@@ -86,7 +86,7 @@ def emit_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, empty: 
         return
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold", padding=(0, 2, 0, 0))
     for header in headers:
-        table.add_column(header, no_wrap=True, overflow="fold")
+        table.add_column(header, overflow="fold")  # a narrow terminal folds cells, never crops an id
     for row in materialized:
         table.add_row(*row)
     console = stdout_console()
@@ -125,4 +125,4 @@ def progress(title: str, total: float) -> Iterator[Callable[[float, str], None]]
         console=stdout_console(),
     ) as bar:
         task = bar.add_task(title, total=total)
-        yield lambda amount, what: bar.update(task, advance=amount, description=f"{title}: {what}")
+        yield lambda amount, what: bar.update(task, advance=amount)

@@ -182,9 +182,43 @@ def execute(
     elif status == "COMPLETED":
         click.echo(f"result: {json.dumps(plain(outcome), ensure_ascii=False)}")
     else:
-        click.echo(f"{status}: {json.dumps(outcome, ensure_ascii=False)}")
+        click.echo(f"{status}: {' '.join(_details(outcome))}".rstrip())
     if status != "COMPLETED":
         raise SystemExit(1)
+
+
+# Attributes that tell people what an event is about, shown after its type (docs/history-events.md).
+_TELLING_ATTRIBUTES = (
+    "workflow_type",
+    "activity_type",
+    "activity_id",
+    "signal_name",
+    "timer_id",
+    "start_to_fire_timeout",
+    "marker_name",
+    "workflow_id",
+    "reason",
+    "cause",
+    "timeout_type",
+)
+
+
+def _details(attributes: dict[str, Any]) -> list[str]:
+    """``key=value`` for the attributes that say what an event is about."""
+    details = [f"{key}={attributes[key]}" for key in _TELLING_ATTRIBUTES if attributes.get(key) not in (None, "", 0)]
+    if isinstance(attributes.get("attempt"), int) and attributes["attempt"] > 1:
+        details.append(f"attempt={attributes['attempt']}")
+    failure = attributes.get("failure")
+    if isinstance(failure, dict) and failure.get("message"):
+        details.append(f"failure={json.dumps(failure['message'], ensure_ascii=False)}")
+    return details
+
+
+def _event_line(event: HistoryEvent) -> str:
+    """``  id  time  type  key=value ...``."""
+    return "  ".join(
+        [f"  {event.event_id:>4}", stamp(event.event_time), event.event_type, " ".join(_details(event.attributes))]
+    ).rstrip()
 
 
 def _print_event(event: HistoryEvent, output: str) -> None:
@@ -199,7 +233,7 @@ def _print_event(event: HistoryEvent, output: str) -> None:
             lines=True,
         )
     else:
-        click.echo(f"  {event.event_id:>4}  {stamp(event.event_time)}  {event.event_type}")
+        click.echo(_event_line(event))
 
 
 async def _follow(client: Client, handle: WorkflowHandle[Any, Any], on_event: Any) -> HistoryEvent:
@@ -384,7 +418,7 @@ def show(connection: Connection, workflow_id: str, run_id: str | None, output: s
     _print_summary(description)
     click.echo("\nHistory:")
     for event in history.events:
-        click.echo(f"  {event.event_id:>4}  {stamp(event.event_time)}  {event.event_type}")
+        click.echo(_event_line(event))
     _print_dag_and_task(description)
 
 

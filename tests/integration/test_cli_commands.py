@@ -422,7 +422,12 @@ CASES: dict[str, Case] = {
     ),
     "workflow execute": Case(
         args=lambda s: ["workflow", "execute", *_workflow_args(s)],
-        text=_contains("WorkflowExecutionStarted", "TimerFired", "WorkflowExecutionCompleted", 'result: {{"x": 1}}'),
+        text=_contains(
+            "WorkflowExecutionStarted  workflow_type=Echo workflow_id={7}",
+            "TimerStarted  timer_id=1 start_to_fire_timeout=0.1",
+            "WorkflowExecutionCompleted",
+            'result: {{"x": 1}}',
+        ),
         json=lambda lines, args: (
             lines[0]["event_type"] == "WorkflowExecutionStarted"
             and lines[-1] == {"workflow_id": args[7], "status": "COMPLETED", "result": {"x": 1}}
@@ -559,7 +564,8 @@ def test_bad_input_is_one_line_naming_the_flag_and_exit_code_2(path: str, sessio
 def test_workflow_execute_exits_1_when_the_run_fails(session: Session) -> None:
     failed = flowforge("workflow", "execute", "--type", "Fails", "--task-queue", "cli", "--workflow-id", "fails-1")
     assert failed.code == 1 and "WorkflowExecutionFailed" in failed.out
-    assert "FAILED: " in failed.out and "refused on purpose" in failed.out
+    assert 'WorkflowExecutionFailed  failure="refused on purpose"' in failed.out
+    assert failed.out.endswith('FAILED: failure="refused on purpose"\n')
 
 
 def test_server_errors_are_one_line_with_the_status_and_exit_code_1(session: Session) -> None:
