@@ -49,6 +49,7 @@ from flowforge._schedule import (
     ScheduleSpec,
     ScheduleState,
 )
+from flowforge._tls import TLSConfig, open_channel
 from flowforge._workflow_definition import _signal_name, _workflow_type_and_result_hint
 from flowforge._workflow_executions import (
     DagNode,
@@ -108,6 +109,7 @@ __all__ = [
     "ScheduleState",
     "SchedulerLeaderChange",
     "SchedulerStatus",
+    "TLSConfig",
     "TriggeredWorkflow",
     "WorkflowExecution",
     "WorkflowExecutionCount",
@@ -194,7 +196,7 @@ class Client:
         api_key: str | None = None,
         identity: str | None = None,
         *,
-        tls: bool | grpc.ChannelCredentials = False,
+        tls: bool | TLSConfig | grpc.ChannelCredentials = False,
         data_converter: DataConverter = default_converter,
         rpc_retry: RPCRetryConfig = RPCRetryConfig(),
         connect_timeout: timedelta | None = timedelta(seconds=10),
@@ -206,8 +208,9 @@ class Client:
             namespace: The namespace to work in.
             api_key: Sent as ``authorization: Bearer <api_key>`` on every call.
             identity: Recorded in history as the caller; defaults to ``pid@hostname``.
-            tls: ``True`` for TLS with the system's roots, or explicit channel
-                credentials; ``False`` for plaintext.
+            tls: ``True`` for TLS with the system's roots, a :class:`TLSConfig`
+                (server CA, server name, client certificate for mTLS), or explicit
+                channel credentials; ``False`` for plaintext.
             data_converter: Turns values into payloads and back; its ``payload_codec``,
                 if set, is applied to every payload this client and the workers
                 using it exchange with the server, so the server never sees them plain,
@@ -227,11 +230,7 @@ class Client:
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ]
-        if tls is False:
-            channel = grpc.aio.insecure_channel(target, options=options)
-        else:
-            credentials = grpc.ssl_channel_credentials() if tls is True else tls
-            channel = grpc.aio.secure_channel(target, credentials, options=options)
+        channel = open_channel(target, tls, options)
         if connect_timeout is not None:
             try:
                 await asyncio.wait_for(channel.channel_ready(), connect_timeout.total_seconds())

@@ -20,9 +20,7 @@ import click
 from flowforge.envconfig import ClientConfigProfile, ClientConfigTLS, ConfigError, ProfileNotFoundError
 
 if TYPE_CHECKING:
-    import grpc
-
-    from flowforge.client import Client
+    from flowforge.client import Client, TLSConfig
 
 __all__ = [
     "CONNECTION_PARAMETERS",
@@ -151,16 +149,11 @@ class Connection:
         )
 
 
-def _credentials(tls: ClientConfigTLS | None) -> bool | grpc.ChannelCredentials:
+def _credentials(tls: ClientConfigTLS | None) -> bool | TLSConfig:
     if tls is None or not tls.enabled:
         return False
-    import grpc
+    from flowforge.client import TLSConfig
 
-    if tls.server_name:
-        # Client.connect takes no channel options yet (TLSConfig is coming): refuse rather than ignore.
-        raise click.BadParameter(
-            "this client cannot override the TLS server name yet", param_hint="'--tls-server-name'"
-        )
     try:
         ca, cert, key = tls.read_pem()
     except ConfigError as error:
@@ -169,9 +162,9 @@ def _credentials(tls: ClientConfigTLS | None) -> bool | grpc.ChannelCredentials:
         raise click.BadParameter(
             "a client certificate needs its key and the other way round", param_hint="'--tls-cert-path/--tls-key-path'"
         )
-    if ca is None and cert is None:
+    if ca is None and cert is None and not tls.server_name:
         return True
-    return grpc.ssl_channel_credentials(root_certificates=ca, private_key=key, certificate_chain=cert)
+    return TLSConfig(server_root_ca_cert=ca, domain=tls.server_name, client_cert=cert, client_private_key=key)
 
 
 def client_command(fn: Callable[..., _T]) -> Callable[..., _T]:
