@@ -98,7 +98,7 @@ class ClaimCheckCodec(PayloadCodec):
             return payload
         blob = payload.SerializeToString(deterministic=True)
         digest = hashlib.sha256(blob).hexdigest()
-        await self._retried(lambda: self._storage.put(digest, blob), f"storing payload sha256:{digest}")
+        await self._retried(lambda: self._storage.put(digest, blob), "storing", f"sha256:{digest}")
         return common_pb2.Payload(
             metadata={"encoding": REFERENCE_ENCODING},
             data=json.dumps({"sha256": digest, "size": len(blob)}, separators=(",", ":")).encode(),
@@ -107,7 +107,7 @@ class ClaimCheckCodec(PayloadCodec):
     async def _resolve(self, reference: common_pb2.Payload) -> common_pb2.Payload:
         digest = _reference_digest(reference)
         name = f"sha256:{digest}"
-        blob = await self._retried(lambda: self._storage.get(digest), f"fetching payload {name}")
+        blob = await self._retried(lambda: self._storage.get(digest), "fetching", name)
         if blob is None:
             raise PayloadStorageError(
                 f"payload {name} is not in payload storage (deleted, expired by a lifecycle rule, "
@@ -123,19 +123,21 @@ class ClaimCheckCodec(PayloadCodec):
         payload.ParseFromString(blob)
         return payload
 
-    async def _retried(self, operation: Callable[[], Awaitable[_T]], what: str) -> _T:
-        """Runs a storage operation, retrying transient errors with backoff."""
+    async def _retried(self, operation: Callable[[], Awaitable[_T]], verb: str, reference: str) -> _T:
+        """Runs a storage operation on ``reference``, retrying transient errors with backoff."""
         delay = _FIRST_RETRY_DELAY_S
         for attempt in range(1, _ATTEMPTS + 1):
             try:
                 return await operation()
             except Exception as error:
                 if attempt == _ATTEMPTS or not self._storage.is_transient(error):
-                    reference = what.rsplit(" ", 1)[-1]
                     raise PayloadStorageError(
-                        f"{what} failed after {attempt} attempt(s): {type(error).__name__}: {error}", reference
+                        f"{verb} payload {reference} failed after {attempt} attempt(s): {type(error).__name__}: {error}",
+                        reference,
                     ) from error
-                logger.warning("%s failed (%s); retrying in %.1fs", what, type(error).__name__, delay)
+                logger.warning(
+                    "%s payload %s failed (%s); retrying in %.1fs", verb, reference, type(error).__name__, delay
+                )
             await asyncio.sleep(delay)
             delay = min(delay * 2, _MAX_RETRY_DELAY_S)
         raise AssertionError("unreachable")

@@ -18,7 +18,7 @@ import asyncpg
 import grpc
 import pytest
 
-from flowforge import Client
+from flowforge import Client, workflow
 from flowforge._claim_check import REFERENCE_ENCODING
 from flowforge.client import HistoryEvent, WorkflowHistory
 from flowforge.converter import DataConverter
@@ -102,6 +102,8 @@ async def test_a_large_value_round_trips_by_reference_and_the_store_stays_small(
     grown = await store_bytes(store_url) - before
     print(f"{size_mib} MiB round trip: {elapsed:.1f}s, store grew by {grown / 1024:.0f} KiB")
 
+    # The server refuses any payload over its limit, so the value itself never crossed gRPC.
+    assert server.config.engine.max_payload_bytes < len(value)
     assert grown < 512 * 1024, f"the store grew by {grown} bytes"
     # The input, the activity's input and the result are one blob; the reversed value the other.
     assert len(blobs_in(storage.path)) == 2
@@ -113,6 +115,44 @@ async def test_a_large_value_round_trips_by_reference_and_the_store_stays_small(
     assert len(references) == 4  # input, activity input, activity output, result
     assert len({reference["sha256"] for reference in references}) == 2
     assert len(raw.to_json()) < 64 * 1024
+
+
+@workflow.defn
+class Mailbox:
+    """Holds what a signal brings; a query reads it back."""
+
+    def __init__(self) -> None:
+        self._letter: bytes | None = None
+
+    @workflow.signal
+    def deliver(self, letter: bytes) -> None:
+        self._letter = letter
+
+    @workflow.query
+    def letter(self) -> bytes | None:
+        return self._letter
+
+    @workflow.run
+    async def run(self) -> int:
+        await workflow.wait_condition(lambda: self._letter is not None)
+        assert self._letter is not None
+        return len(self._letter)
+
+
+async def test_signal_arguments_and_query_results_travel_by_reference(server: FlowForgeServer, tmp_path: Path) -> None:
+    storage = FileSystemPayloadStorage(tmp_path / "blobs")
+    letter = make_value(1 * MiB)
+    converter = DataConverter(payload_storage=storage)
+    async with await Client.connect(f"127.0.0.1:{server.port}", data_converter=converter) as client:
+        async with Worker(client, task_queue=TASK_QUEUE, workflows=[Mailbox]):
+            handle = await client.start_workflow(Mailbox.run, id="mailbox", task_queue=TASK_QUEUE)
+            await handle.signal(Mailbox.deliver, letter)
+            assert await handle.result() == len(letter)
+            assert await handle.query(Mailbox.letter) == letter
+    async with await Client.connect(f"127.0.0.1:{server.port}") as plain:
+        raw = await plain.get_workflow_handle("mailbox").fetch_history()
+    assert len(references_in(raw)) == 1  # the signal's argument; the query result never enters history
+    assert len(blobs_in(storage.path)) == 1  # the query result is the same bytes: the same blob
 
 
 async def test_with_an_encrypting_codec_the_stored_blobs_hold_no_plaintext(
