@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -18,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = ["workflow"]
 
+_T = TypeVar("_T")
 # How long one long poll of ``workflow execute`` waits for new events before asking again.
 _FOLLOW_WAIT = timedelta(seconds=20)
 # The event that closes a run -> the status it leaves (WorkflowExecutionStatus names).
@@ -41,48 +44,89 @@ def _execution_options(fn: Any) -> Any:
     return click.option("--workflow-id", "-w", required=True, help="the workflow id")(fn)
 
 
-def _start_options(fn: Any) -> Any:
-    for option in reversed(
-        (
-            click.option("--type", "workflow_type", required=True, help="workflow type name"),
-            click.option("--task-queue", "-t", required=True, help="task queue its workers poll"),
-            click.option("--workflow-id", "-w", required=True, help="the workflow id (a business key)"),
-            click.option(
-                "--input", "-i", "inputs", type=JSON, multiple=True, help="a JSON argument (repeat for several)"
-            ),
-            click.option(
-                "--search-attribute",
-                "search_attributes",
-                type=NAME_VALUE,
-                multiple=True,
-                help="a registered search attribute NAME=VALUE (repeat); VALUE is JSON (42, true) or text,"
-                " an RFC 3339 time for a Datetime attribute",
-            ),
-            click.option("--memo", "memos", type=NAME_VALUE, multiple=True, help="a memo entry NAME=JSON (repeat)"),
+def _seconds_option(name: str, what: str) -> Any:
+    return click.option(name, type=click.FloatRange(min=0, min_open=True), default=None, help=f"seconds {what}")
+
+
+_START_OPTIONS = (
+    click.option("--type", "workflow_type", required=True, help="workflow type name"),
+    click.option("--task-queue", "-t", required=True, help="task queue its workers poll"),
+    click.option("--workflow-id", "-w", required=True, help="the workflow id (a business key)"),
+    click.option("--input", "-i", "inputs", type=JSON, multiple=True, help="a JSON argument (repeat for several)"),
+    click.option(
+        "--search-attribute",
+        "search_attributes",
+        type=NAME_VALUE,
+        multiple=True,
+        help="a registered search attribute NAME=VALUE (repeat); VALUE is JSON (42, true) or text,"
+        " an RFC 3339 time for a Datetime attribute",
+    ),
+    click.option("--memo", "memos", type=NAME_VALUE, multiple=True, help="a memo entry NAME=JSON (repeat)"),
+    _seconds_option("--execution-timeout", "the whole execution may take (retries and continue-as-new included)"),
+    _seconds_option("--run-timeout", "one run may take"),
+    _seconds_option("--task-timeout", "one workflow task may take"),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class _StartRequest:
+    """What the start flags of ``start``, ``execute`` and ``signal-with-start`` ask for."""
+
+    workflow_type: str
+    task_queue: str
+    workflow_id: str
+    inputs: tuple[Any, ...]
+    search_attributes: tuple[tuple[str, str], ...]
+    memos: tuple[tuple[str, str], ...]
+    execution_timeout: float | None
+    run_timeout: float | None
+    task_timeout: float | None
+
+    def __post_init__(self) -> None:
+        for name, text in self.memos:
+            try:
+                json.loads(text)
+            except ValueError:
+                raise click.BadParameter(
+                    f"{name}={text!r}: the value is not JSON (a string needs double quotes)", param_hint="'--memo'"
+                ) from None
+
+    async def start(
+        self, client: Client, *, signal: str | None = None, signal_inputs: Sequence[Any] = ()
+    ) -> WorkflowHandle[Any, Any]:
+        """Starts the run (with ``signal``: signal-with-start); returns its handle."""
+
+        def seconds(value: float | None) -> timedelta | None:
+            return timedelta(seconds=value) if value is not None else None
+
+        return await client.start_workflow(
+            self.workflow_type,
+            args=list(self.inputs),
+            id=self.workflow_id,
+            task_queue=self.task_queue,
+            execution_timeout=seconds(self.execution_timeout),
+            run_timeout=seconds(self.run_timeout),
+            task_timeout=seconds(self.task_timeout),
+            start_signal=signal,
+            start_signal_args=list(signal_inputs),
+            search_attributes=await _search_attribute_values(client, self.search_attributes),
+            memo={name: json.loads(text) for name, text in self.memos},
         )
-    ):
-        fn = option(fn)
-    return fn
 
 
-async def _start(
-    client: Client,
-    workflow_type: str,
-    task_queue: str,
-    workflow_id: str,
-    inputs: Sequence[Any],
-    search_attributes: Sequence[tuple[str, str]],
-    memos: Sequence[tuple[str, str]],
-) -> WorkflowHandle[Any, Any]:
-    memo = {name: json.loads(text) for name, text in memos}  # checked by _check_memos
-    return await client.start_workflow(
-        workflow_type,
-        args=list(inputs),
-        id=workflow_id,
-        task_queue=task_queue,
-        search_attributes=await _search_attribute_values(client, search_attributes),
-        memo=memo,
-    )
+def _start_options(fn: Callable[..., _T]) -> Callable[..., _T]:
+    """Adds the start flags; the function receives them as ``request``, a :class:`_StartRequest`."""
+    keys = [field.name for field in dataclasses.fields(_StartRequest)]
+
+    @functools.wraps(fn)
+    def with_request(*args: Any, **kwargs: Any) -> _T:
+        request = _StartRequest(**{key: kwargs.pop(key) for key in keys})
+        return fn(*args, request=request, **kwargs)
+
+    wrapped: Callable[..., _T] = with_request
+    for option in reversed(_START_OPTIONS):
+        wrapped = option(wrapped)
+    return wrapped
 
 
 async def _search_attribute_values(client: Client, pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
@@ -107,63 +151,55 @@ async def _search_attribute_values(client: Client, pairs: Sequence[tuple[str, st
 @_start_options
 @output_option
 @client_command
-def start(
-    connection: Connection,
-    workflow_type: str,
-    task_queue: str,
-    workflow_id: str,
-    inputs: tuple[Any, ...],
-    search_attributes: tuple[tuple[str, str], ...],
-    memos: tuple[tuple[str, str], ...],
-    output: str,
-) -> None:
+def start(connection: Connection, request: _StartRequest, output: str) -> None:
     """Start an execution; prints its run id."""
-    _check_memos(memos)
 
     async def act(client: Client) -> WorkflowHandle[Any, Any]:
-        return await _start(client, workflow_type, task_queue, workflow_id, inputs, search_attributes, memos)
+        return await request.start(client)
 
-    handle = run(connection, act)
+    _print_started(run(connection, act), output)
+
+
+def _print_started(handle: WorkflowHandle[Any, Any], output: str) -> None:
     if output == "json":
         emit_json({"workflow_id": handle.id, "run_id": handle.run_id})
     else:
         click.echo(handle.run_id)
 
 
-def _check_memos(memos: Sequence[tuple[str, str]]) -> None:
-    for name, text in memos:
-        try:
-            json.loads(text)
-        except ValueError:
-            raise click.BadParameter(
-                f"{name}={text!r}: the value is not JSON (a string needs double quotes)", param_hint="'--memo'"
-            ) from None
+@workflow.command("signal-with-start")
+@_start_options
+@click.option("--signal", "signal_name", required=True, help="the signal to send")
+@click.option(
+    "--signal-input", "signal_inputs", type=JSON, multiple=True, help="a JSON argument of the signal (repeat)"
+)
+@output_option
+@client_command
+def signal_with_start(
+    connection: Connection, request: _StartRequest, signal_name: str, signal_inputs: tuple[Any, ...], output: str
+) -> None:
+    """Signal the running execution of the workflow id, or start one with the signal first; prints the run id."""
+
+    async def act(client: Client) -> WorkflowHandle[Any, Any]:
+        return await request.start(client, signal=signal_name, signal_inputs=signal_inputs)
+
+    _print_started(run(connection, act), output)
 
 
 @workflow.command()
 @_start_options
 @output_option
 @client_command
-def execute(
-    connection: Connection,
-    workflow_type: str,
-    task_queue: str,
-    workflow_id: str,
-    inputs: tuple[Any, ...],
-    search_attributes: tuple[tuple[str, str], ...],
-    memos: tuple[tuple[str, str], ...],
-    output: str,
-) -> None:
+def execute(connection: Connection, request: _StartRequest, output: str) -> None:
     """Start an execution and follow it: print its events as they happen, then its result.
 
     A run that continues as new is followed into its next run. Exits 1 when the execution
     does not complete (failed, canceled, terminated, timed out). With --output json, one
     JSON object per line: each event, then the outcome.
     """
-    _check_memos(memos)
 
     async def act(client: Client) -> tuple[str, Any]:
-        handle = await _start(client, workflow_type, task_queue, workflow_id, inputs, search_attributes, memos)
+        handle = await request.start(client)
         while True:
             if output != "json":
                 click.echo(f"run {handle.run_id} of {handle.id}")
@@ -178,7 +214,7 @@ def execute(
     status, outcome = run(connection, act)
     if output == "json":
         key = "result" if status == "COMPLETED" else "details"
-        emit_json({"workflow_id": workflow_id, "status": status, key: outcome}, lines=True)
+        emit_json({"workflow_id": request.workflow_id, "status": status, key: outcome}, lines=True)
     elif status == "COMPLETED":
         click.echo(f"result: {json.dumps(plain(outcome), ensure_ascii=False)}")
     else:
@@ -420,6 +456,27 @@ def show(connection: Connection, workflow_id: str, run_id: str | None, output: s
     for event in history.events:
         click.echo(_event_line(event))
     _print_dag_and_task(description)
+
+
+@workflow.command()
+@_execution_options
+@output_option
+@client_command
+def result(connection: Connection, workflow_id: str, run_id: str | None, output: str) -> None:
+    """Wait for an execution to close and print its result (exit 1 when it did not complete)."""
+    from flowforge.exceptions import WorkflowFailureError
+
+    async def act(client: Client) -> Any:
+        return await client.get_workflow_handle(workflow_id, run_id=run_id).result()
+
+    try:
+        value = run(connection, act)
+    except WorkflowFailureError as error:
+        raise click.ClickException(f"{workflow_id} did not complete: {error.cause}") from None
+    if output == "json":
+        emit_json({"workflow_id": workflow_id, "result": value})
+    else:
+        click.echo(json.dumps(plain(value), ensure_ascii=False))
 
 
 def _reason_option(fn: Any) -> Any:

@@ -88,6 +88,12 @@ class Session:
         ok("workflow", "start", "--type", "Waiter", "--task-queue", "cli", "--workflow-id", workflow_id)
         return workflow_id
 
+    def finished_waiter(self) -> str:
+        """A ``Waiter`` execution that was signalled to finish (by "cli")."""
+        workflow_id = self.waiter()
+        ok("workflow", "signal", "--workflow-id", workflow_id, "--name", "finish", "--input", '"cli"')
+        return workflow_id
+
     def schedule(self) -> str:
         schedule_id = self.fresh("sched")
         ok(
@@ -434,6 +440,48 @@ CASES: dict[str, Case] = {
         ),
         bad=["workflow", "execute", "--task-queue", "q", "--workflow-id", "x"],
         names="--type",
+    ),
+    "workflow signal-with-start": Case(
+        args=lambda s: [
+            "workflow",
+            "signal-with-start",
+            "--type",
+            "Waiter",
+            "--task-queue",
+            "cli",
+            "--workflow-id",
+            s.fresh("sws"),
+            "--signal",
+            "finish",
+            "--signal-input",
+            '"first"',
+            "--execution-timeout",
+            "60",
+        ],
+        text=lambda out, args: (
+            len(out.strip()) == 36 and ok("workflow", "result", "-w", args[7]).out == '"finished by first"\n'
+        ),
+        json=lambda value, args: value["workflow_id"] == args[7] and len(value["run_id"]) == 36,
+        bad=[
+            "workflow",
+            "signal-with-start",
+            "--type",
+            "W",
+            "--task-queue",
+            "q",
+            "--workflow-id",
+            "x",
+            "--signal-input",
+            "1",
+        ],
+        names="--signal",
+    ),
+    "workflow result": Case(
+        args=lambda s: ["workflow", "result", "--workflow-id", s.finished_waiter()],
+        text=lambda out, args: out == '"finished by cli"\n',
+        json=lambda value, args: value == {"workflow_id": args[3], "result": "finished by cli"},
+        bad=["workflow", "result", "--workflow-id", "w", "--run-id"],
+        names="--run-id",
     ),
     "workflow list": Case(
         args=lambda s: ["workflow", "list", "--query", f"WorkflowId = '{s.waiter()}'"],
