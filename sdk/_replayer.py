@@ -7,13 +7,15 @@ import dataclasses
 import json
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from flowforge._claim_check import wire_codec
 from flowforge._codec import decode_message
 from flowforge._workflow_definition import _Definition
 from flowforge._workflow_history import WorkflowHistory
 from flowforge._workflow_instance import WorkflowInstance
+from flowforge.api import schema
+from flowforge.api.schema import EventType
 from flowforge.api.v1 import common_pb2
 from flowforge.converter import DataConverter, default_converter
 
@@ -157,9 +159,10 @@ class Replayer:
         return events
 
     def _replay(self, history: _History, events: list[common_pb2.HistoryEvent]) -> None:
-        if not events or events[0].event_type != "WorkflowExecutionStarted":
+        if not events or events[0].event_type != EventType.WORKFLOW_EXECUTION_STARTED:
             raise ValueError("a history starts with its WorkflowExecutionStarted event")
-        started = json.loads(events[0].attributes_json or "{}")
+        # Read leniently (a recorded file may be hand-made or old), but by the schema's keys.
+        started = cast(schema.WorkflowExecutionStartedAttributes, json.loads(events[0].attributes_json or "{}"))
         workflow_type = started.get("workflow_type", "")
         definition = self._definitions.get(workflow_type)
         if definition is None:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-from typing import Any
+from typing import Any, cast
 
 from flowforge import exceptions
 from flowforge._activity_calls import ActivityCancellationType, ActivityHandle, _ActivityCall
-from flowforge._workflow_commands import CommandBuffer
+from flowforge._workflow_commands import ActivityOutcomeAttributes, CommandBuffer
 from flowforge._workflow_dag import DagTracker
+from flowforge.api import schema
+from flowforge.api.schema import EventType
 from flowforge.api.v1 import command_pb2, common_pb2
-from flowforge.converter import DataConverter, failure_to_error, json_dict_to_message
+from flowforge.converter import DataConverter, failure_to_error
 
 __all__ = ["Activities"]
 
@@ -109,9 +111,9 @@ class Activities:
         activity = self._by_scheduled_event.get(scheduled_event_id)
         return activity.activity_id if activity is not None else ""
 
-    def resolve(self, event: common_pb2.HistoryEvent, attributes: dict[str, Any]) -> None:
+    def resolve(self, event: common_pb2.HistoryEvent, attributes: ActivityOutcomeAttributes) -> None:
         """Delivers an outcome event (completed, failed, timed out, canceled)."""
-        scheduled_event_id = int(attributes["scheduled_event_id"])
+        scheduled_event_id = attributes["scheduled_event_id"]
         activity = self._by_scheduled_event.get(scheduled_event_id)
         if activity is None:
             raise ValueError(
@@ -120,29 +122,32 @@ class Activities:
             )
         if activity.handle.done():
             return  # abandoned, or cancelled without waiting: nobody wants the outcome
-        if event.event_type == "ActivityTaskCompleted":
-            activity.outcome.set_result(json_dict_to_message(attributes.get("result"), common_pb2.Payloads))
+        if event.event_type == EventType.ACTIVITY_TASK_COMPLETED:
+            attributes = cast(schema.ActivityTaskCompletedAttributes, attributes)
+            activity.outcome.set_result(schema.payloads_from_json(attributes["result"]))
         else:
             activity.outcome.set_exception(self._error(activity, event, attributes))
 
     def _error(
-        self, activity: _Activity, event: common_pb2.HistoryEvent, attributes: dict[str, Any]
+        self, activity: _Activity, event: common_pb2.HistoryEvent, attributes: ActivityOutcomeAttributes
     ) -> exceptions.ActivityError:
         cause: exceptions.FailureError
-        if event.event_type == "ActivityTaskCanceled":
-            details = json_dict_to_message(attributes.get("details"), common_pb2.Payloads)
+        retry_state: str | None = None
+        if event.event_type == EventType.ACTIVITY_TASK_CANCELED:
+            attributes = cast(schema.ActivityTaskCanceledAttributes, attributes)
+            details = schema.payloads_from_json(attributes.get("details"))
             cause = exceptions.CancelledError("activity cancelled", *self._converter.from_payloads(details))
             outcome = "was cancelled"
         else:
-            failure = json_dict_to_message(attributes.get("failure"), common_pb2.Failure)
-            cause = failure_to_error(failure, self._converter)
-            outcome = "timed out" if event.event_type == "ActivityTaskTimedOut" else "failed"
-        retry_state = attributes.get("retry_state")
+            attributes = cast(schema.ActivityTaskFailedAttributes | schema.ActivityTaskTimedOutAttributes, attributes)
+            cause = failure_to_error(schema.failure_from_json(attributes["failure"]), self._converter)
+            outcome = "timed out" if event.event_type == EventType.ACTIVITY_TASK_TIMED_OUT else "failed"
+            retry_state = attributes.get("retry_state")
         error = exceptions.ActivityError(
             f"activity {activity.activity_type!r} (id {activity.activity_id}) {outcome}",
             activity_type=activity.activity_type,
             activity_id=activity.activity_id,
-            scheduled_event_id=int(attributes["scheduled_event_id"]),
+            scheduled_event_id=attributes["scheduled_event_id"],
             retry_state=exceptions.RetryState[retry_state] if retry_state else exceptions.RetryState.UNSPECIFIED,
         )
         error.__cause__ = cause

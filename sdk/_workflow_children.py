@@ -11,15 +11,17 @@ import asyncio
 import dataclasses
 import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from flowforge import exceptions
 from flowforge._child_workflow_calls import ChildWorkflowHandle, _ChildWorkflowCall
-from flowforge._workflow_commands import CommandBuffer
+from flowforge._workflow_commands import ChildEventAttributes, CommandBuffer, SignalChildOutcomeAttributes
 from flowforge._workflow_dag import DagTracker
+from flowforge.api import schema
+from flowforge.api.schema import EventType
 from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.common import _search_attributes_to_proto
-from flowforge.converter import DataConverter, failure_to_error, json_dict_to_message
+from flowforge.converter import DataConverter, failure_to_error
 
 __all__ = ["Children"]
 
@@ -140,34 +142,36 @@ class Children:
         """History matched a signal command with its SignalExternalWorkflowExecutionInitiated event."""
         self._signals_by_initiated_event[event_id] = self._signals_by_command.pop(id(command))
 
-    def resolve(self, event: common_pb2.HistoryEvent, attributes: dict[str, Any]) -> None:
+    def resolve(self, event: common_pb2.HistoryEvent, attributes: ChildEventAttributes) -> None:
         """Delivers an event of a child's start or close."""
-        initiated_event_id = int(attributes["initiated_event_id"])
+        initiated_event_id = attributes["initiated_event_id"]
         child = self._by_initiated_event.get(initiated_event_id)
         if child is None:
             raise ValueError(
                 f"malformed history: event {event.event_id} {event.event_type} refers to event "
                 f"{initiated_event_id}, which is not a StartChildWorkflowExecutionInitiated event of this run"
             )
-        if event.event_type == "ChildWorkflowExecutionStarted":
-            child.run_id = str(attributes["run_id"])
+        if event.event_type == EventType.CHILD_WORKFLOW_EXECUTION_STARTED:
+            attributes = cast(schema.ChildWorkflowExecutionStartedAttributes, attributes)
+            child.run_id = attributes["run_id"]
             child.started_event_id = event.event_id
             if not child.started.done():
                 child.started.set_result(child.run_id)
             return
         if child.outcome.done():
             return
-        if event.event_type == "ChildWorkflowExecutionCompleted":
-            child.outcome.set_result(json_dict_to_message(attributes.get("result"), common_pb2.Payloads))
+        if event.event_type == EventType.CHILD_WORKFLOW_EXECUTION_COMPLETED:
+            attributes = cast(schema.ChildWorkflowExecutionCompletedAttributes, attributes)
+            child.outcome.set_result(schema.payloads_from_json(attributes["result"]))
             return
         error = self._error(child, event, attributes, initiated_event_id)
         if not child.started.done():
             child.started.set_exception(error)
         child.outcome.set_exception(error)
 
-    def resolve_signal(self, event: common_pb2.HistoryEvent, attributes: dict[str, Any]) -> None:
+    def resolve_signal(self, event: common_pb2.HistoryEvent, attributes: SignalChildOutcomeAttributes) -> None:
         """Delivers the outcome of a signal to a child."""
-        initiated_event_id = int(attributes["initiated_event_id"])
+        initiated_event_id = attributes["initiated_event_id"]
         entry = self._signals_by_initiated_event.pop(initiated_event_id, None)
         if entry is None:
             raise ValueError(
@@ -177,7 +181,7 @@ class Children:
         command, delivered = entry
         if delivered.done():
             return  # the awaiting code was cancelled meanwhile
-        if event.event_type == "ExternalWorkflowExecutionSignaled":
+        if event.event_type == EventType.EXTERNAL_WORKFLOW_EXECUTION_SIGNALED:
             delivered.set_result(None)
             return
         signal = command.signal_external_workflow_execution
@@ -241,44 +245,52 @@ class Children:
             del self._signals_by_command[id(command)]
 
     def _error(
-        self, child: _Child, event: common_pb2.HistoryEvent, attributes: dict[str, Any], initiated_event_id: int
+        self, child: _Child, event: common_pb2.HistoryEvent, attributes: ChildEventAttributes, initiated_event_id: int
     ) -> exceptions.ChildWorkflowError:
         event_type = event.event_type
         cause: exceptions.FailureError
-        retry_state = exceptions.RetryState.__members__.get(
-            attributes.get("retry_state", ""), exceptions.RetryState.NON_RETRYABLE_FAILURE
-        )
-        if event_type == "StartChildWorkflowExecutionFailed":
+        retry_state = exceptions.RetryState.NON_RETRYABLE_FAILURE
+        # The child's last run, as the close event names it (StartChildWorkflowExecutionFailed names none).
+        run_id = child.run_id
+        if event_type == EventType.START_CHILD_WORKFLOW_EXECUTION_FAILED:
             outcome = "could not start: its workflow id already has a running execution"
             cause = exceptions.ApplicationError(
                 f"workflow id {child.workflow_id!r} already has a running execution",
                 type="WorkflowAlreadyStartedError",
                 non_retryable=True,
             )
-        elif event_type == "ChildWorkflowExecutionFailed":
+        elif event_type == EventType.CHILD_WORKFLOW_EXECUTION_FAILED:
+            attributes = cast(schema.ChildWorkflowExecutionFailedAttributes, attributes)
             outcome = "failed"
-            failure = json_dict_to_message(attributes.get("failure"), common_pb2.Failure)
-            cause = failure_to_error(failure, self._converter)
-        elif event_type == "ChildWorkflowExecutionCanceled":
+            cause = failure_to_error(schema.failure_from_json(attributes["failure"]), self._converter)
+            retry_state = _retry_state(attributes.get("retry_state"), retry_state)
+            run_id = attributes["run_id"]
+        elif event_type == EventType.CHILD_WORKFLOW_EXECUTION_CANCELED:
+            attributes = cast(schema.ChildWorkflowExecutionCanceledAttributes, attributes)
             outcome = "was cancelled"
-            details = json_dict_to_message(attributes.get("details"), common_pb2.Payloads)
-            cause = exceptions.CancelledError("child workflow cancelled", *self._converter.from_payloads(details))
+            details = self._converter.from_payloads(schema.payloads_from_json(attributes["details"]))
+            cause = exceptions.CancelledError("child workflow cancelled", *details)
             retry_state = exceptions.RetryState.CANCEL_REQUESTED
-        elif event_type == "ChildWorkflowExecutionTerminated":
+            run_id = attributes["run_id"]
+        elif event_type == EventType.CHILD_WORKFLOW_EXECUTION_TERMINATED:
+            attributes = cast(schema.ChildWorkflowExecutionTerminatedAttributes, attributes)
             outcome = "was terminated"
-            cause = exceptions.TerminatedError(str(attributes.get("reason") or "terminated"))
+            cause = exceptions.TerminatedError(attributes["reason"] or "terminated")
+            run_id = attributes["run_id"]
         else:
+            attributes = cast(schema.ChildWorkflowExecutionTimedOutAttributes, attributes)
             outcome = "timed out"
-            cause = exceptions.TimeoutError(
-                f"child workflow timed out ({attributes.get('timeout_type', 'EXECUTION')})", type=None
-            )
-            if "retry_state" not in attributes:
+            cause = exceptions.TimeoutError(f"child workflow timed out ({attributes['timeout_type']})", type=None)
+            if "retry_state" in attributes:
+                retry_state = _retry_state(attributes["retry_state"], retry_state)
+            else:
                 retry_state = exceptions.RetryState.TIMEOUT
+            run_id = attributes["run_id"]
         error = exceptions.ChildWorkflowError(
             f"child workflow {child.workflow_type!r} (id {child.workflow_id}) {outcome}",
             namespace=self._namespace,
             workflow_id=child.workflow_id,
-            run_id=str(attributes.get("run_id", child.run_id)),
+            run_id=run_id,
             workflow_type=child.workflow_type,
             initiated_event_id=initiated_event_id,
             started_event_id=child.started_event_id,
@@ -286,3 +298,8 @@ class Children:
         )
         error.__cause__ = cause
         return error
+
+
+def _retry_state(recorded: str | None, default: exceptions.RetryState) -> exceptions.RetryState:
+    """The RetryState member a close event records, or ``default`` when it records none (or an unknown one)."""
+    return exceptions.RetryState.__members__.get(recorded or "", default)

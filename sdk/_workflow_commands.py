@@ -11,13 +11,16 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 from flowforge import exceptions, workflow
+from flowforge.api import schema
+from flowforge.api.schema import EventType
 from flowforge.api.v1 import command_pb2, common_pb2
-from flowforge.converter import DataConverter, default_converter, error_to_failure, json_dict_to_message
+from flowforge.converter import DataConverter, default_converter, error_to_failure
 
 __all__ = [
+    "ACTIVITY_OUTCOME_EVENT_TYPES",
     "CHILD_EVENT_TYPES",
     "COMMAND_EVENT_TYPES",
     "DELIVERED_EVENT_TYPES",
@@ -26,7 +29,10 @@ __all__ = [
     "PATCH_MARKER_NAME",
     "SIGNAL_CHILD_OUTCOMES",
     "WORKFLOW_TASK_NOT_COMPLETED",
+    "ActivityOutcomeAttributes",
+    "ChildEventAttributes",
     "CommandBuffer",
+    "SignalChildOutcomeAttributes",
     "attributes_of",
     "close_command",
     "command_event_fields",
@@ -41,50 +47,79 @@ __all__ = [
 # Events written for the commands of a completed workflow task; replay matches them.
 COMMAND_EVENT_TYPES = frozenset(
     {
-        "ActivityTaskScheduled",
-        "TimerStarted",
-        "TimerCanceled",
-        "ActivityTaskCancelRequested",
-        "MarkerRecorded",
-        "WorkflowExecutionCompleted",
-        "WorkflowExecutionFailed",
-        "WorkflowExecutionCanceled",
-        "UpsertWorkflowSearchAttributes",
-        "StartChildWorkflowExecutionInitiated",
-        "RequestCancelExternalWorkflowExecutionInitiated",
-        "SignalExternalWorkflowExecutionInitiated",
-        "WorkflowExecutionContinuedAsNew",
+        EventType.ACTIVITY_TASK_SCHEDULED,
+        EventType.TIMER_STARTED,
+        EventType.TIMER_CANCELED,
+        EventType.ACTIVITY_TASK_CANCEL_REQUESTED,
+        EventType.MARKER_RECORDED,
+        EventType.WORKFLOW_EXECUTION_COMPLETED,
+        EventType.WORKFLOW_EXECUTION_FAILED,
+        EventType.WORKFLOW_EXECUTION_CANCELED,
+        EventType.UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
+        EventType.START_CHILD_WORKFLOW_EXECUTION_INITIATED,
+        EventType.REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED,
+        EventType.SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED,
+        EventType.WORKFLOW_EXECUTION_CONTINUED_AS_NEW,
+    }
+)
+# Events that resolve an activity's outcome.
+ACTIVITY_OUTCOME_EVENT_TYPES = frozenset(
+    {
+        EventType.ACTIVITY_TASK_COMPLETED,
+        EventType.ACTIVITY_TASK_FAILED,
+        EventType.ACTIVITY_TASK_TIMED_OUT,
+        EventType.ACTIVITY_TASK_CANCELED,
     }
 )
 # Events that resolve a child workflow's start or its outcome.
 CHILD_EVENT_TYPES = frozenset(
     {
-        "StartChildWorkflowExecutionFailed",
-        "ChildWorkflowExecutionStarted",
-        "ChildWorkflowExecutionCompleted",
-        "ChildWorkflowExecutionFailed",
-        "ChildWorkflowExecutionCanceled",
-        "ChildWorkflowExecutionTerminated",
-        "ChildWorkflowExecutionTimedOut",
+        EventType.START_CHILD_WORKFLOW_EXECUTION_FAILED,
+        EventType.CHILD_WORKFLOW_EXECUTION_STARTED,
+        EventType.CHILD_WORKFLOW_EXECUTION_COMPLETED,
+        EventType.CHILD_WORKFLOW_EXECUTION_FAILED,
+        EventType.CHILD_WORKFLOW_EXECUTION_CANCELED,
+        EventType.CHILD_WORKFLOW_EXECUTION_TERMINATED,
+        EventType.CHILD_WORKFLOW_EXECUTION_TIMED_OUT,
     }
 )
-SIGNAL_CHILD_OUTCOMES = frozenset({"ExternalWorkflowExecutionSignaled", "SignalExternalWorkflowExecutionFailed"})
+SIGNAL_CHILD_OUTCOMES = frozenset(
+    {EventType.EXTERNAL_WORKFLOW_EXECUTION_SIGNALED, EventType.SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED}
+)
 # Events delivered to workflow code, in batches, when the next workflow task runs.
 DELIVERED_EVENT_TYPES = frozenset(
     {
-        "WorkflowExecutionStarted",
-        "ActivityTaskCompleted",
-        "ActivityTaskFailed",
-        "ActivityTaskTimedOut",
-        "ActivityTaskCanceled",
-        "TimerFired",
-        "WorkflowExecutionCancelRequested",
-        "WorkflowExecutionSignaled",
+        EventType.WORKFLOW_EXECUTION_STARTED,
+        EventType.TIMER_FIRED,
+        EventType.WORKFLOW_EXECUTION_CANCEL_REQUESTED,
+        EventType.WORKFLOW_EXECUTION_SIGNALED,
+        *ACTIVITY_OUTCOME_EVENT_TYPES,
         *CHILD_EVENT_TYPES,
         *SIGNAL_CHILD_OUTCOMES,
     }
 )
-WORKFLOW_TASK_NOT_COMPLETED = frozenset({"WorkflowTaskFailed", "WorkflowTaskTimedOut"})
+WORKFLOW_TASK_NOT_COMPLETED = frozenset({EventType.WORKFLOW_TASK_FAILED, EventType.WORKFLOW_TASK_TIMED_OUT})
+
+# The attributes of the events ACTIVITY_OUTCOME_EVENT_TYPES, CHILD_EVENT_TYPES and
+# SIGNAL_CHILD_OUTCOMES name (every one carries the id of the event it resolves).
+ActivityOutcomeAttributes = (
+    schema.ActivityTaskCompletedAttributes
+    | schema.ActivityTaskFailedAttributes
+    | schema.ActivityTaskTimedOutAttributes
+    | schema.ActivityTaskCanceledAttributes
+)
+ChildEventAttributes = (
+    schema.StartChildWorkflowExecutionFailedAttributes
+    | schema.ChildWorkflowExecutionStartedAttributes
+    | schema.ChildWorkflowExecutionCompletedAttributes
+    | schema.ChildWorkflowExecutionFailedAttributes
+    | schema.ChildWorkflowExecutionCanceledAttributes
+    | schema.ChildWorkflowExecutionTerminatedAttributes
+    | schema.ChildWorkflowExecutionTimedOutAttributes
+)
+SignalChildOutcomeAttributes = (
+    schema.ExternalWorkflowExecutionSignaledAttributes | schema.SignalExternalWorkflowExecutionFailedAttributes
+)
 
 # Versioning: the marker workflow.patched() records, and the keys of its details.
 PATCH_MARKER_NAME = "patch"
@@ -140,45 +175,53 @@ def signature(name: str, fields: Mapping[str, str]) -> str:
     return f"{name}({', '.join(f'{key}={value!r}' for key, value in fields.items())})"
 
 
-def command_signature(command: command_pb2.Command) -> tuple[str, str, dict[str, str]]:
+def command_signature(command: command_pb2.Command) -> tuple[str, EventType, dict[str, str]]:
     """The command's name, the event type history records for it, and the fields replay compares."""
     kind = command.WhichOneof("attributes")
     if kind == "schedule_activity_task":
         attributes = command.schedule_activity_task
         fields = {"activity_type": attributes.activity_type, "activity_id": attributes.activity_id}
-        return "ScheduleActivityTask", "ActivityTaskScheduled", fields
+        return "ScheduleActivityTask", EventType.ACTIVITY_TASK_SCHEDULED, fields
     if kind == "start_timer":
-        return "StartTimer", "TimerStarted", {"timer_id": command.start_timer.timer_id}
+        return "StartTimer", EventType.TIMER_STARTED, {"timer_id": command.start_timer.timer_id}
     if kind == "cancel_timer":
-        return "CancelTimer", "TimerCanceled", {"timer_id": command.cancel_timer.timer_id}
+        return "CancelTimer", EventType.TIMER_CANCELED, {"timer_id": command.cancel_timer.timer_id}
     if kind == "request_cancel_activity_task":
         fields = {"activity_id": command.request_cancel_activity_task.activity_id}
-        return "RequestCancelActivityTask", "ActivityTaskCancelRequested", fields
+        return "RequestCancelActivityTask", EventType.ACTIVITY_TASK_CANCEL_REQUESTED, fields
     if kind == "record_marker":
-        return "RecordMarker", "MarkerRecorded", marker_fields(command.record_marker.details)
+        return "RecordMarker", EventType.MARKER_RECORDED, marker_fields(command.record_marker.details)
     if kind == "complete_workflow_execution":
-        return "CompleteWorkflowExecution", "WorkflowExecutionCompleted", {}
+        return "CompleteWorkflowExecution", EventType.WORKFLOW_EXECUTION_COMPLETED, {}
     if kind == "fail_workflow_execution":
-        return "FailWorkflowExecution", "WorkflowExecutionFailed", {}
+        return "FailWorkflowExecution", EventType.WORKFLOW_EXECUTION_FAILED, {}
     if kind == "cancel_workflow_execution":
-        return "CancelWorkflowExecution", "WorkflowExecutionCanceled", {}
+        return "CancelWorkflowExecution", EventType.WORKFLOW_EXECUTION_CANCELED, {}
     if kind == "upsert_workflow_search_attributes":
         names = command.upsert_workflow_search_attributes.search_attributes.indexed_fields
-        return "UpsertWorkflowSearchAttributes", "UpsertWorkflowSearchAttributes", {"names": ",".join(sorted(names))}
+        return (
+            "UpsertWorkflowSearchAttributes",
+            EventType.UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
+            {"names": ",".join(sorted(names))},
+        )
     if kind == "start_child_workflow_execution":
         child = command.start_child_workflow_execution
         fields = {"workflow_type": child.workflow_type, "workflow_id": child.workflow_id}
-        return "StartChildWorkflowExecution", "StartChildWorkflowExecutionInitiated", fields
+        return "StartChildWorkflowExecution", EventType.START_CHILD_WORKFLOW_EXECUTION_INITIATED, fields
     if kind == "request_cancel_external_workflow_execution":
         fields = {"workflow_id": command.request_cancel_external_workflow_execution.workflow_id}
-        return "RequestCancelExternalWorkflowExecution", "RequestCancelExternalWorkflowExecutionInitiated", fields
+        return (
+            "RequestCancelExternalWorkflowExecution",
+            EventType.REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED,
+            fields,
+        )
     if kind == "signal_external_workflow_execution":
         signal = command.signal_external_workflow_execution
         fields = {"workflow_id": signal.workflow_id, "signal_name": signal.signal_name}
-        return "SignalExternalWorkflowExecution", "SignalExternalWorkflowExecutionInitiated", fields
+        return "SignalExternalWorkflowExecution", EventType.SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED, fields
     if kind == "continue_as_new_workflow_execution":
         fields = {"workflow_type": command.continue_as_new_workflow_execution.workflow_type}
-        return "ContinueAsNewWorkflowExecution", "WorkflowExecutionContinuedAsNew", fields
+        return "ContinueAsNewWorkflowExecution", EventType.WORKFLOW_EXECUTION_CONTINUED_AS_NEW, fields
     raise ValueError(f"unknown command {kind!r}")
 
 
@@ -199,33 +242,34 @@ def command_event_fields(
         activity_id_scheduled_at: The id of the activity an ``ActivityTaskScheduled``
             event id scheduled, or ``""`` (a cancel request names the activity by that event).
     """
-    if event.event_type == "ActivityTaskScheduled":
-        return {
-            "activity_type": str(attributes.get("activity_type", "")),
-            "activity_id": str(attributes.get("activity_id", "")),
-        }
-    if event.event_type in ("TimerStarted", "TimerCanceled"):
-        return {"timer_id": str(attributes.get("timer_id", ""))}
-    if event.event_type == "MarkerRecorded":
-        return marker_fields(recorded_marker_details(attributes))
-    if event.event_type == "ActivityTaskCancelRequested":
-        return {"activity_id": activity_id_scheduled_at(int(attributes.get("scheduled_event_id", 0)))}
-    if event.event_type == "UpsertWorkflowSearchAttributes":
+    event_type = event.event_type
+    if event_type == EventType.ACTIVITY_TASK_SCHEDULED:
+        attributes = cast(schema.ActivityTaskScheduledAttributes, attributes)
+        return {"activity_type": attributes["activity_type"], "activity_id": attributes["activity_id"]}
+    if event_type in (EventType.TIMER_STARTED, EventType.TIMER_CANCELED):
+        attributes = cast(schema.TimerStartedAttributes | schema.TimerCanceledAttributes, attributes)
+        return {"timer_id": attributes["timer_id"]}
+    if event_type == EventType.MARKER_RECORDED:
+        return marker_fields(recorded_marker_details(cast(schema.MarkerRecordedAttributes, attributes)))
+    if event_type == EventType.ACTIVITY_TASK_CANCEL_REQUESTED:
+        attributes = cast(schema.ActivityTaskCancelRequestedAttributes, attributes)
+        return {"activity_id": activity_id_scheduled_at(attributes["scheduled_event_id"])}
+    if event_type == EventType.UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+        attributes = cast(schema.UpsertWorkflowSearchAttributesAttributes, attributes)
         # Names only: a new deployment may compute other values without breaking replay.
-        names = (attributes.get("search_attributes") or {}).get("indexed_fields") or {}
-        return {"names": ",".join(sorted(names))}
-    if event.event_type in ("StartChildWorkflowExecutionInitiated", "WorkflowExecutionContinuedAsNew"):
-        fields = {"workflow_type": str(attributes.get("workflow_type", ""))}
-        if event.event_type == "StartChildWorkflowExecutionInitiated":
-            fields["workflow_id"] = str(attributes.get("workflow_id", ""))
-        return fields
-    if event.event_type == "RequestCancelExternalWorkflowExecutionInitiated":
-        return {"workflow_id": str(attributes.get("workflow_id", ""))}
-    if event.event_type == "SignalExternalWorkflowExecutionInitiated":
-        return {
-            "workflow_id": str(attributes.get("workflow_id", "")),
-            "signal_name": str(attributes.get("signal_name", "")),
-        }
+        return {"names": ",".join(sorted(attributes["search_attributes"].get("indexed_fields") or {}))}
+    if event_type == EventType.START_CHILD_WORKFLOW_EXECUTION_INITIATED:
+        attributes = cast(schema.StartChildWorkflowExecutionInitiatedAttributes, attributes)
+        return {"workflow_type": attributes["workflow_type"], "workflow_id": attributes["workflow_id"]}
+    if event_type == EventType.WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+        attributes = cast(schema.WorkflowExecutionContinuedAsNewAttributes, attributes)
+        return {"workflow_type": attributes["workflow_type"]}
+    if event_type == EventType.REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED:
+        attributes = cast(schema.RequestCancelExternalWorkflowExecutionInitiatedAttributes, attributes)
+        return {"workflow_id": attributes["workflow_id"]}
+    if event_type == EventType.SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED:
+        attributes = cast(schema.SignalExternalWorkflowExecutionInitiatedAttributes, attributes)
+        return {"workflow_id": attributes["workflow_id"], "signal_name": attributes["signal_name"]}
     return {}
 
 
@@ -235,10 +279,9 @@ def marker_fields(details: Mapping[str, common_pb2.Payloads]) -> dict[str, str]:
     return {"patch_id": str(default_converter.from_payloads(patch_id)[0]) if patch_id is not None else ""}
 
 
-def recorded_marker_details(attributes: Mapping[str, Any]) -> dict[str, common_pb2.Payloads]:
+def recorded_marker_details(attributes: schema.MarkerRecordedAttributes) -> dict[str, common_pb2.Payloads]:
     """The details of a ``MarkerRecorded`` event, as payloads."""
-    details = attributes.get("details") or {}
-    return {key: json_dict_to_message(value, common_pb2.Payloads) for key, value in details.items()}
+    return {key: schema.payloads_from_json(value) for key, value in attributes["details"].items()}
 
 
 def fail_command(error: exceptions.FailureError, converter: DataConverter) -> command_pb2.Command:

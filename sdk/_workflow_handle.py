@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, cast, overload
 
@@ -12,9 +12,11 @@ import grpc
 from flowforge._workflow_definition import _query_name_and_result_hint, _signal_name
 from flowforge._workflow_executions import WorkflowExecutionDescription
 from flowforge._workflow_history import HistoryEvent, WorkflowHistory
+from flowforge.api import schema
+from flowforge.api.schema import EventType
 from flowforge.api.v1 import common_pb2, workflow_service_pb2
 from flowforge.common import _NO_ARGUMENT, _call_arguments
-from flowforge.converter import DataConverter, failure_to_error, json_dict_to_message
+from flowforge.converter import DataConverter, failure_to_error
 from flowforge.exceptions import CancelledError, RPCError, TerminatedError, TimeoutError, WorkflowFailureError
 from flowforge.types import (
     LocalReturnType,
@@ -88,34 +90,39 @@ class WorkflowHandle(Generic[SelfType, ReturnType]):
         run_id = self.run_id or ""
         while True:
             close_event, run_id = await self._wait_for_close_event(run_id)
-            attributes = close_event.attributes
             converter = self._client.data_converter
             event_type = close_event.event_type
-            if event_type == "WorkflowExecutionCompleted":
-                result = json_dict_to_message(attributes.get("result"), common_pb2.Payloads)
-                values = converter.from_payloads(result, [self._result_type])
+            attributes: Mapping[str, Any] = close_event.attributes
+            if event_type == EventType.WORKFLOW_EXECUTION_COMPLETED:
+                attributes = cast(schema.WorkflowExecutionCompletedAttributes, attributes)
+                values = converter.from_payloads(schema.payloads_from_json(attributes["result"]), [self._result_type])
                 # Decoded with the run method's return hint: the type the handle promises.
                 return cast(ReturnType, values[0] if values else None)
-            if event_type == "WorkflowExecutionContinuedAsNew":
+            if event_type == EventType.WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+                attributes = cast(schema.WorkflowExecutionContinuedAsNewAttributes, attributes)
                 run_id = attributes["new_execution_run_id"]
                 continue
             raise self._failure_error(close_event, converter)
 
     def _failure_error(self, close_event: HistoryEvent, converter: DataConverter) -> WorkflowFailureError:
-        attributes = close_event.attributes
+        attributes: Mapping[str, Any] = close_event.attributes
         event_type = close_event.event_type
-        if event_type == "WorkflowExecutionFailed":
-            failure = json_dict_to_message(attributes.get("failure"), common_pb2.Failure)
+        if event_type == EventType.WORKFLOW_EXECUTION_FAILED:
+            attributes = cast(schema.WorkflowExecutionFailedAttributes, attributes)
+            failure = schema.failure_from_json(attributes["failure"])
             return WorkflowFailureError("workflow execution failed", failure_to_error(failure, converter))
-        if event_type == "WorkflowExecutionCanceled":
-            details = converter.from_payloads(json_dict_to_message(attributes.get("details"), common_pb2.Payloads))
+        if event_type == EventType.WORKFLOW_EXECUTION_CANCELED:
+            attributes = cast(schema.WorkflowExecutionCanceledAttributes, attributes)
+            details = converter.from_payloads(schema.payloads_from_json(attributes["details"]))
             cause = CancelledError("workflow execution canceled", *details)
             return WorkflowFailureError("workflow execution canceled", cause)
-        if event_type == "WorkflowExecutionTerminated":
-            reason = attributes.get("reason") or "terminated"
+        if event_type == EventType.WORKFLOW_EXECUTION_TERMINATED:
+            attributes = cast(schema.WorkflowExecutionTerminatedAttributes, attributes)
+            reason = attributes["reason"] or "terminated"
             return WorkflowFailureError("workflow execution terminated", TerminatedError(reason))
-        if event_type == "WorkflowExecutionTimedOut":
-            timeout_type = attributes.get("timeout_type", "EXECUTION")
+        if event_type == EventType.WORKFLOW_EXECUTION_TIMED_OUT:
+            attributes = cast(schema.WorkflowExecutionTimedOutAttributes, attributes)
+            timeout_type = attributes["timeout_type"]
             return WorkflowFailureError(
                 "workflow execution timed out",
                 TimeoutError(f"workflow execution timed out ({timeout_type})", type=None),

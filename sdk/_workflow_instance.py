@@ -31,7 +31,7 @@ import types
 import typing
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from flowforge import exceptions, workflow
 from flowforge._activity_calls import ActivityHandle, _ActivityCall
@@ -46,7 +46,10 @@ from flowforge._workflow_commands import (
     DELIVERED_EVENT_TYPES,
     SIGNAL_CHILD_OUTCOMES,
     WORKFLOW_TASK_NOT_COMPLETED,
+    ActivityOutcomeAttributes,
+    ChildEventAttributes,
     CommandBuffer,
+    SignalChildOutcomeAttributes,
     attributes_of,
     close_command,
     command_event_fields,
@@ -60,12 +63,13 @@ from flowforge._workflow_definition import _Definition
 from flowforge._workflow_loop import WorkflowEventLoop
 from flowforge._workflow_patches import Patches
 from flowforge._workflow_runtime import _Runtime
+from flowforge.api import schema
+from flowforge.api.schema import EventType
 from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.common import _search_attributes_from_proto, _search_attributes_to_proto
 from flowforge.converter import (
     DataConverter,
     default_converter,
-    json_dict_to_message,
 )
 
 __all__ = ["HistoryContinuityError", "WorkflowInstance"]
@@ -240,7 +244,7 @@ class WorkflowInstance(_Runtime):
         event_type = event.event_type
         if self._awaiting_task_close:
             self._awaiting_task_close = False
-            if event_type != "WorkflowTaskCompleted":
+            if event_type != EventType.WORKFLOW_TASK_COMPLETED:
                 raise HistoryContinuityError(
                     f"the workflow task this instance ran (started at event "
                     f"{self._unmatched_task_started_event_id}) ended with event {event.event_id} "
@@ -248,7 +252,7 @@ class WorkflowInstance(_Runtime):
                 )
         elif event_type in COMMAND_EVENT_TYPES:
             self._match_command_event(event)
-        elif event_type == "WorkflowTaskStarted":
+        elif event_type == EventType.WORKFLOW_TASK_STARTED:
             self._on_workflow_task_started(event, following)
         elif event_type in DELIVERED_EVENT_TYPES:
             self._pending_batch.append(event)
@@ -259,7 +263,7 @@ class WorkflowInstance(_Runtime):
         self._check_all_commands_matched()
         if following is not None and following.event_type in WORKFLOW_TASK_NOT_COMPLETED:
             return  # It produced no commands; its events are delivered with the next task.
-        if following is not None and following.event_type != "WorkflowTaskCompleted":
+        if following is not None and following.event_type != EventType.WORKFLOW_TASK_COMPLETED:
             raise ValueError(
                 f"malformed history: event {following.event_id} {following.event_type} follows "
                 f"WorkflowTaskStarted event {event.event_id}"
@@ -299,11 +303,11 @@ class WorkflowInstance(_Runtime):
             raise exceptions.NonDeterminismError(
                 f"{recorded} does not match the command the workflow produced: {describe_command(command)}"
             )
-        if event.event_type == "ActivityTaskScheduled":
+        if event.event_type == EventType.ACTIVITY_TASK_SCHEDULED:
             self._activities.on_scheduled(event.event_id, event_fields["activity_id"])
-        elif event.event_type == "StartChildWorkflowExecutionInitiated":
+        elif event.event_type == EventType.START_CHILD_WORKFLOW_EXECUTION_INITIATED:
             self._children.on_initiated(event.event_id, command)
-        elif event.event_type == "SignalExternalWorkflowExecutionInitiated":
+        elif event.event_type == EventType.SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED:
             self._children.on_signal_initiated(event.event_id, command)
 
     def _check_all_commands_matched(self) -> None:
@@ -317,33 +321,35 @@ class WorkflowInstance(_Runtime):
     # ----------------------------------------------------------------- delivering events
 
     def _deliver(self, event: common_pb2.HistoryEvent) -> None:
+        # Each kind of event is read through its attributes' type in flowforge.api.schema.
         attributes = attributes_of(event)
-        if event.event_type == "WorkflowExecutionStarted":
-            self._start(event, attributes)
-        elif event.event_type == "TimerFired":
-            self._loop.fire_timer(str(attributes["timer_id"]))
-        elif event.event_type == "WorkflowExecutionCancelRequested":
+        event_type = event.event_type
+        if event_type == EventType.WORKFLOW_EXECUTION_STARTED:
+            self._start(event, cast(schema.WorkflowExecutionStartedAttributes, attributes))
+        elif event_type == EventType.TIMER_FIRED:
+            self._loop.fire_timer(cast(schema.TimerFiredAttributes, attributes)["timer_id"])
+        elif event_type == EventType.WORKFLOW_EXECUTION_CANCEL_REQUESTED:
             self._request_cancel()
-        elif event.event_type == "WorkflowExecutionSignaled":
-            self._deliver_signal(attributes)
-        elif event.event_type in CHILD_EVENT_TYPES:
-            self._children.resolve(event, attributes)
-        elif event.event_type in SIGNAL_CHILD_OUTCOMES:
-            self._children.resolve_signal(event, attributes)
+        elif event_type == EventType.WORKFLOW_EXECUTION_SIGNALED:
+            self._deliver_signal(cast(schema.WorkflowExecutionSignaledAttributes, attributes))
+        elif event_type in CHILD_EVENT_TYPES:
+            self._children.resolve(event, cast(ChildEventAttributes, attributes))
+        elif event_type in SIGNAL_CHILD_OUTCOMES:
+            self._children.resolve_signal(event, cast(SignalChildOutcomeAttributes, attributes))
         else:
-            self._activities.resolve(event, attributes)
+            self._activities.resolve(event, cast(ActivityOutcomeAttributes, attributes))
 
-    def _start(self, event: common_pb2.HistoryEvent, attributes: dict[str, Any]) -> None:
+    def _start(self, event: common_pb2.HistoryEvent, attributes: schema.WorkflowExecutionStartedAttributes) -> None:
         self._info = workflow.Info(
             workflow_id=self._workflow_id,
             run_id=self._run_id,
             workflow_type=self._definition.name,
             task_queue=self._task_queue,
             namespace=self._namespace,
-            attempt=int(attributes.get("attempt", 1)),
+            attempt=attributes.get("attempt", 1),
             start_time=event.event_time.ToDatetime(tzinfo=UTC),
             search_attributes=_search_attributes_from_proto(
-                json_dict_to_message(attributes.get("search_attributes"), common_pb2.SearchAttributes)
+                schema.json_dict_to_message(attributes.get("search_attributes"), common_pb2.SearchAttributes)
             ),
             parent=workflow.ParentInfo(
                 namespace=attributes.get("parent_workflow_namespace", self._namespace),
@@ -354,8 +360,8 @@ class WorkflowInstance(_Runtime):
             else None,
             continued_run_id=attributes.get("continued_execution_run_id") or None,
         )
-        self._memo = json_dict_to_message(attributes.get("memo"), common_pb2.Memo)
-        payloads = json_dict_to_message(attributes.get("input"), common_pb2.Payloads)
+        self._memo = schema.json_dict_to_message(attributes.get("memo"), common_pb2.Memo)
+        payloads = schema.payloads_from_json(attributes["input"])
         args = self._converter.from_payloads(payloads, self._definition.run_arg_types())
         self._run_task = self._loop.create_task(
             self._run_workflow(args), name=f"workflow {self._definition.name} {self._workflow_id}"
@@ -393,15 +399,15 @@ class WorkflowInstance(_Runtime):
 
     # ----------------------------------------------------------------- signals and queries
 
-    def _deliver_signal(self, attributes: dict[str, Any]) -> None:
+    def _deliver_signal(self, attributes: schema.WorkflowExecutionSignaledAttributes) -> None:
         """Runs the signal's handler on the workflow loop, in history order.
 
         A signal the workflow has no handler for, or whose input does not fit the
         handler's parameters, is dropped with a warning (as Temporal does when no
         handler is ever registered); the execution goes on.
         """
-        name = str(attributes.get("signal_name", ""))
-        payloads = json_dict_to_message(attributes.get("input"), common_pb2.Payloads)
+        name = attributes["signal_name"]
+        payloads = schema.payloads_from_json(attributes["input"])
         definition = self._definition.signals.get(name)
         if definition is None:
             known = ", ".join(sorted(self._definition.signals)) or "none"
@@ -507,9 +513,12 @@ class WorkflowInstance(_Runtime):
             return False
         later = [e for e in history if e.event_id > self._last_event_id]
         return all(
-            e.event_type in COMMAND_EVENT_TYPES or e.event_type in ("WorkflowTaskCompleted", "WorkflowTaskScheduled")
+            e.event_type in COMMAND_EVENT_TYPES
+            or e.event_type in (EventType.WORKFLOW_TASK_COMPLETED, EventType.WORKFLOW_TASK_SCHEDULED)
             for e in later
-        ) and (not self._awaiting_task_close or (bool(later) and later[0].event_type == "WorkflowTaskCompleted"))
+        ) and (
+            not self._awaiting_task_close or (bool(later) and later[0].event_type == EventType.WORKFLOW_TASK_COMPLETED)
+        )
 
     def run_pending_events(self) -> None:
         """Delivers events history holds past the last workflow task (e.g. a signal
@@ -531,11 +540,11 @@ class WorkflowInstance(_Runtime):
             NonDeterminismError: The code called a nondeterministic function.
         """
         batch, self._pending_batch = self._pending_batch, []
-        if any(event.event_type == "WorkflowExecutionStarted" for event in batch):
+        if any(event.event_type == EventType.WORKFLOW_EXECUTION_STARTED for event in batch):
             # Temporal's order for the first activation: the handlers of signals that
             # came with the start (signal-with-start, or sent before any worker ran)
             # run before the run method begins. Stable: signals keep their order.
-            batch.sort(key=lambda event: event.event_type != "WorkflowExecutionSignaled")
+            batch.sort(key=lambda event: event.event_type != EventType.WORKFLOW_EXECUTION_SIGNALED)
         for event in batch:
             self._deliver(event)
         guard = self._determinism_guard(WorkflowEventLoop.run_until_quiescent.__code__)

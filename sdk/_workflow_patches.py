@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from flowforge._workflow_commands import (
     DEPRECATED_DETAIL,
@@ -15,6 +15,8 @@ from flowforge._workflow_commands import (
     marker_fields,
     recorded_marker_details,
 )
+from flowforge.api import schema
+from flowforge.api.schema import EventType
 from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.converter import default_converter
 
@@ -38,14 +40,13 @@ class Patches:
     def note_markers(self, events: Iterable[common_pb2.HistoryEvent]) -> None:
         """Remembers where each patch marker among ``events`` was recorded."""
         for event in events:
-            if event.event_type != "MarkerRecorded":
+            if event.event_type != EventType.MARKER_RECORDED:
                 continue
-            attributes = attributes_of(event)
-            if attributes.get("marker_name") != PATCH_MARKER_NAME:
+            attributes = cast(schema.MarkerRecordedAttributes, attributes_of(event))
+            if attributes["marker_name"] != PATCH_MARKER_NAME:
                 continue
             patch_id = marker_fields(recorded_marker_details(attributes))["patch_id"]
-            completed_event_id = int(attributes.get("workflow_task_completed_event_id", 0))
-            self._markers.setdefault(patch_id, completed_event_id)
+            self._markers.setdefault(patch_id, attributes["workflow_task_completed_event_id"])
 
     def is_unclaimed_deprecated(
         self,
@@ -65,13 +66,17 @@ class Patches:
             event_fields: The fields replay compares (see ``command_event_fields``).
             next_command: The command replay would match with the event, if any.
         """
-        if event.event_type != "MarkerRecorded" or attributes.get("marker_name") != PATCH_MARKER_NAME:
+        if event.event_type != EventType.MARKER_RECORDED:
+            return False
+        attributes = cast(schema.MarkerRecordedAttributes, attributes)
+        if attributes["marker_name"] != PATCH_MARKER_NAME:
             return False
         deprecated = recorded_marker_details(attributes).get(DEPRECATED_DETAIL)
         if deprecated is None or not default_converter.from_payloads(deprecated)[0]:
             return False
         return not (
-            next_command is not None and command_signature(next_command)[1:] == ("MarkerRecorded", event_fields)
+            next_command is not None
+            and command_signature(next_command)[1:] == (EventType.MARKER_RECORDED, event_fields)
         )
 
     def patched(self, patch_id: str, *, deprecated: bool, replaying: bool, task_completed_event_id: int) -> bool:
