@@ -71,6 +71,7 @@ def _write(path: Path, document: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     # The file may hold API keys: readable by its owner only.
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)  # also when the file existed with a wider mode
     with os.fdopen(descriptor, "w") as file:
         file.write(dump_toml(document))
 

@@ -682,3 +682,23 @@ def test_a_profile_env_variables_and_flags_reach_the_server_in_that_order(
     assert "from-profile" in ok("namespace", "list", "--address", session.address).out  # the flag over both
     missing = flowforge("namespace", "list", "--profile", "elsewhere")
     assert missing.code == 2 and "'--profile': no profile 'elsewhere'" in missing.err
+
+
+def test_shell_completion_completes_commands_and_choices() -> None:
+    def complete(words: str) -> list[str]:
+        env = _env(_FLOWFORGE_COMPLETE="bash_complete", COMP_WORDS=words, COMP_CWORD=str(len(words.split(" ")) - 1))
+        script = Path(sys.executable).parent / "flowforge"
+        return subprocess.run([str(script)], capture_output=True, text=True, env=env, timeout=60).stdout.split()
+
+    assert complete("flowforge workflow st") == ["plain,stack", "plain,start"]
+    assert complete("flowforge workflow list --output ") == ["plain,text", "plain,json"]
+
+
+def test_the_config_file_is_private_to_its_owner(session: Session, tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("")
+    path.chmod(0o644)
+    ok("config", "set", "--config-file", str(path), "api_key", "secret")
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert "********" in ok("config", "get", "--config-file", str(path)).out
+    assert ok("config", "get", "--config-file", str(path), "api_key").out == "secret\n"
