@@ -24,6 +24,7 @@ from flowforge.server.health import HealthMonitor
 from flowforge.server.history import EngineConfig, HistoryEngine
 from flowforge.server.http import HttpListener
 from flowforge.server.matching import Matching
+from flowforge.server.rpc_metrics import RpcMetricsInterceptor
 from flowforge.server.scheduler import Scheduler, SchedulerConfig, Schedules
 from flowforge.server.stores.base import Store
 from flowforge.server.timers import Timekeeper
@@ -55,8 +56,8 @@ class ServerConfig:
     """What "now" is for every deadline; tests pass a :class:`ManualClock` to control time."""
     # event triggers (docs/events.md)
     http_port: int | None = None
-    """Port of the HTTP listener (on :attr:`host`): ``/healthz``, ``/readyz`` and
-    ``POST /events``; ``None`` = no HTTP listener, 0 = a free port (see
+    """Port of the HTTP listener (on :attr:`host`): ``/metrics``, ``/healthz``,
+    ``/readyz`` and ``POST /events``; ``None`` = no HTTP listener, 0 = a free port (see
     :attr:`FlowForgeServer.http_port`)."""
     health_probe_interval_s: float = 1.0
     """How often the store is probed for gRPC health and ``/readyz``."""
@@ -120,7 +121,8 @@ class FlowForgeServer:
             await bootstrap_admin_key(self.store, self.config.clock, self.config.auth.bootstrap_admin_key_file)
         interceptor = await build_interceptor(self.config.auth, self.store, self.config.clock)
         server = grpc.aio.server(
-            interceptors=[interceptor],
+            # Metrics outermost: refusals by the auth interceptor are counted too.
+            interceptors=[RpcMetricsInterceptor(self.engine.metrics), interceptor],
             options=[
                 ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
@@ -165,6 +167,7 @@ class FlowForgeServer:
             http = HttpListener(host=self.config.host, port=self.config.http_port, max_body_bytes=max_body_bytes)
             EventWebhook(service, secrets=self.config.webhook_secrets, max_body_bytes=max_body_bytes).attach(http)
             self.health.attach(http)
+            self.engine.metrics.attach(http, self._refresh_queue_gauges)
             try:
                 await http.start()
             except OSError:
@@ -185,6 +188,13 @@ class FlowForgeServer:
         await self.scheduler.stop()
         await self.timekeeper.stop()
         await self.store.close()
+
+    async def _refresh_queue_gauges(self) -> None:
+        now, backlogs = await self.engine.task_queue_backlogs()
+        self.engine.metrics.set_backlogs(
+            (b.namespace, b.task_queue, b.kind.lower(), b.ready, max(0, now - b.oldest_visible_us) / 1e6)
+            for b in backlogs
+        )
 
     async def serve(self, ready_file: str | None = None) -> None:
         """Runs until SIGTERM/SIGINT. Writes the bound port to ``ready_file`` once serving."""

@@ -54,13 +54,15 @@ class Matching:
             leased = await engine.try_lease_query(namespace, task_queue) if query_visible else None
             return leased or await engine.try_lease_workflow_task(namespace, task_queue, identity)
 
-        return await self._poll(queue_channel(namespace, TaskKind.WORKFLOW, task_queue), timeout_s, visible, try_lease)
+        return await self._poll(namespace, TaskKind.WORKFLOW, task_queue, timeout_s, visible, try_lease)
 
     async def poll_activity_task(
         self, namespace: str, task_queue: str, identity: str, timeout_s: float
     ) -> LeasedActivityTask | None:
         return await self._poll(
-            queue_channel(namespace, TaskKind.ACTIVITY, task_queue),
+            namespace,
+            TaskKind.ACTIVITY,
+            task_queue,
             timeout_s,
             lambda: self._engine.visible_tasks(namespace, TaskKind.ACTIVITY, task_queue, _LOOK_LIMIT),
             lambda: self._engine.try_lease_activity_task(namespace, task_queue, identity),
@@ -68,13 +70,33 @@ class Matching:
 
     async def _poll(
         self,
-        channel: str,
+        namespace: str,
+        kind: TaskKind,
+        task_queue: str,
         timeout_s: float,
         visible: Callable[[], Awaitable[int]],
         try_lease: Callable[[], Awaitable[_T | None]],
     ) -> _T | None:
+        """Waits at most ``timeout_s`` for a task of the queue; counts the wait (metrics.py)."""
+        began = time.monotonic()
+        leased = await self._wait_and_lease(
+            queue_channel(namespace, kind, task_queue), began + timeout_s, visible, try_lease
+        )
+        metrics = self._engine.metrics
+        label = kind.lower()
+        metrics.poll_wait.labels(label, "empty" if leased is None else "task").observe(time.monotonic() - began)
+        if leased is None:
+            metrics.empty_polls.labels(namespace, task_queue, label).inc()
+        return leased
+
+    async def _wait_and_lease(
+        self,
+        channel: str,
+        deadline: float,
+        visible: Callable[[], Awaitable[int]],
+        try_lease: Callable[[], Awaitable[_T | None]],
+    ) -> _T | None:
         store = self._engine.store
-        deadline = time.monotonic() + timeout_s
         while True:
             # Listen before looking, so a task added in between still wakes us.
             wake = store.notifier.listen(channel)

@@ -15,7 +15,7 @@ __all__ = ["server"]
 # The one HTTP listener (console, /metrics, /healthz, /readyz, POST /events) of the
 # dev server is on Temporal's UI port (DESIGN.md, "Operations contract").
 _DEV_HTTP_PORT = 8233
-_HTTP_PORT_HELP = "port of the HTTP listener: /healthz, /readyz, POST /events (0 = any free port)"
+_HTTP_PORT_HELP = "port of the HTTP listener: /metrics, /healthz, /readyz, POST /events (0 = any free port)"
 
 
 @click.group()

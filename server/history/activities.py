@@ -23,6 +23,7 @@ from flowforge.server.history.mutation import (
     us,
 )
 from flowforge.server.history.workflow_tasks import WorkflowTasks
+from flowforge.server.observations import ActivityAttemptEnded, TaskStarted, observe
 from flowforge.server.retries import StoredRetryPolicy, decide_retry
 from flowforge.server.stores.base import TaskRow, Transaction
 from flowforge.server.tokens import TaskToken
@@ -44,6 +45,7 @@ class ActivityTasks(WorkflowTasks):
             task = await tx.lease_next_task(namespace, TaskKind.ACTIVITY, task_queue, now)
             if task is None:
                 return None
+            observe(TaskStarted(namespace, task_queue, "activity", max(0, now - task.visible_us) / 1e6))
             task.state = TaskState.LEASED
             task.fencing_token += 1
             task.started_us = now
@@ -161,6 +163,8 @@ class ActivityTasks(WorkflowTasks):
             row = await self._execution_of(tx, task)
             m = _Mutation(tx, row, self.clock.now_us())
             await tx.delete_task(task.task_id or 0)
+            outcome = "completed" if outcome_type == EventType.ACTIVITY_TASK_COMPLETED else "canceled"
+            observe(ActivityAttemptEnded(task.namespace, task.activity_type or "", outcome))
             m.deliver(
                 [
                     (EventType.ACTIVITY_TASK_STARTED, _started_attributes(task, identity), task.started_us or m.now),
@@ -194,6 +198,7 @@ class ActivityTasks(WorkflowTasks):
     ) -> None:
         """Retries the activity per its policy, or records its final failure."""
         now = self.clock.now_us()
+        observe(ActivityAttemptEnded(task.namespace, task.activity_type or "", "timed_out" if timed_out else "failed"))
         options = json.loads(task.options)
         decision = None
         if final_retry_state is None:

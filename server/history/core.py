@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import random
 import secrets
+import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -15,6 +16,8 @@ from flowforge.server.clock import Clock, SystemClock
 from flowforge.server.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from flowforge.server.history.data import EngineConfig
 from flowforge.server.history.input_checks import check_failure, check_payloads
+from flowforge.server.metrics import ServerMetrics
+from flowforge.server.observations import collecting
 from flowforge.server.stores.base import (
     ConcurrencyConflict,
     ExecutionRow,
@@ -50,6 +53,8 @@ class EngineCore:
         self._rng = random.Random()
         #: Called with a deadline (µs) that may be earlier than the reaper's next wake-up.
         self.on_new_deadline: Callable[[int], None] = lambda _deadline: None
+        #: Fed what each committed transaction did (history/observations.py).
+        self.metrics = ServerMetrics()
 
     async def start(self) -> None:
         """Loads (or creates, once) the secret that signs task tokens."""
@@ -80,16 +85,30 @@ class EngineCore:
         """
         if shielded:
             return await asyncio.shield(self._transaction(body, shielded=False))
+        latency = self.metrics.store_transaction_latency
         for attempt in range(1, _CONFLICT_ATTEMPTS + 1):
+            began = time.perf_counter()
             try:
-                async with self.store.transaction() as tx:
-                    return await body(tx)
+                with collecting() as observations:
+                    async with self.store.transaction() as tx:
+                        result = await body(tx)
             except ConcurrencyConflict:
+                latency.labels("conflict").observe(time.perf_counter() - began)
+                self.metrics.store_conflicts.inc()
                 if attempt == _CONFLICT_ATTEMPTS:
                     raise Unavailable("too much contention on one execution; retry the call") from None
                 await asyncio.sleep(self._rng.uniform(0, 0.002 * attempt))
             except StoreUnavailable as error:
+                latency.labels("unavailable").observe(time.perf_counter() - began)
                 raise Unavailable(f"the store is unavailable ({error}); retry with backoff") from error
+            except BaseException:
+                latency.labels("rolled_back").observe(time.perf_counter() - began)
+                raise
+            else:
+                latency.labels("committed").observe(time.perf_counter() - began)
+                # Committed: now, and only now, what it did counts (observations.py).
+                self.metrics.record(observations)
+                return result
         raise AssertionError("unreachable")
 
     async def transaction(self, body: Callable[[Transaction], Awaitable[_T]]) -> _T:

@@ -17,7 +17,7 @@ from flowforge.server.history.run_close import RunClose
 from flowforge.server.history.timeouts import Timeouts
 from flowforge.server.history.visibility_writes import VisibilityWrites
 from flowforge.server.history.workflow_tasks import WorkflowTasks
-from flowforge.server.stores.base import NamespaceRow, Transaction
+from flowforge.server.stores.base import NamespaceRow, TaskQueueBacklogRow, Transaction
 
 __all__ = ["HistoryEngine"]
 
@@ -71,6 +71,14 @@ class HistoryEngine(
         return await self.read(
             lambda tx: tx.count_visible_tasks(namespace, kind, task_queue, self.clock.now_us(), limit)
         )
+
+    async def task_queue_backlogs(
+        self, namespace: str | None = None, task_queue: str | None = None
+    ) -> tuple[int, list[TaskQueueBacklogRow]]:
+        """Now (µs) and the ready tasks per (namespace, queue, kind), optionally of one
+        namespace or queue: a read, for the metrics gauges and DescribeTaskQueue."""
+        now = self.clock.now_us()
+        return now, await self.read(lambda tx: tx.task_queue_backlogs(now, namespace=namespace, task_queue=task_queue))
 
     async def visible_workflow_work(self, namespace: str, task_queue: str, limit: int) -> tuple[bool, int]:
         """Whether a query waits on the queue, and how many workflow tasks a poll could

@@ -28,6 +28,7 @@ from flowforge.api.schema import (
     payloads_json,
 )
 from flowforge.api.v1 import common_pb2
+from flowforge.server.observations import TaskStarted, WorkflowClosed, observe
 from flowforge.server.stores.base import ExecutionRow, HistoryEventRow, TaskRow, TimerRow, Transaction
 
 __all__ = [
@@ -207,6 +208,7 @@ class _Mutation:
         """Leases the run's scheduled workflow task to ``identity``; a retried task's
         Scheduled/Started events come back as transient (not written)."""
         row, now = self.row, self.now
+        observe(TaskStarted(row.namespace, task.task_queue, "workflow", max(0, now - task.visible_us) / 1e6))
         task.state = TaskState.LEASED
         task.fencing_token += 1
         task.started_us = now
@@ -362,6 +364,9 @@ class _Mutation:
                 tx.notify_after_commit(run_channel(m.row.run_id))
         for run_id in closed:
             tx.notify_after_commit(close_channel(run_id))
+        for m in mutations:
+            if not m.running and m.original.status == ExecutionStatus.RUNNING:
+                observe(WorkflowClosed(m.row.namespace, m.row.workflow_type, str(m.row.status)))
 
 
 def new_task_row(

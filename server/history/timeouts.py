@@ -19,6 +19,7 @@ from flowforge.api.schema import (
 from flowforge.api.v1 import common_pb2
 from flowforge.server.history.activities import ActivityTasks
 from flowforge.server.history.mutation import _Mutation, us
+from flowforge.server.observations import TimerFired, observe
 from flowforge.server.stores.base import TaskRow, TimerRow, Transaction
 
 __all__ = ["Timeouts"]
@@ -86,6 +87,8 @@ class Timeouts(ActivityTasks):
             # One mutation per execution: its timers of the batch fire in due order,
             # with gapless event ids, through the same rules as any other delivery.
             now = self.clock.now_us()
+            for timer in claimed:
+                observe(TimerFired(max(0, now - timer.fire_us) / 1e6))
             mutations = []
             for row in rows:
                 assert row.status == ExecutionStatus.RUNNING, "timers are deleted when their run closes"

@@ -22,6 +22,7 @@ from flowforge.server.history.command_validation import CLOSE_COMMANDS, CommandV
 from flowforge.server.history.commands import DEADLINE_COMMANDS, Applying, Commands
 from flowforge.server.history.data import LeasedActivityTask, LeasedWorkflowTask, WorkflowTaskCompletion
 from flowforge.server.history.mutation import StartedWorkflowTask, _Mutation, activity_lease_expiry
+from flowforge.server.observations import TaskStarted, observe
 from flowforge.server.stores.base import TaskRow, Transaction
 
 __all__ = ["WorkflowTasks"]
@@ -182,6 +183,7 @@ class WorkflowTasks(Commands):
             if len(leased) >= slots:
                 break
             if task.kind == TaskKind.ACTIVITY and task.task_queue == m.row.task_queue:
+                observe(TaskStarted(task.namespace, task.task_queue, "activity", 0.0))  # handed out as scheduled
                 task.state = TaskState.LEASED
                 task.fencing_token = 1
                 task.started_us = m.now

@@ -37,6 +37,7 @@ from flowforge.server.stores.rows import (
     QueryRow,
     ScheduleRow,
     StoredValue,
+    TaskQueueBacklogRow,
     TaskRow,
     TimerRow,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "Store",
     "StoreUnavailable",
     "StoredValue",
+    "TaskQueueBacklogRow",
     "TaskRow",
     "TimerRow",
     "Transaction",

@@ -24,6 +24,7 @@ from flowforge.server.stores.rows import (
     QueryRow,
     ScheduleRow,
     StoredValue,
+    TaskQueueBacklogRow,
     TaskRow,
     TimerRow,
 )
@@ -158,6 +159,14 @@ class TaskOperations(abc.ABC):
     async def count_visible_tasks(self, namespace: str, kind: str, task_queue: str, now_us: int, limit: int) -> int:
         """How many pending tasks of the queue are visible now, counting at most
         ``limit``: how many of the polls a commit woke can lease something."""
+
+    @abc.abstractmethod
+    async def task_queue_backlogs(
+        self, now_us: int, *, namespace: str | None = None, task_queue: str | None = None
+    ) -> list[TaskQueueBacklogRow]:
+        """Per (namespace, queue, kind): how many pending tasks are visible now and
+        since when the oldest is; only queues with such tasks, optionally one namespace
+        or queue (metrics gauges, DescribeTaskQueue)."""
 
     @abc.abstractmethod
     async def update_task(self, row: TaskRow) -> None: ...

@@ -28,6 +28,7 @@ __all__ = [
     "QueryRow",
     "ScheduleRow",
     "StoredValue",
+    "TaskQueueBacklogRow",
     "TaskRow",
     "TimerRow",
 ]
@@ -130,6 +131,17 @@ class TaskRow:
     retry_delays: str
     identity: str
     cancel_requested: int
+
+
+@dataclasses.dataclass
+class TaskQueueBacklogRow:
+    """The ready tasks of one queue and kind (an aggregate of ``tasks``, not a table)."""
+
+    namespace: str
+    task_queue: str
+    kind: str
+    ready: int
+    oldest_visible_us: int
 
 
 @dataclasses.dataclass

@@ -6,7 +6,7 @@ import dataclasses
 
 from flowforge.server.stores._sql.core import SQLCore, columns, placeholders
 from flowforge.server.stores.contract import TaskOperations
-from flowforge.server.stores.rows import TaskRow
+from flowforge.server.stores.rows import TaskQueueBacklogRow, TaskRow
 
 _TASK_COLUMNS = columns(TaskRow)
 _TASK_INSERT_COLUMNS = [c for c in _TASK_COLUMNS if c != "task_id"]
@@ -72,6 +72,23 @@ class TaskSQL(SQLCore, TaskOperations):
         )
         assert record is not None
         return int(record[0])
+
+    async def task_queue_backlogs(
+        self, now_us: int, *, namespace: str | None = None, task_queue: str | None = None
+    ) -> list[TaskQueueBacklogRow]:
+        conditions: list[str] = ["state = 'PENDING'", "visible_us <= ?"]
+        params: list[object] = [now_us]
+        for column, value in (("namespace", namespace), ("task_queue", task_queue)):
+            if value is not None:
+                conditions.append(f"{column} = ?")
+                params.append(value)
+        records = await self._fetchall(
+            "SELECT namespace, task_queue, kind, COUNT(*), MIN(visible_us) FROM tasks"
+            f" WHERE {' AND '.join(conditions)} GROUP BY namespace, task_queue, kind"
+            " ORDER BY namespace, task_queue, kind",
+            params,
+        )
+        return [TaskQueueBacklogRow(str(r[0]), str(r[1]), str(r[2]), int(r[3]), int(r[4])) for r in records]
 
     async def update_task(self, row: TaskRow) -> None:
         await self._execute(_UPDATE_TASK, (*[getattr(row, c) for c in _TASK_INSERT_COLUMNS], row.task_id))

@@ -1,0 +1,86 @@
+"""What the engine saw happen, reported only once the change is committed.
+
+A transaction body may run several times (a concurrency conflict runs it again from
+the start) and may roll back; a counter bumped inside it would count attempts, not
+changes. So a body only *notes* an observation (:func:`observe`);
+the engine's ``EngineCore._transaction`` collects the notes of each attempt and hands them to the
+metrics after that attempt committed, and drops them when it did not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+from collections.abc import Iterator
+
+__all__ = [
+    "ActivityAttemptEnded",
+    "Observation",
+    "TaskStarted",
+    "TimerFired",
+    "WorkflowClosed",
+    "collecting",
+    "observe",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkflowClosed:
+    """A run closed with ``status`` (a WorkflowExecutionStatus name)."""
+
+    namespace: str
+    workflow_type: str
+    status: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ActivityAttemptEnded:
+    """An activity attempt ended: ``completed``, ``failed``, ``timed_out`` or ``canceled``."""
+
+    namespace: str
+    activity_type: str
+    outcome: str
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskStarted:
+    """A poll leased a task ``wait_s`` seconds after it became visible on its queue."""
+
+    namespace: str
+    task_queue: str
+    kind: str
+    wait_s: float
+
+
+@dataclasses.dataclass(frozen=True)
+class TimerFired:
+    """A durable timer fired ``late_s`` seconds after it was due."""
+
+    late_s: float
+
+
+Observation = WorkflowClosed | ActivityAttemptEnded | TaskStarted | TimerFired
+
+_pending: contextvars.ContextVar[list[Observation] | None] = contextvars.ContextVar(
+    "flowforge_pending_observations", default=None
+)
+
+
+def observe(observation: Observation) -> None:
+    """Notes ``observation`` for after the current transaction commits (dropped
+    outside a transaction of the engine)."""
+    pending = _pending.get()
+    if pending is not None:
+        pending.append(observation)
+
+
+@contextlib.contextmanager
+def collecting() -> Iterator[list[Observation]]:
+    """Collects the observations noted inside the block (one transaction attempt)."""
+    pending: list[Observation] = []
+    token = _pending.set(pending)
+    try:
+        yield pending
+    finally:
+        _pending.reset(token)
