@@ -2,6 +2,7 @@
 
 - ``Echo`` returns its argument after a short durable timer (``workflow execute`` follows it).
 - ``Waiter`` waits for its ``finish`` signal, answers ``status`` (``workflow signal|query|stack``).
+- ``Fanout`` waits in two branches of an ``asyncio.gather`` (``workflow stack`` shows each).
 - ``Fails`` fails (``workflow execute`` exits 1).
 """
 
@@ -47,6 +48,23 @@ class Waiter:
 
 
 @workflow.defn
+class Fanout:
+    def __init__(self) -> None:
+        self._done: set[str] = set()
+
+    @workflow.run
+    async def run(self) -> None:
+        await asyncio.gather(self._branch("left"), self._branch("right"))
+
+    async def _branch(self, name: str) -> None:
+        await workflow.wait_condition(lambda: name in self._done)
+
+    @workflow.signal
+    def done(self, name: str) -> None:
+        self._done.add(name)
+
+
+@workflow.defn
 class Fails:
     @workflow.run
     async def run(self) -> None:
@@ -55,7 +73,7 @@ class Fails:
 
 async def main(address: str) -> None:
     client = await Client.connect(address)
-    await Worker(client, task_queue=TASK_QUEUE, workflows=[Echo, Waiter, Fails]).run()
+    await Worker(client, task_queue=TASK_QUEUE, workflows=[Echo, Waiter, Fanout, Fails]).run()
 
 
 if __name__ == "__main__":

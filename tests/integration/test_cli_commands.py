@@ -702,3 +702,19 @@ def test_the_config_file_is_private_to_its_owner(session: Session, tmp_path: Pat
     assert path.stat().st_mode & 0o777 == 0o600
     assert "********" in ok("config", "get", "--config-file", str(path)).out
     assert ok("config", "get", "--config-file", str(path), "api_key").out == "secret\n"
+
+
+def test_workflow_stack_shows_every_coroutine_and_where_it_waits(session: Session) -> None:
+    ok("workflow", "start", "--type", "Fanout", "--task-queue", "cli", "--workflow-id", "fanout-1")
+    ok("workflow", "signal", "--workflow-id", "fanout-1", "--name", "done", "--input", '"left"')
+    trace = ok("workflow", "stack", "--workflow-id", "fanout-1").out
+    sections = trace.strip().split("\n\n")
+    assert len(sections) == 2, trace  # the run method and the branch still waiting; "left" finished
+    run_method = next(s for s in sections if "in Fanout.run" in s)
+    assert "await asyncio.gather(" in run_method and "waiting on <_GatheringFuture pending" in run_method
+    branch = next(s for s in sections if "in Fanout._branch" in s)
+    assert "await workflow.wait_condition(lambda: name in self._done)" in branch and "in wait_condition" in branch
+    ok("workflow", "signal", "--workflow-id", "fanout-1", "--name", "done", "--input", '"right"')
+    assert ok("workflow", "result", "--workflow-id", "fanout-1").out == "null\n"
+    closed = ok("workflow", "stack", "--workflow-id", "fanout-1").out
+    assert closed == "no coroutine is waiting (the run has finished)\n"
