@@ -8,6 +8,7 @@ from importlib import metadata
 
 import click
 
+from flowforge.cli.access import apikey, audit
 from flowforge.cli.config import config
 from flowforge.cli.namespace import namespace
 from flowforge.cli.schedule import schedule
@@ -73,7 +74,7 @@ def completion(shell: str) -> None:
     click.echo(completer(cli, {}, "flowforge", "_FLOWFORGE_COMPLETE").source())
 
 
-for _group in (server, workflow, schedule, trigger, event, search_attribute, namespace, config):
+for _group in (server, workflow, schedule, trigger, event, search_attribute, namespace, apikey, audit, config):
     cli.add_command(_group)
 
 

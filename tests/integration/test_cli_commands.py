@@ -129,6 +129,12 @@ class Session:
         )
         return trigger_id
 
+    def api_key(self) -> str:
+        """A new reader key of ``default``; returns its id."""
+        created = ok("apikey", "create", "--namespace", "default", "--role", "reader", "--output", "json")
+        key_id: str = json.loads(created.out)["id"]
+        return key_id
+
     def profile(self) -> str:
         name = self.fresh("prof")
         ok("config", "set", "--profile", name, "address", f"{name}.example.com:7233")
@@ -193,6 +199,46 @@ def _workflow_args(session: Session) -> list[str]:
 
 
 CASES: dict[str, Case] = {
+    "apikey create": Case(
+        args=lambda s: ["apikey", "create", "--namespace", "default", "--role", "worker", "--name", s.fresh("key")],
+        text=lambda out, args: out.splitlines()[-1].startswith("ffk_") and "worker in default" in out,
+        json=lambda value, args: value["key"].startswith(f"ffk_{value['id']}_") and value["role"] == "worker",
+        bad=["apikey", "create", "--namespace", "default", "--role", "root"],
+        names="--role",
+    ),
+    "apikey list": Case(
+        prepare=Session.api_key,
+        args=lambda s: ["apikey", "list"],
+        text=_contains("ID", "NAMESPACE", "ROLE", "reader"),
+        json=lambda value, args: (
+            bool(value) and all({"id", "name", "namespace", "role"} <= row.keys() and "key" not in row for row in value)
+        ),
+        bad=["apikey", "list", "--output", "yaml"],
+        names="--output",
+    ),
+    "apikey revoke": Case(
+        args=lambda s: ["apikey", "revoke", "--id", s.api_key(), "--reason", "rotated"],
+        text=_contains("API key {3} revoked"),
+        bad=["apikey", "revoke", "--reason", "no id"],
+        names="--id",
+    ),
+    "audit list": Case(
+        prepare=Session.api_key,
+        args=lambda s: ["audit", "list", "--limit", "5"],
+        text=_contains("SEQ", "PRINCIPAL", "CreateApiKey"),
+        json=lambda value, args: (
+            0 < len(value) <= 5 and value[0]["seq"] > value[-1]["seq"] and len(value[0]["hash"]) == 64
+        ),
+        bad=["audit", "list", "--limit", "0"],
+        names="--limit",
+    ),
+    "audit verify": Case(
+        prepare=Session.api_key,
+        args=lambda s: ["audit", "verify"],
+        text=_contains("audit log intact"),
+        bad=["audit", "verify", "--rows", "3"],
+        names="--rows",
+    ),
     "completion": Case(
         args=lambda s: ["completion", "bash"],
         text=_contains("_FLOWFORGE_COMPLETE", "complete"),
