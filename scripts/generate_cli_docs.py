@@ -102,8 +102,7 @@ eval "$(flowforge completion bash)"     # in ~/.bashrc; also zsh and fish
 
 `task-queue describe` (pollers, backlog, oldest task age) needs an RPC the server does not have
 yet; it comes with the observability work. `namespace update` likewise waits for an RPC that
-changes a namespace. `--tls-server-name` is refused with a clear error until the client takes a
-`TLSConfig` (its other TLS settings work today).
+changes a namespace (it comes with namespace quotas).
 """
 
 
