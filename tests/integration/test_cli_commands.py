@@ -764,3 +764,57 @@ def test_workflow_stack_shows_every_coroutine_and_where_it_waits(session: Sessio
     assert ok("workflow", "result", "--workflow-id", "fanout-1").out == "null\n"
     closed = ok("workflow", "stack", "--workflow-id", "fanout-1").out
     assert closed == "no coroutine is waiting (the run has finished)\n"
+
+
+def test_tls_settings_reach_an_mtls_server_from_flags_env_and_profile(
+    session: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that speaks only mutual TLS, reached by the name its certificate carries."""
+    from testsupport.credentials import CertificateAuthority
+
+    ca = CertificateAuthority()
+    server_cert, server_key = ca.write(tmp_path, "server", ca.issue("server", dns_names=("flowforge.test",)))
+    client_cert, client_key = ca.write(tmp_path, "client", ca.issue("cli-user"))
+    (tmp_path / "ca.crt").write_bytes(ca.cert_pem)
+    tls_args = (
+        "--tls-cert",
+        str(server_cert),
+        "--tls-key",
+        str(server_key),
+        "--tls-client-ca",
+        str(tmp_path / "ca.crt"),
+    )
+    server = ServerProcess(str(tmp_path / "tls.db"), tmp_path, name="tls", extra_args=tls_args)
+    server.start()
+    try:
+        address = f"localhost:{server.port}"  # not a name of the certificate: --tls-server-name says which is
+        flags = ["--tls-ca-path", str(tmp_path / "ca.crt"), "--tls-cert-path", str(client_cert)]
+        flags += ["--tls-key-path", str(client_key), "--tls-server-name", "flowforge.test"]
+        assert "default" in ok("namespace", "list", "--address", address, *flags).out
+        monkeypatch.setenv("FLOWFORGE_ADDRESS", address)
+        monkeypatch.setenv("FLOWFORGE_TLS_SERVER_CA_CERT_PATH", str(tmp_path / "ca.crt"))
+        monkeypatch.setenv("FLOWFORGE_TLS_CLIENT_CERT_PATH", str(client_cert))
+        monkeypatch.setenv("FLOWFORGE_TLS_CLIENT_KEY_DATA", client_key.read_text())
+        monkeypatch.setenv("FLOWFORGE_TLS_SERVER_NAME", "flowforge.test")
+        assert "default" in ok("namespace", "list").out
+        for name in (
+            "ADDRESS",
+            "TLS_SERVER_CA_CERT_PATH",
+            "TLS_CLIENT_CERT_PATH",
+            "TLS_CLIENT_KEY_DATA",
+            "TLS_SERVER_NAME",
+        ):
+            monkeypatch.delenv(f"FLOWFORGE_{name}")
+        for key, value in (
+            ("address", address),
+            ("tls.server_ca_cert_path", str(tmp_path / "ca.crt")),
+            ("tls.client_cert_path", str(client_cert)),
+            ("tls.client_key_path", str(client_key)),
+            ("tls.server_name", "flowforge.test"),
+        ):
+            ok("config", "set", "--profile", "mtls", key, value)
+        assert "default" in ok("namespace", "list", "--profile", "mtls").out
+        half = flowforge("namespace", "list", "--profile", "mtls", "--tls-key-path", str(tmp_path / "absent.key"))
+        assert half.code == 2 and "absent.key" in half.err and half.err.count("\n") == 1
+    finally:
+        server.stop()
