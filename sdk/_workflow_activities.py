@@ -124,7 +124,7 @@ class Activities:
             return  # abandoned, or cancelled without waiting: nobody wants the outcome
         if event.event_type == EventType.ACTIVITY_TASK_COMPLETED:
             attributes = cast(schema.ActivityTaskCompletedAttributes, attributes)
-            activity.outcome.set_result(schema.payloads_from_json(attributes["result"]))
+            activity.outcome.set_result(schema.payloads_from_json(attributes.get("result")))
         else:
             activity.outcome.set_exception(self._error(activity, event, attributes))
 
@@ -140,7 +140,7 @@ class Activities:
             outcome = "was cancelled"
         else:
             attributes = cast(schema.ActivityTaskFailedAttributes | schema.ActivityTaskTimedOutAttributes, attributes)
-            cause = failure_to_error(schema.failure_from_json(attributes["failure"]), self._converter)
+            cause = failure_to_error(schema.failure_from_json(attributes.get("failure")), self._converter)
             outcome = "timed out" if event.event_type == EventType.ACTIVITY_TASK_TIMED_OUT else "failed"
             retry_state = attributes.get("retry_state")
         error = exceptions.ActivityError(

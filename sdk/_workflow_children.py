@@ -162,7 +162,7 @@ class Children:
             return
         if event.event_type == EventType.CHILD_WORKFLOW_EXECUTION_COMPLETED:
             attributes = cast(schema.ChildWorkflowExecutionCompletedAttributes, attributes)
-            child.outcome.set_result(schema.payloads_from_json(attributes["result"]))
+            child.outcome.set_result(schema.payloads_from_json(attributes.get("result")))
             return
         error = self._error(child, event, attributes, initiated_event_id)
         if not child.started.done():
@@ -262,30 +262,31 @@ class Children:
         elif event_type == EventType.CHILD_WORKFLOW_EXECUTION_FAILED:
             attributes = cast(schema.ChildWorkflowExecutionFailedAttributes, attributes)
             outcome = "failed"
-            cause = failure_to_error(schema.failure_from_json(attributes["failure"]), self._converter)
+            cause = failure_to_error(schema.failure_from_json(attributes.get("failure")), self._converter)
             retry_state = _retry_state(attributes.get("retry_state"), retry_state)
-            run_id = attributes["run_id"]
+            run_id = attributes.get("run_id", run_id)
         elif event_type == EventType.CHILD_WORKFLOW_EXECUTION_CANCELED:
             attributes = cast(schema.ChildWorkflowExecutionCanceledAttributes, attributes)
             outcome = "was cancelled"
-            details = self._converter.from_payloads(schema.payloads_from_json(attributes["details"]))
+            details = self._converter.from_payloads(schema.payloads_from_json(attributes.get("details")))
             cause = exceptions.CancelledError("child workflow cancelled", *details)
             retry_state = exceptions.RetryState.CANCEL_REQUESTED
-            run_id = attributes["run_id"]
+            run_id = attributes.get("run_id", run_id)
         elif event_type == EventType.CHILD_WORKFLOW_EXECUTION_TERMINATED:
             attributes = cast(schema.ChildWorkflowExecutionTerminatedAttributes, attributes)
             outcome = "was terminated"
-            cause = exceptions.TerminatedError(attributes["reason"] or "terminated")
-            run_id = attributes["run_id"]
+            cause = exceptions.TerminatedError(attributes.get("reason") or "terminated")
+            run_id = attributes.get("run_id", run_id)
         else:
             attributes = cast(schema.ChildWorkflowExecutionTimedOutAttributes, attributes)
             outcome = "timed out"
-            cause = exceptions.TimeoutError(f"child workflow timed out ({attributes['timeout_type']})", type=None)
+            timeout_type = attributes.get("timeout_type", "EXECUTION")
+            cause = exceptions.TimeoutError(f"child workflow timed out ({timeout_type})", type=None)
             if "retry_state" in attributes:
                 retry_state = _retry_state(attributes["retry_state"], retry_state)
             else:
                 retry_state = exceptions.RetryState.TIMEOUT
-            run_id = attributes["run_id"]
+            run_id = attributes.get("run_id", run_id)
         error = exceptions.ChildWorkflowError(
             f"child workflow {child.workflow_type!r} (id {child.workflow_id}) {outcome}",
             namespace=self._namespace,

@@ -257,7 +257,7 @@ def command_event_fields(
     if event_type == EventType.UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
         attributes = cast(schema.UpsertWorkflowSearchAttributesAttributes, attributes)
         # Names only: a new deployment may compute other values without breaking replay.
-        return {"names": ",".join(sorted(attributes["search_attributes"].get("indexed_fields") or {}))}
+        return {"names": ",".join(sorted((attributes.get("search_attributes") or {}).get("indexed_fields") or {}))}
     if event_type == EventType.START_CHILD_WORKFLOW_EXECUTION_INITIATED:
         attributes = cast(schema.StartChildWorkflowExecutionInitiatedAttributes, attributes)
         return {"workflow_type": attributes["workflow_type"], "workflow_id": attributes["workflow_id"]}
@@ -281,7 +281,8 @@ def marker_fields(details: Mapping[str, common_pb2.Payloads]) -> dict[str, str]:
 
 def recorded_marker_details(attributes: schema.MarkerRecordedAttributes) -> dict[str, common_pb2.Payloads]:
     """The details of a ``MarkerRecorded`` event, as payloads."""
-    return {key: schema.payloads_from_json(value) for key, value in attributes["details"].items()}
+    details = attributes.get("details") or {}
+    return {key: schema.payloads_from_json(value) for key, value in details.items()}
 
 
 def fail_command(error: exceptions.FailureError, converter: DataConverter) -> command_pb2.Command:

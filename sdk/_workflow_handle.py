@@ -95,7 +95,9 @@ class WorkflowHandle(Generic[SelfType, ReturnType]):
             attributes: Mapping[str, Any] = close_event.attributes
             if event_type == EventType.WORKFLOW_EXECUTION_COMPLETED:
                 attributes = cast(schema.WorkflowExecutionCompletedAttributes, attributes)
-                values = converter.from_payloads(schema.payloads_from_json(attributes["result"]), [self._result_type])
+                values = converter.from_payloads(
+                    schema.payloads_from_json(attributes.get("result")), [self._result_type]
+                )
                 # Decoded with the run method's return hint: the type the handle promises.
                 return cast(ReturnType, values[0] if values else None)
             if event_type == EventType.WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
@@ -109,20 +111,20 @@ class WorkflowHandle(Generic[SelfType, ReturnType]):
         event_type = close_event.event_type
         if event_type == EventType.WORKFLOW_EXECUTION_FAILED:
             attributes = cast(schema.WorkflowExecutionFailedAttributes, attributes)
-            failure = schema.failure_from_json(attributes["failure"])
+            failure = schema.failure_from_json(attributes.get("failure"))
             return WorkflowFailureError("workflow execution failed", failure_to_error(failure, converter))
         if event_type == EventType.WORKFLOW_EXECUTION_CANCELED:
             attributes = cast(schema.WorkflowExecutionCanceledAttributes, attributes)
-            details = converter.from_payloads(schema.payloads_from_json(attributes["details"]))
+            details = converter.from_payloads(schema.payloads_from_json(attributes.get("details")))
             cause = CancelledError("workflow execution canceled", *details)
             return WorkflowFailureError("workflow execution canceled", cause)
         if event_type == EventType.WORKFLOW_EXECUTION_TERMINATED:
             attributes = cast(schema.WorkflowExecutionTerminatedAttributes, attributes)
-            reason = attributes["reason"] or "terminated"
+            reason = attributes.get("reason") or "terminated"
             return WorkflowFailureError("workflow execution terminated", TerminatedError(reason))
         if event_type == EventType.WORKFLOW_EXECUTION_TIMED_OUT:
             attributes = cast(schema.WorkflowExecutionTimedOutAttributes, attributes)
-            timeout_type = attributes["timeout_type"]
+            timeout_type = attributes.get("timeout_type", "EXECUTION")
             return WorkflowFailureError(
                 "workflow execution timed out",
                 TimeoutError(f"workflow execution timed out ({timeout_type})", type=None),

@@ -361,7 +361,7 @@ class WorkflowInstance(_Runtime):
             continued_run_id=attributes.get("continued_execution_run_id") or None,
         )
         self._memo = schema.json_dict_to_message(attributes.get("memo"), common_pb2.Memo)
-        payloads = schema.payloads_from_json(attributes["input"])
+        payloads = schema.payloads_from_json(attributes.get("input"))
         args = self._converter.from_payloads(payloads, self._definition.run_arg_types())
         self._run_task = self._loop.create_task(
             self._run_workflow(args), name=f"workflow {self._definition.name} {self._workflow_id}"
@@ -407,7 +407,7 @@ class WorkflowInstance(_Runtime):
         handler is ever registered); the execution goes on.
         """
         name = attributes["signal_name"]
-        payloads = schema.payloads_from_json(attributes["input"])
+        payloads = schema.payloads_from_json(attributes.get("input"))
         definition = self._definition.signals.get(name)
         if definition is None:
             known = ", ".join(sorted(self._definition.signals)) or "none"

@@ -46,7 +46,7 @@ class Patches:
             if attributes["marker_name"] != PATCH_MARKER_NAME:
                 continue
             patch_id = marker_fields(recorded_marker_details(attributes))["patch_id"]
-            self._markers.setdefault(patch_id, attributes["workflow_task_completed_event_id"])
+            self._markers.setdefault(patch_id, attributes.get("workflow_task_completed_event_id", 0))
 
     def is_unclaimed_deprecated(
         self,
