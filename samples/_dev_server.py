@@ -21,6 +21,7 @@ def start_server(
     port: int = 0,
     log: IO[bytes] | None = None,
     env: dict[str, str] | None = None,
+    log_level: str = "WARNING",
 ) -> tuple[subprocess.Popen[bytes], str]:
     """Starts ``flowforge server <arguments>`` writing its port to ``ready_file``;
     returns the process and its address once it serves.
@@ -32,6 +33,7 @@ def start_server(
         port: The gRPC port; 0 takes a free one.
         log: Where the server's output goes (both streams); the console if None.
         env: The server's environment; this process's if None.
+        log_level: The server's ``--log-level``.
 
     Raises:
         RuntimeError: The server exited or did not start in time (it is killed).
@@ -48,7 +50,7 @@ def start_server(
             "--ready-file",
             ready_file,
             "--log-level",
-            "WARNING",
+            log_level,
         ],
         env=env,
         stdout=log,

@@ -24,7 +24,7 @@ from flowforge.server.health import HealthMonitor
 from flowforge.server.history import EngineConfig, HistoryEngine
 from flowforge.server.http import HttpListener
 from flowforge.server.matching import Matching
-from flowforge.server.rpc_metrics import RpcMetricsInterceptor
+from flowforge.server.rpc_observer import RpcObserver
 from flowforge.server.scheduler import Scheduler, SchedulerConfig, Schedules
 from flowforge.server.stores.base import Store
 from flowforge.server.timers import Timekeeper
@@ -121,8 +121,8 @@ class FlowForgeServer:
             await bootstrap_admin_key(self.store, self.config.clock, self.config.auth.bootstrap_admin_key_file)
         interceptor = await build_interceptor(self.config.auth, self.store, self.config.clock)
         server = grpc.aio.server(
-            # Metrics outermost: refusals by the auth interceptor are counted too.
-            interceptors=[RpcMetricsInterceptor(self.engine.metrics), interceptor],
+            # Observer outermost: refusals by the auth interceptor are counted too.
+            interceptors=[RpcObserver(self.engine.metrics), interceptor],
             options=[
                 ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -103,6 +102,13 @@ def _serving_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                 default="INFO",
                 show_default=True,
             ),
+            click.option(
+                "--log-format",
+                type=click.Choice(["text", "json"]),
+                default="text",
+                show_default=True,
+                help="json: one object a line with the ids where known (docs/observability.md)",
+            ),
             # tests: the bound port is written here once the server listens
             click.option("--ready-file", type=click.Path(dir_okay=False, path_type=Path), hidden=True),
             *_AUTH_OPTIONS,
@@ -163,6 +169,7 @@ def _serve(
     scheduler_renew_interval: float,
     scheduler_max_sleep: float,
     log_level: str,
+    log_format: Literal["text", "json"],
     ready_file: Path | None,
     dev: bool,
     insecure_no_auth: bool,
@@ -199,7 +206,9 @@ def _serve(
         raise click.UsageError("--tls-cert and --tls-key go together; --tls-client-ca needs both")
     tls = TLSFiles(str(tls_cert), str(tls_key), str(tls_client_ca) if tls_client_ca else None) if tls_cert else None
 
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from flowforge.logging import configure
+
+    configure(format=log_format, level=log_level)
     instance = FlowForgeServer(
         ServerConfig(
             store=store,

@@ -37,8 +37,10 @@ class ServerProcess:
         name: str = "server",
         extra_args: tuple[str, ...] = (),
         insecure_no_auth: bool = True,
+        log_level: str = "WARNING",
     ) -> None:
         self.store = store
+        self.log_level = log_level
         self.insecure_no_auth = insecure_no_auth
         self.workdir = workdir
         self.name = name
@@ -68,6 +70,7 @@ class ServerProcess:
                 port=self.port,
                 log=self._log,
                 env=_env(),
+                log_level=self.log_level,
             )
         except RuntimeError as error:
             raise RuntimeError(f"{error}; see {self.workdir / (self.name + '.log')}") from None

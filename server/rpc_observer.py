@@ -1,0 +1,97 @@
+"""What the server records about every unary RPC, in one outermost interceptor:
+
+- metrics: ``flowforge_rpc_requests_total{method,code}`` and
+  ``flowforge_rpc_latency_seconds{method}`` (refusals by the authentication
+  interceptor, which runs inside this one, are counted with their code too);
+- log fields: the request's namespace, workflow id and run id are bound for every
+  line logged while it is handled (:func:`flowforge.logging.bind`), and at DEBUG
+  each RPC is logged with its code and time (an access log).
+
+Streaming RPCs (health ``Watch``, reflection) pass through untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+
+from flowforge.logging import bind
+from flowforge.server.metrics import ServerMetrics
+
+__all__ = ["RpcObserver"]
+
+log = logging.getLogger("flowforge.server.rpc")
+
+_Behavior = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Any]]
+
+
+class RpcObserver(grpc.aio.ServerInterceptor):
+    """Counts and times each unary RPC, and binds its ids to the log lines it causes."""
+
+    def __init__(self, metrics: ServerMetrics) -> None:
+        self._metrics = metrics
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.unary_unary is None:
+            return handler
+        method: str = handler_call_details.method.rpartition("/")[2]
+        return grpc.unary_unary_rpc_method_handler(
+            self._observed(method, handler.unary_unary),  # type: ignore[arg-type]  # aio handlers are async
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+
+    def _observed(self, method: str, inner: _Behavior) -> _Behavior:
+        requests, latency = self._metrics.rpc_requests, self._metrics.rpc_latency
+
+        async def observed(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            began = time.perf_counter()
+            code = grpc.StatusCode.UNKNOWN
+            with bind(**_ids(request)):
+                try:
+                    response = await inner(request, context)
+                    code = _code(context.code()) or grpc.StatusCode.OK
+                    return response
+                except asyncio.CancelledError:
+                    code = grpc.StatusCode.CANCELLED
+                    raise
+                except BaseException:
+                    code = _code(context.code()) or grpc.StatusCode.UNKNOWN
+                    raise
+                finally:
+                    took = time.perf_counter() - began
+                    requests.labels(method, code.name).inc()
+                    latency.labels(method).observe(took)
+                    if log.isEnabledFor(logging.DEBUG):  # the access log
+                        log.debug("%s answered %s in %.3f s", method, code.name, took)
+
+        return observed
+
+
+def _ids(request: Any) -> dict[str, str]:
+    """The namespace, workflow id and run id a request names (no payloads)."""
+    execution = getattr(request, "workflow_execution", None) or request
+    return {
+        "namespace": getattr(request, "namespace", ""),
+        "workflow_id": getattr(execution, "workflow_id", ""),
+        "run_id": getattr(execution, "run_id", ""),
+    }
+
+
+def _code(value: object) -> grpc.StatusCode | None:
+    """The status a handler set: grpc.aio reports it as a StatusCode or its number."""
+    if isinstance(value, grpc.StatusCode):
+        return value
+    if isinstance(value, int):
+        return next((c for c in grpc.StatusCode if c.value[0] == value), None)
+    return None
