@@ -35,7 +35,10 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from flowforge.client import TLSConfig
 
 __all__ = [
     "DEFAULT_PROFILE",
@@ -133,6 +136,27 @@ class ClientConfigTLS:
             _read_source(self.client_cert),
             _read_source(self.client_private_key),
         )
+
+    def to_connect_tls_config(self) -> bool | TLSConfig:
+        """What ``Client.connect(tls=...)`` takes for these settings (Temporal's method).
+
+        ``False`` when TLS is off; ``True`` (the system's roots, the address's host) when it is on
+        with nothing else set; else a :class:`~flowforge.client.TLSConfig` with the files read.
+
+        Raises:
+            ConfigError: A named file cannot be read, or a client certificate comes without its key
+                (or the other way round).
+        """
+        if not self.enabled:
+            return False
+        ca, cert, key = self.read_pem()
+        if (cert is None) != (key is None):
+            raise ConfigError("a client certificate needs its key and the other way round")
+        if ca is None and cert is None and not self.server_name:
+            return True
+        from flowforge.client import TLSConfig
+
+        return TLSConfig(server_root_ca_cert=ca, domain=self.server_name, client_cert=cert, client_private_key=key)
 
     def to_dict(self) -> dict[str, Any]:
         """The TOML table of these settings (``*_path`` for files, ``*_data`` for inline PEM)."""

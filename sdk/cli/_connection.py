@@ -150,21 +150,10 @@ class Connection:
 
 
 def _credentials(tls: ClientConfigTLS | None) -> bool | TLSConfig:
-    if tls is None or not tls.enabled:
-        return False
-    from flowforge.client import TLSConfig
-
     try:
-        ca, cert, key = tls.read_pem()
+        return tls.to_connect_tls_config() if tls is not None else False
     except ConfigError as error:
         raise click.BadParameter(str(error), param_hint="'--tls-*'") from None
-    if (cert is None) != (key is None):
-        raise click.BadParameter(
-            "a client certificate needs its key and the other way round", param_hint="'--tls-cert-path/--tls-key-path'"
-        )
-    if ca is None and cert is None and not tls.server_name:
-        return True
-    return TLSConfig(server_root_ca_cert=ca, domain=tls.server_name, client_cert=cert, client_private_key=key)
 
 
 def client_command(fn: Callable[..., _T]) -> Callable[..., _T]:

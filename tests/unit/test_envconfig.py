@@ -140,3 +140,22 @@ def test_certificates_are_read_from_paths_or_inline_data(tmp_path: Path) -> None
     assert tls.read_pem() == (b"CA PEM", b"CERT PEM", b"KEY")
     with pytest.raises(ConfigError, match=r"cannot read .*missing\.pem"):
         ClientConfigTLS(client_cert=tmp_path / "missing.pem").read_pem()
+
+
+def test_tls_settings_become_what_client_connect_takes(tmp_path: Path) -> None:
+    from flowforge.client import TLSConfig
+
+    (tmp_path / "ca.pem").write_text("CA PEM")
+    assert ClientConfigTLS().to_connect_tls_config() is False
+    assert ClientConfigTLS(disabled=False).to_connect_tls_config() is True
+    assert ClientConfigTLS(server_root_ca_cert=tmp_path / "ca.pem", disabled=True).to_connect_tls_config() is False
+    assert ClientConfigTLS(
+        server_root_ca_cert=tmp_path / "ca.pem",
+        server_name="flowforge.test",
+        client_cert="CERT",
+        client_private_key="KEY",
+    ).to_connect_tls_config() == TLSConfig(
+        server_root_ca_cert=b"CA PEM", domain="flowforge.test", client_cert=b"CERT", client_private_key=b"KEY"
+    )
+    with pytest.raises(ConfigError, match="a client certificate needs its key"):
+        ClientConfigTLS(client_cert="CERT").to_connect_tls_config()
