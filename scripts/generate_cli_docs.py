@@ -101,8 +101,7 @@ eval "$(flowforge completion bash)"     # in ~/.bashrc; also zsh and fish
 ## Not here yet
 
 `task-queue describe` (pollers, backlog, oldest task age) needs an RPC the server does not have
-yet; it comes with the observability work. `namespace update` likewise waits for an RPC that
-changes a namespace (it comes with namespace quotas).
+yet; it comes with the observability work.
 """
 
 

@@ -11,6 +11,7 @@ __all__ = [
     "InvalidArgument",
     "NotFound",
     "PermissionDenied",
+    "ResourceExhausted",
     "ServiceError",
     "Unauthenticated",
     "Unavailable",
@@ -42,6 +43,12 @@ class AlreadyExists(ServiceError):
 
 class FailedPrecondition(ServiceError):
     status = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class ResourceExhausted(ServiceError):
+    """Over a quota or limit; the message names it and says when to retry."""
+
+    status = grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
 class Unavailable(ServiceError):

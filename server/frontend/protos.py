@@ -64,6 +64,11 @@ def namespace_proto(row: NamespaceRow) -> pb.Namespace:
         description=row.description,
         retention=duration_pb2.Duration(seconds=row.retention_s),
         create_time=timestamp(row.create_us),
+        max_running_executions=row.max_running_executions,
+        start_rate=row.start_rate,
+        max_concurrent_activities=row.max_concurrent_activities,
+        last_purge_time=timestamp(row.last_purge_us) if row.last_purge_us is not None else None,
+        purged_executions=row.purged_executions,
     )
 
 

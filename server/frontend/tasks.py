@@ -47,7 +47,9 @@ class TaskHandlers(ServiceBase):
     async def RespondWorkflowTaskCompleted(
         self, request: pb.RespondWorkflowTaskCompletedRequest, context: Context
     ) -> pb.RespondWorkflowTaskCompletedResponse:
-        slots = eager_activity_slots(request.eager_activity_slots)
+        slots = await self._engine.eager_activity_slots(
+            request.task_token, eager_activity_slots(request.eager_activity_slots)
+        )
         completion = await self._engine.complete_workflow_task(
             request.task_token,
             request.namespace,

@@ -41,6 +41,8 @@ class ActivityTasks(WorkflowTasks):
         Touches only the task row: starting an activity writes no history."""
 
         async def body(tx: Transaction) -> TaskRow | None:
+            if not await self.activity_slot_free(tx, namespace):
+                return None  # the namespace's max_concurrent_activities: the task waits
             now = self.clock.now_us()
             task = await tx.lease_next_task(namespace, TaskKind.ACTIVITY, task_queue, now)
             if task is None:

@@ -21,6 +21,7 @@ from flowforge.server.observations import collecting
 from flowforge.server.stores.base import (
     ConcurrencyConflict,
     ExecutionRow,
+    NamespaceRow,
     Store,
     StoreUnavailable,
     TaskRow,
@@ -48,6 +49,8 @@ class EngineCore:
         self.clock: Clock = clock or SystemClock()
         self._signer: TokenSigner | None = None
         self._known_namespaces: set[str] = set()
+        # namespace -> (monotonic expiry, row): the quotas as last read (namespaces.py).
+        self._namespace_quotas: dict[str, tuple[float, NamespaceRow]] = {}
         # namespace -> name -> type of custom search attributes; a registered type never changes.
         self._attribute_types: dict[str, dict[str, str]] = {}
         self._rng = random.Random()

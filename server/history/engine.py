@@ -7,17 +7,17 @@ and every public method of each is one operation in one store transaction.
 from __future__ import annotations
 
 from flowforge.api.schema import TaskKind
-from flowforge.server.errors import AlreadyExists, NotFound
 from flowforge.server.history.activities import ActivityTasks
 from flowforge.server.history.commands import Commands
 from flowforge.server.history.core import EngineCore
 from flowforge.server.history.executions import Executions
+from flowforge.server.history.namespaces import Namespaces
 from flowforge.server.history.queries import Queries
 from flowforge.server.history.run_close import RunClose
 from flowforge.server.history.timeouts import Timeouts
 from flowforge.server.history.visibility_writes import VisibilityWrites
 from flowforge.server.history.workflow_tasks import WorkflowTasks
-from flowforge.server.stores.base import NamespaceRow, TaskQueueBacklogRow, Transaction
+from flowforge.server.stores.base import TaskQueueBacklogRow, Transaction
 
 __all__ = ["HistoryEngine"]
 
@@ -31,6 +31,7 @@ class HistoryEngine(
     Executions,  # executions.py: start, describe, history, cancel, terminate, signal
     RunClose,  # run_close.py: retry, continue-as-new, parent close policy, child outcomes
     VisibilityWrites,  # visibility_writes.py: search attributes, memos, list and count
+    Namespaces,  # namespaces.py: create, update, describe, list; quotas at admission
     EngineCore,  # core.py: transactions, reads, limits, namespaces, fencing
 ):
     """Executions, their history and their tasks, on top of a :class:`Store`.
@@ -38,31 +39,6 @@ class HistoryEngine(
     Every change goes through a :class:`~flowforge.server.history.mutation._Mutation`
     saved in one transaction (mutation.py).
     """
-
-    # ------------------------------------------------------------------ namespaces
-
-    async def register_namespace(self, name: str, description: str, retention_s: int) -> NamespaceRow:
-        """Creates a namespace; ALREADY_EXISTS if the name is taken."""
-        row = NamespaceRow(name, description, retention_s, self.clock.now_us())
-
-        async def body(tx: Transaction) -> NamespaceRow:
-            if await tx.get_namespace(name) is not None:
-                raise AlreadyExists(f"namespace {name!r} already exists")
-            await tx.insert_namespace(row)
-            return row
-
-        return await self._transaction(body)
-
-    async def describe_namespace(self, name: str) -> NamespaceRow:
-        """The namespace; NOT_FOUND if there is none of that name."""
-        row = await self.read(lambda tx: tx.get_namespace(name))
-        if row is None:
-            raise NotFound(f"namespace {name!r} does not exist")
-        return row
-
-    async def list_namespaces(self) -> list[NamespaceRow]:
-        """Every namespace."""
-        return await self.read(lambda tx: tx.list_namespaces())
 
     # ------------------------------------------------------------------ a poll's look (matching.py)
 

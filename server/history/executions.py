@@ -92,6 +92,7 @@ class Executions(RunClose):
                     await self._signal(tx, running, start_signal, identity)
                     await tx.insert_request_id(namespace, request_id, running.run_id, self.clock.now_us())
                     return _Started(running.run_id, False)
+            await self.admit_start(tx, namespace)
             now = self.clock.now_us()
             m = new_run(
                 tx,

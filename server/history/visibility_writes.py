@@ -9,8 +9,8 @@ from typing import Any
 from flowforge.api.schema import message_to_json_dict
 from flowforge.api.v1 import common_pb2
 from flowforge.server.errors import AlreadyExists, FailedPrecondition, InvalidArgument
-from flowforge.server.history.core import EngineCore
 from flowforge.server.history.input_checks import check_visibility_input
+from flowforge.server.history.namespaces import Namespaces
 from flowforge.server.stores.base import ExecutionRow, Transaction
 from flowforge.server.visibility import (
     MAX_ATTRIBUTES_PER_NAMESPACE,
@@ -37,7 +37,7 @@ def visibility_attributes(search_attributes: common_pb2.SearchAttributes, memo: 
     return attributes
 
 
-class VisibilityWrites(EngineCore):
+class VisibilityWrites(Namespaces):
     """Search attributes and memos of runs, and the namespace's attribute registry."""
 
     def _check_visibility_input(

@@ -37,6 +37,7 @@ __all__ = [
     "LineageOperations",
     "NamespaceOperations",
     "QueryOperations",
+    "RetentionOperations",
     "ScheduleOperations",
     "TaskOperations",
     "TimerOperations",
@@ -50,19 +51,47 @@ class NamespaceOperations(abc.ABC):
     """Namespaces, and the server's own metadata (schema version, token secret)."""
 
     @abc.abstractmethod
-    async def get_namespace(self, name: str) -> NamespaceRow | None: ...
+    async def get_namespace(self, name: str, *, for_update: bool = False) -> NamespaceRow | None:
+        """The namespace; ``for_update`` locks its row until commit (PostgreSQL), which
+        serializes the quota checks of concurrent admissions on every replica."""
 
     @abc.abstractmethod
     async def insert_namespace(self, row: NamespaceRow) -> None: ...
 
     @abc.abstractmethod
+    async def update_namespace(self, row: NamespaceRow) -> None:
+        """Writes every column of the namespace ``row.name``."""
+
+    @abc.abstractmethod
     async def list_namespaces(self) -> list[NamespaceRow]: ...
+
+    @abc.abstractmethod
+    async def count_running_executions(self, namespace: str, limit: int) -> int:
+        """How many runs of the namespace are running, counting at most ``limit``."""
+
+    @abc.abstractmethod
+    async def count_leased_tasks(self, namespace: str, kind: str, limit: int) -> int:
+        """How many tasks of ``kind`` the namespace has leased, counting at most ``limit``."""
 
     @abc.abstractmethod
     async def get_metadata(self, key: str) -> str | None: ...
 
     @abc.abstractmethod
     async def set_metadata_if_absent(self, key: str, value: str) -> None: ...
+
+
+class RetentionOperations(abc.ABC):
+    """Purging closed executions past their namespace's retention."""
+
+    @abc.abstractmethod
+    async def closed_runs_before(self, namespace: str, close_before_us: int, limit: int) -> list[str]:
+        """Run ids of the namespace's runs closed before ``close_before_us``, oldest first."""
+
+    @abc.abstractmethod
+    async def purge_runs(self, namespace: str, run_ids: list[str]) -> int:
+        """Deletes the closed runs ``run_ids`` with everything kept for them (history,
+        visibility, tasks, timers, request ids, queries, child rows); returns how
+        many executions were deleted. Running runs among them are left alone."""
 
 
 class ExecutionOperations(abc.ABC):
@@ -470,6 +499,7 @@ class Transaction(
     LeaseOperations,
     VisibilityOperations,
     LifecycleOutboxOperations,
+    RetentionOperations,
 ):
     """The operations the engine performs inside one atomic transaction.
 

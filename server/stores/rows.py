@@ -39,12 +39,25 @@ __all__ = [
 
 @dataclasses.dataclass
 class NamespaceRow:
-    """A namespace (table ``namespaces``); ``retention_s`` keeps closed runs that long."""
+    """A namespace (table ``namespaces``); ``retention_s`` keeps closed runs that long.
+
+    The quotas (0: no limit) hold across replicas because they are checked against
+    this row inside the transactions that admit work; ``start_tokens`` and
+    ``start_tokens_us`` are the start-rate token bucket and its last refill.
+    ``last_purge_us`` and ``purged_executions`` are the retention sweeper's record.
+    """
 
     name: str
     description: str
     retention_s: int
     create_us: int
+    max_running_executions: int = 0
+    start_rate: float = 0.0
+    start_tokens: float = 0.0
+    start_tokens_us: int = 0
+    max_concurrent_activities: int = 0
+    last_purge_us: int | None = None
+    purged_executions: int = 0
 
 
 @dataclasses.dataclass

@@ -135,6 +135,12 @@ class Session:
         key_id: str = json.loads(created.out)["id"]
         return key_id
 
+    def namespace_with_quotas(self) -> str:
+        """A fresh namespace with a start-rate quota (so an update changes a quota)."""
+        name = self.fresh("quota-ns")
+        ok("namespace", "create", name, "--start-rate", "1")
+        return name
+
     def profile(self) -> str:
         name = self.fresh("prof")
         ok("config", "set", "--profile", name, "address", f"{name}.example.com:7233")
@@ -285,9 +291,27 @@ CASES: dict[str, Case] = {
         bad=["namespace", "create", "ns-bad", "--retention", "0"],
         names="--retention",
     ),
+    "namespace update": Case(
+        args=lambda s: [
+            "namespace",
+            "update",
+            s.namespace_with_quotas(),
+            "--max-running-executions",
+            "5",
+            "--start-rate",
+            "2.5",
+            "--max-concurrent-activities",
+            "3",
+        ],
+        text=_contains("namespace {2} updated"),
+        bad=["namespace", "update", "ns-bad", "--start-rate", "-1"],
+        names="--start-rate",
+    ),
     "namespace describe": Case(
         args=lambda s: ["namespace", "describe", "default"],
-        text=_contains("name:        default", "retention:   30d"),
+        text=_contains(
+            "name:        default", "retention:   30d", "max running executions unlimited", "purged:      0"
+        ),
         json=lambda value, args: value["name"] == "default" and value["retention_s"] == 30 * 86400,
         bad=["namespace", "describe"],
         names="NAME",

@@ -65,26 +65,64 @@ QUERY_RESULT_TYPE_ANSWERED: QueryResultType
 QUERY_RESULT_TYPE_FAILED: QueryResultType
 
 class Namespace(_message.Message):
-    __slots__ = ("name", "description", "retention", "create_time")
+    __slots__ = ("name", "description", "retention", "create_time", "max_running_executions", "start_rate", "max_concurrent_activities", "last_purge_time", "purged_executions")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     RETENTION_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    MAX_RUNNING_EXECUTIONS_FIELD_NUMBER: _ClassVar[int]
+    START_RATE_FIELD_NUMBER: _ClassVar[int]
+    MAX_CONCURRENT_ACTIVITIES_FIELD_NUMBER: _ClassVar[int]
+    LAST_PURGE_TIME_FIELD_NUMBER: _ClassVar[int]
+    PURGED_EXECUTIONS_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     retention: _duration_pb2.Duration
     create_time: _timestamp_pb2.Timestamp
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., retention: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    max_running_executions: int
+    start_rate: float
+    max_concurrent_activities: int
+    last_purge_time: _timestamp_pb2.Timestamp
+    purged_executions: int
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., retention: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., max_running_executions: _Optional[int] = ..., start_rate: _Optional[float] = ..., max_concurrent_activities: _Optional[int] = ..., last_purge_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., purged_executions: _Optional[int] = ...) -> None: ...
 
 class RegisterNamespaceRequest(_message.Message):
-    __slots__ = ("name", "description", "retention")
+    __slots__ = ("name", "description", "retention", "max_running_executions", "start_rate", "max_concurrent_activities")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     RETENTION_FIELD_NUMBER: _ClassVar[int]
+    MAX_RUNNING_EXECUTIONS_FIELD_NUMBER: _ClassVar[int]
+    START_RATE_FIELD_NUMBER: _ClassVar[int]
+    MAX_CONCURRENT_ACTIVITIES_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     retention: _duration_pb2.Duration
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., retention: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    max_running_executions: int
+    start_rate: float
+    max_concurrent_activities: int
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., retention: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., max_running_executions: _Optional[int] = ..., start_rate: _Optional[float] = ..., max_concurrent_activities: _Optional[int] = ...) -> None: ...
+
+class UpdateNamespaceRequest(_message.Message):
+    __slots__ = ("name", "description", "retention", "max_running_executions", "start_rate", "max_concurrent_activities")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    RETENTION_FIELD_NUMBER: _ClassVar[int]
+    MAX_RUNNING_EXECUTIONS_FIELD_NUMBER: _ClassVar[int]
+    START_RATE_FIELD_NUMBER: _ClassVar[int]
+    MAX_CONCURRENT_ACTIVITIES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    retention: _duration_pb2.Duration
+    max_running_executions: int
+    start_rate: float
+    max_concurrent_activities: int
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., retention: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., max_running_executions: _Optional[int] = ..., start_rate: _Optional[float] = ..., max_concurrent_activities: _Optional[int] = ...) -> None: ...
+
+class UpdateNamespaceResponse(_message.Message):
+    __slots__ = ("namespace",)
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    namespace: Namespace
+    def __init__(self, namespace: _Optional[_Union[Namespace, _Mapping]] = ...) -> None: ...
 
 class RegisterNamespaceResponse(_message.Message):
     __slots__ = ("namespace",)

@@ -57,6 +57,11 @@ class WorkflowServiceStub:
                 request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.ListNamespacesRequest.SerializeToString,
                 response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.ListNamespacesResponse.FromString,
                 _registered_method=True)
+        self.UpdateNamespace = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/UpdateNamespace',
+                request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.UpdateNamespaceRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.UpdateNamespaceResponse.FromString,
+                _registered_method=True)
         self.StartWorkflowExecution = channel.unary_unary(
                 '/flowforge.api.v1.WorkflowService/StartWorkflowExecution',
                 request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.StartWorkflowExecutionRequest.SerializeToString,
@@ -238,6 +243,13 @@ class WorkflowServiceServicer:
 
     def ListNamespaces(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateNamespace(self, request, context):
+        """Changes the fields that are set; the others keep their values.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -465,6 +477,11 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.ListNamespaces,
                     request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.ListNamespacesRequest.FromString,
                     response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.ListNamespacesResponse.SerializeToString,
+            ),
+            'UpdateNamespace': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateNamespace,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.UpdateNamespaceRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.UpdateNamespaceResponse.SerializeToString,
             ),
             'StartWorkflowExecution': grpc.unary_unary_rpc_method_handler(
                     servicer.StartWorkflowExecution,
@@ -710,6 +727,33 @@ class WorkflowService:
             '/flowforge.api.v1.WorkflowService/ListNamespaces',
             flowforge_dot_api_dot_v1_dot_workflow__service__pb2.ListNamespacesRequest.SerializeToString,
             flowforge_dot_api_dot_v1_dot_workflow__service__pb2.ListNamespacesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateNamespace(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/UpdateNamespace',
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.UpdateNamespaceRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.UpdateNamespaceResponse.FromString,
             options,
             channel_credentials,
             insecure,

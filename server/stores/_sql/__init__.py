@@ -17,6 +17,7 @@ from flowforge.server.stores._sql.lineage import LineageSQL
 from flowforge.server.stores._sql.namespaces import NamespaceSQL
 from flowforge.server.stores._sql.outbox import LifecycleOutboxSQL
 from flowforge.server.stores._sql.queries import QuerySQL
+from flowforge.server.stores._sql.retention import RetentionSQL
 from flowforge.server.stores._sql.schedules import ScheduleSQL
 from flowforge.server.stores._sql.tasks import TaskSQL
 from flowforge.server.stores._sql.timers import TimerSQL
@@ -40,6 +41,7 @@ class SQLTransaction(
     LeaseSQL,
     VisibilitySQL,
     LifecycleOutboxSQL,
+    RetentionSQL,
     Transaction,
     abc.ABC,
 ):
