@@ -97,6 +97,7 @@ RPC_RULES: dict[str, RpcRule] = {
         "RegisterNamespace": _rule(Role.ADMIN, audited=True, field="name"),
         "DescribeNamespace": _rule(Role.READER, field="name"),
         "ListNamespaces": RpcRule(Role.READER, NamespaceSource.GLOBAL),
+        "UpdateNamespace": _rule(Role.ADMIN, audited=True, field="name"),
         "StartWorkflowExecution": _rule(Role.WRITER),
         "DescribeWorkflowExecution": _rule(Role.READER),
         "GetWorkflowExecutionHistory": _rule(Role.READER),

@@ -97,7 +97,6 @@ class NamespaceHandlers(ServiceBase):
         namespace = name(request.name, "name")
         changes = _changes(request, _retention(request) or _DEFAULT_RETENTION_S, None)
         row = await self._engine.register_namespace(namespace, changes)
-        await self.audit_namespace_change("namespace.create", namespace, changes, context)
         return pb.RegisterNamespaceResponse(namespace=namespace_proto(row))
 
     @rpc
@@ -110,7 +109,6 @@ class NamespaceHandlers(ServiceBase):
         }
         changes = _changes(request, _retention(request), present)
         row = await self._engine.update_namespace(namespace, changes)
-        await self.audit_namespace_change("namespace.update", namespace, changes, context)
         return pb.UpdateNamespaceResponse(namespace=namespace_proto(row))
 
     @rpc
@@ -124,10 +122,3 @@ class NamespaceHandlers(ServiceBase):
     async def ListNamespaces(self, request: pb.ListNamespacesRequest, context: Context) -> pb.ListNamespacesResponse:
         rows = await self._engine.list_namespaces()
         return pb.ListNamespacesResponse(namespaces=[namespace_proto(r) for r in rows])
-
-    async def audit_namespace_change(
-        self, action: str, namespace: str, changes: NamespaceChanges, context: Context
-    ) -> None:
-        """The one place namespace and quota changes reach the audit log (issue 12: the
-        security engineer's audit API is wired here once it is on main)."""
-        del action, namespace, changes, context
