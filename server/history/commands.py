@@ -1,23 +1,25 @@
-"""Command application: one handler per command type, looked up in a table.
+"""Command application: load → apply → save, with one handler per command type
+looked up in a table (:data:`_APPLY`).
 
-Each handler appends the command's event to the completing workflow task's
-mutation and records the rows it implies; outcomes that the workflow must see
-later (a child started, a signal delivered) are collected and delivered after
+The commands of a workflow task are first checked without state
+(command_validation.py); then what they need of the run is loaded, each kind of
+row in one statement (:meth:`Commands._load`); each handler then appends its
+command's event and changes :class:`~flowforge.server.history.command_state.Applying`
+in memory (an id already in use raises INVALID_ARGUMENT before anything was
+written); finally :meth:`Commands._save` writes every change. Outcomes the
+workflow must see later (a child started, a signal delivered) are delivered after
 all commands, in command order.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from flowforge.api.schema import (
     EventType,
     ExecutionStatus,
-    SignalExternalWorkflowExecutionFailedCause,
-    StartChildWorkflowExecutionFailedCause,
     TaskKind,
     TaskState,
     dumps,
@@ -26,53 +28,80 @@ from flowforge.api.schema import (
     message_to_json_dict,
     payloads_json,
 )
-from flowforge.api.v1 import command_pb2, common_pb2
+from flowforge.api.v1 import command_pb2
 from flowforge.server.errors import InvalidArgument
-from flowforge.server.history.data import StartSignal
-from flowforge.server.history.executions import Executions
-from flowforge.server.history.mutation import _Mutation, new_run, new_task_row, us
-from flowforge.server.history.visibility_writes import visibility_attributes
+from flowforge.server.history.child_commands import ChildCommands
+from flowforge.server.history.command_state import Applying
+from flowforge.server.history.mutation import _Mutation, new_task_row, us
+from flowforge.server.history.visibility_writes import stored_values
 from flowforge.server.retries import StoredRetryPolicy
-from flowforge.server.stores.base import ChildExecutionRow, DuplicateRunningExecution, TimerRow, Transaction
+from flowforge.server.stores.base import TimerRow
 
-__all__ = ["Applying", "Commands"]
+__all__ = ["DEADLINE_COMMANDS", "Commands"]
 
 # Commands whose only new deadlines are the mutation's own timers and tasks.
 DEADLINE_COMMANDS = frozenset({"schedule_activity_task", "start_timer", "cancel_timer"})
+# Commands that set search attributes (of the run, or of the child they start).
+_SEARCH_ATTRIBUTE_COMMANDS = ("upsert_workflow_search_attributes", "start_child_workflow_execution")
+_CHILD_COMMANDS = ("request_cancel_external_workflow_execution", "signal_external_workflow_execution")
 
 
-@dataclasses.dataclass
-class Applying:
-    """The workflow task completion the commands are applied to."""
+class Commands(ChildCommands):
+    """Loads what a workflow task's commands need, applies them by the table, saves their changes."""
 
-    m: _Mutation
-    completed_id: int
-    """The WorkflowTaskCompleted event every command's event refers to."""
-    outcomes: list[tuple[EventType, dict[str, Any]]] = dataclasses.field(default_factory=list)
-    """Events delivered after every command was applied, in order."""
-
-
-class Commands(Executions):
-    """The handlers of the command table :data:`_APPLY`."""
-
-    async def _apply_commands(self, applying: Applying, commands: Sequence[command_pb2.Command]) -> None:
+    async def _load(self, m: _Mutation, commands: Sequence[command_pb2.Command]) -> Applying:
+        """Reads what the commands need of the run before any is applied: each kind of row in one statement."""
+        tx, row = m.tx, m.row
+        by_kind: dict[str, list[Any]] = {}
         for command in commands:
             kind = command.WhichOneof("attributes")
             assert kind is not None, "validated"
-            await _APPLY[kind](self, applying, command)
+            by_kind.setdefault(kind, []).append(getattr(command, kind))
+        applying = Applying(m)
+        activity_ids = [
+            a.activity_id
+            for k in ("schedule_activity_task", "request_cancel_activity_task")
+            for a in by_kind.get(k, [])
+        ]
+        if activity_ids:
+            tasks = await tx.get_activity_tasks(row.run_id, activity_ids)
+            applying.activities = {task.activity_id or "": task for task in tasks}
+        timer_ids = [a.timer_id for k in ("start_timer", "cancel_timer") for a in by_kind.get(k, [])]
+        if timer_ids:
+            applying.timers = {timer.timer_id: timer for timer in await tx.get_timers(row.run_id, timer_ids)}
+        names = {
+            name
+            for k in _SEARCH_ATTRIBUTE_COMMANDS
+            for a in by_kind.get(k, [])
+            for name in a.search_attributes.indexed_fields
+        }
+        if names:
+            applying.attribute_types = await self._registered_types(tx, row.namespace, names)
+        if any(k in by_kind for k in _CHILD_COMMANDS):
+            applying.children = await tx.list_child_executions(row.namespace, row.run_id)
+            runs = await tx.lock_executions([(c.namespace, c.run_id) for c in applying.children])
+            applying.child_runs = {
+                r.run_id: _Mutation(tx, r, m.now) for r in runs if r.status == ExecutionStatus.RUNNING
+            }
+        for a in by_kind.get("start_child_workflow_execution", []):
+            latest = await tx.get_latest_execution(row.namespace, a.workflow_id)
+            if latest is not None and latest.status == ExecutionStatus.RUNNING:
+                applying.running_workflow_ids.add(a.workflow_id)
+        if "continue_as_new_workflow_execution" in by_kind:
+            await self._started_attributes_of(m)
+        return applying
 
-    async def _invalid_search_attributes(
-        self, tx: Transaction, namespace: str, commands: Sequence[command_pb2.Command]
-    ) -> str | None:
+    @staticmethod
+    def _invalid_search_attributes(applying: Applying, commands: Sequence[command_pb2.Command]) -> str | None:
         """Why the task's upserts or child starts cannot be applied (an unregistered attribute, a wrong
         type), or None."""
         for command in commands:
             kind = command.WhichOneof("attributes")
-            if kind in ("upsert_workflow_search_attributes", "start_child_workflow_execution"):
+            if kind in _SEARCH_ATTRIBUTE_COMMANDS:
                 try:
-                    await self._stored_values(
-                        tx,
-                        namespace,
+                    stored_values(
+                        applying.attribute_types,
+                        applying.m.row.namespace,
                         getattr(command, kind).search_attributes,
                         removals=kind == "upsert_workflow_search_attributes",
                     )
@@ -80,12 +109,37 @@ class Commands(Executions):
                     return error.message
         return None
 
+    def _apply(self, applying: Applying, commands: Sequence[command_pb2.Command]) -> None:
+        """Applies the commands in order, in memory."""
+        for command in commands:
+            kind = command.WhichOneof("attributes")
+            assert kind is not None, "validated"
+            _APPLY[kind](self, applying, command)
+
+    async def _save(self, applying: Applying) -> None:
+        """Writes what the commands changed, and the run's mutation."""
+        m = applying.m
+        tx = m.tx
+        for task in applying.canceled_activities:
+            await tx.delete_task(task.task_id or 0)
+        for task in applying.cancel_requested.values():
+            await tx.update_task(task)
+        for timer_id in applying.canceled_timers:
+            await tx.delete_timer(m.row.run_id, timer_id)
+        for child in applying.started_children:
+            await self._save_started_child(child)
+        for child_run in applying.changed_children.values():
+            await child_run.save()
+        if applying.search_attributes is not None:
+            await self._write_visibility(tx, m.row, applying.search_attributes)
+        await m.save()
+
     # ------------------------------------------------------------------ activities and timers
 
-    async def _schedule_activity_task(self, applying: Applying, command: command_pb2.Command) -> None:
+    def _schedule_activity_task(self, applying: Applying, command: command_pb2.Command) -> None:
         m, a = applying.m, command.schedule_activity_task
         row = m.row
-        if await m.tx.get_activity_task(row.run_id, a.activity_id) is not None:
+        if a.activity_id in applying.activities:
             raise InvalidArgument(f"activity_id {a.activity_id!r} is already in use by a pending activity of this run")
         schedule_to_close = duration_s(a.schedule_to_close_timeout)
         start_to_close = duration_s(a.start_to_close_timeout) or schedule_to_close
@@ -131,10 +185,10 @@ class Commands(Executions):
             )
         )
 
-    async def _request_cancel_activity_task(self, applying: Applying, command: command_pb2.Command) -> None:
+    def _request_cancel_activity_task(self, applying: Applying, command: command_pb2.Command) -> None:
         m = applying.m
         activity_id = command.request_cancel_activity_task.activity_id
-        task = await m.tx.get_activity_task(m.row.run_id, activity_id)
+        task = applying.activities.get(activity_id)
         scheduled_event_id = task.scheduled_event_id if task else 0
         m.append(
             EventType.ACTIVITY_TASK_CANCEL_REQUESTED,
@@ -146,20 +200,19 @@ class Commands(Executions):
         )
         if task is not None and task.state == TaskState.PENDING:
             # Never started: it is cancelled now, nobody else to ask.
-            await m.tx.delete_task(task.task_id or 0)
+            del applying.activities[activity_id]
+            applying.canceled_activities.append(task)
             applying.outcomes.append(
                 (EventType.ACTIVITY_TASK_CANCELED, {"scheduled_event_id": scheduled_event_id, "started_event_id": 0})
             )
         elif task is not None:
             task.cancel_requested = 1
-            await m.tx.update_task(task)
+            applying.cancel_requested[task.task_id or 0] = task
 
-    async def _start_timer(self, applying: Applying, command: command_pb2.Command) -> None:
+    def _start_timer(self, applying: Applying, command: command_pb2.Command) -> None:
         m, t = applying.m, command.start_timer
         row = m.row
-        if await m.tx.delete_timer(row.run_id, t.timer_id) is not None or any(
-            x.timer_id == t.timer_id for x in m.new_timers
-        ):
+        if t.timer_id in applying.timers or any(x.timer_id == t.timer_id for x in m.new_timers):
             raise InvalidArgument(f"timer_id {t.timer_id!r} is already in use by a pending timer of this run")
         seconds = duration_s(t.start_to_fire_timeout)
         started_id = m.append(
@@ -172,10 +225,12 @@ class Commands(Executions):
         )
         m.new_timers.append(TimerRow(row.namespace, row.run_id, t.timer_id, started_id, m.now + us(seconds)))
 
-    async def _cancel_timer(self, applying: Applying, command: command_pb2.Command) -> None:
+    def _cancel_timer(self, applying: Applying, command: command_pb2.Command) -> None:
         m = applying.m
         timer_id = command.cancel_timer.timer_id
-        timer = await m.tx.delete_timer(m.row.run_id, timer_id)
+        timer = applying.timers.pop(timer_id, None)
+        if timer is not None:
+            applying.canceled_timers.append(timer_id)
         m.append(
             EventType.TIMER_CANCELED,
             {
@@ -187,7 +242,7 @@ class Commands(Executions):
 
     # ------------------------------------------------------------------ markers and visibility
 
-    async def _record_marker(self, applying: Applying, command: command_pb2.Command) -> None:
+    def _record_marker(self, applying: Applying, command: command_pb2.Command) -> None:
         marker = command.record_marker
         applying.m.append(
             EventType.MARKER_RECORDED,
@@ -198,10 +253,10 @@ class Commands(Executions):
             },
         )
 
-    async def _upsert_workflow_search_attributes(self, applying: Applying, command: command_pb2.Command) -> None:
-        """The event and the new visible values, in the workflow task's transaction."""
+    def _upsert_workflow_search_attributes(self, applying: Applying, command: command_pb2.Command) -> None:
+        """The event, and the new visible values (written with the workflow task's other changes)."""
         m, upsert = applying.m, command.upsert_workflow_search_attributes
-        values = await self._stored_values(m.tx, m.row.namespace, upsert.search_attributes, removals=True)
+        values = stored_values(applying.attribute_types, m.row.namespace, upsert.search_attributes, removals=True)
         m.append(
             EventType.UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
             {
@@ -209,11 +264,11 @@ class Commands(Executions):
                 "workflow_task_completed_event_id": applying.completed_id,
             },
         )
-        await self._write_visibility(m.tx, m.row, values)
+        applying.search_attributes = {**(applying.search_attributes or {}), **values}
 
     # ------------------------------------------------------------------ closing the run
 
-    async def _complete_workflow_execution(self, applying: Applying, command: command_pb2.Command) -> None:
+    def _complete_workflow_execution(self, applying: Applying, command: command_pb2.Command) -> None:
         result = command.complete_workflow_execution.result
         self._close(
             applying,
@@ -222,13 +277,13 @@ class Commands(Executions):
             ExecutionStatus.COMPLETED,
         )
 
-    async def _fail_workflow_execution(self, applying: Applying, command: command_pb2.Command) -> None:
+    def _fail_workflow_execution(self, applying: Applying, command: command_pb2.Command) -> None:
         failure = command.fail_workflow_execution.failure
         self._close(
             applying, EventType.WORKFLOW_EXECUTION_FAILED, {"failure": failure_json(failure)}, ExecutionStatus.FAILED
         )
 
-    async def _cancel_workflow_execution(self, applying: Applying, command: command_pb2.Command) -> None:
+    def _cancel_workflow_execution(self, applying: Applying, command: command_pb2.Command) -> None:
         details = command.cancel_workflow_execution.details
         self._close(
             applying,
@@ -237,11 +292,12 @@ class Commands(Executions):
             ExecutionStatus.CANCELED,
         )
 
-    async def _continue_as_new_workflow_execution(self, applying: Applying, command: command_pb2.Command) -> None:
+    def _continue_as_new_workflow_execution(self, applying: Applying, command: command_pb2.Command) -> None:
         """Closes the run; the next one is started when the close is followed up (run_close.py)."""
         a = command.continue_as_new_workflow_execution
         row = applying.m.row
-        started = await self._started_attributes_of(applying.m)
+        started = applying.m.started_attributes
+        assert started is not None, "loaded"
         continued = {
             "new_execution_run_id": str(uuid.uuid4()),
             "workflow_type": a.workflow_type or row.workflow_type,
@@ -259,146 +315,8 @@ class Commands(Executions):
         applying.m.append(event_type, {**attributes, "workflow_task_completed_event_id": applying.completed_id})
         applying.m.close(status)
 
-    # ------------------------------------------------------------------ children
 
-    async def _start_child_workflow_execution(self, applying: Applying, command: command_pb2.Command) -> None:
-        m, a = applying.m, command.start_child_workflow_execution
-        parent = m.row
-        policy = common_pb2.ParentClosePolicy.Name(a.parent_close_policy or common_pb2.PARENT_CLOSE_POLICY_TERMINATE)
-        policy = policy.removeprefix("PARENT_CLOSE_POLICY_")
-        task_queue = a.task_queue or parent.task_queue
-        retry = (
-            {"retry_policy": StoredRetryPolicy.from_proto(a.retry_policy).to_json()}
-            if a.HasField("retry_policy")
-            else {}
-        )
-        initiated_id = m.append(
-            EventType.START_CHILD_WORKFLOW_EXECUTION_INITIATED,
-            {
-                "workflow_id": a.workflow_id,
-                "workflow_type": a.workflow_type,
-                "task_queue": task_queue,
-                "input": payloads_json(a.input),
-                "workflow_execution_timeout": duration_s(a.workflow_execution_timeout),
-                "workflow_run_timeout": duration_s(a.workflow_run_timeout),
-                "workflow_task_timeout": duration_s(a.workflow_task_timeout),
-                "parent_close_policy": policy,
-                "workflow_task_completed_event_id": applying.completed_id,
-                **retry,
-            },
-        )
-        child = new_run(
-            m.tx,
-            m.now,
-            namespace=parent.namespace,
-            workflow_id=a.workflow_id,
-            workflow_type=a.workflow_type,
-            task_queue=task_queue,
-            input=a.input,
-            identity=f"parent {parent.workflow_id}",
-            execution_timeout_s=duration_s(a.workflow_execution_timeout),
-            run_timeout_s=duration_s(a.workflow_run_timeout),
-            task_timeout_s=duration_s(a.workflow_task_timeout),
-            default_task_timeout_s=self.config.default_workflow_task_timeout_s,
-            started={
-                "parent_workflow_namespace": parent.namespace,
-                "parent_workflow_id": parent.workflow_id,
-                "parent_run_id": parent.run_id,
-                "parent_initiated_event_id": initiated_id,
-                **retry,
-                **visibility_attributes(a.search_attributes, a.memo),
-            },
-        )
-        identity = {"initiated_event_id": initiated_id, "workflow_id": a.workflow_id, "workflow_type": a.workflow_type}
-        try:
-            await child.save()
-        except DuplicateRunningExecution:
-            applying.outcomes.append(
-                (
-                    EventType.START_CHILD_WORKFLOW_EXECUTION_FAILED,
-                    {**identity, "cause": StartChildWorkflowExecutionFailedCause.WORKFLOW_ALREADY_EXISTS},
-                )
-            )
-            return
-        await self._write_visibility(
-            m.tx, child.row, await self._stored_values(m.tx, parent.namespace, a.search_attributes), a.memo
-        )
-        await m.tx.insert_child_execution(
-            ChildExecutionRow(
-                namespace=parent.namespace,
-                parent_run_id=parent.run_id,
-                initiated_event_id=initiated_id,
-                workflow_id=a.workflow_id,
-                run_id=child.row.run_id,
-                workflow_type=a.workflow_type,
-                parent_close_policy=policy,
-            )
-        )
-        applying.outcomes.append((EventType.CHILD_WORKFLOW_EXECUTION_STARTED, {**identity, "run_id": child.row.run_id}))
-
-    async def _request_cancel_external_workflow_execution(
-        self, applying: Applying, command: command_pb2.Command
-    ) -> None:
-        """Delivers the cancel request to the child in this transaction; a child that
-        closed meanwhile needs none (its outcome is on its way to the parent)."""
-        m, a = applying.m, command.request_cancel_external_workflow_execution
-        child = await self._pending_child(m, a.workflow_id, a.run_id)
-        m.append(
-            EventType.REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED,
-            {
-                "workflow_id": a.workflow_id,
-                "run_id": a.run_id,
-                "child_workflow_only": True,
-                "workflow_task_completed_event_id": applying.completed_id,
-            },
-        )
-        if child is not None:
-            await self._request_cancel_run(
-                m.tx, m.row.namespace, child.run_id, m.now, reason=f"cancelled by its parent {m.row.workflow_id}"
-            )
-
-    async def _signal_external_workflow_execution(self, applying: Applying, command: command_pb2.Command) -> None:
-        """Delivers the signal to the child in this transaction and reports back whether it could."""
-        m, a = applying.m, command.signal_external_workflow_execution
-        initiated_id = m.append(
-            EventType.SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED,
-            {
-                "workflow_id": a.workflow_id,
-                "run_id": a.run_id,
-                "signal_name": a.signal_name,
-                "input": payloads_json(a.input),
-                "child_workflow_only": True,
-                "workflow_task_completed_event_id": applying.completed_id,
-            },
-        )
-        child = await self._pending_child(m, a.workflow_id, a.run_id)
-        target = await m.tx.get_execution(m.row.namespace, child.run_id) if child is not None else None
-        identity = {"initiated_event_id": initiated_id, "workflow_id": a.workflow_id}
-        if target is None or target.status != ExecutionStatus.RUNNING:
-            applying.outcomes.append(
-                (
-                    EventType.SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED,
-                    {
-                        **identity,
-                        "run_id": a.run_id,
-                        "cause": SignalExternalWorkflowExecutionFailedCause.EXTERNAL_WORKFLOW_EXECUTION_NOT_FOUND,
-                    },
-                )
-            )
-            return
-        await self._signal(m.tx, target, StartSignal(a.signal_name, a.input), f"parent {m.row.workflow_id}")
-        applying.outcomes.append(
-            (EventType.EXTERNAL_WORKFLOW_EXECUTION_SIGNALED, {**identity, "run_id": target.run_id})
-        )
-
-    @staticmethod
-    async def _pending_child(m: _Mutation, workflow_id: str, run_id: str) -> ChildExecutionRow | None:
-        """The run's pending child with this workflow id (and run id, if given)."""
-        children = await m.tx.list_child_executions(m.row.namespace, m.row.run_id)
-        return next((c for c in children if c.workflow_id == workflow_id and run_id in ("", c.run_id)), None)
-
-
-_Handler = Callable[[Commands, Applying, command_pb2.Command], Awaitable[None]]
+_Handler = Callable[[Commands, Applying, command_pb2.Command], None]
 
 # The command table: command type (the Command oneof's field) -> its handler.
 _APPLY: dict[str, _Handler] = {

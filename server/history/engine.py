@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from flowforge.api.schema import TaskKind
 from flowforge.server.history.activities import ActivityTasks
+from flowforge.server.history.child_commands import ChildCommands
 from flowforge.server.history.commands import Commands
 from flowforge.server.history.core import EngineCore
 from flowforge.server.history.executions import Executions
@@ -26,7 +27,8 @@ class HistoryEngine(
     Timeouts,  # timeouts.py: due timers, expired leases and pending tasks, run timeouts
     ActivityTasks,  # activities.py: lease, heartbeat, complete, fail, cancel, retry
     WorkflowTasks,  # workflow_tasks.py: lease, hand-out, complete (eager dispatch), fail
-    Commands,  # commands.py: the command table (validation: command_validation.py)
+    Commands,  # commands.py: load -> apply (the command table) -> save (validation: command_validation.py)
+    ChildCommands,  # child_commands.py: start, signal and cancel children
     Queries,  # queries.py: ask, lease to a poll, answer
     Executions,  # executions.py: start, describe, history, cancel, terminate, signal
     RunClose,  # run_close.py: retry, continue-as-new, parent close policy, child outcomes

@@ -105,6 +105,8 @@ class _Mutation:
         self.buffered: list[dict[str, Any]] = json.loads(row.buffered_events)
         self.new_tasks: list[TaskRow] = []
         self.new_timers: list[TimerRow] = []
+        #: The run's WorkflowExecutionStarted attributes, once read (run_close.py).
+        self.started_attributes: dict[str, Any] | None = None
 
     @property
     def running(self) -> bool:

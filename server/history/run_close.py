@@ -107,11 +107,11 @@ class RunClose(VisibilityWrites):
 
     @staticmethod
     async def _started_attributes_of(m: _Mutation) -> dict[str, Any]:
-        """The attributes of the run's WorkflowExecutionStarted event."""
-        started: dict[str, Any] = json.loads(
-            (await m.tx.read_events(m.row.namespace, m.row.run_id, 0, 1))[0].attributes
-        )
-        return started
+        """The attributes of the run's WorkflowExecutionStarted event (read once per mutation)."""
+        if m.started_attributes is None:
+            first = await m.tx.read_events(m.row.namespace, m.row.run_id, 0, 1)
+            m.started_attributes = json.loads(first[0].attributes)
+        return m.started_attributes
 
     async def _retry_run(self, m: _Mutation, started: dict[str, Any], closed: dict[str, Any]) -> tuple[str | None, str]:
         """Starts the next attempt of a failed (or run-timed-out) run that has a retry

@@ -21,10 +21,29 @@ from flowforge.server.visibility import (
     value_proto,
 )
 
-__all__ = ["VisibilityWrites", "visibility_attributes"]
+__all__ = ["StoredValues", "VisibilityWrites", "stored_values", "visibility_attributes"]
 
 # name -> the value to store (None: remove the attribute).
 StoredValues = dict[str, Any]
+
+
+def stored_values(
+    types: dict[str, str], namespace: str, attributes: common_pb2.SearchAttributes, *, removals: bool = False
+) -> StoredValues:
+    """name -> StoredValue (None: remove, with ``removals``), checked against the registered ``types``."""
+    values: StoredValues = {}
+    for name, value in sorted(attributes.indexed_fields.items()):
+        if name not in types:
+            raise InvalidArgument(
+                f"search attribute {name!r} is not registered in namespace {namespace!r}; register it first"
+                f" with `flowforge search-attribute create --name {name} --type Keyword` (or Int, Double, Bool,"
+                " Datetime) or client.add_search_attributes()"
+            )
+        if removals and value.WhichOneof("value") is None:
+            values[name] = None
+        else:
+            values[name] = stored_value(name, types[name], value)
+    return values
 
 
 def visibility_attributes(search_attributes: common_pb2.SearchAttributes, memo: common_pb2.Memo) -> dict[str, Any]:
@@ -69,19 +88,7 @@ class VisibilityWrites(Namespaces):
         if not attributes.indexed_fields:
             return {}
         types = await self._registered_types(tx, namespace, attributes.indexed_fields)
-        values: StoredValues = {}
-        for name, value in sorted(attributes.indexed_fields.items()):
-            if name not in types:
-                raise InvalidArgument(
-                    f"search attribute {name!r} is not registered in namespace {namespace!r}; register it first"
-                    f" with `flowforge search-attribute create --name {name} --type Keyword` (or Int, Double, Bool,"
-                    " Datetime) or client.add_search_attributes()"
-                )
-            if removals and value.WhichOneof("value") is None:
-                values[name] = None
-            else:
-                values[name] = stored_value(name, types[name], value)
-        return values
+        return stored_values(types, namespace, attributes, removals=removals)
 
     @staticmethod
     async def _write_visibility(

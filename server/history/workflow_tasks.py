@@ -19,7 +19,7 @@ from flowforge.api.schema import (
 )
 from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.server.history.command_validation import CLOSE_COMMANDS, CommandValidator
-from flowforge.server.history.commands import DEADLINE_COMMANDS, Applying, Commands
+from flowforge.server.history.commands import DEADLINE_COMMANDS, Commands
 from flowforge.server.history.data import LeasedActivityTask, LeasedWorkflowTask, WorkflowTaskCompletion
 from flowforge.server.history.mutation import StartedWorkflowTask, _Mutation, activity_lease_expiry
 from flowforge.server.observations import TaskStarted, observe
@@ -122,7 +122,8 @@ class WorkflowTasks(Commands):
                 )
                 await m.save()
                 return _Completed([])
-            bad_search_attributes = await self._invalid_search_attributes(tx, row.namespace, commands)
+            applying = await self._load(m, commands)
+            bad_search_attributes = self._invalid_search_attributes(applying, commands)
             if bad_search_attributes is not None:
                 # Temporal's BAD_SEARCH_ATTRIBUTES: retried, so registering the attribute unblocks the run.
                 m.fail_started_workflow_task(
@@ -135,7 +136,7 @@ class WorkflowTasks(Commands):
                 await m.save()
                 return _Completed([])
             m.write_transient_workflow_task_events(task.identity)
-            completed_id = m.append(
+            applying.completed_id = m.append(
                 EventType.WORKFLOW_TASK_COMPLETED,
                 {
                     "scheduled_event_id": row.wft_scheduled_event_id,
@@ -147,8 +148,7 @@ class WorkflowTasks(Commands):
             row.wft_state = WorkflowTaskState.NONE
             row.wft_attempt = 1
             row.last_wft_failure = None
-            applying = Applying(m, completed_id)
-            await self._apply_commands(applying, commands)
+            self._apply(applying, commands)
             eager: list[TaskRow] = []
             if m.running:
                 flushed = m.flush_buffered()
@@ -159,7 +159,7 @@ class WorkflowTasks(Commands):
                 eager = self._lease_eagerly(m, eager_activity_slots, identity)
             next_task = m.new_workflow_task(row.task_queue) if return_new_workflow_task else None
             started = m.start_workflow_task(next_task, identity) if next_task is not None else None
-            await m.save()
+            await self._save(applying)
             if not m.running:
                 await self._after_run_closed(m)
             # Precise on the hot path; anything else (a continued or child run, a

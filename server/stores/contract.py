@@ -169,7 +169,9 @@ class TaskOperations(abc.ABC):
     async def get_task(self, task_id: int, *, for_update: bool = False) -> TaskRow | None: ...
 
     @abc.abstractmethod
-    async def get_activity_task(self, run_id: str, activity_id: str) -> TaskRow | None: ...
+    async def get_activity_tasks(self, run_id: str, activity_ids: list[str]) -> list[TaskRow]:
+        """The run's activity tasks of these activity ids (those that exist), locked until
+        commit on PostgreSQL: one statement for all the ids a workflow task's commands name."""
 
     @abc.abstractmethod
     async def list_run_tasks(self, namespace: str, run_id: str) -> list[TaskRow]: ...
@@ -224,6 +226,11 @@ class TimerOperations(abc.ABC):
 
     @abc.abstractmethod
     async def insert_timer(self, row: TimerRow) -> None: ...
+
+    @abc.abstractmethod
+    async def get_timers(self, run_id: str, timer_ids: list[str]) -> list[TimerRow]:
+        """The run's pending timers of these ids (those that exist), locked until commit on
+        PostgreSQL: one statement for all the ids a workflow task's commands name."""
 
     @abc.abstractmethod
     async def delete_timer(self, run_id: str, timer_id: str) -> TimerRow | None:

@@ -322,6 +322,22 @@ async def test_delete_timer_claims_once(store: Store) -> None:
         assert await tx.delete_timer(run.run_id, "t1") is None
 
 
+async def test_a_runs_activity_tasks_and_timers_are_read_by_id_in_one_statement(store: Store) -> None:
+    """What a workflow task's commands need of their run: only the ids asked for, of that run."""
+    run, other = await insert_run(store), await insert_run(store, workflow_id="wf-other")
+    await insert_tasks(store, task(run, "a1"), task(run, "a2"), task(other, "a3"))
+    timers = [TimerRow("default", run.run_id, "t1", 1, NOW), TimerRow("default", other.run_id, "t2", 2, NOW)]
+    async with store.transaction() as tx:
+        for timer in timers:
+            await tx.insert_timer(timer)
+    async with store.transaction() as tx:
+        found = await tx.get_activity_tasks(run.run_id, ["a1", "a3", "missing"])
+        assert [t.activity_id for t in found] == ["a1"]
+        assert await tx.get_activity_tasks(run.run_id, []) == []
+        assert await tx.get_timers(run.run_id, ["t1", "t2"]) == [timers[0]]
+        assert await tx.get_timers(run.run_id, []) == []
+
+
 async def test_batch_writes_of_several_executions_round_trip_and_check_versions(store: Store) -> None:
     """The timekeeper's batch statements: executions locked and read in (namespace,
     run id) order, rows, events and tasks written together; one stale version fails

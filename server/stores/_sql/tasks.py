@@ -41,11 +41,14 @@ class TaskSQL(SQLCore, TaskOperations):
         lock = self.for_update_clause if for_update else ""
         return await self._one(TaskRow, f"{_SELECT_TASK} WHERE task_id = ?{lock}", (task_id,))
 
-    async def get_activity_task(self, run_id: str, activity_id: str) -> TaskRow | None:
-        return await self._one(
+    async def get_activity_tasks(self, run_id: str, activity_ids: list[str]) -> list[TaskRow]:
+        if not activity_ids:
+            return []
+        return await self._all(
             TaskRow,
-            f"{_SELECT_TASK} WHERE run_id = ? AND kind = 'ACTIVITY' AND activity_id = ?{self.for_update_clause}",
-            (run_id, activity_id),
+            f"{_SELECT_TASK} WHERE run_id = ? AND kind = 'ACTIVITY'"
+            f" AND activity_id IN ({placeholders(len(activity_ids))}){self.for_update_clause}",
+            (run_id, *activity_ids),
         )
 
     async def list_run_tasks(self, namespace: str, run_id: str) -> list[TaskRow]:

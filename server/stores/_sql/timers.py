@@ -20,6 +20,16 @@ class TimerSQL(SQLCore, TimerOperations):
             dataclasses.astuple(row),
         )
 
+    async def get_timers(self, run_id: str, timer_ids: list[str]) -> list[TimerRow]:
+        if not timer_ids:
+            return []
+        return await self._all(
+            TimerRow,
+            f"SELECT {', '.join(_TIMER_COLUMNS)} FROM timers WHERE run_id = ?"
+            f" AND timer_id IN ({placeholders(len(timer_ids))}){self.for_update_clause}",
+            (run_id, *timer_ids),
+        )
+
     async def delete_timer(self, run_id: str, timer_id: str) -> TimerRow | None:
         return await self._one(
             TimerRow,
