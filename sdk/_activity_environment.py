@@ -8,7 +8,7 @@ import dataclasses
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 from flowforge import activity
 from flowforge.converter import DataConverter, default_converter
@@ -16,6 +16,7 @@ from flowforge.converter import DataConverter, default_converter
 __all__ = ["ActivityEnvironment"]
 
 _T = TypeVar("_T")
+_P = ParamSpec("_P")
 
 
 def _default_activity_info() -> activity.Info:
@@ -87,7 +88,7 @@ class ActivityEnvironment:
         if self._task is not None:
             self._task.cancel()
 
-    def run(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    def run(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
         """Calls ``fn`` as the activity.
 
         Args:
@@ -115,7 +116,8 @@ class ActivityEnvironment:
         copied = contextvars.copy_context()
         copied.run(activity._current_context.set, context)
         if inspect.iscoroutinefunction(fn):
-            return self._run_async(fn, copied, args, kwargs)  # type: ignore[return-value]
+            # For an async fn, _T is the awaitable of its result, which this is.
+            return cast(_T, self._run_async(fn, copied, args, kwargs))
         try:
             return copied.run(fn, *args, **kwargs)
         finally:

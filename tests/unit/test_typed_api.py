@@ -20,6 +20,7 @@ PROGRAM = """
 from datetime import timedelta
 
 from flowforge import Client, activity, workflow
+from flowforge.testing import ActivityEnvironment
 
 TIMEOUT = timedelta(seconds=10)
 
@@ -73,6 +74,13 @@ async def main(client: Client) -> None:
     await client.start_workflow(Parent.run, "not an int", id="p", task_queue="q")  # error: arg-type
     await handle.signal(Parent.approve, 42)  # error: arg-type
     await workflow.execute_activity(fetch, "not an int", start_to_close_timeout=TIMEOUT)  # error: arg-type
+
+
+async def test_activities() -> None:
+    env = ActivityEnvironment()
+    reveal_type(await env.run(fetch, 1))  # reveals: str
+    reveal_type(env.run(compute, 1))  # reveals: float
+    env.run(compute, "not an int")  # error: arg-type
 """
 
 
@@ -103,7 +111,7 @@ def test_the_overloads_give_editors_the_workflow_and_activity_types(
         if path == str(program):
             said.setdefault(int(number), []).append(message)
     expected = _expectations(PROGRAM)
-    assert len(expected) == 15, stderr
+    assert len(expected) == 18, stderr
     for number, wanted in expected.items():
         assert any(wanted in message for message in said.get(number, [])), (number, wanted, said.get(number))
     # Nothing else: every other line of the program type-checks.
