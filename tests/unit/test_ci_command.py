@@ -28,4 +28,4 @@ def test_ci_runs_the_readme_test_command() -> None:
 def test_the_test_command_runs_the_static_checks_before_the_tests() -> None:
     steps = _readme_test_command().split(" && ")
     assert steps[-1] == ".venv/bin/pytest -q"
-    assert ".venv/bin/ruff check ." in steps and ".venv/bin/ruff format --check ." in steps
+    assert {".venv/bin/ruff check .", ".venv/bin/ruff format --check .", ".venv/bin/mypy"} <= set(steps)
