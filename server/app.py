@@ -24,6 +24,7 @@ from flowforge.server.health import HealthMonitor
 from flowforge.server.history import EngineConfig, HistoryEngine
 from flowforge.server.http import HttpListener
 from flowforge.server.matching import Matching
+from flowforge.server.retention import RetentionSweeper
 from flowforge.server.rpc_observer import RpcObserver
 from flowforge.server.scheduler import Scheduler, SchedulerConfig, Schedules
 from flowforge.server.stores.base import Store
@@ -69,6 +70,8 @@ class ServerConfig:
     re-publish within it starts nothing."""
     event_dedupe_sweep_interval_s: float = 60.0
     """How often dedupe rows past their window are deleted."""
+    retention_sweep_interval_s: float = 60.0
+    """How often closed executions past their namespace's retention are purged."""
     scheduler: SchedulerConfig = dataclasses.field(default_factory=SchedulerConfig)
     """Leader election and timing of the schedule scheduler (docs/schedules.md)."""
     auth: AuthConfig = dataclasses.field(default_factory=AuthConfig)
@@ -98,6 +101,7 @@ class FlowForgeServer:
         self.store = open_store(config.store)
         self.engine = HistoryEngine(self.store, config.engine, config.clock)
         self.timekeeper = Timekeeper(self.engine)
+        self.retention = RetentionSweeper(self.engine, interval_s=config.retention_sweep_interval_s)
         self.events = EventRouter(
             self.engine,
             dedupe_window_s=config.event_dedupe_window_s,
@@ -116,6 +120,7 @@ class FlowForgeServer:
         await self.store.open()
         await self.engine.start()
         self.timekeeper.start()
+        self.retention.start()
         self.scheduler.start()
         if self.config.auth.required and self.config.auth.bootstrap_admin_key_file:
             await bootstrap_admin_key(self.store, self.config.clock, self.config.auth.bootstrap_admin_key_file)
@@ -187,6 +192,7 @@ class FlowForgeServer:
             self._grpc = None
         await self.scheduler.stop()
         await self.timekeeper.stop()
+        await self.retention.stop()
         await self.store.close()
 
     async def _refresh_queue_gauges(self) -> None:

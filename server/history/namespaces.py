@@ -14,6 +14,9 @@ on it and the second one counts what the first one admitted.
   never dropped, rule 7).
 
 Over a quota a start gets ``RESOURCE_EXHAUSTED`` naming the quota and when to retry.
+Closed runs past the namespace's retention are purged by the retention sweeper
+(server/retention.py) through :meth:`Namespaces.purge_expired_runs`.
+
 Only new work is refused: continue-as-new, retries, cron runs and child workflows
 of admitted runs are part of the work already accepted.
 """
@@ -168,6 +171,27 @@ class Namespaces(EngineCore):
             return True
         leased = await tx.count_leased_tasks(namespace, TaskKind.ACTIVITY, row.max_concurrent_activities)
         return leased < row.max_concurrent_activities
+
+    # ------------------------------------------------------------------ retention
+
+    async def purge_expired_runs(self, namespace: str, batch: int) -> int:
+        """Purges up to ``batch`` runs of the namespace closed longer ago than its
+        retention, in one transaction, and records the pass on the namespace (last
+        purge time, purged count); returns how many runs were purged."""
+
+        async def body(tx: Transaction) -> int:
+            row = await tx.get_namespace(namespace, for_update=True)
+            if row is None:
+                return 0
+            now = self.clock.now_us()
+            run_ids = await tx.closed_runs_before(namespace, now - row.retention_s * 1_000_000, batch)
+            purged = await tx.purge_runs(namespace, run_ids)
+            row.last_purge_us = now
+            row.purged_executions += purged
+            await tx.update_namespace(row)
+            return purged
+
+        return await self._transaction(body)
 
     async def eager_activity_slots(self, raw_token: bytes, requested: int) -> int:
         """How many activity tasks a workflow task completion may lease eagerly: none in
