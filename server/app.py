@@ -62,6 +62,8 @@ class ServerConfig:
     :attr:`FlowForgeServer.http_port`)."""
     health_probe_interval_s: float = 1.0
     """How often the store is probed for gRPC health and ``/readyz``."""
+    webhook: bool = True
+    """Serve ``POST /events`` on the HTTP listener (``start-dev`` only when asked for)."""
     webhook_secrets: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
     """Namespace → HMAC-SHA256 secret for ``POST /events``; key ``"*"`` covers the
     other namespaces. A namespace with a secret accepts only signed events."""
@@ -170,7 +172,13 @@ class FlowForgeServer:
         if self.config.http_port is not None:
             max_body_bytes = self.config.engine.max_payload_bytes + 64 * 1024
             http = HttpListener(host=self.config.host, port=self.config.http_port, max_body_bytes=max_body_bytes)
-            EventWebhook(service, secrets=self.config.webhook_secrets, max_body_bytes=max_body_bytes).attach(http)
+            if self.config.webhook:
+                EventWebhook(
+                    service,
+                    secrets=self.config.webhook_secrets,
+                    max_body_bytes=max_body_bytes,
+                    require_signatures=self.config.auth.required,
+                ).attach(http)
             self.health.attach(http)
             self.engine.metrics.attach(http, self._refresh_queue_gauges)
             try:

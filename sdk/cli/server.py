@@ -134,12 +134,14 @@ def _serving_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     show_default=True,
     help=_HTTP_PORT_HELP,
 )
+@click.option("--webhook", is_flag=True, help="serve POST /events (on with --webhook-secrets-file)")
 @_serving_options
-def start_dev(db: Path, in_memory: bool, **options: Any) -> None:
+def start_dev(db: Path, in_memory: bool, webhook: bool, **options: Any) -> None:
     """One process, embedded SQLite: for a laptop."""
     if in_memory and click.get_current_context().get_parameter_source("db") == click.core.ParameterSource.COMMANDLINE:
         raise click.BadParameter("give --db or --in-memory, not both", param_hint="'--in-memory'")
-    _serve(":memory:" if in_memory else str(db), dev=True, **options)
+    webhook = webhook or options["webhook_secrets_file"] is not None
+    _serve(":memory:" if in_memory else str(db), dev=True, webhook=webhook, **options)
 
 
 @server.command()
@@ -153,7 +155,7 @@ def start_dev(db: Path, in_memory: bool, **options: Any) -> None:
 @_serving_options
 def start(store: str, **options: Any) -> None:
     """A server replica on a shared store (PostgreSQL)."""
-    _serve(store, dev=False, **options)
+    _serve(store, dev=False, webhook=True, **options)
 
 
 def _serve(
@@ -172,6 +174,7 @@ def _serve(
     log_format: Literal["text", "json"],
     ready_file: Path | None,
     dev: bool,
+    webhook: bool,
     insecure_no_auth: bool,
     require_auth: bool,
     bootstrap_admin_key_file: Path | None,
@@ -217,6 +220,7 @@ def _serve(
             engine=EngineConfig(max_payload_bytes=max_payload_bytes),
             http_port=http_port,
             event_dedupe_window_s=event_dedupe_window,
+            webhook=webhook,
             webhook_secrets=_read_webhook_secrets(webhook_secrets_file) if webhook_secrets_file else {},
             scheduler=SchedulerConfig(
                 lease_ttl_s=scheduler_lease_ttl,

@@ -9,6 +9,7 @@ import json
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from flowforge.api.v1 import event_pb2
 from flowforge.exceptions import RPCError
 from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.server.clock import ManualClock
-from flowforge.server.webhook import SIGNATURE_HEADER, sign
+from flowforge.server.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 from flowforge.worker import Worker
 from tests.integration._processes import ServerProcess, _env
 from testsupport.waiting import wait_until
@@ -54,9 +55,9 @@ async def server(store_url: str) -> AsyncIterator[FlowForgeServer]:
 async def _post(
     server: FlowForgeServer, body: bytes, *, signature: str | None = "valid", namespace: str = "default"
 ) -> tuple[int, Any]:
-    headers = {"Content-Type": "application/cloudevents+json"}
+    headers = {"Content-Type": "application/cloudevents+json", TIMESTAMP_HEADER: str(_NOW)}
     if signature == "valid":
-        headers[SIGNATURE_HEADER] = sign(SECRET, body)
+        headers[SIGNATURE_HEADER] = sign(SECRET, body, namespace=namespace, timestamp=_NOW)
     elif signature is not None:
         headers[SIGNATURE_HEADER] = signature
     async with aiohttp.ClientSession() as http:
@@ -64,6 +65,9 @@ async def _post(
             f"http://127.0.0.1:{server.http_port}/events?namespace={namespace}", data=body, headers=headers
         ) as response:
             return response.status, await response.json()
+
+
+_NOW = int(time.time())  # signatures carry the time; five minutes of tests fit in the allowed skew
 
 
 def _cloudevent(event_id: str, data: Any, *, type: str = "order.paid") -> bytes:
@@ -133,9 +137,11 @@ async def test_a_badly_signed_webhook_is_401_and_starts_nothing(server: FlowForg
     for signature in (
         None,
         "sha256=" + "0" * 64,
-        sign("wrong-secret", body),
-        sign(SECRET, other_body),
-        sign(SECRET, body).removeprefix("sha256="),
+        sign("wrong-secret", body, namespace="default", timestamp=_NOW),
+        sign(SECRET, other_body, namespace="default", timestamp=_NOW),
+        sign(SECRET, body, namespace="default", timestamp=_NOW).removeprefix("sha256="),
+        sign(SECRET, body, namespace="open", timestamp=_NOW),  # signed for another namespace
+        sign(SECRET, body, namespace="default", timestamp=_NOW - 1),  # for another time
         "garbage",
     ):
         status, answer = await _post(server, body, signature=signature)
@@ -555,7 +561,13 @@ async def test_the_dev_server_serves_the_signed_webhook(tmp_path: Path) -> None:
                 url = f"http://127.0.0.1:{http_port}/events"
                 async with http.post(url, data=body) as unsigned:
                     assert unsigned.status == 401
-                async with http.post(url, data=body, headers={SIGNATURE_HEADER: sign(SECRET, body)}) as signed:
+                now = int(time.time())
+                headers = {
+                    "Content-Type": "application/cloudevents+json",
+                    TIMESTAMP_HEADER: str(now),
+                    SIGNATURE_HEADER: sign(SECRET, body, namespace="default", timestamp=now),
+                }
+                async with http.post(url, data=body, headers=headers) as signed:
                     assert signed.status == 202 and (await signed.json())["workflows"][0]["started"] is True
             assert len(await _executions(sdk_client)) == 1
     finally:
