@@ -1,4 +1,4 @@
-"""The server process's one HTTP listener (``--http-port``, DESIGN.md "Operations
+"""The server process's one HTTP listener (``--http-port``, docs/architecture.md "Operations
 contract"): ``/metrics``, ``/healthz``, ``/readyz`` and the event webhook
 ``POST /events`` share one aiohttp application on the gRPC server's event loop.
 

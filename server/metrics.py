@@ -2,7 +2,7 @@
 
 ``prometheus_client`` rather than the OpenTelemetry metrics SDK with its Prometheus
 exporter: the families are Prometheus-first (an autoscaler and Grafana read them,
-docs/observability.md), ``prometheus_client`` writes exactly the names DESIGN.md
+docs/observability.md), ``prometheus_client`` writes exactly the names docs/architecture.md
 fixes (a counter ``x`` is exposed as ``x_total``), it is one stable dependency
 instead of the SDK plus a pre-release exporter, and recording is a lock and an add
 on the hot path. Each server has its own registry, so several servers in one

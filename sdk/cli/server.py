@@ -12,7 +12,7 @@ import click
 __all__ = ["server"]
 
 # The one HTTP listener (console, /metrics, /healthz, /readyz, POST /events) of the
-# dev server is on Temporal's UI port (DESIGN.md, "Operations contract").
+# dev server is on Temporal's UI port (docs/architecture.md, "Operations contract").
 _DEV_HTTP_PORT = 8233
 _HTTP_PORT_HELP = "port of the HTTP listener: /metrics, /healthz, /readyz, POST /events (0 = any free port)"
 

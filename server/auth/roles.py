@@ -1,4 +1,4 @@
-"""Roles and the declared table of RPC → minimal role (DESIGN.md, "Operations contract").
+"""Roles and the declared table of RPC → minimal role (docs/architecture.md, "Operations contract").
 
 Roles, each including the ones before it: ``reader``, ``writer``, ``operator``;
 ``worker`` is ``reader`` plus polling and reporting tasks; ``admin`` is everything.

@@ -1,5 +1,5 @@
 """gRPC health and reflection on the gRPC port, ``/healthz`` and ``/readyz`` on the
-HTTP listener (DESIGN.md, "Operations contract"). Health during a store outage is
+HTTP listener (docs/architecture.md, "Operations contract"). Health during a store outage is
 in test_store_outage.py, beside the outage it needs."""
 
 from __future__ import annotations

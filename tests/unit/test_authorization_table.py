@@ -1,4 +1,4 @@
-"""The declared authorization table covers every RPC, and roles include what DESIGN says."""
+"""The declared authorization table covers every RPC, and roles include what docs/architecture.md says."""
 
 from __future__ import annotations
 
