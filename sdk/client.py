@@ -17,21 +17,20 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import dataclasses
-import json
 import os
 import socket
 import typing
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, Concatenate, Required, TypedDict, Unpack, overload
 
 import grpc
 
 from flowforge import _schedule
 from flowforge._claim_check import wire_codec
-from flowforge._event_triggers import EventTrigger, PublishEventResult, TriggeredWorkflow
+from flowforge._event_triggers import EventTrigger, PublishEventResult, TriggeredWorkflow, _EventTriggerCalls
+from flowforge._namespaces import NamespaceDescription, _NamespaceCalls
 from flowforge._rpc import MAX_MESSAGE_BYTES, RPCRetryConfig, WorkflowServiceClient
 from flowforge._schedule import (
     Schedule,
@@ -59,12 +58,12 @@ from flowforge._workflow_executions import (
     WorkflowExecution,
     WorkflowExecutionCount,
     WorkflowExecutionDescription,
-    _timestamp_to_datetime,
 )
 from flowforge._workflow_handle import WorkflowHandle
 from flowforge._workflow_history import HistoryEvent, WorkflowHistory
-from flowforge.api.v1 import common_pb2, event_pb2, workflow_service_pb2
+from flowforge.api.v1 import common_pb2, workflow_service_pb2
 from flowforge.common import (
+    _LIST_PAGE_SIZE,
     _NO_ARGUMENT,
     SearchAttributeIndexedValueType,
     SearchAttributeValue,
@@ -118,8 +117,6 @@ __all__ = [
     "WorkflowHistory",
 ]
 
-_LIST_PAGE_SIZE = 100
-
 
 class _StartWorkflowOptions(TypedDict, total=False):
     """The keyword options of :meth:`Client.start_workflow` and :meth:`Client.execute_workflow`, for their overloads."""
@@ -136,53 +133,13 @@ class _StartWorkflowOptions(TypedDict, total=False):
     memo: Mapping[str, Any] | None
 
 
-@dataclasses.dataclass(frozen=True)
-class NamespaceDescription:
-    """A namespace as :meth:`Client.describe_namespace` and :meth:`Client.list_namespaces` return it.
-
-    Attributes:
-        name: The namespace's name.
-        description: What it is for, for people.
-        retention: How long closed executions are kept.
-        create_time: When it was created (UTC).
-        max_running_executions: Starts are refused while this many runs are running (0: no limit).
-        start_rate: Starts admitted per second, in bursts of up to ``max(1, start_rate)`` (0: no limit).
-        max_concurrent_activities: Activity tasks leased at once at most; more wait in
-            their queue (0: no limit).
-        last_purge_time: When the retention sweeper last purged closed runs, if ever (UTC).
-        purged_executions: How many closed runs retention has purged in all.
-    """
-
-    name: str
-    description: str
-    retention: timedelta
-    create_time: datetime | None
-    max_running_executions: int = 0
-    start_rate: float = 0.0
-    max_concurrent_activities: int = 0
-    last_purge_time: datetime | None = None
-    purged_executions: int = 0
-
-    @classmethod
-    def _from_proto(cls, proto: workflow_service_pb2.Namespace) -> NamespaceDescription:
-        return cls(
-            name=proto.name,
-            description=proto.description,
-            retention=proto.retention.ToTimedelta(),
-            create_time=_timestamp_to_datetime(proto.create_time, proto.HasField("create_time")),
-            max_running_executions=proto.max_running_executions,
-            start_rate=proto.start_rate,
-            max_concurrent_activities=proto.max_concurrent_activities,
-            last_purge_time=_timestamp_to_datetime(proto.last_purge_time, proto.HasField("last_purge_time")),
-            purged_executions=proto.purged_executions,
-        )
-
-
-class Client:
+class Client(_NamespaceCalls, _EventTriggerCalls):
     """A connection to a FlowForge server, bound to one namespace.
 
     Create it with :meth:`connect`. It is safe to share between tasks and workers;
     close it with :meth:`close` or use it as an async context manager.
+    Its namespace and event trigger calls are defined beside their types, in
+    ``flowforge._namespaces`` and ``flowforge._event_triggers``.
 
     Args:
         workflow_service: The RPC layer (see :meth:`connect`).
@@ -627,236 +584,6 @@ class Client:
             name: SearchAttributeIndexedValueType(value_type)
             for name, value_type in sorted(response.custom_attributes.items())
         }
-
-    async def register_namespace(
-        self,
-        name: str,
-        *,
-        description: str = "",
-        retention: timedelta | None = None,
-        max_running_executions: int = 0,
-        start_rate: float = 0.0,
-        max_concurrent_activities: int = 0,
-    ) -> None:
-        """Creates a namespace.
-
-        Args:
-            name: The namespace's name.
-            description: What it is for, for people.
-            retention: How long closed executions are kept; the server's default
-                when ``None``.
-            max_running_executions: Quota: starts are refused (``RESOURCE_EXHAUSTED``)
-                while this many runs are running; 0 is no limit.
-            start_rate: Quota: starts admitted per second; 0 is no limit.
-            max_concurrent_activities: Quota: activity tasks leased at once; more
-                wait in their queue; 0 is no limit.
-
-        Raises:
-            RPCError: ``ALREADY_EXISTS`` when the namespace exists, or another refusal.
-        """
-        request = workflow_service_pb2.RegisterNamespaceRequest(
-            name=name,
-            description=description,
-            max_running_executions=max_running_executions,
-            start_rate=start_rate,
-            max_concurrent_activities=max_concurrent_activities,
-        )
-        if retention is not None:
-            request.retention.FromTimedelta(retention)
-        await self._workflow_service.call("RegisterNamespace", request)
-
-    async def update_namespace(
-        self,
-        name: str,
-        *,
-        description: str | None = None,
-        retention: timedelta | None = None,
-        max_running_executions: int | None = None,
-        start_rate: float | None = None,
-        max_concurrent_activities: int | None = None,
-    ) -> NamespaceDescription:
-        """Changes the settings given (``None`` keeps one) and returns the namespace.
-
-        Args are those of :meth:`register_namespace`; a quota of 0 removes it.
-
-        Raises:
-            RPCError: ``NOT_FOUND`` when there is no such namespace, or another refusal.
-        """
-        request = workflow_service_pb2.UpdateNamespaceRequest(name=name)
-        if description is not None:
-            request.description = description
-        if retention is not None:
-            request.retention.FromTimedelta(retention)
-        if max_running_executions is not None:
-            request.max_running_executions = max_running_executions
-        if start_rate is not None:
-            request.start_rate = start_rate
-        if max_concurrent_activities is not None:
-            request.max_concurrent_activities = max_concurrent_activities
-        response = await self._workflow_service.call("UpdateNamespace", request)
-        return NamespaceDescription._from_proto(response.namespace)
-
-    async def describe_namespace(self, name: str) -> NamespaceDescription:
-        """One namespace.
-
-        Raises:
-            RPCError: ``NOT_FOUND`` when there is no such namespace.
-        """
-        request = workflow_service_pb2.DescribeNamespaceRequest(name=name)
-        response = await self._workflow_service.call("DescribeNamespace", request)
-        return NamespaceDescription._from_proto(response.namespace)
-
-    async def list_namespaces(self) -> list[NamespaceDescription]:
-        """Every namespace of the server, by name."""
-        response = await self._workflow_service.call("ListNamespaces", workflow_service_pb2.ListNamespacesRequest())
-        return [NamespaceDescription._from_proto(namespace) for namespace in response.namespaces]
-
-    # event triggers
-
-    async def create_trigger(
-        self,
-        trigger_id: str,
-        *,
-        event_type: str,
-        workflow: Callable[..., Any] | type | str,
-        task_queue: str,
-        filter: Sequence[str] = (),
-        input_paths: Sequence[str] = (),
-        id_prefix: str | None = None,
-        execution_timeout: timedelta | None = None,
-        run_timeout: timedelta | None = None,
-        task_timeout: timedelta | None = None,
-    ) -> EventTrigger:
-        """Subscribes a workflow to published events.
-
-        Every event of ``event_type`` for which all ``filter`` conditions hold starts
-        one ``workflow`` execution whose arguments are the values at
-        ``input_paths``; a re-published event (same source and id, within the
-        server's dedupe window) starts nothing. See docs/events.md.
-
-        Args:
-            trigger_id: The trigger's id, unique in the namespace.
-            event_type: The event type to subscribe to, e.g. ``"order.paid"``.
-            workflow: The ``@workflow.run`` method, the ``@workflow.defn`` class, or
-                the workflow type name.
-            task_queue: The task queue of the started workflows.
-            filter: Conditions ``PATH OP JSON`` (OP one of ``==``, ``!=``, ``in``,
-                ``not in``), all of which must hold, e.g. ``'data.currency == "EUR"'``.
-            input_paths: One event path per workflow argument, e.g.
-                ``["data.order_id", "subject"]``; a missing path gives ``None``.
-            id_prefix: Prefix of the started workflow ids (default ``trigger_id + "-"``).
-            execution_timeout: Execution timeout of the started workflows.
-            run_timeout: Run timeout of the started workflows.
-            task_timeout: Workflow task timeout of the started workflows.
-
-        Returns:
-            The trigger as stored (filter in canonical form).
-
-        Raises:
-            RPCError: ``ALREADY_EXISTS`` when the id is taken, ``INVALID_ARGUMENT``
-                for a malformed filter or path (the message says which).
-        """
-        workflow_type, _ = _workflow_type_and_result_hint(workflow)
-        trigger = event_pb2.EventTrigger(
-            trigger_id=trigger_id,
-            event_type=event_type,
-            filter=list(filter),
-            input_paths=list(input_paths),
-            workflow_type=workflow_type,
-            task_queue=task_queue,
-            workflow_id_prefix=id_prefix or "",
-        )
-        _set_workflow_timeouts(trigger, execution_timeout, run_timeout, task_timeout)
-        response = await self._workflow_service.call(
-            "CreateEventTrigger", event_pb2.CreateEventTriggerRequest(namespace=self._namespace, trigger=trigger)
-        )
-        return EventTrigger._from_proto(response.trigger)
-
-    async def describe_trigger(self, trigger_id: str) -> EventTrigger:
-        """The trigger with this id.
-
-        Raises:
-            RPCError: ``NOT_FOUND`` when there is none.
-        """
-        response = await self._workflow_service.call(
-            "DescribeEventTrigger",
-            event_pb2.DescribeEventTriggerRequest(namespace=self._namespace, trigger_id=trigger_id),
-        )
-        return EventTrigger._from_proto(response.trigger)
-
-    async def list_triggers(self, *, page_size: int = _LIST_PAGE_SIZE) -> AsyncIterator[EventTrigger]:
-        """Iterates over the namespace's triggers by id, fetching pages as needed.
-
-        Yields:
-            One :class:`EventTrigger` per trigger.
-        """
-        request = event_pb2.ListEventTriggersRequest(namespace=self._namespace, page_size=page_size)
-        while True:
-            response = await self._workflow_service.call("ListEventTriggers", request)
-            for trigger in response.triggers:
-                yield EventTrigger._from_proto(trigger)
-            if not response.next_page_token:
-                return
-            request.next_page_token = response.next_page_token
-
-    async def delete_trigger(self, trigger_id: str) -> None:
-        """Deletes a trigger; workflows it started go on.
-
-        Raises:
-            RPCError: ``NOT_FOUND`` when there is no such trigger.
-        """
-        await self._workflow_service.call(
-            "DeleteEventTrigger", event_pb2.DeleteEventTriggerRequest(namespace=self._namespace, trigger_id=trigger_id)
-        )
-
-    async def publish_event(
-        self,
-        *,
-        id: str,
-        source: str,
-        type: str,
-        data: Any = None,
-        subject: str | None = None,
-        time: datetime | None = None,
-    ) -> PublishEventResult:
-        """Publishes a CloudEvents-shaped event: one workflow starts per matching trigger.
-
-        Publishing is idempotent on ``(source, id)`` within the server's dedupe
-        window (24 h by default), so retrying a publish whose answer was lost is
-        safe: the retry reports ``duplicate=True`` and the workflows of the first.
-
-        Args:
-            id: The event's id, unique within ``source``.
-            source: Who produced the event, e.g. ``"https://shop.example.com"``.
-            type: What happened, e.g. ``"order.paid"``.
-            data: The payload: any JSON-serializable value.
-            subject: What the event is about, within ``source``.
-            time: When it happened (a naive datetime is taken as UTC).
-
-        Returns:
-            Whether it was a duplicate, and the workflows it led to.
-
-        Raises:
-            RPCError: ``INVALID_ARGUMENT`` for a missing id/source/type or oversize data.
-        """
-        event = event_pb2.CloudEvent(id=id, source=source, type=type, subject=subject or "")
-        if data is not None:
-            event.data = json.dumps(data, separators=(",", ":")).encode()
-        if time is not None:
-            event.time.FromDatetime(time if time.tzinfo else time.replace(tzinfo=UTC))
-        response = await self._workflow_service.call(
-            "PublishEvent",
-            event_pb2.PublishEventRequest(namespace=self._namespace, event=event, identity=self._identity),
-        )
-        return PublishEventResult(
-            duplicate=response.duplicate,
-            workflows=[
-                TriggeredWorkflow(
-                    trigger_id=w.trigger_id, workflow_id=w.workflow_id, run_id=w.run_id, started=w.started
-                )
-                for w in response.workflows
-            ],
-        )
 
     # schedules (docs/schedules.md)
 

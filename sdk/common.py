@@ -64,6 +64,10 @@ class RetryPolicy:
         return proto
 
 
+# How many entries a list call asks the server for per page, unless told.
+_LIST_PAGE_SIZE = 100
+
+
 class _NoArgument:
     """Marks an omitted ``arg`` so that ``None`` can be passed as a real argument."""
 
