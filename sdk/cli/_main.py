@@ -94,6 +94,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     _State.debug = False
     try:
         result = cli.main(args=list(argv) if argv is not None else None, prog_name="flowforge", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as error:
+        click.echo(error.format_message())  # a group given no command: its help, as temporal prints it
+        return 0
     except click.UsageError as error:
         hint = f" (see {error.ctx.command_path} --help)" if error.ctx is not None else ""
         _error(f"{error.format_message()}{hint}")

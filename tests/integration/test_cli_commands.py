@@ -842,3 +842,10 @@ def test_tls_settings_reach_an_mtls_server_from_flags_env_and_profile(
         assert half.code == 2 and "absent.key" in half.err and half.err.count("\n") == 1
     finally:
         server.stop()
+
+
+def test_a_group_without_a_command_prints_its_help() -> None:
+    for group in ([], ["workflow"], ["config"]):
+        shown = ok(*group)
+        assert shown.out.startswith(f"Usage: flowforge {' '.join(group)}".rstrip() + " [OPTIONS] COMMAND")
+        assert "Commands:" in shown.out and shown.err == ""
