@@ -16,6 +16,7 @@ import contextlib
 import io
 import itertools
 import json
+import os
 import subprocess
 import sys
 import time
@@ -849,3 +850,26 @@ def test_a_group_without_a_command_prints_its_help() -> None:
         shown = ok(*group)
         assert shown.out.startswith(f"Usage: flowforge {' '.join(group)}".rstrip() + " [OPTIONS] COMMAND")
         assert "Commands:" in shown.out and shown.err == ""
+
+
+def test_backfill_shows_a_progress_bar_on_a_terminal(session: Session) -> None:
+    """On a terminal (a pseudo-terminal here) the pieces of a backfill advance a bar; plain lines otherwise."""
+    import pty
+
+    schedule_id = session.schedule()
+    args = ["schedule", "backfill", "--schedule-id", schedule_id, "--start", "2026-01-01T00:00:00Z"]
+    args += ["--end", "2026-03-01T00:00:00Z", "--address", session.address]
+    leader, follower = pty.openpty()
+    script = Path(sys.executable).parent / "flowforge"
+    done = subprocess.run([str(script), *args], stdout=follower, stderr=follower, env=_env(COLUMNS="120"), timeout=60)
+    os.close(follower)
+    screen = b""
+    with contextlib.suppress(OSError):  # EIO once everything written has been read
+        while chunk := os.read(leader, 65536):
+            screen += chunk
+    os.close(leader)
+    text = screen.decode(errors="replace")
+    assert done.returncode == 0, text
+    assert "━" in text and "100%" in text and f"schedule {schedule_id} backfill queued" in text
+    plain = ok(*args)  # captured: not a terminal
+    assert plain.out.count(f"backfill {schedule_id}: ") >= 20 and "━" not in plain.out
