@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from flowforge.client import Client, TLSConfig
 
 __all__ = [
+    "CONFIG_FILE_OPTION",
     "CONNECTION_PARAMETERS",
     "DEFAULT_ADDRESS",
     "DEFAULT_NAMESPACE",
@@ -36,13 +37,14 @@ DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"
 
 _T = TypeVar("_T")
+CONFIG_FILE_OPTION = click.option(
+    "--config-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="config file [env FLOWFORGE_CONFIG_FILE; default ~/.config/flowforge/config.toml]",
+)
 PROFILE_OPTIONS = (
     click.option("--profile", help="profile of the config file [env FLOWFORGE_PROFILE; default default]"),
-    click.option(
-        "--config-file",
-        type=click.Path(dir_okay=False, path_type=Path),
-        help="config file [env FLOWFORGE_CONFIG_FILE; default ~/.config/flowforge/config.toml]",
-    ),
+    CONFIG_FILE_OPTION,
 )
 _CONNECTION_OPTIONS = (
     click.option("--address", help=f"server host:port [env FLOWFORGE_ADDRESS; default {DEFAULT_ADDRESS}]"),

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from flowforge.cli._connection import PROFILE_OPTIONS
+from flowforge.cli._connection import CONFIG_FILE_OPTION, PROFILE_OPTIONS
 from flowforge.cli._output import emit_json, emit_table, output_option
 from flowforge.envconfig import DEFAULT_PROFILE, ClientConfig, ConfigError, default_config_file, dump_toml
 
@@ -68,12 +68,16 @@ def _profile_table(document: dict[str, Any], profile: str, *, create: bool = Fal
 
 
 def _write(path: Path, document: dict[str, Any]) -> None:
+    """Replaces the file at once (a crash leaves the old one), readable by its owner only: it may hold API keys."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    # The file may hold API keys: readable by its owner only.
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(descriptor, 0o600)  # also when the file existed with a wider mode
-    with os.fdopen(descriptor, "w") as file:
-        file.write(dump_toml(document))
+    staged = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    descriptor = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(descriptor, "w") as file:
+            file.write(dump_toml(document))
+        os.replace(staged, path)
+    finally:
+        staged.unlink(missing_ok=True)
 
 
 @config.command(name="set")
@@ -129,11 +133,7 @@ def get(key: str | None, profile: str | None, config_file: Path | None, output: 
 
 
 @config.command(name="list")
-@click.option(
-    "--config-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="config file [env FLOWFORGE_CONFIG_FILE; default ~/.config/flowforge/config.toml]",
-)
+@CONFIG_FILE_OPTION
 @output_option
 def list_(config_file: Path | None, output: str) -> None:
     """The profiles of the config file."""
