@@ -17,6 +17,8 @@ from flowforge.common import _NO_ARGUMENT, RetryPolicy, SearchAttributeValue
 from flowforge.types import (
     MethodAsyncNoParam,
     MethodAsyncSingleParam,
+    MethodSyncOrAsyncNoParam,
+    MethodSyncOrAsyncSingleParam,
     MultiParamSpec,
     ParamType,
     ReturnType,
@@ -82,6 +84,23 @@ class ChildWorkflowHandle(asyncio.Task[ReturnType], Generic[SelfType, ReturnType
         if not started.done() or started.cancelled() or started.exception() is not None:
             return None
         return started.result()
+
+    @overload
+    async def signal(self, signal: MethodSyncOrAsyncNoParam[SelfType, None]) -> None: ...
+
+    @overload
+    async def signal(self, signal: MethodSyncOrAsyncSingleParam[SelfType, ParamType, None], arg: ParamType) -> None: ...
+
+    @overload
+    async def signal(
+        self,
+        signal: Callable[Concatenate[SelfType, MultiParamSpec], Awaitable[None] | None],
+        *,
+        args: Sequence[Any],
+    ) -> None: ...
+
+    @overload
+    async def signal(self, signal: str, arg: Any = _NO_ARGUMENT, *, args: Sequence[Any] = ()) -> None: ...
 
     async def signal(
         self, signal: Callable[..., Any] | str, arg: Any = _NO_ARGUMENT, *, args: Sequence[Any] = ()

@@ -41,6 +41,9 @@ class Child:
     async def run(self, name: str) -> list[int]:
         return []
 
+    @workflow.signal
+    def rename(self, name: str) -> None: ...
+
 
 @workflow.defn
 class Parent:
@@ -51,7 +54,10 @@ class Parent:
         reveal_type(workflow.start_activity(fetch, n, start_to_close_timeout=TIMEOUT))  # reveals: flowforge._activity_calls.ActivityHandle[str]
         reveal_type(await workflow.execute_activity("fetch", n, start_to_close_timeout=TIMEOUT))  # reveals: Any
         reveal_type(await workflow.execute_child_workflow(Child.run, "x"))  # reveals: list[int]
-        reveal_type(await workflow.start_child_workflow(Child.run, "x", id="c"))  # reveals: flowforge._child_workflow_calls.ChildWorkflowHandle[program.Child, list[int]]
+        child = await workflow.start_child_workflow(Child.run, "x", id="c")
+        reveal_type(child)  # reveals: flowforge._child_workflow_calls.ChildWorkflowHandle[program.Child, list[int]]
+        await child.signal(Child.rename, "y")
+        await child.signal(Child.rename, 3)  # error: arg-type
         return {}
 
     @workflow.signal
@@ -111,7 +117,7 @@ def test_the_overloads_give_editors_the_workflow_and_activity_types(
         if path == str(program):
             said.setdefault(int(number), []).append(message)
     expected = _expectations(PROGRAM)
-    assert len(expected) == 18, stderr
+    assert len(expected) == 19, stderr
     for number, wanted in expected.items():
         assert any(wanted in message for message in said.get(number, [])), (number, wanted, said.get(number))
     # Nothing else: every other line of the program type-checks.
