@@ -272,7 +272,9 @@ def _print_event(event: HistoryEvent, output: str) -> None:
         click.echo(_event_line(event))
 
 
-async def _follow(client: Client, handle: WorkflowHandle[Any, Any], on_event: Any) -> HistoryEvent:
+async def _follow(
+    client: Client, handle: WorkflowHandle[Any, Any], on_event: Callable[[HistoryEvent], None]
+) -> HistoryEvent:
     """Long-polls the run's history, handing each new event to ``on_event``; returns the close event."""
     from flowforge.api.v1 import common_pb2, workflow_service_pb2
     from flowforge.client import HistoryEvent
