@@ -48,6 +48,7 @@ from flowforge._schedule import (
     ScheduleSpec,
     ScheduleState,
 )
+from flowforge._task_queues import TaskQueueBacklog, TaskQueueDescription, TaskQueuePoller, _TaskQueueCalls
 from flowforge._tls import TLSConfig, open_channel
 from flowforge._workflow_definition import _signal_name, _workflow_type_and_result_hint
 from flowforge._workflow_executions import (
@@ -109,6 +110,9 @@ __all__ = [
     "SchedulerLeaderChange",
     "SchedulerStatus",
     "TLSConfig",
+    "TaskQueueBacklog",
+    "TaskQueueDescription",
+    "TaskQueuePoller",
     "TriggeredWorkflow",
     "WorkflowExecution",
     "WorkflowExecutionCount",
@@ -133,7 +137,7 @@ class _StartWorkflowOptions(TypedDict, total=False):
     memo: Mapping[str, Any] | None
 
 
-class Client(_NamespaceCalls, _EventTriggerCalls):
+class Client(_NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls):
     """A connection to a FlowForge server, bound to one namespace.
 
     Create it with :meth:`connect`. It is safe to share between tasks and workers;

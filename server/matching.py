@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from flowforge.api.schema import TaskKind
 from flowforge.server.history import HistoryEngine, LeasedActivityTask, LeasedQuery, LeasedWorkflowTask, queue_channel
+from flowforge.server.task_queues import TaskQueueActivity
 
 __all__ = ["Matching"]
 
@@ -35,6 +36,8 @@ class Matching:
         # are under way than tasks are visible, so for one new task one poll writes
         # and the others wait again instead of running empty write transactions.
         self._leasing: collections.Counter[str] = collections.Counter()
+        #: Recent pollers and dispatches of each queue (DescribeTaskQueue).
+        self.activity = TaskQueueActivity(engine.clock)
 
     async def poll_workflow_task(
         self, namespace: str, task_queue: str, identity: str, timeout_s: float
@@ -54,7 +57,7 @@ class Matching:
             leased = await engine.try_lease_query(namespace, task_queue) if query_visible else None
             return leased or await engine.try_lease_workflow_task(namespace, task_queue, identity)
 
-        return await self._poll(namespace, TaskKind.WORKFLOW, task_queue, timeout_s, visible, try_lease)
+        return await self._poll(namespace, TaskKind.WORKFLOW, task_queue, identity, timeout_s, visible, try_lease)
 
     async def poll_activity_task(
         self, namespace: str, task_queue: str, identity: str, timeout_s: float
@@ -63,6 +66,7 @@ class Matching:
             namespace,
             TaskKind.ACTIVITY,
             task_queue,
+            identity,
             timeout_s,
             lambda: self._engine.visible_tasks(namespace, TaskKind.ACTIVITY, task_queue, _LOOK_LIMIT),
             lambda: self._engine.try_lease_activity_task(namespace, task_queue, identity),
@@ -73,20 +77,26 @@ class Matching:
         namespace: str,
         kind: TaskKind,
         task_queue: str,
+        identity: str,
         timeout_s: float,
         visible: Callable[[], Awaitable[int]],
         try_lease: Callable[[], Awaitable[_T | None]],
     ) -> _T | None:
-        """Waits at most ``timeout_s`` for a task of the queue; counts the wait (metrics.py)."""
+        """Waits at most ``timeout_s`` for a task of the queue; counts the wait (metrics.py)
+        and notes the poller and the dispatch (task_queues.py)."""
+        label = kind.lower()
+        self.activity.polled(namespace, task_queue, label, identity)
         began = time.monotonic()
         leased = await self._wait_and_lease(
             queue_channel(namespace, kind, task_queue), began + timeout_s, visible, try_lease
         )
+        self.activity.polled(namespace, task_queue, label, identity)
         metrics = self._engine.metrics
-        label = kind.lower()
         metrics.poll_wait.labels(label, "empty" if leased is None else "task").observe(time.monotonic() - began)
         if leased is None:
             metrics.empty_polls.labels(namespace, task_queue, label).inc()
+        else:
+            self.activity.dispatched(namespace, task_queue, label)
         return leased
 
     async def _wait_and_lease(

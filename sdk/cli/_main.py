@@ -14,6 +14,7 @@ from flowforge.cli.namespace import namespace
 from flowforge.cli.schedule import schedule
 from flowforge.cli.search_attribute import search_attribute
 from flowforge.cli.server import server
+from flowforge.cli.task_queue import task_queue
 from flowforge.cli.trigger import event, trigger
 from flowforge.cli.workflow import workflow
 
@@ -74,7 +75,19 @@ def completion(shell: str) -> None:
     click.echo(completer(cli, {}, "flowforge", "_FLOWFORGE_COMPLETE").source())
 
 
-for _group in (server, workflow, schedule, trigger, event, search_attribute, namespace, apikey, audit, config):
+for _group in (
+    server,
+    workflow,
+    schedule,
+    task_queue,
+    trigger,
+    event,
+    search_attribute,
+    namespace,
+    apikey,
+    audit,
+    config,
+):
     cli.add_command(_group)
 
 

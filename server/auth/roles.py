@@ -129,6 +129,7 @@ RPC_RULES: dict[str, RpcRule] = {
         "AddSearchAttributes": _rule(Role.ADMIN, audited=True),
         "ListSearchAttributes": _rule(Role.READER),
         "CountWorkflowExecutions": _rule(Role.READER),
+        "DescribeTaskQueue": _rule(Role.READER),
     }.items()
 } | {
     _ACCESS_SERVICE + name: rule

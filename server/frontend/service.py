@@ -6,6 +6,7 @@ from flowforge.api.v1 import workflow_service_pb2_grpc as pb_grpc
 from flowforge.server.frontend.namespaces import NamespaceHandlers
 from flowforge.server.frontend.schedules import ScheduleHandlers
 from flowforge.server.frontend.signals_queries import SignalQueryHandlers
+from flowforge.server.frontend.task_queues import TaskQueueHandlers
 from flowforge.server.frontend.tasks import TaskHandlers
 from flowforge.server.frontend.triggers import TriggerHandlers
 from flowforge.server.frontend.visibility import VisibilityHandlers
@@ -19,6 +20,7 @@ class WorkflowService(
     WorkflowHandlers,
     SignalQueryHandlers,
     TaskHandlers,
+    TaskQueueHandlers,
     VisibilityHandlers,
     ScheduleHandlers,
     TriggerHandlers,

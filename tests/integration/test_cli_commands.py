@@ -89,6 +89,11 @@ class Session:
         ok("workflow", "start", "--type", "Waiter", "--task-queue", "cli", "--workflow-id", workflow_id)
         return workflow_id
 
+    def polled_queue(self) -> str:
+        """The worker's queue "cli", once the worker has run a workflow from it (so it is a poller)."""
+        ok("workflow", "execute", *_workflow_args(self))
+        return "cli"
+
     def finished_waiter(self) -> str:
         """A ``Waiter`` execution that was signalled to finish (by "cli")."""
         workflow_id = self.waiter()
@@ -323,6 +328,18 @@ CASES: dict[str, Case] = {
         json=lambda value, args: "default" in [n["name"] for n in value],
         bad=["namespace", "list", "--output", "yaml"],
         names="--output",
+    ),
+    "task-queue describe": Case(
+        prepare=Session.polled_queue,
+        args=lambda s: ["task-queue", "describe", "--task-queue", "cli"],
+        text=_contains("KIND", "BACKLOG", "workflow", "activity", "POLLER IDENTITY"),
+        json=lambda value, args: (
+            set(value["backlogs"]) == {"workflow", "activity"}
+            and all(b["ready_tasks"] >= 0 and b["oldest_task_age_s"] >= 0 for b in value["backlogs"].values())
+            and any(p["kind"] == "workflow" and p["identity"] for p in value["pollers"])
+        ),
+        bad=["task-queue", "describe"],
+        names="--task-queue",
     ),
     "schedule create": Case(
         args=lambda s: [

@@ -44,6 +44,12 @@ class QueryResultType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     QUERY_RESULT_TYPE_UNSPECIFIED: _ClassVar[QueryResultType]
     QUERY_RESULT_TYPE_ANSWERED: _ClassVar[QueryResultType]
     QUERY_RESULT_TYPE_FAILED: _ClassVar[QueryResultType]
+
+class TaskQueueType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TASK_QUEUE_TYPE_UNSPECIFIED: _ClassVar[TaskQueueType]
+    TASK_QUEUE_TYPE_WORKFLOW: _ClassVar[TaskQueueType]
+    TASK_QUEUE_TYPE_ACTIVITY: _ClassVar[TaskQueueType]
 WORKFLOW_TASK_FAILED_CAUSE_UNSPECIFIED: WorkflowTaskFailedCause
 WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE: WorkflowTaskFailedCause
 WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR: WorkflowTaskFailedCause
@@ -63,6 +69,9 @@ SCHEDULE_MISFIRE_POLICY_CATCH_UP: ScheduleMisfirePolicy
 QUERY_RESULT_TYPE_UNSPECIFIED: QueryResultType
 QUERY_RESULT_TYPE_ANSWERED: QueryResultType
 QUERY_RESULT_TYPE_FAILED: QueryResultType
+TASK_QUEUE_TYPE_UNSPECIFIED: TaskQueueType
+TASK_QUEUE_TYPE_WORKFLOW: TaskQueueType
+TASK_QUEUE_TYPE_ACTIVITY: TaskQueueType
 
 class Namespace(_message.Message):
     __slots__ = ("name", "description", "retention", "create_time", "max_running_executions", "start_rate", "max_concurrent_activities", "last_purge_time", "purged_executions")
@@ -974,3 +983,41 @@ class CountWorkflowExecutionsResponse(_message.Message):
     COUNT_FIELD_NUMBER: _ClassVar[int]
     count: int
     def __init__(self, count: _Optional[int] = ...) -> None: ...
+
+class DescribeTaskQueueRequest(_message.Message):
+    __slots__ = ("namespace", "task_queue")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    task_queue: str
+    def __init__(self, namespace: _Optional[str] = ..., task_queue: _Optional[str] = ...) -> None: ...
+
+class TaskQueuePoller(_message.Message):
+    __slots__ = ("identity", "task_queue_type", "last_access_time")
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    TASK_QUEUE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    LAST_ACCESS_TIME_FIELD_NUMBER: _ClassVar[int]
+    identity: str
+    task_queue_type: TaskQueueType
+    last_access_time: _timestamp_pb2.Timestamp
+    def __init__(self, identity: _Optional[str] = ..., task_queue_type: _Optional[_Union[TaskQueueType, str]] = ..., last_access_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class TaskQueueBacklog(_message.Message):
+    __slots__ = ("task_queue_type", "ready_tasks", "oldest_task_age", "dispatch_rate")
+    TASK_QUEUE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    READY_TASKS_FIELD_NUMBER: _ClassVar[int]
+    OLDEST_TASK_AGE_FIELD_NUMBER: _ClassVar[int]
+    DISPATCH_RATE_FIELD_NUMBER: _ClassVar[int]
+    task_queue_type: TaskQueueType
+    ready_tasks: int
+    oldest_task_age: _duration_pb2.Duration
+    dispatch_rate: float
+    def __init__(self, task_queue_type: _Optional[_Union[TaskQueueType, str]] = ..., ready_tasks: _Optional[int] = ..., oldest_task_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., dispatch_rate: _Optional[float] = ...) -> None: ...
+
+class DescribeTaskQueueResponse(_message.Message):
+    __slots__ = ("pollers", "backlogs")
+    POLLERS_FIELD_NUMBER: _ClassVar[int]
+    BACKLOGS_FIELD_NUMBER: _ClassVar[int]
+    pollers: _containers.RepeatedCompositeFieldContainer[TaskQueuePoller]
+    backlogs: _containers.RepeatedCompositeFieldContainer[TaskQueueBacklog]
+    def __init__(self, pollers: _Optional[_Iterable[_Union[TaskQueuePoller, _Mapping]]] = ..., backlogs: _Optional[_Iterable[_Union[TaskQueueBacklog, _Mapping]]] = ...) -> None: ...

@@ -217,6 +217,11 @@ class WorkflowServiceStub:
                 request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.CountWorkflowExecutionsRequest.SerializeToString,
                 response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.CountWorkflowExecutionsResponse.FromString,
                 _registered_method=True)
+        self.DescribeTaskQueue = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/DescribeTaskQueue',
+                request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DescribeTaskQueueRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DescribeTaskQueueResponse.FromString,
+                _registered_method=True)
 
 
 class WorkflowServiceServicer:
@@ -460,6 +465,16 @@ class WorkflowServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeTaskQueue(self, request, context):
+        """Task queues (docs/observability.md).
+        Who polls a task queue and what waits on it: the pollers seen recently with
+        their identity and last poll time, and per kind the ready backlog, the age of
+        its oldest task and the dispatch rate. A queue nobody used answers empty.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkflowServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -637,6 +652,11 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.CountWorkflowExecutions,
                     request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.CountWorkflowExecutionsRequest.FromString,
                     response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.CountWorkflowExecutionsResponse.SerializeToString,
+            ),
+            'DescribeTaskQueue': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeTaskQueue,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DescribeTaskQueueRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DescribeTaskQueueResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1591,6 +1611,33 @@ class WorkflowService:
             '/flowforge.api.v1.WorkflowService/CountWorkflowExecutions',
             flowforge_dot_api_dot_v1_dot_workflow__service__pb2.CountWorkflowExecutionsRequest.SerializeToString,
             flowforge_dot_api_dot_v1_dot_workflow__service__pb2.CountWorkflowExecutionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeTaskQueue(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/DescribeTaskQueue',
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DescribeTaskQueueRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DescribeTaskQueueResponse.FromString,
             options,
             channel_credentials,
             insecure,
