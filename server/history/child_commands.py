@@ -110,10 +110,7 @@ class ChildCommands(Executions):
             },
         )
         child = applying.pending_child_run(a.workflow_id, a.run_id)
-        if child is not None and not child.row.cancel_requested:
-            child.row.cancel_requested = 1
-            reason = f"cancelled by its parent {m.row.workflow_id}"
-            child.deliver([(EventType.WORKFLOW_EXECUTION_CANCEL_REQUESTED, {"reason": reason, "identity": "server"})])
+        if child is not None and child.request_cancel(f"cancelled by its parent {m.row.workflow_id}", "server"):
             applying.changed_children[child.row.run_id] = child
 
     def _signal_external_workflow_execution(self, applying: Applying, command: command_pb2.Command) -> None:

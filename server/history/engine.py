@@ -34,7 +34,7 @@ class HistoryEngine(
     RunClose,  # run_close.py: retry, continue-as-new, parent close policy, child outcomes
     VisibilityWrites,  # visibility_writes.py: search attributes, memos, list and count
     Namespaces,  # namespaces.py: create, update, describe, list; quotas at admission
-    EngineCore,  # core.py: transactions, reads, limits, namespaces, fencing
+    EngineCore,  # core.py: transactions, reads, limits, the namespace check, fencing
 ):
     """Executions, their history and their tasks, on top of a :class:`Store`.
 

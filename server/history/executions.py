@@ -149,6 +149,13 @@ class Executions(RunClose):
             raise NotFound(f"{what} not found in namespace {namespace!r}")
         return row
 
+    async def _running_execution(self, tx: Transaction, namespace: str, workflow_id: str, run_id: str) -> ExecutionRow:
+        """Like :meth:`resolve_execution`, and FAILED_PRECONDITION unless the run is running."""
+        row = await self.resolve_execution(tx, namespace, workflow_id, run_id)
+        if row.status != ExecutionStatus.RUNNING:
+            raise FailedPrecondition(f"workflow {row.workflow_id!r} run {row.run_id} is already {row.status}")
+        return row
+
     async def describe(
         self, namespace: str, workflow_id: str, run_id: str
     ) -> tuple[ExecutionRow, list[TaskRow], list[HistoryEventRow]]:
@@ -217,15 +224,9 @@ class Executions(RunClose):
         await self.ensure_namespace(namespace)
 
         async def body(tx: Transaction) -> None:
-            row = await self.resolve_execution(tx, namespace, workflow_id, run_id)
-            if row.status != ExecutionStatus.RUNNING:
-                raise FailedPrecondition(f"workflow {row.workflow_id!r} run {row.run_id} is already {row.status}")
-            if row.cancel_requested:
-                return
-            m = _Mutation(tx, row, self.clock.now_us())
-            row.cancel_requested = 1
-            m.deliver([(EventType.WORKFLOW_EXECUTION_CANCEL_REQUESTED, {"reason": reason, "identity": identity})])
-            await m.save()
+            m = _Mutation(tx, await self._running_execution(tx, namespace, workflow_id, run_id), self.clock.now_us())
+            if m.request_cancel(reason, identity):
+                await m.save()
 
         await (body(tx) if tx is not None else self._transaction(body))
 
@@ -243,10 +244,7 @@ class Executions(RunClose):
         await self.ensure_namespace(namespace)
 
         async def body(tx: Transaction) -> None:
-            row = await self.resolve_execution(tx, namespace, workflow_id, run_id)
-            if row.status != ExecutionStatus.RUNNING:
-                raise FailedPrecondition(f"workflow {row.workflow_id!r} run {row.run_id} is already {row.status}")
-            m = _Mutation(tx, row, self.clock.now_us())
+            m = _Mutation(tx, await self._running_execution(tx, namespace, workflow_id, run_id), self.clock.now_us())
             m.terminate(reason, identity)
             await m.save()
             await self._after_run_closed(m)

@@ -136,6 +136,14 @@ class _Mutation:
         if self.row.wft_state == WorkflowTaskState.NONE:
             self.schedule_workflow_task(attempt=1)
 
+    def request_cancel(self, reason: str, identity: str) -> bool:
+        """Delivers WorkflowExecutionCancelRequested, once per run; False if it was requested already."""
+        if self.row.cancel_requested:
+            return False
+        self.row.cancel_requested = 1
+        self.deliver([(EventType.WORKFLOW_EXECUTION_CANCEL_REQUESTED, {"reason": reason, "identity": identity})])
+        return True
+
     def flush_buffered(self) -> bool:
         """Appends the buffered events (after the workflow task closed); True if any."""
         flushed = bool(self.buffered)

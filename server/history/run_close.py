@@ -218,9 +218,8 @@ class RunClose(VisibilityWrites):
     async def _request_cancel_run(tx: Transaction, namespace: str, run_id: str, now: int, *, reason: str) -> None:
         """Delivers WorkflowExecutionCancelRequested (from the server) to a running run, once."""
         row = await tx.get_execution(namespace, run_id)
-        if row is None or row.status != ExecutionStatus.RUNNING or row.cancel_requested:
+        if row is None or row.status != ExecutionStatus.RUNNING:
             return
         cm = _Mutation(tx, row, now)
-        row.cancel_requested = 1
-        cm.deliver([(EventType.WORKFLOW_EXECUTION_CANCEL_REQUESTED, {"reason": reason, "identity": "server"})])
-        await cm.save()
+        if cm.request_cancel(reason, "server"):
+            await cm.save()
