@@ -7,10 +7,14 @@ import dataclasses
 import random
 from typing import Any
 
-from flowforge.api.schema import duration_s
+from flowforge.api.schema import RetryState, duration_s
 from flowforge.api.v1 import common_pb2
 
-__all__ = ["RetryDecision", "StoredRetryPolicy", "decide_retry"]
+__all__ = ["RETRYING", "RetryDecision", "StoredRetryPolicy", "decide_retry"]
+
+#: The retry state of a decision to retry (Temporal's RETRY_STATE_IN_PROGRESS); it is never
+#: written to history, where a retry state says why retrying stopped (a :class:`RetryState`).
+RETRYING = "IN_PROGRESS"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,9 +71,9 @@ def decide_retry(
 ) -> RetryDecision:
     """Whether the attempt that just failed (number ``attempt``) is retried, and when."""
     if failure.non_retryable or failure.type in policy.non_retryable_error_types:
-        return RetryDecision(None, "NON_RETRYABLE_FAILURE")
+        return RetryDecision(None, RetryState.NON_RETRYABLE_FAILURE)
     if policy.maximum_attempts and attempt >= policy.maximum_attempts:
-        return RetryDecision(None, "MAXIMUM_ATTEMPTS_REACHED")
+        return RetryDecision(None, RetryState.MAXIMUM_ATTEMPTS_REACHED)
     # min() first: coefficient ** attempt overflows float long before any cap matters.
     exponent = min(attempt - 1, 1000)
     try:
@@ -80,5 +84,5 @@ def decide_retry(
     if policy.full_jitter:
         delay = rng.uniform(0.0, delay)
     if schedule_to_close_deadline_us is not None and now_us + int(delay * 1e6) >= schedule_to_close_deadline_us:
-        return RetryDecision(None, "TIMEOUT")
-    return RetryDecision(delay, "IN_PROGRESS")
+        return RetryDecision(None, RetryState.TIMEOUT)
+    return RetryDecision(delay, RETRYING)

@@ -14,13 +14,14 @@ import hashlib
 import hmac
 import json
 
+from flowforge.api.schema import TaskKind
 from flowforge.server.errors import InvalidArgument
 
 __all__ = ["TaskToken", "TokenSigner", "token_namespace"]
 
 _PREFIX = b"ff1."
 _MAX_TOKEN_BYTES = 1024
-_KIND_NAMES = {"WORKFLOW": "a workflow task", "ACTIVITY": "an activity task", "QUERY": "a query"}
+_KIND_NAMES = {TaskKind.WORKFLOW: "a workflow task", TaskKind.ACTIVITY: "an activity task", TaskKind.QUERY: "a query"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,7 +29,7 @@ class TaskToken:
     namespace: str
     task_id: int
     fencing_token: int
-    kind: str  # "WORKFLOW", "ACTIVITY" or "QUERY"
+    kind: str  # a TaskKind
     run_id: str
 
 
@@ -76,7 +77,7 @@ class TokenSigner:
         )
         return _PREFIX + body + b"." + _b64(self._mac(body))
 
-    def verify(self, raw: bytes, expected_kind: str | None) -> TaskToken:
+    def verify(self, raw: bytes, expected_kind: TaskKind | None) -> TaskToken:
         """Returns the token, or raises INVALID_ARGUMENT if it is malformed, forged,
         or of another kind than ``expected_kind`` (None accepts both)."""
         invalid = InvalidArgument(

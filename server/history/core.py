@@ -10,7 +10,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from flowforge.api.schema import ExecutionStatus, TaskState
+from flowforge.api.schema import ExecutionStatus, TaskKind, TaskState
 from flowforge.api.v1 import common_pb2
 from flowforge.server.clock import Clock, SystemClock
 from flowforge.server.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
@@ -156,7 +156,7 @@ class EngineCore:
         assert task.task_id is not None
         return self.signer.sign(TaskToken(task.namespace, task.task_id, task.fencing_token, task.kind, task.run_id))
 
-    def _token(self, raw_token: bytes, namespace: str, kind: str) -> TaskToken:
+    def _token(self, raw_token: bytes, namespace: str, kind: TaskKind) -> TaskToken:
         """The verified token of a report; INVALID_ARGUMENT if forged, edited or of another namespace."""
         token = self.signer.verify(raw_token, kind)
         if namespace and namespace != token.namespace:
