@@ -7,6 +7,7 @@ retried, and the outbox records nothing until a publisher turns it on."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
@@ -155,3 +156,28 @@ async def test_nothing_is_recorded_until_a_publisher_turns_the_outbox_on(
     await run_three_workflows(client)
     async with server.store.read() as tx:
         assert await tx.read_lifecycle_outbox(100) == []
+
+
+@pytest.mark.skipif(
+    not os.environ.get("FLOWFORGE_TEST_SERVICEBUS_CONNECTION_STRING"),
+    reason="set FLOWFORGE_TEST_SERVICEBUS_CONNECTION_STRING (and FLOWFORGE_TEST_SERVICEBUS_TOPIC/_SUBSCRIPTION) to run",
+)
+async def test_against_a_real_service_bus_namespace(server: FlowForgeServer, client: Client) -> None:
+    from azure.servicebus.aio import ServiceBusClient
+
+    topic = os.environ.get("FLOWFORGE_TEST_SERVICEBUS_TOPIC", "flowforge-lifecycle")
+    subscription = os.environ.get("FLOWFORGE_TEST_SERVICEBUS_SUBSCRIPTION", "all")
+    async with ServiceBusClient.from_connection_string(os.environ["FLOWFORGE_TEST_SERVICEBUS_CONNECTION_STRING"]) as sb:
+        async with ServiceBusLifecyclePublisher(server.store, sb, topic, poll_interval=timedelta(milliseconds=100)):
+            runs = await run_three_workflows(client)
+            wanted = await expected_ids(client, runs)
+            seen: set[str] = set()
+            async with sb.get_subscription_receiver(topic, subscription, max_wait_time=5) as receiver:
+
+                async def all_received() -> bool:
+                    for message in await receiver.receive_messages(max_message_count=50, max_wait_time=1):
+                        seen.add(str(message.message_id))
+                        await receiver.complete_message(message)
+                    return wanted <= seen
+
+                await wait_until(all_received, timeout=120, what="every lifecycle message from Service Bus")
