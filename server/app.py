@@ -5,6 +5,7 @@ stopped together."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import os
@@ -113,6 +114,7 @@ class FlowForgeServer:
         self.schedules = Schedules(self.engine, wake=self.scheduler.wake)
         self.health = HealthMonitor(self.store, [_WORKFLOW_SERVICE], interval_s=config.health_probe_interval_s)
         self._grpc: grpc.aio.Server | None = None
+        self._token_keys: asyncio.Task[None] | None = None
         self._http: HttpListener | None = None
         self.port: int | None = None
         #: The bound port of the HTTP listener, when :attr:`ServerConfig.http_port` is set.
@@ -145,7 +147,9 @@ class FlowForgeServer:
         )
         # grpcio-tools generates the registration functions without annotations.
         workflow_service_pb2_grpc.add_WorkflowServiceServicer_to_server(service, server)  # type: ignore[no-untyped-call]
-        access_service = AccessService(self.store, self.config.clock)
+        activation_us = int(self.config.auth.token_key_activation_s * 1_000_000)
+        self.engine.signer.activation_delay_us = activation_us
+        access_service = AccessService(self.store, self.config.clock, token_key_activation_us=activation_us)
         access_pb2_grpc.add_AccessServiceServicer_to_server(access_service, server)  # type: ignore[no-untyped-call]
         await self.health.start()
         health_pb2_grpc.add_HealthServicer_to_server(self.health.servicer, server)
@@ -169,6 +173,7 @@ class FlowForgeServer:
         self._grpc = server
         log.info("FlowForge server listening on %s:%d", self.config.host, self.port)
         self.events.start()
+        self._token_keys = asyncio.create_task(self._reload_token_keys(), name="flowforge-token-keys")
         if self.config.http_port is not None:
             max_body_bytes = self.config.engine.max_payload_bytes + 64 * 1024
             http = HttpListener(host=self.config.host, port=self.config.http_port, max_body_bytes=max_body_bytes)
@@ -189,7 +194,21 @@ class FlowForgeServer:
             self._http = http
             self.http_port = http.port
 
+    async def _reload_token_keys(self) -> None:
+        """Picks up task token keys rotated on any replica (docs/security.md)."""
+        while True:
+            await asyncio.sleep(self.config.auth.token_key_reload_s)
+            try:
+                await self.engine.reload_token_keys()
+            except Exception as error:  # the store is down: the keys we have still work
+                log.warning("could not reload the task token keys: %s", error)
+
     async def stop(self) -> None:
+        if self._token_keys is not None:
+            self._token_keys.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._token_keys
+            self._token_keys = None
         await self.health.stop()  # NOT_SERVING first, so balancers move away while gRPC drains
         if self._http is not None:
             await self._http.stop()

@@ -1,9 +1,16 @@
 """Task tokens: what a worker presents to report on a leased task.
 
 A token names the task and the fencing token of the lease it was issued for,
-and carries an HMAC-SHA256 of both under the server's secret (rule 3), so a
-worker can neither forge a token nor edit it to claim a newer lease. The secret
-lives in the store, so tokens survive restarts and are valid on every replica.
+and carries an HMAC-SHA256 of both under a server key (rule 3), so a worker can
+neither forge a token nor edit it to claim a newer lease. The keys live in the
+store, so tokens survive restarts and are valid on every replica.
+
+Keys have ids and rotate (docs/security.md): a token names the key that signed
+it (``ff2.<key id>.<body>.<mac>``). A new key signs only once it has been in the
+store for :attr:`TokenSigner.activation_delay_us` (every replica has loaded it by
+then); the key before it is still accepted until the time the rotation set, so
+leases in flight keep working. Tokens of the first format (``ff1.``) are signed by
+key ``0``, the server's original secret.
 """
 
 from __future__ import annotations
@@ -13,15 +20,22 @@ import dataclasses
 import hashlib
 import hmac
 import json
+import secrets
+from collections.abc import Callable, Sequence
 
 from flowforge.api.schema import TaskKind
 from flowforge.server.errors import InvalidArgument
+from flowforge.server.stores.contract import NamespaceOperations
 
-__all__ = ["TaskToken", "TokenSigner", "token_namespace"]
+__all__ = ["TaskToken", "TokenKey", "TokenSigner", "add_token_key", "load_token_keys", "token_namespace"]
 
-_PREFIX = b"ff1."
+_LEGACY_PREFIX = b"ff1."
+_PREFIX = b"ff2."
 _MAX_TOKEN_BYTES = 1024
 _KIND_NAMES = {TaskKind.WORKFLOW: "a workflow task", TaskKind.ACTIVITY: "an activity task", TaskKind.QUERY: "a query"}
+# server_metadata rows: key 0 is the original secret; keys 1, 2, ... are rotations.
+_LEGACY_SECRET_ROW = "task_token_secret"
+_KEY_ROW = "task_token_key:{}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,32 +55,99 @@ def _unb64(data: bytes) -> bytes:
     return base64.urlsafe_b64decode(data + b"=" * (-len(data) % 4))
 
 
+def _split(raw: bytes) -> tuple[str, bytes, bytes] | None:
+    """(key id, body, mac) of a token of either format; None when it is neither."""
+    if not raw or len(raw) > _MAX_TOKEN_BYTES:
+        return None
+    if raw.startswith(_LEGACY_PREFIX):
+        body, _, mac = raw[len(_LEGACY_PREFIX) :].partition(b".")
+        return "0", body, mac
+    if raw.startswith(_PREFIX):
+        kid, _, rest = raw[len(_PREFIX) :].partition(b".")
+        body, _, mac = rest.partition(b".")
+        return kid.decode("ascii", "replace"), body, mac
+    return None
+
+
 def token_namespace(raw: bytes) -> str | None:
     """The namespace a token names, read without checking its MAC (None if malformed).
 
     Authorization uses it before the engine verifies the token: a token edited to
     name another namespace fails that verification.
     """
-    if not raw or len(raw) > _MAX_TOKEN_BYTES or not raw.startswith(_PREFIX):
+    parts = _split(raw)
+    if parts is None:
         return None
-    body = raw[len(_PREFIX) :].partition(b".")[0]
     try:
-        fields = json.loads(_unb64(body))
+        fields = json.loads(_unb64(parts[1]))
     except (ValueError, TypeError):
         return None
     return fields[0] if isinstance(fields, list) and fields and isinstance(fields[0], str) else None
 
 
+@dataclasses.dataclass(frozen=True)
+class TokenKey:
+    """One signing key.
+
+    Attributes:
+        kid: Its id: ``"0"`` (the original secret), ``"1"``, ``"2"``, ...
+        secret: At least 32 bytes.
+        created_us: When it was added (the server's clock).
+        previous_accepted_until_us: Until when the key before this one is still
+            accepted (set by the rotation that added this key).
+    """
+
+    kid: str
+    secret: bytes
+    created_us: int
+    previous_accepted_until_us: int | None = None
+
+
 class TokenSigner:
-    """Signs and verifies task tokens with one secret."""
+    """Signs task tokens with the newest active key and verifies them with any key
+    still accepted.
 
-    def __init__(self, secret: bytes) -> None:
-        if len(secret) < 32:
-            raise ValueError("the task token secret must be at least 32 bytes")
-        self._secret = secret
+    Args:
+        keys: Every key, oldest first (as :func:`load_token_keys` returns them).
+        now_us: The server's clock.
+        activation_delay_us: How long a new key waits in the store before it signs.
+    """
 
-    def _mac(self, body: bytes) -> bytes:
-        return hmac.new(self._secret, body, hashlib.sha256).digest()
+    def __init__(self, keys: Sequence[TokenKey], *, now_us: Callable[[], int], activation_delay_us: int = 0) -> None:
+        self._now_us = now_us
+        self.activation_delay_us = activation_delay_us
+        self._keys: list[TokenKey] = []
+        self.replace_keys(keys)
+
+    def replace_keys(self, keys: Sequence[TokenKey]) -> None:
+        """Takes the keys as the store has them now (after a rotation elsewhere)."""
+        if not keys or any(len(k.secret) < 32 for k in keys):
+            raise ValueError("task token keys must be at least 32 bytes, and there must be one")
+        self._keys = list(keys)
+
+    @property
+    def signing_key_id(self) -> str:
+        """The id of the key new tokens are signed with."""
+        return self._signing_key().kid
+
+    def _signing_key(self) -> TokenKey:
+        now = self._now_us()
+        active = [k for k in self._keys if k.created_us + self.activation_delay_us <= now]
+        return active[-1] if active else self._keys[0]
+
+    def _accepted(self, kid: str) -> TokenKey | None:
+        now = self._now_us()
+        for index, key in enumerate(self._keys):
+            if key.kid == kid:
+                successor = self._keys[index + 1] if index + 1 < len(self._keys) else None
+                if successor is None or successor.previous_accepted_until_us is None:
+                    return key
+                return key if now < successor.previous_accepted_until_us else None
+        return None
+
+    @staticmethod
+    def _mac(key: TokenKey, body: bytes) -> bytes:
+        return hmac.new(key.secret, key.kid.encode() + b"." + body, hashlib.sha256).digest()
 
     def sign(self, token: TaskToken) -> bytes:
         body = _b64(
@@ -75,20 +156,32 @@ class TokenSigner:
                 separators=(",", ":"),
             ).encode()
         )
-        return _PREFIX + body + b"." + _b64(self._mac(body))
+        key = self._signing_key()
+        return _PREFIX + key.kid.encode() + b"." + body + b"." + _b64(self._mac(key, body))
 
     def verify(self, raw: bytes, expected_kind: TaskKind | None) -> TaskToken:
         """Returns the token, or raises INVALID_ARGUMENT if it is malformed, forged,
-        or of another kind than ``expected_kind`` (None accepts both)."""
+        signed by a key no longer accepted, or of another kind than ``expected_kind``
+        (None accepts both)."""
         invalid = InvalidArgument(
             "task token is malformed or was not issued by this server; pass the task_token"
             " exactly as the poll returned it"
         )
-        if not raw or len(raw) > _MAX_TOKEN_BYTES or not raw.startswith(_PREFIX):
+        parts = _split(raw)
+        if parts is None:
             raise invalid
-        body, _, mac = raw[len(_PREFIX) :].partition(b".")
+        kid, body, mac = parts
+        key = self._accepted(kid)
+        if key is None:
+            raise InvalidArgument(
+                f"task token is signed by key {kid!r}, which this server no longer accepts (rotated out);"
+                " poll for the task again"
+            )
+        expected = (
+            self._mac(key, body) if raw.startswith(_PREFIX) else hmac.new(key.secret, body, hashlib.sha256).digest()
+        )
         try:
-            if not hmac.compare_digest(_unb64(mac), self._mac(body)):
+            if not hmac.compare_digest(_unb64(mac), expected):
                 raise invalid
             namespace, task_id, fencing_token, kind, run_id = json.loads(_unb64(body))
         except (ValueError, TypeError):
@@ -98,3 +191,32 @@ class TokenSigner:
                 f"this is {_KIND_NAMES.get(kind, kind)} token; the call needs {_KIND_NAMES[expected_kind]} token"
             )
         return TaskToken(namespace, int(task_id), int(fencing_token), kind, run_id)
+
+
+async def load_token_keys(tx: NamespaceOperations) -> list[TokenKey]:
+    """Every key, oldest first; creates key 0 (once, on a new store)."""
+    await tx.set_metadata_if_absent(_LEGACY_SECRET_ROW, secrets.token_hex(32))
+    legacy = await tx.get_metadata(_LEGACY_SECRET_ROW)
+    assert legacy is not None
+    keys = [TokenKey("0", bytes.fromhex(legacy), 0)]
+    while (row := await tx.get_metadata(_KEY_ROW.format(len(keys)))) is not None:
+        fields = json.loads(row)
+        keys.append(
+            TokenKey(str(len(keys)), bytes.fromhex(fields["secret"]), fields["created_us"], fields["previous_until_us"])
+        )
+    return keys
+
+
+async def add_token_key(tx: NamespaceOperations, now_us: int, previous_accepted_for_us: int) -> TokenKey:
+    """Adds a key that signs once active; the keys before it stay accepted for ``previous_accepted_for_us``."""
+    keys = await load_token_keys(tx)
+    key = TokenKey(str(len(keys)), secrets.token_bytes(32), now_us, now_us + previous_accepted_for_us)
+    row = json.dumps(
+        {"secret": key.secret.hex(), "created_us": now_us, "previous_until_us": key.previous_accepted_until_us}
+    )
+    await tx.set_metadata_if_absent(_KEY_ROW.format(key.kid), row)
+    if await tx.get_metadata(_KEY_ROW.format(key.kid)) != row:
+        raise InvalidArgument(
+            "another rotation of the task token key happened at the same time; run it again if needed"
+        )
+    return key

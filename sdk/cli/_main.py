@@ -8,7 +8,7 @@ from importlib import metadata
 
 import click
 
-from flowforge.cli.access import apikey, audit
+from flowforge.cli.access import apikey, audit, token_key
 from flowforge.cli.config import config
 from flowforge.cli.namespace import namespace
 from flowforge.cli.schedule import schedule
@@ -86,6 +86,7 @@ for _group in (
     namespace,
     apikey,
     audit,
+    token_key,
     config,
 ):
     cli.add_command(_group)

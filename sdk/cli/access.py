@@ -1,4 +1,5 @@
-"""``flowforge apikey ...`` and ``flowforge audit ...``: API keys and the audit log (docs/security.md).
+"""``flowforge apikey ...``, ``flowforge audit ...`` and ``flowforge token-key rotate``: API keys,
+the audit log and the task token signing key (docs/security.md).
 
 Both need an admin key (``--api-key`` / ``FLOWFORGE_API_KEY``) on a server with auth on.
 """
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from flowforge.api.v1 import access_pb2
     from flowforge.client import Client
 
-__all__ = ["apikey", "audit"]
+__all__ = ["apikey", "audit", "token_key"]
 
 _ROLES = ("reader", "writer", "worker", "operator", "admin")
 
@@ -202,3 +203,38 @@ def verify(connection: Connection) -> None:
     if not result.intact:
         raise click.ClickException(f"audit log broken at row {result.first_bad_seq}: {result.problem}")
     click.echo(f"audit log intact: {result.rows_checked} rows, head {result.head_hash.hex() or '(empty)'}")
+
+
+@click.group(name="token-key")
+def token_key() -> None:
+    """Rotate the key that signs task tokens (admin of every namespace)."""
+
+
+@token_key.command()
+@click.option(
+    "--grace",
+    type=click.IntRange(min=61),
+    default=24 * 3600,
+    show_default=True,
+    help="seconds tokens of the old key stay valid: longer than the longest lease in flight",
+)
+@click.option("--reason", default="", help="why, for the audit log")
+@client_command
+def rotate(connection: Connection, grace: int, reason: str) -> None:
+    """Add a new signing key; the old one keeps working for --grace seconds."""
+
+    async def act(client: Client) -> access_pb2.RotateTaskTokenKeyResponse:
+        from flowforge.api.v1 import access_pb2
+
+        request = access_pb2.RotateTaskTokenKeyRequest(
+            previous_key_grace=duration_pb2.Duration(seconds=grace), reason=reason
+        )
+        response: access_pb2.RotateTaskTokenKeyResponse = await client.workflow_service.call(
+            "RotateTaskTokenKey", request
+        )
+        return response
+
+    rotated = run(connection, act)
+    active = stamp(rotated.active_time.ToDatetime(tzinfo=UTC))
+    until = stamp(rotated.previous_key_expire_time.ToDatetime(tzinfo=UTC))
+    click.echo(f"task token key {rotated.key_id} signs from {active}; the old keys are refused from {until}")

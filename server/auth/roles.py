@@ -141,6 +141,7 @@ RPC_RULES: dict[str, RpcRule] = {
         "RevokeApiKey": RpcRule(Role.ADMIN, NamespaceSource.GLOBAL),
         "ListAuditLog": RpcRule(Role.ADMIN, NamespaceSource.GLOBAL),
         "VerifyAuditLog": RpcRule(Role.ADMIN, NamespaceSource.SERVER),
+        "RotateTaskTokenKey": RpcRule(Role.ADMIN, NamespaceSource.SERVER),
     }.items()
 }
 

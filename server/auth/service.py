@@ -1,4 +1,4 @@
-"""gRPC ``flowforge.api.v1.AccessService``: API keys and the audit log.
+"""gRPC ``flowforge.api.v1.AccessService``: API keys, the audit log, task token keys.
 
 The interceptor has already checked that the caller is an admin somewhere; each
 handler checks the namespace it acts in, and list handlers show only what the
@@ -24,6 +24,7 @@ from flowforge.server.clock import Clock
 from flowforge.server.errors import InvalidArgument, NotFound, PermissionDenied, ServiceError
 from flowforge.server.stores.base import Store
 from flowforge.server.stores.rows import ApiKeyRow, AuditRow
+from flowforge.server.tokens import add_token_key
 
 __all__ = ["AccessService", "create_api_key"]
 
@@ -32,6 +33,8 @@ log = logging.getLogger("flowforge.server.auth")
 _MAX_TEXT = 1000
 _MAX_EXPIRY_S = 10 * 365 * 24 * 3600
 _VERIFY_PAGE = 1000
+_DEFAULT_TOKEN_KEY_GRACE_US = 24 * 3600 * 1_000_000
+_MIN_TOKEN_KEY_OVERLAP_US = 60 * 1_000_000
 _Response = TypeVar("_Response")
 
 
@@ -116,11 +119,19 @@ async def create_api_key(
 
 
 class AccessService(pb_grpc.AccessServiceServicer):
-    """API keys and the audit log over one store."""
+    """API keys, the audit log and task token keys over one store.
 
-    def __init__(self, store: Store, clock: Clock) -> None:
+    Args:
+        store: Where keys and the audit log are.
+        clock: The server's clock.
+        token_key_activation_us: How long a new task token key waits before it
+            signs (every replica reloads the keys within it).
+    """
+
+    def __init__(self, store: Store, clock: Clock, *, token_key_activation_us: int) -> None:
         self._store = store
         self._clock = clock
+        self._token_key_activation_us = token_key_activation_us
 
     async def _answer(self, context: grpc.aio.ServicerContext[Any, Any], work: Awaitable[_Response]) -> _Response:
         try:
@@ -230,6 +241,37 @@ class AccessService(pb_grpc.AccessServiceServicer):
         if broken is not None:
             response.first_bad_seq, response.problem = broken.seq, broken.problem
         return response
+
+    async def RotateTaskTokenKey(
+        self, request: pb.RotateTaskTokenKeyRequest, context: Any
+    ) -> pb.RotateTaskTokenKeyResponse:
+        return await self._answer(context, self._rotate(request))
+
+    async def _rotate(self, request: pb.RotateTaskTokenKeyRequest) -> pb.RotateTaskTokenKeyResponse:
+        grace_us = _DEFAULT_TOKEN_KEY_GRACE_US
+        if request.HasField("previous_key_grace"):
+            grace_us = request.previous_key_grace.ToMicroseconds()
+        # The old key must outlive the new one's activation, or tokens signed meanwhile would fail.
+        shortest = self._token_key_activation_us + _MIN_TOKEN_KEY_OVERLAP_US
+        if not shortest <= grace_us <= _MAX_EXPIRY_S * 1_000_000:
+            raise InvalidArgument(
+                f"previous_key_grace must be between {shortest / 1e6:g} seconds (the new key's activation"
+                f" and a minute) and {_MAX_EXPIRY_S} seconds"
+            )
+        principal = current_principal().name
+        async with self._store.transaction() as tx:
+            now_us = self._clock.now_us()
+            key = await add_token_key(tx, now_us, grace_us)
+            details = {"previous_accepted_until_us": key.previous_accepted_until_us}
+            entry = audit.AuditEntry(
+                "RotateTaskTokenKey", "", f"token_key:{key.kid}", _text(request.reason, "reason"), details
+            )
+            await audit.append(tx, principal, entry, now_us)
+        return pb.RotateTaskTokenKeyResponse(
+            key_id=key.kid,
+            active_time=_timestamp(now_us + self._token_key_activation_us),
+            previous_key_expire_time=_timestamp(key.previous_accepted_until_us),
+        )
 
     async def _rows(self, *, until_seq: int) -> AsyncIterator[AuditRow]:
         """The rows up to the head read before (rows appended meanwhile are left for next time)."""

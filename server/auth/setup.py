@@ -48,6 +48,9 @@ class AuthConfig:
         jwt_audience: The ``aud`` JWTs must include.
         bootstrap_admin_key_file: With ``required`` and no live admin key for
             ``'*'`` in the store, create one and write it here (mode 0600).
+        token_key_reload_s: How often the task token keys are read again, so a
+            rotation on any replica reaches this one; a new key signs only after
+            :attr:`token_key_activation_s`.
     """
 
     required: bool = False
@@ -56,6 +59,12 @@ class AuthConfig:
     jwt_issuer: str = ""
     jwt_audience: str = ""
     bootstrap_admin_key_file: str | None = None
+    token_key_reload_s: float = 5.0
+
+    @property
+    def token_key_activation_s(self) -> float:
+        """How long a new task token key waits before it signs: every replica has reloaded by then."""
+        return 3 * self.token_key_reload_s
 
 
 @dataclasses.dataclass

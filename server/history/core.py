@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import secrets
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -27,13 +26,12 @@ from flowforge.server.stores.base import (
     TaskRow,
     Transaction,
 )
-from flowforge.server.tokens import TaskToken, TokenSigner
+from flowforge.server.tokens import TaskToken, TokenSigner, load_token_keys
 
 __all__ = ["EngineCore"]
 
 _T = TypeVar("_T")
 
-_SECRET_KEY = "task_token_secret"
 # Attempts of a transaction that keeps meeting concurrent writers of the same rows.
 _CONFLICT_ATTEMPTS = 20
 
@@ -60,15 +58,12 @@ class EngineCore:
         self.metrics = ServerMetrics()
 
     async def start(self) -> None:
-        """Loads (or creates, once) the secret that signs task tokens."""
+        """Loads (or creates, once) the keys that sign task tokens."""
+        self._signer = TokenSigner(await self._transaction(load_token_keys), now_us=self.clock.now_us)
 
-        async def body(tx: Transaction) -> str:
-            await tx.set_metadata_if_absent(_SECRET_KEY, secrets.token_hex(32))
-            value = await tx.get_metadata(_SECRET_KEY)
-            assert value is not None
-            return value
-
-        self._signer = TokenSigner(bytes.fromhex(await self._transaction(body)))
+    async def reload_token_keys(self) -> None:
+        """Takes up keys another replica added (a rotation; docs/security.md)."""
+        self.signer.replace_keys(await self._transaction(load_token_keys))
 
     @property
     def signer(self) -> TokenSigner:

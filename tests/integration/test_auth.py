@@ -24,7 +24,7 @@ from flowforge.api.v1 import access_pb2, workflow_service_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.exceptions import RPCError
 from flowforge.server.auth.roles import RPC_RULES, NamespaceSource, Role
-from flowforge.server.tokens import TaskToken, TokenSigner
+from flowforge.server.tokens import TaskToken, TokenKey, TokenSigner
 from tests.integration._processes import ServerProcess
 from tests.integration._protocol import complete_workflow, seconds
 from testsupport.waiting import wait_until
@@ -97,7 +97,8 @@ def request_for(method: str, namespace: str) -> Any:
         setattr(request, rule.field, namespace)
     if rule.source is NamespaceSource.TASK_TOKEN:
         # Signed with another secret: authorization reads its namespace, the engine then refuses it.
-        request.task_token = TokenSigner(os.urandom(32)).sign(TaskToken(namespace, 1, 1, "ACTIVITY", "r"))
+        signer = TokenSigner([TokenKey("0", os.urandom(32), 0)], now_us=lambda: 0)
+        request.task_token = signer.sign(TaskToken(namespace, 1, 1, "ACTIVITY", "r"))
     if "poll_timeout" in fields:
         request.poll_timeout.CopyFrom(seconds(0.05))
     if "execution" in fields:

@@ -465,6 +465,12 @@ CASES: dict[str, Case] = {
         bad=["server", "start-dev", "--in-memory", "--db", "x.db"],
         names="--in-memory",
     ),
+    "token-key rotate": Case(
+        args=lambda s: ["token-key", "rotate", "--grace", "3600", "--reason", "yearly"],
+        text=_contains("task token key", "signs from", "the old keys are refused from"),
+        bad=["token-key", "rotate", "--grace", "60"],
+        names="--grace",
+    ),
     "trigger create": Case(
         args=lambda s: [
             "trigger",

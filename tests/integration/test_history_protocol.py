@@ -103,7 +103,7 @@ async def test_an_edited_token_claiming_a_newer_lease_is_rejected_as_forged(wire
     task = await wire.poll_workflow_task()
     await wire.complete_workflow_task(task.task_token, schedule_activity("1"))
     activity = await wire.poll_activity_task()
-    prefix, body, mac = activity.task_token.split(b".")
+    prefix, key_id, body, mac = activity.task_token.split(b".")
     import base64
     import json
 
@@ -111,7 +111,7 @@ async def test_an_edited_token_claiming_a_newer_lease_is_rejected_as_forged(wire
     fields[2] += 1  # the fencing token
     edited_body = base64.urlsafe_b64encode(json.dumps(fields, separators=(",", ":")).encode()).rstrip(b"=")
     with pytest.raises(grpc.aio.AioRpcError) as error:
-        await wire.complete_activity(b".".join([prefix, edited_body, mac]), "x")
+        await wire.complete_activity(b".".join([prefix, key_id, edited_body, mac]), "x")
     assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     await wire.complete_activity(activity.task_token, "genuine")
 

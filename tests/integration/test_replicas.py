@@ -70,9 +70,9 @@ REQUEST = {"name": "Replica", "work_seconds": 0, "cooling_off_seconds": 0.3}
 
 
 def decode_task_token(token: bytes) -> dict[str, Any]:
-    """The fields of a task token: b"ff1." + base64url(JSON list) + "." + mac."""
-    assert token.startswith(b"ff1."), token[:8]
-    body = token[4:].split(b".", 1)[0]
+    """The fields of a task token: b"ff2." + key id + "." + base64url(JSON list) + "." + mac."""
+    assert token.startswith(b"ff2."), token[:8]
+    body = token[4:].split(b".")[1]
     fields = json.loads(base64.urlsafe_b64decode(body + b"=" * (-len(body) % 4)))
     namespace, task_id, fencing_token, kind, run_id = fields
     return {

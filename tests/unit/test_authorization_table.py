@@ -10,7 +10,7 @@ from flowforge.server.auth.api_keys import ApiKeyAuthenticator, new_api_key
 from flowforge.server.auth.principal import Principal
 from flowforge.server.auth.roles import RPC_RULES, NamespaceSource, Role, parse_role
 from flowforge.server.stores.rows import ApiKeyRow
-from flowforge.server.tokens import TaskToken, TokenSigner, token_namespace
+from flowforge.server.tokens import TaskToken, TokenKey, TokenSigner, token_namespace
 
 _API_FILES: list[FileDescriptor] = [
     m.DESCRIPTOR for m in (workflow_service_pb2, access_pb2, event_pb2, common_pb2, command_pb2)
@@ -81,7 +81,7 @@ def test_a_grant_covers_its_namespace_and_star_covers_all() -> None:
 
 
 def test_task_token_namespace_is_read_without_the_secret() -> None:
-    raw = TokenSigner(b"s" * 32).sign(TaskToken("beta", 7, 1, "ACTIVITY", "run"))
+    raw = TokenSigner([TokenKey("0", b"s" * 32, 0)], now_us=lambda: 0).sign(TaskToken("beta", 7, 1, "ACTIVITY", "run"))
     assert token_namespace(raw) == "beta"
     assert token_namespace(b"") is None and token_namespace(b"ff1.!!!.x") is None and token_namespace(b"junk") is None
 

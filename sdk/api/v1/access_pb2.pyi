@@ -129,3 +129,21 @@ class VerifyAuditLogResponse(_message.Message):
     problem: str
     head_hash: bytes
     def __init__(self, intact: _Optional[bool] = ..., rows_checked: _Optional[int] = ..., first_bad_seq: _Optional[int] = ..., problem: _Optional[str] = ..., head_hash: _Optional[bytes] = ...) -> None: ...
+
+class RotateTaskTokenKeyRequest(_message.Message):
+    __slots__ = ("previous_key_grace", "reason")
+    PREVIOUS_KEY_GRACE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    previous_key_grace: _duration_pb2.Duration
+    reason: str
+    def __init__(self, previous_key_grace: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class RotateTaskTokenKeyResponse(_message.Message):
+    __slots__ = ("key_id", "active_time", "previous_key_expire_time")
+    KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_TIME_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_KEY_EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    key_id: str
+    active_time: _timestamp_pb2.Timestamp
+    previous_key_expire_time: _timestamp_pb2.Timestamp
+    def __init__(self, key_id: _Optional[str] = ..., active_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., previous_key_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

@@ -63,6 +63,11 @@ class AccessServiceStub:
                 request_serializer=flowforge_dot_api_dot_v1_dot_access__pb2.VerifyAuditLogRequest.SerializeToString,
                 response_deserializer=flowforge_dot_api_dot_v1_dot_access__pb2.VerifyAuditLogResponse.FromString,
                 _registered_method=True)
+        self.RotateTaskTokenKey = channel.unary_unary(
+                '/flowforge.api.v1.AccessService/RotateTaskTokenKey',
+                request_serializer=flowforge_dot_api_dot_v1_dot_access__pb2.RotateTaskTokenKeyRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_access__pb2.RotateTaskTokenKeyResponse.FromString,
+                _registered_method=True)
 
 
 class AccessServiceServicer:
@@ -106,6 +111,14 @@ class AccessServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RotateTaskTokenKey(self, request, context):
+        """Adds a task token signing key: it signs once every replica has it, and the
+        keys before it are still accepted for previous_key_grace.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AccessServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -133,6 +146,11 @@ def add_AccessServiceServicer_to_server(servicer, server):
                     servicer.VerifyAuditLog,
                     request_deserializer=flowforge_dot_api_dot_v1_dot_access__pb2.VerifyAuditLogRequest.FromString,
                     response_serializer=flowforge_dot_api_dot_v1_dot_access__pb2.VerifyAuditLogResponse.SerializeToString,
+            ),
+            'RotateTaskTokenKey': grpc.unary_unary_rpc_method_handler(
+                    servicer.RotateTaskTokenKey,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_access__pb2.RotateTaskTokenKeyRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_access__pb2.RotateTaskTokenKeyResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -274,6 +292,33 @@ class AccessService:
             '/flowforge.api.v1.AccessService/VerifyAuditLog',
             flowforge_dot_api_dot_v1_dot_access__pb2.VerifyAuditLogRequest.SerializeToString,
             flowforge_dot_api_dot_v1_dot_access__pb2.VerifyAuditLogResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RotateTaskTokenKey(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.AccessService/RotateTaskTokenKey',
+            flowforge_dot_api_dot_v1_dot_access__pb2.RotateTaskTokenKeyRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_access__pb2.RotateTaskTokenKeyResponse.FromString,
             options,
             channel_credentials,
             insecure,
