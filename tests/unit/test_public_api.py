@@ -9,6 +9,8 @@ import pytest
 EXPORTS = {
     "flowforge": ["Client", "RetryPolicy", "WorkflowExecutionStatus", "WorkflowHandle", "activity", "workflow"],
     "flowforge.worker": ["Worker"],
+    "flowforge.storage": ["FileSystemPayloadStorage", "PayloadStorage", "PayloadStorageError"],
+    "flowforge.contrib.azure": ["AzureBlobPayloadStorage", "ServiceBusEventSource", "ServiceBusLifecyclePublisher"],
     "flowforge.converter": [
         "DataConverter",
         "PayloadCodec",
@@ -105,6 +107,8 @@ def test_export_lists_are_pinned(module_name: str) -> None:
 def test_the_design_contract_imports() -> None:
     from flowforge import Client, RetryPolicy, activity, workflow  # noqa: F401
     from flowforge.client import WorkflowHistory  # noqa: F401
+    from flowforge.contrib.azure import AzureBlobPayloadStorage  # noqa: F401
+    from flowforge.converter import DataConverter
     from flowforge.exceptions import (  # noqa: F401
         ActivityError,
         ApplicationError,
@@ -113,12 +117,23 @@ def test_the_design_contract_imports() -> None:
         RPCError,
         WorkflowFailureError,
     )
+    from flowforge.storage import FileSystemPayloadStorage
     from flowforge.testing import Replayer  # noqa: F401
     from flowforge.worker import Worker  # noqa: F401
 
+    DataConverter(payload_storage=FileSystemPayloadStorage("unused"), payload_storage_threshold=64 * 1024)
+
 
 @pytest.mark.parametrize(
-    "module_name", ["flowforge.client", "flowforge.converter", "flowforge.testing", "flowforge.workflow"]
+    "module_name",
+    [
+        "flowforge.client",
+        "flowforge.contrib.azure",
+        "flowforge.converter",
+        "flowforge.storage",
+        "flowforge.testing",
+        "flowforge.workflow",
+    ],
 )
 def test_every_public_name_has_a_docstring(module_name: str) -> None:
     module = importlib.import_module(module_name)
