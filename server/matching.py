@@ -23,6 +23,8 @@ _T = TypeVar("_T")
 
 # A look counts visible tasks up to this many (more than a worker's parked polls).
 _LOOK_LIMIT = 16
+# Looks a poll takes at most before it trusts one (see Matching._look).
+_LOOKS_PER_POLL = 3
 
 
 class Matching:
@@ -36,6 +38,9 @@ class Matching:
         # are under way than tasks are visible, so for one new task one poll writes
         # and the others wait again instead of running empty write transactions.
         self._leasing: collections.Counter[str] = collections.Counter()
+        # Leases made per queue in this process: a look that overlapped one may
+        # predate its commit and still count its task, so it looks again.
+        self._leased: collections.Counter[str] = collections.Counter()
         #: Recent pollers and dispatches of each queue (DescribeTaskQueue).
         self.activity = TaskQueueActivity(engine.clock)
 
@@ -99,6 +104,17 @@ class Matching:
             self.activity.dispatched(namespace, task_queue, label)
         return leased
 
+    async def _look(self, channel: str, visible: Callable[[], Awaitable[int]]) -> int:
+        """How many tasks are visible, from a snapshot taken after every lease this
+        process has finished (otherwise a poll would run an empty lease for a task
+        a concurrent poll of this process just took)."""
+        for _ in range(_LOOKS_PER_POLL - 1):
+            leased = self._leased[channel]
+            count = await visible()
+            if self._leased[channel] == leased:
+                return count
+        return await visible()  # a busy queue: lease attempts may find nothing now and then
+
     async def _wait_and_lease(
         self,
         channel: str,
@@ -112,10 +128,12 @@ class Matching:
             wake = store.notifier.listen(channel)
             # Look before taking the write lock (see _leasing). No await between the
             # look's answer and the count, so two polls cannot both take the last task.
-            if await visible() > self._leasing[channel]:
+            if await self._look(channel, visible) > self._leasing[channel]:
                 self._leasing[channel] += 1
                 try:
                     leased = await try_lease()
+                    if leased is not None:
+                        self._leased[channel] += 1  # with no await before the decrement
                 finally:
                     self._leasing[channel] -= 1
                 if leased is not None:
