@@ -168,7 +168,7 @@ class Client(_NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls):
     @classmethod
     async def connect(
         cls,
-        target: str,
+        target_host: str,
         namespace: str = "default",
         api_key: str | None = None,
         identity: str | None = None,
@@ -177,11 +177,14 @@ class Client(_NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls):
         data_converter: DataConverter = default_converter,
         rpc_retry: RPCRetryConfig = RPCRetryConfig(),
         connect_timeout: timedelta | None = timedelta(seconds=10),
+        rpc_metadata: Mapping[str, str] | None = None,
+        lazy: bool = False,
     ) -> Client:
         """Connects to a server.
 
         Args:
-            target: ``host:port`` of the server, e.g. ``"localhost:7233"``.
+            target_host: ``host:port`` of the server, e.g. ``"localhost:7233"``
+                (Temporal's name, so ``Client.connect(**ClientConfig.load_client_connect_config())`` works).
             namespace: The namespace to work in.
             api_key: Sent as ``authorization: Bearer <api_key>`` on every call.
             identity: Recorded in history as the caller; defaults to ``pid@hostname``.
@@ -195,6 +198,8 @@ class Client(_NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls):
             rpc_retry: How transient RPC failures are retried.
             connect_timeout: How long to wait for the server to accept the
                 connection; ``None`` connects lazily on the first call.
+            rpc_metadata: gRPC headers sent on every call (lower-case names).
+            lazy: Temporal's switch for ``connect_timeout=None``: connect on the first call.
 
         Returns:
             The connected client.
@@ -207,17 +212,18 @@ class Client(_NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls):
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ]
-        channel = open_channel(target, tls, options)
-        if connect_timeout is not None:
+        channel = open_channel(target_host, tls, options)
+        if connect_timeout is not None and not lazy:
             try:
                 await asyncio.wait_for(channel.channel_ready(), connect_timeout.total_seconds())
             except builtins.TimeoutError:
                 await channel.close()
                 raise RPCError(
-                    f"could not connect to {target} within {connect_timeout.total_seconds():g}s",
+                    f"could not connect to {target_host} within {connect_timeout.total_seconds():g}s",
                     grpc.StatusCode.UNAVAILABLE,
                 ) from None
         metadata = [("authorization", f"Bearer {api_key}")] if api_key else []
+        metadata += [(name.lower(), value) for name, value in (rpc_metadata or {}).items()]
         service = WorkflowServiceClient(
             channel,
             metadata=metadata,

@@ -24,6 +24,11 @@ The file is ``$FLOWFORGE_CONFIG_FILE`` or ``~/.config/flowforge/config.toml``; t
 (``true``/``false``), ``FLOWFORGE_TLS_SERVER_CA_CERT_PATH``, ``FLOWFORGE_TLS_CLIENT_CERT_PATH``,
 ``FLOWFORGE_TLS_CLIENT_KEY_PATH`` (each also as ``..._DATA`` holding the PEM text) and
 ``FLOWFORGE_TLS_SERVER_NAME``.
+
+Temporal code connects with the same two lines::
+
+    config = ClientConfig.load_client_connect_config()
+    client = await Client.connect(**config)
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 if TYPE_CHECKING:
     from flowforge.client import TLSConfig
@@ -45,6 +50,7 @@ __all__ = [
     "ClientConfig",
     "ClientConfigProfile",
     "ClientConfigTLS",
+    "ClientConnectConfig",
     "ConfigError",
     "DataSource",
     "ProfileNotFoundError",
@@ -198,6 +204,19 @@ class ClientConfigTLS:
         return ClientConfigTLS(disabled=table.get("disabled"), server_name=table.get("server_name"), **sources)
 
 
+class ClientConnectConfig(TypedDict, total=False):
+    """Keyword arguments of ``Client.connect`` from a profile (Temporal's ``ClientConnectConfig``).
+
+    Only the settings a profile sets are present, so ``Client.connect(**config)`` keeps its
+    defaults for the rest.
+    """
+
+    target_host: str
+    namespace: str
+    api_key: str
+    tls: bool | TLSConfig
+
+
 @dataclass(frozen=True)
 class ClientConfigProfile:
     """One named profile: where the server is and how to reach it (Temporal's ``ClientConfigProfile``).
@@ -220,6 +239,23 @@ class ClientConfigProfile:
         if self.tls is not None and (tls := self.tls.to_dict()):
             table["tls"] = tls
         return table
+
+    def to_client_connect_config(self) -> ClientConnectConfig:
+        """The keyword arguments of ``Client.connect(**config)`` for this profile.
+
+        Raises:
+            ConfigError: A TLS file cannot be read, or a client certificate comes without its key.
+        """
+        config = ClientConnectConfig()
+        if self.address is not None:
+            config["target_host"] = self.address
+        if self.namespace is not None:
+            config["namespace"] = self.namespace
+        if self.api_key is not None:
+            config["api_key"] = self.api_key
+        if self.tls is not None:
+            config["tls"] = self.tls.to_connect_tls_config()
+        return config
 
     @staticmethod
     def from_dict(table: Mapping[str, Any], *, where: str = "profile") -> ClientConfigProfile:
@@ -283,8 +319,10 @@ class ClientConfigProfile:
         profile: str | None = None,
         *,
         config_file: Path | str | None = None,
+        config_source: Path | str | None = None,
         disable_file: bool = False,
         disable_env: bool = False,
+        config_file_strict: bool = True,
         override_env_vars: Mapping[str, str] | None = None,
     ) -> ClientConfigProfile:
         """One profile from the file with the environment laid over it.
@@ -293,13 +331,18 @@ class ClientConfigProfile:
             profile: The profile's name; ``$FLOWFORGE_PROFILE`` or ``default`` when ``None``.
                 A profile named explicitly must exist; the default one may be absent.
             config_file: The file; :func:`default_config_file` when ``None``.
+            config_source: Temporal's name for ``config_file`` (a path; inline TOML is not read).
             disable_file: Read no file (environment only).
             disable_env: Ignore the environment (file only).
+            config_file_strict: Accepted for Temporal code; the file is always checked strictly
+                (an unknown key is an error naming it).
             override_env_vars: The environment to use instead of ``os.environ``.
 
         Raises:
             ConfigError: The file is not valid TOML, a value is wrong, or the named profile is missing.
         """
+        del config_file_strict  # always strict, see above
+        config_file = config_file if config_file is not None else config_source
         env: Mapping[str, str] = os.environ if override_env_vars is None else override_env_vars
         name = profile or (None if disable_env else env.get("FLOWFORGE_PROFILE")) or DEFAULT_PROFILE
         loaded = ClientConfigProfile()
@@ -381,6 +424,35 @@ class ClientConfig:
             return ClientConfig.from_dict(document)
         except ConfigError as error:
             raise ConfigError(f"{path}: {error}") from None
+
+    @staticmethod
+    def load_client_connect_config(
+        profile: str | None = None,
+        *,
+        config_file: Path | str | None = None,
+        disable_file: bool = False,
+        disable_env: bool = False,
+        config_file_strict: bool = True,
+        override_env_vars: Mapping[str, str] | None = None,
+    ) -> ClientConnectConfig:
+        """``Client.connect``'s keyword arguments from a profile and the environment (Temporal's method).
+
+        The same profiles and variables as the ``flowforge`` CLI's; see :meth:`ClientConfigProfile.load`
+        for the arguments. Use it as ``await Client.connect(**ClientConfig.load_client_connect_config())``.
+
+        Raises:
+            ConfigError: The file or a variable is unusable, the named profile is missing, or a TLS
+                file cannot be read.
+        """
+        loaded = ClientConfigProfile.load(
+            profile,
+            config_file=config_file,
+            disable_file=disable_file,
+            disable_env=disable_env,
+            config_file_strict=config_file_strict,
+            override_env_vars=override_env_vars,
+        )
+        return loaded.to_client_connect_config()
 
 
 def _toml_value(value: Any) -> str:

@@ -20,7 +20,7 @@ import click
 from flowforge.envconfig import ClientConfigProfile, ClientConfigTLS, ConfigError, ProfileNotFoundError
 
 if TYPE_CHECKING:
-    from flowforge.client import Client, TLSConfig
+    from flowforge.client import Client
 
 __all__ = [
     "CONFIG_FILE_OPTION",
@@ -142,20 +142,11 @@ class Connection:
         from flowforge.client import Client
 
         settings = self.resolve()
-        assert settings.address is not None and settings.namespace is not None
-        return await Client.connect(
-            settings.address,
-            namespace=settings.namespace,
-            api_key=settings.api_key or None,
-            tls=_credentials(settings.tls),
-        )
-
-
-def _credentials(tls: ClientConfigTLS | None) -> bool | TLSConfig:
-    try:
-        return tls.to_connect_tls_config() if tls is not None else False
-    except ConfigError as error:
-        raise click.BadParameter(str(error), param_hint="'--tls-*'") from None
+        try:
+            config = settings.to_client_connect_config()
+        except ConfigError as error:
+            raise click.BadParameter(str(error), param_hint="'--tls-*'") from None
+        return await Client.connect(**config)
 
 
 def client_command(fn: Callable[..., _T]) -> Callable[..., _T]:

@@ -159,3 +159,31 @@ def test_tls_settings_become_what_client_connect_takes(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="a client certificate needs its key"):
         ClientConfigTLS(client_cert="CERT").to_connect_tls_config()
+
+
+def test_load_client_connect_config_splats_into_client_connect(config_file: Path, tmp_path: Path) -> None:
+    (tmp_path / "ca.pem").write_text("CA PEM")
+    from flowforge.client import Client, TLSConfig
+
+    assert ClientConfig.load_client_connect_config() == {"target_host": "profile-default:7233"}
+    config_file.write_text(TEMPORAL_STYLE.replace("/etc/prod/ca.pem", str(tmp_path / "ca.pem")))
+    assert ClientConfig.load_client_connect_config("prod") == {
+        "target_host": "profile-prod:7233",
+        "namespace": "payments",
+        "api_key": "profile-key",
+        "tls": TLSConfig(server_root_ca_cert=b"CA PEM", domain="prod.internal"),
+    }
+    # Environment over profile, Temporal's keyword arguments accepted.
+    assert ClientConfig.load_client_connect_config(
+        "prod",
+        config_file=config_file,
+        config_file_strict=True,
+        override_env_vars={"FLOWFORGE_NAMESPACE": "other", "FLOWFORGE_TLS": "false"},
+    ) == {"target_host": "profile-prod:7233", "namespace": "other", "api_key": "profile-key", "tls": False}
+    assert ClientConfig.load_client_connect_config(disable_file=True, override_env_vars={}) == {}
+    with pytest.raises(ProfileNotFoundError):
+        ClientConfig.load_client_connect_config("absent")
+    # Every key is a keyword of Client.connect.
+    import inspect
+
+    assert set(ClientConfig.load_client_connect_config("prod")) <= set(inspect.signature(Client.connect).parameters)
