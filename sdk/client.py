@@ -135,6 +135,7 @@ class _StartWorkflowOptions(TypedDict, total=False):
     start_signal_args: Sequence[Any]
     search_attributes: Mapping[str, SearchAttributeValue] | None
     memo: Mapping[str, Any] | None
+    result_type: Any
 
 
 class Client(_NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls):
@@ -306,6 +307,7 @@ class Client(_NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls):
         start_signal_args: Sequence[Any] = (),
         search_attributes: Mapping[str, SearchAttributeValue] | None = None,
         memo: Mapping[str, Any] | None = None,
+        result_type: Any = None,
     ) -> WorkflowHandle[Any, Any]:
         """Starts a workflow execution (or, with ``start_signal``, signals it).
 
@@ -335,6 +337,8 @@ class Client(_NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls):
                 with that type (:meth:`add_search_attributes`).
             memo: Unindexed values shown with the run (describe, list), encoded
                 with the data converter.
+            result_type: The type to decode the result into, when ``workflow`` is a
+                class or a name (a run method's return hint is used otherwise).
 
         Returns:
             A handle to the started (or, with ``start_signal``, the signalled) run.
@@ -372,7 +376,8 @@ class Client(_NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls):
             if error.status == grpc.StatusCode.ALREADY_EXISTS:
                 raise WorkflowAlreadyStartedError(error.message) from None
             raise
-        return WorkflowHandle(self, id, run_id=response.run_id, result_type=result_hint)
+        result_type = result_hint if result_type is None else result_type
+        return WorkflowHandle(self, id, run_id=response.run_id, result_type=result_type)
 
     @overload
     async def execute_workflow(
@@ -422,6 +427,7 @@ class Client(_NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls):
         start_signal_args: Sequence[Any] = (),
         search_attributes: Mapping[str, SearchAttributeValue] | None = None,
         memo: Mapping[str, Any] | None = None,
+        result_type: Any = None,
     ) -> Any:
         """Starts a workflow execution and waits for its result (Temporal's
         ``execute_workflow``): :meth:`start_workflow`, then ``handle.result()``.
@@ -452,6 +458,7 @@ class Client(_NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls):
             start_signal_args=start_signal_args,
             search_attributes=search_attributes,
             memo=memo,
+            result_type=result_type,
         )
         return await handle.result()
 

@@ -49,7 +49,9 @@ from flowforge._workflow_definition import (
     signal,
 )
 from flowforge._workflow_runtime import Info, ParentInfo, _Runtime, _uuid4
+from flowforge._workflow_unsafe import unsafe
 from flowforge.common import _NO_ARGUMENT, SearchAttributeValue
+from flowforge.exceptions import NonDeterminismError as NondeterminismError
 
 __all__ = [
     "ActivityCancellationType",
@@ -57,6 +59,7 @@ __all__ = [
     "ChildWorkflowHandle",
     "ContinueAsNewError",
     "Info",
+    "NondeterminismError",
     "ParentClosePolicy",
     "ParentInfo",
     "continue_as_new",
@@ -77,6 +80,7 @@ __all__ = [
     "sleep",
     "start_activity",
     "start_child_workflow",
+    "unsafe",
     "upsert_search_attributes",
     "uuid4",
     "wait_condition",

@@ -34,3 +34,12 @@ async def run_greeting(client: Client) -> None:
             GreetingWorkflow.run, "World", id=f"hello-{uuid.uuid4()}", task_queue=task_queue
         )
     assert result == "Hello, World!"
+
+
+async def test_execute_workflow_by_name_with_result_type(client: Client) -> None:
+    task_queue = f"hello-{uuid.uuid4()}"
+    async with Worker(client, task_queue=task_queue, workflows=[GreetingWorkflow], activities=[compose_greeting]):
+        handle = await client.start_workflow(
+            "GreetingWorkflow", "Ada", id=f"hello-{uuid.uuid4()}", task_queue=task_queue, result_type=str
+        )
+        assert await handle.result() == "Hello, Ada!"
