@@ -37,6 +37,7 @@ names it too, to tell a process without storage what to configure)."""
 _ATTEMPTS = 5
 _FIRST_RETRY_DELAY_S = 0.2
 _MAX_RETRY_DELAY_S = 5.0
+_HASH_IN_THREAD_BYTES = 1024 * 1024
 _T = TypeVar("_T")
 
 
@@ -69,6 +70,14 @@ def _reference_digest(payload: common_pb2.Payload) -> str:
     return digest
 
 
+async def _sha256(blob: bytes) -> str:
+    """The hex digest; hashed in a thread when large (hashlib releases the GIL), so the
+    event loop keeps serving while megabytes are hashed."""
+    if len(blob) < _HASH_IN_THREAD_BYTES:
+        return hashlib.sha256(blob).hexdigest()
+    return await asyncio.to_thread(lambda: hashlib.sha256(blob).hexdigest())
+
+
 class ClaimCheckCodec(PayloadCodec):
     """Applies an inner codec, then moves payloads over ``threshold`` bytes into storage.
 
@@ -97,7 +106,7 @@ class ClaimCheckCodec(PayloadCodec):
         if is_reference(payload) or payload.ByteSize() <= self._threshold:
             return payload
         blob = payload.SerializeToString(deterministic=True)
-        digest = hashlib.sha256(blob).hexdigest()
+        digest = await _sha256(blob)
         await self._retried(lambda: self._storage.put(digest, blob), "storing", f"sha256:{digest}")
         return common_pb2.Payload(
             metadata={"encoding": REFERENCE_ENCODING},
@@ -114,7 +123,7 @@ class ClaimCheckCodec(PayloadCodec):
                 "or this process uses a different storage than the one that wrote it)",
                 name,
             )
-        actual = hashlib.sha256(blob).hexdigest()
+        actual = await _sha256(blob)
         if actual != digest:
             raise PayloadStorageError(
                 f"payload {name} is corrupted in payload storage: the blob's SHA-256 is {actual}", name

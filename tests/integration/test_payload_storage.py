@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -93,8 +94,14 @@ async def test_a_large_value_round_trips_by_reference_and_the_store_stays_small(
     converter = DataConverter(payload_storage=storage)
     async with await Client.connect(f"127.0.0.1:{server.port}", data_converter=converter) as client:
         async with Worker(client, task_queue=TASK_QUEUE, workflows=[RoundTrip], activities=[reverse_bytes]):
+            # A workflow task that resolves 100 MiB values can outlast the default 10 s
+            # task timeout on a loaded 2-core machine (see docs/payloads.md).
             handle = await client.start_workflow(
-                RoundTrip.run, value, id=f"round-trip-{size_mib}", task_queue=TASK_QUEUE
+                RoundTrip.run,
+                value,
+                id=f"round-trip-{size_mib}",
+                task_queue=TASK_QUEUE,
+                task_timeout=timedelta(seconds=60),
             )
             assert await handle.result() == value
         history = await handle.fetch_history()  # references resolved for the caller
