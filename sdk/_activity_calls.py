@@ -86,6 +86,8 @@ class _ActivityCall:
     heartbeat_timeout: timedelta | None
     retry_policy: RetryPolicy | None
     cancellation_type: ActivityCancellationType
+    headers: dict[str, common_pb2.Payload] = dataclasses.field(default_factory=dict)
+    """Set by workflow outbound interceptors (e.g. the trace context); sent as the command's header."""
 
 
 class _ActivityOptions(TypedDict, total=False):
@@ -184,7 +186,10 @@ def start_activity(
             task_queue=task_queue or "",
             retry_policy=retry_policy,
             cancellation_type=ActivityCancellationType(cancellation_type),
-            **timeouts,
+            schedule_to_close_timeout=schedule_to_close_timeout,
+            schedule_to_start_timeout=schedule_to_start_timeout,
+            start_to_close_timeout=start_to_close_timeout,
+            heartbeat_timeout=heartbeat_timeout,
         )
     )
 

@@ -142,6 +142,8 @@ class _ChildWorkflowCall:
     search_attributes: Mapping[str, SearchAttributeValue] | None = None
     memo: Mapping[str, Any] | None = None
     retry_policy: RetryPolicy | None = None
+    headers: dict[str, common_pb2.Payload] = dataclasses.field(default_factory=dict)
+    """Set by workflow outbound interceptors (e.g. the trace context); sent as the command's header."""
 
 
 class _ChildWorkflowOptions(TypedDict, total=False):
@@ -240,7 +242,9 @@ async def start_child_workflow(
             search_attributes=search_attributes,
             memo=memo,
             retry_policy=retry_policy,
-            **timeouts,
+            execution_timeout=execution_timeout,
+            run_timeout=run_timeout,
+            task_timeout=task_timeout,
         )
     )
     try:

@@ -151,8 +151,12 @@ _IO_OBJECT_TYPES = (_socket.socket, _ssl._SSLSocket)  # type: ignore[attr-define
 # change what the workflow does.
 _EXCUSED_PACKAGES = frozenset({"flowforge", "asyncio", "linecache"})
 # Nor is anything done under a logging call (such as a handler stamping the
-# time) or under an import (a first import reads the module's files).
-_EXCUSED_ANYWHERE = frozenset({"logging", "importlib", "_frozen_importlib", "_frozen_importlib_external", "zipimport"})
+# time), under an OpenTelemetry call (a tracing interceptor's span ids and times are
+# emitted, never read back by the workflow) or under an import (a first import reads
+# the module's files).
+_EXCUSED_ANYWHERE = frozenset(
+    {"logging", "opentelemetry", "importlib", "_frozen_importlib", "_frozen_importlib_external", "zipimport"}
+)
 
 
 def _module(frame: FrameType) -> str:

@@ -80,6 +80,8 @@ class Activities:
                 getattr(attributes, field).FromTimedelta(timeout)
         if call.retry_policy is not None:
             attributes.retry_policy.CopyFrom(call.retry_policy.to_proto())
+        for name, value in call.headers.items():
+            attributes.header.fields[name].CopyFrom(value)
         command = command_pb2.Command(schedule_activity_task=attributes)
         self._commands.append(command)
 

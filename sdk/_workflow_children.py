@@ -96,6 +96,8 @@ class Children:
                 field.FromTimedelta(timeout)
         if call.retry_policy is not None:
             attributes.retry_policy.CopyFrom(call.retry_policy.to_proto())
+        for name, value in call.headers.items():
+            attributes.header.fields[name].CopyFrom(value)
         command = command_pb2.Command(start_child_workflow_execution=attributes)
         self._commands.append(command)
         child = _Child(

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Generic, cast, overload
 
 import grpc
 
+from flowforge._client_interceptors import QueryWorkflowInput, SignalWorkflowInput
 from flowforge._workflow_definition import _query_name_and_result_hint, _signal_name
 from flowforge._workflow_executions import WorkflowExecutionDescription
 from flowforge._workflow_history import HistoryEvent, WorkflowHistory
@@ -230,7 +231,14 @@ class WorkflowHandle(Generic[SelfType, ReturnType]):
             # One id for all retries of this call: the server records the signal once.
             request_id=str(uuid.uuid4()),
         )
-        await self._client.workflow_service.call("SignalWorkflowExecution", request)
+
+        async def send(header: common_pb2.Header) -> None:
+            request.header.CopyFrom(header)
+            await self._client.workflow_service.call("SignalWorkflowExecution", request)
+
+        await self._client._outbound.signal_workflow(
+            SignalWorkflowInput(self.id, self.run_id, request.signal_name, {}, send)
+        )
 
     @overload
     async def query(
@@ -313,12 +321,17 @@ class WorkflowHandle(Generic[SelfType, ReturnType]):
                 query_args=self._client.data_converter.to_payloads(_call_arguments(arg, args)),
             ),
         )
+
         # The server waits for a worker until just before the call's deadline, then
         # answers DEADLINE_EXCEEDED itself; not retried, as waiting again would
         # double the caller's timeout.
-        response = await self._client.workflow_service.call(
-            "QueryWorkflow", request, retry=False, timeout=timeout + _QUERY_ANSWER_MARGIN
-        )
+        async def send() -> workflow_service_pb2.QueryWorkflowResponse:
+            answer: workflow_service_pb2.QueryWorkflowResponse = await self._client.workflow_service.call(
+                "QueryWorkflow", request, retry=False, timeout=timeout + _QUERY_ANSWER_MARGIN
+            )
+            return answer
+
+        response = await self._client._outbound.query_workflow(QueryWorkflowInput(self.id, self.run_id, name, send))
         values = self._client.data_converter.from_payloads(
             response.query_result, [result_type if result_type is not None else hint]
         )

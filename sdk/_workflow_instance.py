@@ -29,7 +29,7 @@ import itertools
 import random
 import types
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -38,6 +38,14 @@ from flowforge._activity_calls import ActivityHandle, _ActivityCall
 from flowforge._child_workflow_calls import ChildWorkflowHandle, _ChildWorkflowCall
 from flowforge._determinism import DeterminismGuard
 from flowforge._stack_trace import STACK_TRACE_QUERY, workflow_stack_trace
+from flowforge._worker_interceptors import (
+    ExecuteWorkflowInput,
+    HandleSignalInput,
+    Interceptor,
+    WorkflowInboundInterceptor,
+    WorkflowOutboundInterceptor,
+    workflow_chain,
+)
 from flowforge._workflow_activities import Activities
 from flowforge._workflow_children import Children
 from flowforge._workflow_commands import (
@@ -111,6 +119,8 @@ class WorkflowInstance(_Runtime):
         run_id: The run's id; it seeds ``workflow.random()``, so replays must use the same one.
         task_queue: The workflow's task queue.
         converter: Encodes arguments and results.
+        interceptors: Worker interceptors whose workflow classes see the run start and
+            its signals, and its activity and child starts (flowforge.worker.Interceptor).
     """
 
     def __init__(
@@ -122,8 +132,13 @@ class WorkflowInstance(_Runtime):
         run_id: str,
         task_queue: str,
         converter: DataConverter = default_converter,
+        interceptors: Sequence[Interceptor] = (),
     ) -> None:
         self._definition = definition
+        self._interceptors = interceptors
+        # The inbound and outbound interceptor chains, made when the run starts.
+        self._inbound: WorkflowInboundInterceptor = _RootInbound(self)
+        self._outbound: WorkflowOutboundInterceptor = _RootOutbound(self)
         self._namespace = namespace
         self._workflow_id = workflow_id
         self._run_id = run_id
@@ -363,11 +378,14 @@ class WorkflowInstance(_Runtime):
         self._memo = schema.json_dict_to_message(attributes.get("memo"), common_pb2.Memo)
         payloads = schema.payloads_from_json(attributes.get("input"))
         args = self._converter.from_payloads(payloads, self._definition.run_arg_types())
+        if self._interceptors:
+            self._inbound = workflow_chain(self._interceptors, _RootInbound(self), _RootOutbound(self))
+        run = ExecuteWorkflowInput(self._definition.cls, self._definition.name, args, _headers(attributes))
         self._run_task = self._loop.create_task(
-            self._run_workflow(args), name=f"workflow {self._definition.name} {self._workflow_id}"
+            self._inbound.execute_workflow(run), name=f"workflow {self._definition.name} {self._workflow_id}"
         )
 
-    async def _run_workflow(self, args: list[Any]) -> Any:
+    async def _run_workflow(self, args: Sequence[Any]) -> Any:
         return await self._definition.run_fn(self._workflow_object(), *args)
 
     def _workflow_object(self) -> Any:
@@ -431,18 +449,31 @@ class WorkflowInstance(_Runtime):
                 )
             )
             return
-        if inspect.iscoroutinefunction(definition.fn):
-            self._loop.create_task(self._run_async_signal_handler(definition.fn, args), name=f"signal {name}")
+        signal = HandleSignalInput(name, args, _headers(attributes))
+        if self._interceptors:
+            # Interceptors are workflow code: they run on the loop, in history order.
+            self._loop.enqueue(asyncio.Handle(self._inbound.handle_signal, (signal,), self._loop))
         else:
-            self._loop.enqueue(asyncio.Handle(self._run_signal_handler, (definition.fn, args), self._loop))
+            self._schedule_signal_handler(name, args)
 
-    def _run_signal_handler(self, fn: Callable[..., Any], args: list[Any]) -> None:
+    def _schedule_signal_handler(self, name: str, args: Sequence[Any], *, on_loop: bool = False) -> None:
+        """Runs the handler of signal ``name`` on the workflow loop: at once when called
+        there (by the inbound interceptor chain), else in its turn."""
+        fn = self._definition.signals[name].fn
+        if inspect.iscoroutinefunction(fn):
+            self._loop.create_task(self._run_async_signal_handler(fn, args), name=f"signal {name}")
+        elif on_loop:
+            self._run_signal_handler(fn, args)
+        else:
+            self._loop.enqueue(asyncio.Handle(self._run_signal_handler, (fn, args), self._loop))
+
+    def _run_signal_handler(self, fn: Callable[..., Any], args: Sequence[Any]) -> None:
         try:
             fn(self._workflow_object(), *args)
         except Exception as error:
             self._on_signal_handler_error(error)
 
-    async def _run_async_signal_handler(self, fn: Callable[..., Any], args: list[Any]) -> None:
+    async def _run_async_signal_handler(self, fn: Callable[..., Any], args: Sequence[Any]) -> None:
         try:
             await fn(self._workflow_object(), *args)
         except asyncio.CancelledError:
@@ -604,10 +635,10 @@ class WorkflowInstance(_Runtime):
         return sorted(self._memo.fields)
 
     def workflow_start_activity(self, call: _ActivityCall) -> ActivityHandle[Any]:
-        return self._activities.start(call)
+        return self._outbound.start_activity(call)
 
     def workflow_start_child_workflow(self, call: _ChildWorkflowCall) -> ChildWorkflowHandle[Any, Any]:
-        return self._children.start(call)
+        return self._outbound.start_child_workflow(call)
 
     def workflow_signal_child(self, workflow_id: str, signal_name: str, args: Sequence[Any]) -> asyncio.Future[None]:
         return self._children.signal(workflow_id, signal_name, args)
@@ -622,3 +653,39 @@ class WorkflowInstance(_Runtime):
 
     def _track_task(self, task: asyncio.Task[Any]) -> None:
         self._dag.track_task(task)
+
+
+def _headers(attributes: Mapping[str, Any]) -> Mapping[str, common_pb2.Payload]:
+    """The header an event recorded (start, signal), as name → Payload."""
+    return schema.json_dict_to_message(attributes.get("header"), common_pb2.Header).fields
+
+
+class _RootInbound(WorkflowInboundInterceptor):
+    """The end of a run's inbound chain: the run method and the signal handlers themselves."""
+
+    def __init__(self, instance: WorkflowInstance) -> None:
+        super().__init__(None)
+        self._instance = instance
+
+    def init(self, outbound: WorkflowOutboundInterceptor) -> None:
+        self._instance._outbound = outbound
+
+    async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
+        return await self._instance._run_workflow(input.args)
+
+    def handle_signal(self, input: HandleSignalInput) -> None:
+        self._instance._schedule_signal_handler(input.signal, input.args, on_loop=True)
+
+
+class _RootOutbound(WorkflowOutboundInterceptor):
+    """The end of a run's outbound chain: the commands themselves."""
+
+    def __init__(self, instance: WorkflowInstance) -> None:
+        super().__init__(None)
+        self._instance = instance
+
+    def start_activity(self, input: _ActivityCall) -> ActivityHandle[Any]:
+        return self._instance._activities.start(input)
+
+    def start_child_workflow(self, input: _ChildWorkflowCall) -> ChildWorkflowHandle[Any, Any]:
+        return self._instance._children.start(input)

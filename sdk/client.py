@@ -29,6 +29,14 @@ import grpc
 
 from flowforge import _schedule
 from flowforge._claim_check import wire_codec
+from flowforge._client_interceptors import (
+    Interceptor,
+    OutboundInterceptor,
+    QueryWorkflowInput,
+    SignalWorkflowInput,
+    StartWorkflowInput,
+    outbound_chain,
+)
 from flowforge._event_triggers import EventTrigger, PublishEventResult, TriggeredWorkflow, _EventTriggerCalls
 from flowforge._namespaces import NamespaceDescription, _NamespaceCalls
 from flowforge._rpc import MAX_MESSAGE_BYTES, RPCRetryConfig, WorkflowServiceClient
@@ -89,11 +97,14 @@ __all__ = [
     "DagNode",
     "EventTrigger",
     "HistoryEvent",
+    "Interceptor",
     "NamespaceDescription",
+    "OutboundInterceptor",
     "PendingActivity",
     "PendingChildWorkflow",
     "PendingWorkflowTask",
     "PublishEventResult",
+    "QueryWorkflowInput",
     "RPCRetryConfig",
     "Schedule",
     "ScheduleActionResult",
@@ -109,6 +120,8 @@ __all__ = [
     "ScheduleState",
     "SchedulerLeaderChange",
     "SchedulerStatus",
+    "SignalWorkflowInput",
+    "StartWorkflowInput",
     "TLSConfig",
     "TaskQueueBacklog",
     "TaskQueueDescription",
@@ -160,11 +173,14 @@ class Client(_NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls):
         namespace: str,
         identity: str,
         data_converter: DataConverter = default_converter,
+        interceptors: Sequence[object] = (),
     ) -> None:
         self._workflow_service = workflow_service
         self._namespace = namespace
         self._identity = identity
         self._data_converter = data_converter
+        self._interceptors = list(interceptors)
+        self._outbound = outbound_chain(self._interceptors)
 
     @classmethod
     async def connect(
@@ -180,6 +196,7 @@ class Client(_NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls):
         connect_timeout: timedelta | None = timedelta(seconds=10),
         rpc_metadata: Mapping[str, str] | None = None,
         lazy: bool = False,
+        interceptors: Sequence[object] = (),
     ) -> Client:
         """Connects to a server.
 
@@ -201,6 +218,11 @@ class Client(_NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls):
                 connection; ``None`` connects lazily on the first call.
             rpc_metadata: gRPC headers sent on every call (lower-case names).
             lazy: Temporal's switch for ``connect_timeout=None``: connect on the first call.
+            interceptors: Client interceptors (:class:`Interceptor`), the first
+                outermost; those that are also worker interceptors
+                (``flowforge.worker.Interceptor``, e.g.
+                ``flowforge.contrib.opentelemetry.TracingInterceptor``) are used by every
+                worker built on this client.
 
         Returns:
             The connected client.
@@ -237,7 +259,13 @@ class Client(_NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls):
             namespace=namespace,
             identity=identity or f"{os.getpid()}@{socket.gethostname()}",
             data_converter=data_converter,
+            interceptors=interceptors,
         )
+
+    @property
+    def interceptors(self) -> list[object]:
+        """The interceptors given to :meth:`connect`."""
+        return list(self._interceptors)
 
     @property
     def namespace(self) -> str:
@@ -370,8 +398,16 @@ class Client(_NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls):
             request.search_attributes.CopyFrom(_search_attributes_to_proto(search_attributes))
         for name, value in (memo or {}).items():
             request.memo.fields[name].CopyFrom(self._data_converter.to_payload(value))
+
+        async def send(header: common_pb2.Header) -> workflow_service_pb2.StartWorkflowExecutionResponse:
+            request.header.CopyFrom(header)
+            answer: workflow_service_pb2.StartWorkflowExecutionResponse = await self._workflow_service.call(
+                "StartWorkflowExecution", request
+            )
+            return answer
+
         try:
-            response = await self._workflow_service.call("StartWorkflowExecution", request)
+            response = await self._outbound.start_workflow(StartWorkflowInput(workflow_type, id, task_queue, {}, send))
         except RPCError as error:
             if error.status == grpc.StatusCode.ALREADY_EXISTS:
                 raise WorkflowAlreadyStartedError(error.message) from None

@@ -1,5 +1,29 @@
 """FlowForge workers: poll task queues, replay workflows, run activities."""
 
+from flowforge._worker_interceptors import (
+    ActivityInboundInterceptor,
+    ExecuteActivityInput,
+    ExecuteWorkflowInput,
+    HandleSignalInput,
+    Interceptor,
+    StartActivityInput,
+    StartChildWorkflowInput,
+    WorkflowInboundInterceptor,
+    WorkflowInterceptorClassInput,
+    WorkflowOutboundInterceptor,
+)
 from flowforge.worker._worker import Worker
 
-__all__ = ["Worker"]
+__all__ = [
+    "ActivityInboundInterceptor",
+    "ExecuteActivityInput",
+    "ExecuteWorkflowInput",
+    "HandleSignalInput",
+    "Interceptor",
+    "StartActivityInput",
+    "StartChildWorkflowInput",
+    "Worker",
+    "WorkflowInboundInterceptor",
+    "WorkflowInterceptorClassInput",
+    "WorkflowOutboundInterceptor",
+]

@@ -24,6 +24,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from flowforge import activity
 from flowforge._rpc import WorkflowServiceClient
+from flowforge._worker_interceptors import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor, activity_chain
 from flowforge.api.v1 import common_pb2, workflow_service_pb2
 from flowforge.converter import DataConverter, error_to_failure
 from flowforge.exceptions import ApplicationError, CancelledError, RPCError
@@ -85,6 +86,22 @@ async def _call_async(fn: Callable[..., Any], args: Sequence[Any]) -> Any:
     # Calling inside the task makes a bad call (e.g. too many arguments) fail the
     # activity like any other error instead of failing before it started.
     return await fn(*args)
+
+
+class _RootActivityInbound(ActivityInboundInterceptor):
+    """The end of the activity interceptor chain: the activity itself (a synchronous
+    one in the executor, with the context variables of the chain's task)."""
+
+    def __init__(self, executor: concurrent.futures.Executor | None, is_async: bool) -> None:
+        super().__init__(None)
+        self._executor = executor
+        self._is_async = is_async
+
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        if self._is_async:
+            return await input.fn(*input.args)
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(self._executor, context.run, input.fn, *input.args)
 
 
 class _Heartbeater:
@@ -213,8 +230,10 @@ class ActivityWorker:
         max_concurrent_activities: int,
         max_concurrent_polls: int,
         executor: concurrent.futures.Executor | None,
+        interceptors: Sequence[Interceptor] = (),
     ) -> None:
         self._service = service
+        self._interceptors = interceptors
         self._namespace = namespace
         self._task_queue = task_queue
         self._identity = identity
@@ -357,7 +376,14 @@ class ActivityWorker:
         context = contextvars.copy_context()
         context.run(activity._current_context.set, running.context)
         execution: asyncio.Future[Any]
-        if definition.is_async:
+        if self._interceptors:
+            chain = activity_chain(self._interceptors, _RootActivityInbound(self._executor, definition.is_async))
+            execution = asyncio.create_task(
+                chain.execute_activity(ExecuteActivityInput(definition.fn, args, task.header.fields)),
+                name=f"flowforge {_describe(task)}",
+                context=context,
+            )
+        elif definition.is_async:
             execution = asyncio.create_task(
                 _call_async(definition.fn, args),
                 name=f"flowforge {_describe(task)}",

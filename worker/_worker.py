@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from flowforge import activity, workflow
+from flowforge._worker_interceptors import Interceptor
 from flowforge.client import Client
 from flowforge.worker._activity_worker import ActivityWorker
 from flowforge.worker._workflow_worker import WorkflowWorker
@@ -129,6 +130,8 @@ class Worker:
         activity_executor: Runs synchronous activities; by default a thread pool
             the worker creates and shuts down. It must run callables in threads of
             this process (the activity context travels in context variables).
+        interceptors: Worker interceptors (:class:`flowforge.worker.Interceptor`), after
+            those of the client that are worker interceptors too.
         build_id: Names the build of the workflow code this worker runs; recorded
             in every WorkflowTaskCompleted event, and ``describe()`` shows the one
             that ran an execution's first workflow task. Defaults to
@@ -155,6 +158,7 @@ class Worker:
         identity: str | None = None,
         activity_executor: concurrent.futures.Executor | None = None,
         build_id: str | None = None,
+        interceptors: Sequence[Interceptor] = (),
     ) -> None:
         if not task_queue:
             raise ValueError("task_queue must not be empty")
@@ -177,6 +181,11 @@ class Worker:
         self._build_id = build_id or _default_build_id(workflows)
         self._graceful_shutdown_timeout = graceful_shutdown_timeout
         worker_identity = identity or client.identity
+        # The client's interceptors that are worker interceptors too come first (Temporal's rule).
+        worker_interceptors = [
+            *(i for i in client.interceptors if isinstance(i, Interceptor)),
+            *interceptors,
+        ]
         self._activity_worker: ActivityWorker | None = None
         self._workflow_worker: WorkflowWorker | None = None
         if activity_definitions:
@@ -190,6 +199,7 @@ class Worker:
                 max_concurrent_activities=max_concurrent_activities,
                 max_concurrent_polls=max_concurrent_activity_polls,
                 executor=activity_executor,
+                interceptors=worker_interceptors,
             )
         if workflow_definitions:
             self._workflow_worker = WorkflowWorker(
@@ -204,6 +214,7 @@ class Worker:
                 cache_size=max_cached_workflows,
                 activity_worker=self._activity_worker,
                 build_id=self._build_id,
+                interceptors=worker_interceptors,
             )
         self._started = False
         self._shutdown_requested: asyncio.Event | None = None

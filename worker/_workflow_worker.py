@@ -20,6 +20,7 @@ import grpc
 
 from flowforge import workflow
 from flowforge._rpc import WorkflowServiceClient
+from flowforge._worker_interceptors import Interceptor
 from flowforge._workflow_instance import HistoryContinuityError, WorkflowInstance
 from flowforge.api.v1 import command_pb2, common_pb2, workflow_service_pb2
 from flowforge.converter import DataConverter, error_to_failure
@@ -116,8 +117,10 @@ class WorkflowWorker:
         cache_size: int,
         activity_worker: ActivityWorker | None,
         build_id: str,
+        interceptors: Sequence[Interceptor] = (),
     ) -> None:
         self._service = service
+        self._interceptors = interceptors
         self._namespace = namespace
         self._task_queue = task_queue
         self._identity = identity
@@ -288,6 +291,7 @@ class WorkflowWorker:
             run_id=execution.run_id,
             task_queue=task.task_queue or self._task_queue,
             converter=self._converter,
+            interceptors=self._interceptors,
         )
 
     # queries (signals and queries feature)

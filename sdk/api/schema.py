@@ -42,6 +42,7 @@ __all__ = [
     "ExecutionStatus",
     "ExternalWorkflowExecutionSignaledAttributes",
     "FailureJSON",
+    "HeaderJSON",
     "MarkerRecordedAttributes",
     "MemoJSON",
     "OriginJSON",
@@ -293,6 +294,9 @@ SearchAttributesJSON: TypeAlias = dict[str, Any]
 """A ``SearchAttributes`` message in protobuf JSON form (``{"indexed_fields": {...}}``)."""
 MemoJSON: TypeAlias = dict[str, Any]
 """A ``Memo`` message in protobuf JSON form (``{"fields": {name: Payload}}``)."""
+HeaderJSON: TypeAlias = dict[str, Any]
+"""A ``Header`` message in protobuf JSON form (``{"fields": {name: Payload}}``): what the
+caller's interceptors propagated (e.g. the trace context under ``_tracer-data``)."""
 
 
 class RetryPolicyJSON(TypedDict):
@@ -346,6 +350,7 @@ class WorkflowExecutionStartedAttributes(TypedDict):
     search_attributes: NotRequired[SearchAttributesJSON]
     memo: NotRequired[MemoJSON]
     origin: NotRequired[OriginJSON]
+    header: NotRequired[HeaderJSON]
 
 
 class WorkflowTaskScheduledAttributes(TypedDict):
@@ -394,6 +399,7 @@ class ActivityTaskScheduledAttributes(TypedDict):
     """The API's ``ActivityCancellationType`` number."""
     depends_on_activity_ids: list[str]
     workflow_task_completed_event_id: int
+    header: NotRequired[HeaderJSON]
 
 
 class ActivityTaskStartedAttributes(TypedDict):
@@ -477,6 +483,7 @@ class WorkflowExecutionSignaledAttributes(TypedDict):
     signal_name: str
     input: PayloadsJSON
     identity: str
+    header: NotRequired[HeaderJSON]
 
 
 class WorkflowExecutionCompletedAttributes(TypedDict):
@@ -524,6 +531,7 @@ class StartChildWorkflowExecutionInitiatedAttributes(TypedDict):
     parent_close_policy: ParentClosePolicy
     workflow_task_completed_event_id: int
     retry_policy: NotRequired[RetryPolicyJSON]
+    header: NotRequired[HeaderJSON]
 
 
 class StartChildWorkflowExecutionFailedAttributes(TypedDict):

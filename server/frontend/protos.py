@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
-from flowforge.api.schema import ExecutionStatus
+from flowforge.api.schema import ExecutionStatus, json_dict_to_message
 from flowforge.api.v1 import common_pb2, event_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.server.history import LeasedActivityTask, LeasedQuery, LeasedWorkflowTask
@@ -120,6 +120,8 @@ def activity_task_proto(leased: LeasedActivityTask) -> pb.PollActivityTaskQueueR
     for field in _ACTIVITY_TIMEOUTS:
         if options.get(field):
             getattr(response, field).FromMicroseconds(int(options[field] * 1e6))
+    if options.get("header"):
+        response.header.CopyFrom(json_dict_to_message(options["header"], common_pb2.Header))
     return response
 
 

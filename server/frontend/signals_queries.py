@@ -21,7 +21,7 @@ class SignalQueryHandlers(ServiceBase):
             namespace,
             workflow_id,
             run_id,
-            StartSignal(name(request.signal_name, "signal_name"), request.input),
+            StartSignal(name(request.signal_name, "signal_name"), request.input, request.header),
             name(request.identity, "identity", required=False),
             name(request.request_id, "request_id", required=False),
         )

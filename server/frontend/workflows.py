@@ -33,6 +33,7 @@ class WorkflowHandlers(ServiceBase):
             start_signal=start_signal(request),
             search_attributes=request.search_attributes,
             memo=request.memo,
+            header=request.header,
         )
         return pb.StartWorkflowExecutionResponse(run_id=run_id, started=started)
 

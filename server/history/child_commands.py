@@ -16,7 +16,7 @@ from flowforge.api.schema import (
 )
 from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.server.history.command_state import Applying, StartedChild
-from flowforge.server.history.data import StartSignal
+from flowforge.server.history.data import StartSignal, header_attributes
 from flowforge.server.history.executions import Executions
 from flowforge.server.history.mutation import new_run
 from flowforge.server.history.visibility_writes import stored_values, visibility_attributes
@@ -53,6 +53,7 @@ class ChildCommands(Executions):
                 "parent_close_policy": policy,
                 "workflow_task_completed_event_id": applying.completed_id,
                 **retry,
+                **header_attributes(a.header),
             },
         )
         identity = {"initiated_event_id": initiated_id, "workflow_id": a.workflow_id, "workflow_type": a.workflow_type}
@@ -79,6 +80,7 @@ class ChildCommands(Executions):
                 "parent_run_id": parent.run_id,
                 "parent_initiated_event_id": initiated_id,
                 **retry,
+                **header_attributes(a.header),
                 **visibility_attributes(a.search_attributes, a.memo),
             },
         )

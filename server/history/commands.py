@@ -32,6 +32,7 @@ from flowforge.api.v1 import command_pb2
 from flowforge.server.errors import InvalidArgument
 from flowforge.server.history.child_commands import ChildCommands
 from flowforge.server.history.command_state import Applying
+from flowforge.server.history.data import header_attributes
 from flowforge.server.history.mutation import _Mutation, new_task_row, us
 from flowforge.server.history.visibility_writes import stored_values
 from flowforge.server.retries import StoredRetryPolicy
@@ -153,6 +154,7 @@ class Commands(ChildCommands):
             "heartbeat_timeout": duration_s(a.heartbeat_timeout),
             "retry_policy": policy.to_json(),
             "cancellation_type": int(a.cancellation_type),
+            **header_attributes(a.header),
         }
         scheduled_id = m.append(
             EventType.ACTIVITY_TASK_SCHEDULED,

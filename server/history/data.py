@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from flowforge.api.schema import payloads_json
+from flowforge.api.schema import message_to_json_dict, payloads_json
 from flowforge.api.v1 import common_pb2
 from flowforge.server.stores.base import ExecutionRow, HistoryEventRow, QueryRow, TaskRow
 
@@ -16,6 +16,7 @@ __all__ = [
     "LeasedWorkflowTask",
     "StartSignal",
     "WorkflowTaskCompletion",
+    "header_attributes",
 ]
 
 
@@ -34,16 +35,27 @@ class EngineConfig:
     """How long a worker may take to answer a query before it is offered to another."""
 
 
+def header_attributes(header: common_pb2.Header | None) -> dict[str, Any]:
+    """``{"header": ...}`` for an event's attributes when the call carried a header, else nothing."""
+    return {"header": message_to_json_dict(header)} if header is not None and header.fields else {}
+
+
 @dataclasses.dataclass(frozen=True)
 class StartSignal:
     """A signal to deliver: by SignalWorkflowExecution, or with a start (signal-with-start)."""
 
     name: str
     input: common_pb2.Payloads
+    header: common_pb2.Header = dataclasses.field(default_factory=common_pb2.Header)
 
     def attributes(self, identity: str) -> dict[str, Any]:
         """The attributes of its WorkflowExecutionSignaled event."""
-        return {"signal_name": self.name, "input": payloads_json(self.input), "identity": identity}
+        return {
+            "signal_name": self.name,
+            "input": payloads_json(self.input),
+            "identity": identity,
+            **header_attributes(self.header),
+        }
 
 
 @dataclasses.dataclass

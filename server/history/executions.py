@@ -9,7 +9,7 @@ from typing import Any
 from flowforge.api.schema import EventType, ExecutionStatus
 from flowforge.api.v1 import common_pb2
 from flowforge.server.errors import AlreadyExists, FailedPrecondition, NotFound
-from flowforge.server.history.data import StartSignal
+from flowforge.server.history.data import StartSignal, header_attributes
 from flowforge.server.history.mutation import _Mutation, close_channel, new_run, run_channel
 from flowforge.server.history.run_close import RunClose
 from flowforge.server.history.visibility_writes import visibility_attributes
@@ -59,6 +59,7 @@ class Executions(RunClose):
         start_signal: StartSignal | None = None,
         search_attributes: common_pb2.SearchAttributes | None = None,
         memo: common_pb2.Memo | None = None,
+        header: common_pb2.Header | None = None,
     ) -> tuple[str, bool]:
         """Starts a run; returns (run_id, started). A repeated request_id returns the
         first run with started=False; a running workflow id gives ALREADY_EXISTS.
@@ -73,6 +74,8 @@ class Executions(RunClose):
                 a fire and records it on the schedule atomically. The caller commits.
             start_signal: Signal-with-start: a running workflow id is signalled
                 instead (started=False), and a new run gets the signal right after its start.
+            header: Context from the caller (e.g. the trace context), recorded in
+                ``WorkflowExecutionStarted`` for the workflow's interceptors.
         """
         self.check_payloads(input, "the workflow input")
         if start_signal is not None:
@@ -110,6 +113,7 @@ class Executions(RunClose):
                 started={
                     "request_id": request_id,
                     **({"origin": origin} if origin else {}),
+                    **header_attributes(header),
                     **visibility_attributes(search_attributes, memo),
                 },
                 first_events=[(EventType.WORKFLOW_EXECUTION_SIGNALED, start_signal.attributes(identity))]

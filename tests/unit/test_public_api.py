@@ -8,7 +8,19 @@ import pytest
 
 EXPORTS = {
     "flowforge": ["Client", "RetryPolicy", "WorkflowExecutionStatus", "WorkflowHandle", "activity", "workflow"],
-    "flowforge.worker": ["Worker"],
+    "flowforge.worker": [
+        "ActivityInboundInterceptor",
+        "ExecuteActivityInput",
+        "ExecuteWorkflowInput",
+        "HandleSignalInput",
+        "Interceptor",
+        "StartActivityInput",
+        "StartChildWorkflowInput",
+        "Worker",
+        "WorkflowInboundInterceptor",
+        "WorkflowInterceptorClassInput",
+        "WorkflowOutboundInterceptor",
+    ],
     "flowforge.storage": ["FileSystemPayloadStorage", "PayloadStorage", "PayloadStorageError"],
     "flowforge.contrib.azure": ["AzureBlobPayloadStorage", "ServiceBusEventSource", "ServiceBusLifecyclePublisher"],
     "flowforge.converter": [

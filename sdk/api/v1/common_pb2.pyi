@@ -202,6 +202,19 @@ class SearchAttributes(_message.Message):
     indexed_fields: _containers.MessageMap[str, SearchAttributeValue]
     def __init__(self, indexed_fields: _Optional[_Mapping[str, SearchAttributeValue]] = ...) -> None: ...
 
+class Header(_message.Message):
+    __slots__ = ("fields",)
+    class FieldsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: Payload
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[Payload, _Mapping]] = ...) -> None: ...
+    FIELDS_FIELD_NUMBER: _ClassVar[int]
+    fields: _containers.MessageMap[str, Payload]
+    def __init__(self, fields: _Optional[_Mapping[str, Payload]] = ...) -> None: ...
+
 class Memo(_message.Message):
     __slots__ = ("fields",)
     class FieldsEntry(_message.Message):

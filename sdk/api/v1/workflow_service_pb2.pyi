@@ -162,7 +162,7 @@ class ListNamespacesResponse(_message.Message):
     def __init__(self, namespaces: _Optional[_Iterable[_Union[Namespace, _Mapping]]] = ...) -> None: ...
 
 class StartWorkflowExecutionRequest(_message.Message):
-    __slots__ = ("namespace", "workflow_id", "workflow_type", "task_queue", "input", "request_id", "identity", "workflow_execution_timeout", "workflow_run_timeout", "workflow_task_timeout", "start_signal", "start_signal_input", "search_attributes", "memo")
+    __slots__ = ("namespace", "workflow_id", "workflow_type", "task_queue", "input", "request_id", "identity", "workflow_execution_timeout", "workflow_run_timeout", "workflow_task_timeout", "start_signal", "start_signal_input", "search_attributes", "memo", "header")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_ID_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -177,6 +177,7 @@ class StartWorkflowExecutionRequest(_message.Message):
     START_SIGNAL_INPUT_FIELD_NUMBER: _ClassVar[int]
     SEARCH_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
     MEMO_FIELD_NUMBER: _ClassVar[int]
+    HEADER_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     workflow_id: str
     workflow_type: str
@@ -191,7 +192,8 @@ class StartWorkflowExecutionRequest(_message.Message):
     start_signal_input: _common_pb2.Payloads
     search_attributes: _common_pb2.SearchAttributes
     memo: _common_pb2.Memo
-    def __init__(self, namespace: _Optional[str] = ..., workflow_id: _Optional[str] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., request_id: _Optional[str] = ..., identity: _Optional[str] = ..., workflow_execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_run_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_task_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., start_signal: _Optional[str] = ..., start_signal_input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., search_attributes: _Optional[_Union[_common_pb2.SearchAttributes, _Mapping]] = ..., memo: _Optional[_Union[_common_pb2.Memo, _Mapping]] = ...) -> None: ...
+    header: _common_pb2.Header
+    def __init__(self, namespace: _Optional[str] = ..., workflow_id: _Optional[str] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., request_id: _Optional[str] = ..., identity: _Optional[str] = ..., workflow_execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_run_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_task_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., start_signal: _Optional[str] = ..., start_signal_input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., search_attributes: _Optional[_Union[_common_pb2.SearchAttributes, _Mapping]] = ..., memo: _Optional[_Union[_common_pb2.Memo, _Mapping]] = ..., header: _Optional[_Union[_common_pb2.Header, _Mapping]] = ...) -> None: ...
 
 class StartWorkflowExecutionResponse(_message.Message):
     __slots__ = ("run_id", "started")
@@ -384,20 +386,22 @@ class ListWorkflowExecutionsResponse(_message.Message):
     def __init__(self, executions: _Optional[_Iterable[_Union[WorkflowExecutionInfo, _Mapping]]] = ..., next_page_token: _Optional[bytes] = ...) -> None: ...
 
 class SignalWorkflowExecutionRequest(_message.Message):
-    __slots__ = ("namespace", "execution", "signal_name", "input", "identity", "request_id")
+    __slots__ = ("namespace", "execution", "signal_name", "input", "identity", "request_id", "header")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     EXECUTION_FIELD_NUMBER: _ClassVar[int]
     SIGNAL_NAME_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    HEADER_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     execution: _common_pb2.WorkflowExecution
     signal_name: str
     input: _common_pb2.Payloads
     identity: str
     request_id: str
-    def __init__(self, namespace: _Optional[str] = ..., execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., signal_name: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., identity: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+    header: _common_pb2.Header
+    def __init__(self, namespace: _Optional[str] = ..., execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., signal_name: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., identity: _Optional[str] = ..., request_id: _Optional[str] = ..., header: _Optional[_Union[_common_pb2.Header, _Mapping]] = ...) -> None: ...
 
 class SignalWorkflowExecutionResponse(_message.Message):
     __slots__ = ()
@@ -522,7 +526,7 @@ class PollActivityTaskQueueRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., task_queue: _Optional[str] = ..., identity: _Optional[str] = ..., poll_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class PollActivityTaskQueueResponse(_message.Message):
-    __slots__ = ("task_token", "workflow_execution", "workflow_type", "activity_id", "activity_type", "input", "attempt", "idempotency_key", "heartbeat_details", "scheduled_time", "started_time", "start_to_close_timeout", "heartbeat_timeout", "schedule_to_close_timeout", "task_queue")
+    __slots__ = ("task_token", "workflow_execution", "workflow_type", "activity_id", "activity_type", "input", "attempt", "idempotency_key", "heartbeat_details", "scheduled_time", "started_time", "start_to_close_timeout", "heartbeat_timeout", "schedule_to_close_timeout", "task_queue", "header")
     TASK_TOKEN_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_EXECUTION_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -538,6 +542,7 @@ class PollActivityTaskQueueResponse(_message.Message):
     HEARTBEAT_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     SCHEDULE_TO_CLOSE_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    HEADER_FIELD_NUMBER: _ClassVar[int]
     task_token: bytes
     workflow_execution: _common_pb2.WorkflowExecution
     workflow_type: str
@@ -553,7 +558,8 @@ class PollActivityTaskQueueResponse(_message.Message):
     heartbeat_timeout: _duration_pb2.Duration
     schedule_to_close_timeout: _duration_pb2.Duration
     task_queue: str
-    def __init__(self, task_token: _Optional[bytes] = ..., workflow_execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., workflow_type: _Optional[str] = ..., activity_id: _Optional[str] = ..., activity_type: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., attempt: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., heartbeat_details: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., scheduled_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_to_close_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., heartbeat_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., schedule_to_close_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., task_queue: _Optional[str] = ...) -> None: ...
+    header: _common_pb2.Header
+    def __init__(self, task_token: _Optional[bytes] = ..., workflow_execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., workflow_type: _Optional[str] = ..., activity_id: _Optional[str] = ..., activity_type: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., attempt: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., heartbeat_details: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., scheduled_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_to_close_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., heartbeat_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., schedule_to_close_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., task_queue: _Optional[str] = ..., header: _Optional[_Union[_common_pb2.Header, _Mapping]] = ...) -> None: ...
 
 class RecordActivityTaskHeartbeatRequest(_message.Message):
     __slots__ = ("namespace", "task_token", "details", "identity")
