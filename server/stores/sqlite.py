@@ -122,7 +122,8 @@ class SQLiteStore(Store):
         connection.execute("PRAGMA busy_timeout = 0")
 
     async def open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _make_private(self.path)
         # One server per file: a second one would break the single-writer design.
         self._lock_file = os.open(f"{self.path}.lock", os.O_CREAT | os.O_RDWR, 0o600)
         try:
@@ -244,3 +245,13 @@ class SQLiteStore(Store):
         if connection is None:
             raise StoreUnavailable("the SQLite store is closed")
         return connection
+
+
+def _make_private(path: Path) -> None:
+    """Creates the database file readable and writable by this user only (0600), and
+    narrows an existing one and its WAL; SQLite gives the ``-wal`` and ``-shm`` files
+    it creates the database file's mode."""
+    os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError, PermissionError):
+            os.chmod(f"{path}{suffix}", 0o600)
