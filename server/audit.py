@@ -2,24 +2,38 @@
 appended with who, what, where, why and when, each row hashed with the previous
 row's hash so an edited or deleted row is found by :func:`verify`.
 
-A change made by this server's own code (API keys) appends its row in the
-transaction of the change; the interceptor appends the row of an audited RPC
-(terminate, schedules, triggers, namespaces, ...) in a transaction of its own right
-after the RPC succeeded.
+Every row is appended in the transaction of the change it records: API key changes
+append their own; for an audited RPC (terminate, schedules, triggers, namespaces,
+...) the interceptor makes its entry :func:`pending` and the engine appends it in
+the first write transaction of that RPC that commits (:func:`append_pending`). An
+RPC that changed nothing through the engine gets its row in a transaction of its
+own once it succeeded.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import hashlib
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
 from flowforge.server.stores.contract import AccessOperations
 from flowforge.server.stores.rows import AuditRow
 
-__all__ = ["AuditEntry", "ChainBreak", "append", "row_hash", "verify"]
+__all__ = [
+    "AuditEntry",
+    "ChainBreak",
+    "PendingAudit",
+    "append",
+    "append_pending",
+    "entry_for_rpc",
+    "pending",
+    "row_hash",
+    "verify",
+]
 
 # Bounds on what one row holds, so a caller cannot bloat the log with one request.
 _MAX_FIELD = 2000
@@ -63,6 +77,39 @@ async def append(tx: AccessOperations, principal: str, entry: AuditEntry, now_us
     row.row_hash = row_hash(last_hash, row)
     await tx.append_audit_row(row)
     return row
+
+
+@dataclasses.dataclass
+class PendingAudit:
+    """The audit entry of the RPC being served, until a transaction that appended it commits."""
+
+    principal: str
+    entry: AuditEntry
+    appended: bool = False
+
+
+_PENDING: contextvars.ContextVar[PendingAudit | None] = contextvars.ContextVar("flowforge_audit", default=None)
+
+
+@contextlib.contextmanager
+def pending(principal: str, entry: AuditEntry) -> Iterator[PendingAudit]:
+    """Makes ``entry`` the audit entry of the RPC served inside the block."""
+    record = PendingAudit(principal, entry)
+    token = _PENDING.set(record)
+    try:
+        yield record
+    finally:
+        _PENDING.reset(token)
+
+
+async def append_pending(tx: AccessOperations, now_us: int) -> PendingAudit | None:
+    """Appends the pending entry of the RPC being served, if not appended yet, in ``tx``;
+    returns it so the caller marks it appended once ``tx`` has committed."""
+    record = _PENDING.get()
+    if record is None or record.appended:
+        return None
+    await append(tx, record.principal, record.entry, now_us)
+    return record
 
 
 @dataclasses.dataclass(frozen=True)

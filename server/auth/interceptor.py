@@ -18,6 +18,7 @@ import grpc
 from google.protobuf.message import Message
 
 from flowforge.api.v1 import workflow_service_pb2 as pb
+from flowforge.server.audit import PendingAudit, entry_for_rpc, pending
 from flowforge.server.auth.api_keys import ApiKeyAuthenticator, looks_like_api_key
 from flowforge.server.auth.jwt import JwtVerifier
 from flowforge.server.auth.principal import ALL_NAMESPACES, ANONYMOUS, Principal, acting_as
@@ -29,8 +30,8 @@ __all__ = ["AuditRecorder", "AuthInterceptor", "Authenticator"]
 
 log = logging.getLogger("flowforge.server.auth")
 
-#: Appends an audited RPC that succeeded: (principal, method, request).
-AuditRecorder = Callable[[Principal, str, Any], Awaitable[None]]
+#: Appends the entry of an audited RPC that succeeded without a write transaction of the engine.
+AuditRecorder = Callable[[PendingAudit], Awaitable[None]]
 _Behavior = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Any]]
 # The claimed identity kept after the principal in ``identity`` fields.
 _MAX_CLAIMED_IDENTITY = 200
@@ -121,13 +122,20 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
             except ServiceError as error:
                 await context.abort(error.status, error.message)
                 raise  # unreachable: abort raises
-            with acting_as(principal):
-                response = await inner(request, context)
-            if rule.audited:
-                try:
-                    await self._record_audit(principal, method, request)
-                except Exception:
-                    log.exception("could not append %s by %s to the audit log", method, principal.name)
+            if not rule.audited:
+                with acting_as(principal):
+                    response = await inner(request, context)
+            else:
+                with (
+                    acting_as(principal),
+                    pending(_audit_name(principal, request), entry_for_rpc(method, request)) as record,
+                ):
+                    response = await inner(request, context)
+                if not record.appended:
+                    try:
+                        await self._record_audit(record)
+                    except Exception:
+                        log.exception("could not append %s by %s to the audit log", method, principal.name)
             _filter_response(principal, method, response)
             return response
 
@@ -167,6 +175,14 @@ def _authorize(principal: Principal, method: str, rule: RpcRule, request: Any) -
             raise PermissionDenied(
                 f"{principal.name} may not call {rpc} in {where}: it needs the {rule.role.value} role there"
             )
+
+
+def _audit_name(principal: Principal, request: Message) -> str:
+    """Who the audit log names: the principal; without authentication, what the caller claims, marked so."""
+    claimed = request.identity if "identity" in request.DESCRIPTOR.fields_by_name else ""  # type: ignore[attr-defined]
+    if principal is ANONYMOUS and claimed:
+        return f"anonymous ({claimed[:_MAX_CLAIMED_IDENTITY]})"
+    return principal.name
 
 
 def _stamp_identity(request: Message, principal: Principal) -> None:

@@ -8,7 +8,6 @@ import logging
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import grpc
 
@@ -16,7 +15,7 @@ from flowforge.server import audit
 from flowforge.server.auth.api_keys import ApiKeyAuthenticator
 from flowforge.server.auth.interceptor import Authenticator, AuthInterceptor
 from flowforge.server.auth.jwt import JwksSource, JwtVerifier
-from flowforge.server.auth.principal import ALL_NAMESPACES, ANONYMOUS, Principal
+from flowforge.server.auth.principal import ALL_NAMESPACES
 from flowforge.server.auth.roles import Role
 from flowforge.server.auth.service import create_api_key
 from flowforge.server.clock import Clock
@@ -128,12 +127,9 @@ async def build_interceptor(config: AuthConfig, store: Store, clock: Clock) -> A
             ApiKeyAuthenticator(_key_lookup(store), cache_s=config.api_key_cache_s, now_us=clock.now_us), jwt
         )
 
-    async def record(principal: Principal, method: str, request: Any) -> None:
-        name = principal.name
-        if principal is ANONYMOUS and "identity" in request.DESCRIPTOR.fields_by_name and request.identity:
-            name = f"anonymous ({request.identity[:200]})"
+    async def record(entry: audit.PendingAudit) -> None:
         async with store.transaction() as tx:
-            await audit.append(tx, name, audit.entry_for_rpc(method, request), clock.now_us())
+            await audit.append(tx, entry.principal, entry.entry, clock.now_us())
 
     return AuthInterceptor(authenticator, record)
 

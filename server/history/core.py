@@ -11,6 +11,7 @@ from typing import TypeVar
 
 from flowforge.api.schema import ExecutionStatus, TaskKind, TaskState
 from flowforge.api.v1 import common_pb2
+from flowforge.server import audit
 from flowforge.server.clock import Clock, SystemClock
 from flowforge.server.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from flowforge.server.history.data import EngineConfig
@@ -90,6 +91,10 @@ class EngineCore:
                 with collecting() as observations:
                     async with self.store.transaction() as tx:
                         result = await body(tx)
+                        # An audited RPC's row goes in with its change (server/audit.py).
+                        audited = await audit.append_pending(tx, self.clock.now_us())
+                if audited is not None:
+                    audited.appended = True
             except ConcurrencyConflict:
                 latency.labels("conflict").observe(time.perf_counter() - began)
                 self.metrics.store_conflicts.inc()
