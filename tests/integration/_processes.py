@@ -105,10 +105,11 @@ class WorkerProcess:
         *,
         name: str = "worker",
         extra_args: tuple[str, ...] = (),
+        app: str = "tests.integration._worker_app",
     ) -> None:
         self._log = open(workdir / f"{name}.log", "ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.integration._worker_app", address, task_queue, *extra_args],
+            [sys.executable, "-m", app, address, task_queue, *extra_args],
             env=_env(FLOWFORGE_TEST_LEDGER=str(ledger)),
             stdout=self._log,
             stderr=subprocess.STDOUT,

@@ -1,59 +1,72 @@
 """Tracing with ``flowforge.contrib.opentelemetry.TracingInterceptor``: a workflow with a
-child, a signal and parallel activities gives one trace with Temporal's span names and
-the right parents, and replays (a worker without a cache replays the whole history for
-every workflow task) emit no workflow span twice."""
+child, a signal and parallel activities gives one trace, under the caller's span, with
+Temporal's span names, each span once and the parents docs/observability.md describes:
+
+- in one process, with a worker without a cache (every workflow task replays the
+  whole history first): replays emit no workflow span again;
+- across two worker processes with a kill -9 of the first mid-run: the second replays
+  the run and continues the same trace, adding no duplicate.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter
 from collections.abc import Iterator
-from datetime import timedelta
+from pathlib import Path
+from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from flowforge import Client, activity, workflow
+from flowforge import Client
 from flowforge.contrib.opentelemetry import TracingInterceptor
 from flowforge.server import FlowForgeServer
+from tests.integration._processes import ServerProcess, WorkerProcess, read_ledger
 from tests.integration._reliability import DEADLINE_S, fast_worker
+from tests.integration._traced_worker_app import Traced, TracedChild, shout, span_record
 from testsupport.waiting import wait_until
 
 QUEUE = "traced"
+EXPECTED = {
+    "caller": 1,
+    "StartWorkflow:Traced": 1,
+    "RunWorkflow:Traced": 1,
+    "StartChildWorkflow:TracedChild": 1,
+    "RunWorkflow:TracedChild": 1,
+    "StartActivity:shout": 3,
+    "RunActivity:shout": 3,
+    "SignalWorkflow:proceed": 1,
+    "HandleSignal:proceed": 1,
+}
+# Each span's parent, by name (StartActivity hangs off the span that started its run).
+PARENTS = {
+    "StartWorkflow:Traced": {"caller"},
+    "SignalWorkflow:proceed": {"caller"},
+    "RunWorkflow:Traced": {"StartWorkflow:Traced"},
+    "StartChildWorkflow:TracedChild": {"StartWorkflow:Traced"},
+    "RunWorkflow:TracedChild": {"StartChildWorkflow:TracedChild"},
+    "StartActivity:shout": {"StartWorkflow:Traced", "StartChildWorkflow:TracedChild"},
+    "RunActivity:shout": {"StartActivity:shout"},
+    "HandleSignal:proceed": {"SignalWorkflow:proceed"},
+}
 
 
-@activity.defn
-async def shout(text: str) -> str:
-    return text.upper()
-
-
-@workflow.defn
-class TracedChild:
-    @workflow.run
-    async def run(self, text: str) -> str:
-        return await workflow.execute_activity(shout, text, start_to_close_timeout=timedelta(seconds=10))
-
-
-@workflow.defn
-class Traced:
-    def __init__(self) -> None:
-        self.go = False
-
-    @workflow.signal
-    def proceed(self) -> None:
-        self.go = True
-
-    @workflow.run
-    async def run(self, text: str) -> list[str]:
-        child = await workflow.execute_child_workflow(TracedChild.run, text, id=f"{workflow.info().workflow_id}-child")
-        await workflow.wait_condition(lambda: self.go)
-        a, b = await asyncio.gather(
-            workflow.execute_activity(shout, "a", start_to_close_timeout=timedelta(seconds=10)),
-            workflow.execute_activity(shout, "b", start_to_close_timeout=timedelta(seconds=10)),
-        )
-        return [child, a, b]
+def check_trace(spans: list[dict[str, Any]]) -> None:
+    """One trace, each span once, every parent as :data:`PARENTS` says."""
+    assert Counter(s["name"] for s in spans) == EXPECTED
+    assert len({s["trace_id"] for s in spans}) == 1, "spans of more than one trace"
+    by_id = {s["span_id"]: s for s in spans}
+    assert len(by_id) == len(spans)
+    for span in spans:
+        if span["name"] == "caller":
+            continue
+        assert span["parent_id"] in by_id, f"{span['name']} has no parent in the trace"
+        assert by_id[span["parent_id"]]["name"] in PARENTS[span["name"]], span["name"]
+    # Each attempt ran under its own StartActivity: three activities, three parents.
+    assert len({s["parent_id"] for s in spans if s["name"] == "RunActivity:shout"}) == 3
 
 
 @pytest.fixture
@@ -63,52 +76,19 @@ def exporter() -> Iterator[InMemorySpanExporter]:
     memory.clear()
 
 
-def check_trace(spans: list[ReadableSpan], workflow_id: str) -> None:
-    """One trace (under the caller's span), each workflow span once, and the parents
-    docs/observability.md describes."""
-    (caller,) = [s for s in spans if s.name == "caller"]
-    ours = [s for s in spans if s.attributes and s.attributes.get("flowforge.workflow_id", "").startswith(workflow_id)]
-    assert {s.context.trace_id for s in ours} == {caller.context.trace_id}, "spans of more than one trace"
-    names = Counter(s.name for s in ours)
-    assert names == {
-        "StartWorkflow:Traced": 1,
-        "RunWorkflow:Traced": 1,
-        "StartChildWorkflow:TracedChild": 1,
-        "RunWorkflow:TracedChild": 1,
-        "StartActivity:shout": 3,
-        "RunActivity:shout": 3,
-        "SignalWorkflow:proceed": 1,
-        "HandleSignal:proceed": 1,
-    }, names
-    by_id = {s.context.span_id: s for s in [*ours, caller]}
-
-    def parent(span: ReadableSpan) -> str:
-        assert span.parent is not None, f"{span.name} has no parent"
-        return by_id[span.parent.span_id].name
-
-    for span in ours:
-        if span.name in ("StartWorkflow:Traced", "SignalWorkflow:proceed"):
-            assert parent(span) == "caller"
-        elif span.name == "RunWorkflow:Traced" or span.name.startswith("StartChildWorkflow"):
-            assert parent(span) == "StartWorkflow:Traced"
-        elif span.name == "RunWorkflow:TracedChild":
-            assert parent(span) == "StartChildWorkflow:TracedChild"
-        elif span.name == "StartActivity:shout":
-            assert parent(span) in {"StartWorkflow:Traced", "StartChildWorkflow:TracedChild"}
-        elif span.name == "RunActivity:shout":
-            assert parent(span) == "StartActivity:shout"
-            assert span.attributes is not None and span.attributes["flowforge.attempt"] == 1
-        elif span.name == "HandleSignal:proceed":
-            assert parent(span) == "SignalWorkflow:proceed"
-
-
-async def test_one_trace_right_parents_and_no_workflow_span_twice_under_replay(
-    server: FlowForgeServer, exporter: InMemorySpanExporter
-) -> None:
+def traced_client_tracer(exporter: InMemorySpanExporter) -> TracerProvider:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracing = TracingInterceptor(provider.get_tracer("test"))
-    client = await Client.connect(f"127.0.0.1:{server.port}", interceptors=[tracing])
+    return provider
+
+
+async def test_replays_in_one_process_emit_each_span_once(
+    server: FlowForgeServer, exporter: InMemorySpanExporter
+) -> None:
+    provider = traced_client_tracer(exporter)
+    client = await Client.connect(
+        f"127.0.0.1:{server.port}", interceptors=[TracingInterceptor(provider.get_tracer("test"))]
+    )
     try:
         # No cache: every workflow task replays the run's whole history first.
         async with fast_worker(
@@ -125,4 +105,45 @@ async def test_one_trace_right_parents_and_no_workflow_span_twice_under_replay(
                 assert await asyncio.wait_for(handle.result(), DEADLINE_S) == ["C", "A", "B"]
     finally:
         await client.close()
-    check_trace(list(exporter.get_finished_spans()), "traced-1")
+    check_trace([span_record(s) for s in exporter.get_finished_spans()])
+
+
+async def test_a_worker_killed_mid_run_leaves_one_trace_that_the_next_worker_continues(
+    server_process: ServerProcess, tmp_path: Path, exporter: InMemorySpanExporter
+) -> None:
+    ledger = tmp_path / "spans.jsonl"
+    provider = traced_client_tracer(exporter)
+    client = await Client.connect(server_process.address, interceptors=[TracingInterceptor(provider.get_tracer("t"))])
+    first = WorkerProcess(
+        server_process.address, QUEUE, ledger, tmp_path, name="first", app="tests.integration._traced_worker_app"
+    )
+    second: WorkerProcess | None = None
+    try:
+        with provider.get_tracer("test").start_as_current_span("caller"):
+            handle = await client.start_workflow(Traced.run, "c", id="traced-2", task_queue=QUEUE)
+
+            async def waiting_for_the_signal() -> bool:
+                events = [e.event_type for e in (await handle.fetch_history()).events]
+                return "ChildWorkflowExecutionCompleted" in events and events[-1] == "WorkflowTaskCompleted"
+
+            await wait_until(waiting_for_the_signal, timeout=DEADLINE_S, what="the run to wait for its signal")
+            first.kill9()
+            second = WorkerProcess(
+                server_process.address,
+                QUEUE,
+                ledger,
+                tmp_path,
+                name="second",
+                app="tests.integration._traced_worker_app",
+            )
+            await handle.signal(Traced.proceed)
+            assert await asyncio.wait_for(handle.result(), DEADLINE_S) == ["C", "A", "B"]
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+        await client.close()
+    worker_spans = [line for line in read_ledger(ledger) if line["event"] == "span"]
+    by_process = Counter(line["pid"] for line in worker_spans)
+    assert by_process[first.process.pid] > 0 and second is not None and by_process[second.process.pid] > 0
+    check_trace([span_record(s) for s in exporter.get_finished_spans()] + worker_spans)
