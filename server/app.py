@@ -21,6 +21,7 @@ from flowforge.server.auth.setup import AuthConfig, TLSFiles, bootstrap_admin_ke
 from flowforge.server.clock import Clock, SystemClock
 from flowforge.server.events import EventRouter
 from flowforge.server.frontend import WorkflowService
+from flowforge.server.frontend.malformed import MalformedRequests
 from flowforge.server.health import HealthMonitor
 from flowforge.server.history import EngineConfig, HistoryEngine
 from flowforge.server.http import HttpListener
@@ -130,8 +131,9 @@ class FlowForgeServer:
             await bootstrap_admin_key(self.store, self.config.clock, self.config.auth.bootstrap_admin_key_file)
         interceptor = await build_interceptor(self.config.auth, self.store, self.config.clock)
         server = grpc.aio.server(
-            # Observer outermost: refusals by the auth interceptor are counted too.
-            interceptors=[RpcObserver(self.engine.metrics), interceptor],
+            # Observer outermost: refusals by the auth interceptor are counted too. A
+            # request that does not parse is refused before authorization reads it.
+            interceptors=[RpcObserver(self.engine.metrics), MalformedRequests(), interceptor],
             options=[
                 ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
