@@ -21,6 +21,7 @@ def start_server(
     port: int = 0,
     log: IO[bytes] | None = None,
     env: dict[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
     log_level: str = "WARNING",
 ) -> tuple[subprocess.Popen[bytes], str]:
     """Starts ``flowforge server <arguments>`` writing its port to ``ready_file``;
@@ -33,6 +34,8 @@ def start_server(
         port: The gRPC port; 0 takes a free one.
         log: Where the server's output goes (both streams); the console if None.
         env: The server's environment; this process's if None.
+        cwd: The server's working directory (``start-dev`` keeps its database there); this
+            process's if None.
         log_level: The server's ``--log-level``.
 
     Raises:
@@ -53,6 +56,7 @@ def start_server(
             log_level,
         ],
         env=env,
+        cwd=cwd,
         stdout=log,
         stderr=subprocess.STDOUT if log is not None else None,
     )

@@ -19,7 +19,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ import click
 import pytest
 
 from flowforge.cli import cli, main
+from samples._dev_server import start_server
 from tests.integration._processes import ServerProcess, _env
 
 _ids = itertools.count(1)
@@ -180,28 +180,9 @@ def _serve(arguments: list[str]) -> Callable[[Session, Path], None]:
     """Runs a server command in a child process until it serves, then stops it."""
 
     def run(session: Session, tmp_path: Path) -> None:
-        ready = tmp_path / "ready"
-        command = [
-            sys.executable,
-            "-m",
-            "flowforge.cli",
-            "server",
-            *arguments,
-            "--port",
-            "0",
-            "--ready-file",
-            str(ready),
-        ]
-        process = subprocess.Popen([*command, "--log-level", "WARNING"], env=_env(), cwd=tmp_path)
-        try:
-            deadline = time.monotonic() + 60
-            while not ready.exists():
-                assert process.poll() is None, f"{' '.join(arguments)} exited with {process.returncode}"
-                assert time.monotonic() < deadline, f"{' '.join(arguments)} did not serve in 60 s"
-                time.sleep(0.05)
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
+        process, _ = start_server(arguments, str(tmp_path / "ready"), timeout_s=60, env=_env(), cwd=tmp_path)
+        process.terminate()
+        process.wait(timeout=30)
 
     return run
 
