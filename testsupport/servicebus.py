@@ -15,7 +15,8 @@ behaviours that matter:
   reason ``MaxDeliveryCountExceeded``;
 - **duplicate detection**: a message sent with a ``message_id`` already sent to the
   entity within ``duplicate_detection_window`` is accepted and dropped;
-- topics fan out to their subscriptions.
+- topics fan out to their subscriptions;
+- outages on demand: ``fail_sends`` / ``fail_receives`` make the next calls fail.
 """
 
 from __future__ import annotations
@@ -224,6 +225,8 @@ class FakeServiceBus:
         self.subscriptions: dict[str, dict[str, _Entity]] = {}
         self.fail_sends = 0
         """Make the next N ``send_messages`` calls fail with a connection error."""
+        self.fail_receives = 0
+        """Make the next N ``receive_messages`` calls fail with ``ServiceBusConnectionError``."""
         self.sent_ids: dict[str, dict[str, float]] = {}
         self._offset = 0.0
         self._sequence = itertools.count(1)

@@ -80,6 +80,7 @@ async def test_each_event_starts_its_workflow_once_and_the_message_is_completed(
 ) -> None:
     for event_id in ("o-1", "o-2", "o-3"):
         bus.send(QUEUE, cloudevent(event_id))
+    bus.fail_receives = 2  # the namespace is unreachable at first: the source keeps trying
     async with source_for(client, bus):
         await wait_until(lambda: settled(bus, 3), timeout=DEADLINE_S, what="three completed messages")
     assert len(await started_workflows(client)) == 3

@@ -29,6 +29,8 @@ REJECTED_REASON = "EventRejected"
 """The dead-letter reason of an event FlowForge refused (``INVALID_ARGUMENT``: e.g. no
 ``id``, or data over the payload limit); the description is the server's message."""
 
+_FIRST_RETRY_DELAY_S = 0.5
+_MAX_RETRY_DELAY_S = 30.0
 # Answers about the event itself: retrying cannot help, so the message is dead-lettered.
 _REJECTIONS = frozenset({grpc.StatusCode.INVALID_ARGUMENT})
 
@@ -106,12 +108,22 @@ class ServiceBusEventSource:
         self._stopping.set()
 
     async def run(self) -> None:
-        """Receives and publishes until :meth:`stop` is called."""
+        """Receives and publishes until :meth:`stop` is called; a failed receive (the
+        namespace unreachable, ...) is retried with backoff."""
+        delay = _FIRST_RETRY_DELAY_S
         async with self._receiver() as receiver:
             while not self._stopping.is_set():
-                messages = await receiver.receive_messages(
-                    max_message_count=self._max_message_count, max_wait_time=self._max_wait_s
-                )
+                try:
+                    messages = await receiver.receive_messages(
+                        max_message_count=self._max_message_count, max_wait_time=self._max_wait_s
+                    )
+                except ServiceBusError as error:
+                    logger.warning("receiving from Service Bus failed (%s); retrying in %.1fs", error, delay)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._stopping.wait(), delay)
+                    delay = min(delay * 2, _MAX_RETRY_DELAY_S)
+                    continue
+                delay = _FIRST_RETRY_DELAY_S
                 await asyncio.gather(*(self._settle(receiver, message) for message in messages))
 
     @contextlib.asynccontextmanager
