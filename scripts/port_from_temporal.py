@@ -32,6 +32,7 @@ MOVED_NAMES: dict[tuple[str, str], str] = {
     ("temporalio.client", "WorkflowUpdateFailedError"): "flowforge.exceptions",
     ("temporalio.client", "AsyncActivityCancelledError"): "flowforge.exceptions",
     ("temporalio.client", "RPCError"): "flowforge.exceptions",
+    ("temporalio.client", "WorkflowExecutionStatus"): "flowforge.common",
     ("temporalio.service", "RPCError"): "flowforge.exceptions",
     ("temporalio.service", "RPCStatusCode"): "flowforge.exceptions",
     ("temporalio.worker", "Replayer"): "flowforge.testing",

@@ -75,6 +75,16 @@ class WorkflowExecution:
     memo: dict[str, Any]
     raw: Any
 
+    @property
+    def id(self) -> str:
+        """The workflow id (Temporal's name for :attr:`workflow_id`)."""
+        return self.workflow_id
+
+    @property
+    def raw_info(self) -> Any:
+        """The protobuf message this was built from (Temporal's name for :attr:`raw`)."""
+        return self.raw
+
     @classmethod
     def _from_proto(
         cls, proto: workflow_service_pb2.WorkflowExecutionInfo, converter: DataConverter
@@ -228,6 +238,17 @@ class WorkflowExecutionDescription(WorkflowExecution):
     parent_workflow_id: str | None = None
     parent_run_id: str | None = None
     continued_run_id: str | None = None
+
+    @property
+    def parent_id(self) -> str | None:
+        """The parent's workflow id (Temporal's name for :attr:`parent_workflow_id`)."""
+        return self.parent_workflow_id
+
+    @property
+    def raw_description(self) -> workflow_service_pb2.DescribeWorkflowExecutionResponse:
+        """The ``DescribeWorkflowExecutionResponse`` this was built from (Temporal's name)."""
+        response: workflow_service_pb2.DescribeWorkflowExecutionResponse = self.raw
+        return response
 
     @classmethod
     def _from_describe_response(

@@ -275,9 +275,17 @@ def error_to_failure(
         source=source,
         stack_trace="".join(traceback.format_exception(error.__class__, error, error.__traceback__)),
     )
+    recorded = error.failure if isinstance(error, exceptions.FailureError) else None
+    if recorded is not None:
+        # Rebuilt from history (e.g. an activity's failure now failing the workflow): keep where
+        # it was really raised, on the worker that ran it, not where the SDK re-raised it.
+        failure.stack_trace, failure.source = recorded.stack_trace, recorded.source
     if isinstance(error, exceptions.ApplicationError):
         failure.type = error.type
         failure.non_retryable = error.non_retryable
+        if error.next_retry_delay is not None:
+            failure.next_retry_delay.FromTimedelta(error.next_retry_delay)
+        failure.category = typing.cast("common_pb2.ApplicationErrorCategory", error.category.value)
         if error.details:
             failure.details.CopyFrom(converter.to_payloads(error.details))
     elif isinstance(error, exceptions.TimeoutError):
@@ -321,6 +329,12 @@ def error_to_failure(
     return failure
 
 
+def _category(value: int) -> exceptions.ApplicationErrorCategory:
+    """The category of a recorded failure; one this SDK does not know is UNSPECIFIED."""
+    known = {category.value: category for category in exceptions.ApplicationErrorCategory}
+    return known.get(value, exceptions.ApplicationErrorCategory.UNSPECIFIED)
+
+
 def failure_to_error(
     failure: common_pb2.Failure, converter: DataConverter = default_converter
 ) -> exceptions.FailureError:
@@ -357,8 +371,14 @@ def failure_to_error(
         )
     else:
         error = exceptions.ApplicationError(
-            failure.message, *details, type=failure.type or None, non_retryable=failure.non_retryable
+            failure.message,
+            *details,
+            type=failure.type or None,
+            non_retryable=failure.non_retryable,
+            next_retry_delay=failure.next_retry_delay.ToTimedelta() if failure.HasField("next_retry_delay") else None,
+            category=_category(failure.category),
         )
+    error._failure = failure
     if failure.HasField("cause"):
         error.__cause__ = failure_to_error(failure.cause, converter)
     return error

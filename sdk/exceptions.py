@@ -12,13 +12,18 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from typing import Any
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 import grpc
+
+if TYPE_CHECKING:
+    from flowforge.api.v1 import common_pb2
 
 __all__ = [
     "ActivityError",
     "ApplicationError",
+    "ApplicationErrorCategory",
     "CancelledError",
     "ChildWorkflowError",
     "FailureError",
@@ -48,6 +53,25 @@ class FailureError(FlowForgeError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
+        self._failure: common_pb2.Failure | None = None
+
+    @property
+    def failure(self) -> common_pb2.Failure | None:
+        """The recorded failure this error was rebuilt from (``None`` for one raised locally).
+
+        Its ``stack_trace`` is the remote one: where the error was raised in the activity or
+        workflow that failed, on whichever worker ran it; ``source`` says "worker" or "server".
+        """
+        return self._failure
+
+
+class ApplicationErrorCategory(enum.IntEnum):
+    """How severe an :class:`ApplicationError` is (Temporal's enum; values as in the proto)."""
+
+    UNSPECIFIED = 0
+    BENIGN = 1
+    """Expected (e.g. "not ready yet, retry"): the worker logs it at DEBUG, not WARNING, and
+    the server counts it apart from other failures."""
 
 
 class ApplicationError(FailureError):
@@ -60,6 +84,10 @@ class ApplicationError(FailureError):
             matches on it. Defaults to the class name of the error.
         non_retryable: When raised from an activity, the server does not retry it
             whatever the retry policy says.
+        next_retry_delay: When raised from an activity that is retried, the server waits
+            this long before the next attempt instead of the retry policy's backoff.
+        category: :attr:`ApplicationErrorCategory.BENIGN` for an expected failure,
+            logged quietly.
     """
 
     def __init__(
@@ -68,11 +96,15 @@ class ApplicationError(FailureError):
         *details: Any,
         type: str | None = None,
         non_retryable: bool = False,
+        next_retry_delay: timedelta | None = None,
+        category: ApplicationErrorCategory = ApplicationErrorCategory.UNSPECIFIED,
     ) -> None:
         super().__init__(message)
         self.details: Sequence[Any] = details
         self.type = type or "ApplicationError"
         self.non_retryable = non_retryable
+        self.next_retry_delay = next_retry_delay
+        self.category = category
 
     def __str__(self) -> str:
         return self.message

@@ -36,7 +36,8 @@ class WorkflowClosed:
 
 @dataclasses.dataclass(frozen=True)
 class ActivityAttemptEnded:
-    """An activity attempt ended: ``completed``, ``failed``, ``timed_out`` or ``canceled``."""
+    """An activity attempt ended: ``completed``, ``failed``, ``failed_benign`` (an ``ApplicationError``
+    of category BENIGN), ``timed_out`` or ``canceled``."""
 
     namespace: str
     activity_type: str

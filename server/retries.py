@@ -74,6 +74,18 @@ def decide_retry(
         return RetryDecision(None, RetryState.NON_RETRYABLE_FAILURE)
     if policy.maximum_attempts and attempt >= policy.maximum_attempts:
         return RetryDecision(None, RetryState.MAXIMUM_ATTEMPTS_REACHED)
+    if failure.HasField("next_retry_delay"):
+        # ApplicationError(next_retry_delay=...): the activity knows better than the backoff.
+        delay = max(0.0, duration_s(failure.next_retry_delay))
+    else:
+        delay = _backoff(policy, attempt, rng)
+    if schedule_to_close_deadline_us is not None and now_us + int(delay * 1e6) >= schedule_to_close_deadline_us:
+        return RetryDecision(None, RetryState.TIMEOUT)
+    return RetryDecision(delay, RETRYING)
+
+
+def _backoff(policy: StoredRetryPolicy, attempt: int, rng: random.Random) -> float:
+    """The retry policy's delay after failed attempt number ``attempt``."""
     # min() first: coefficient ** attempt overflows float long before any cap matters.
     exponent = min(attempt - 1, 1000)
     try:
@@ -83,6 +95,4 @@ def decide_retry(
     delay = min(delay, policy.maximum_interval)
     if policy.full_jitter:
         delay = rng.uniform(0.0, delay)
-    if schedule_to_close_deadline_us is not None and now_us + int(delay * 1e6) >= schedule_to_close_deadline_us:
-        return RetryDecision(None, RetryState.TIMEOUT)
-    return RetryDecision(delay, RETRYING)
+    return delay

@@ -27,7 +27,7 @@ from flowforge._rpc import WorkflowServiceClient
 from flowforge._worker_interceptors import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor, activity_chain
 from flowforge.api.v1 import common_pb2, workflow_service_pb2
 from flowforge.converter import DataConverter, error_to_failure
-from flowforge.exceptions import ApplicationError, CancelledError, RPCError
+from flowforge.exceptions import ApplicationError, ApplicationErrorCategory, CancelledError, RPCError
 from flowforge.worker._polling import (
     LEASE_LOST_STATUSES,
     TaskSlots,
@@ -438,7 +438,9 @@ class ActivityWorker:
             cause = reason.value if reason is not None else "its task was cancelled"
             error = CancelledError(f"activity cancelled: {cause}")
         assert error is not None
-        logger.warning("%s failed", _describe(task), exc_info=error)
+        # A benign ApplicationError is expected (e.g. "not ready yet"): no warning for it.
+        benign = isinstance(error, ApplicationError) and error.category == ApplicationErrorCategory.BENIGN
+        logger.log(logging.DEBUG if benign else logging.WARNING, "%s failed", _describe(task), exc_info=error)
         # Progress recorded just before failing belongs to the next attempt.
         await heartbeater.flush()
         await self._respond(task, "RespondActivityTaskFailed", failure=self._failure(error))

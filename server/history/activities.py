@@ -200,7 +200,7 @@ class ActivityTasks(WorkflowTasks):
     ) -> None:
         """Retries the activity per its policy, or records its final failure."""
         now = self.clock.now_us()
-        observe(ActivityAttemptEnded(task.namespace, task.activity_type or "", "timed_out" if timed_out else "failed"))
+        observe(ActivityAttemptEnded(task.namespace, task.activity_type or "", _attempt_outcome(failure, timed_out)))
         options = json.loads(task.options)
         decision = None
         if final_retry_state is None:
@@ -240,6 +240,13 @@ class ActivityTasks(WorkflowTasks):
         events.append((EventType.ACTIVITY_TASK_TIMED_OUT if timed_out else EventType.ACTIVITY_TASK_FAILED, outcome))
         m.deliver(events)
         await m.save()
+
+
+def _attempt_outcome(failure: common_pb2.Failure, timed_out: bool) -> str:
+    """How an attempt that did not complete is counted: benign failures apart, so they raise no alert."""
+    if timed_out:
+        return "timed_out"
+    return "failed_benign" if failure.category == common_pb2.APPLICATION_ERROR_CATEGORY_BENIGN else "failed"
 
 
 def _started_attributes(task: TaskRow, identity: str) -> dict[str, Any]:

@@ -38,6 +38,7 @@ EXPORTS = {
         "ChildWorkflowHandle",
         "ContinueAsNewError",
         "Info",
+        "NondeterminismError",
         "ParentClosePolicy",
         "ParentInfo",
         "continue_as_new",
@@ -59,6 +60,7 @@ EXPORTS = {
         "start_activity",
         "start_child_workflow",
         "upsert_search_attributes",
+        "unsafe",
         "uuid4",
         "wait_condition",
     ],
@@ -74,6 +76,7 @@ EXPORTS = {
     "flowforge.exceptions": [
         "ActivityError",
         "ApplicationError",
+        "ApplicationErrorCategory",
         "CancelledError",
         "ChildWorkflowError",
         "FailureError",

@@ -132,3 +132,14 @@ def test_non_retryable_wins_over_maximum_attempts_and_the_deadline() -> None:
     failure = common_pb2.Failure(message="no", non_retryable=True)
     policy = StoredRetryPolicy(maximum_attempts=1)
     assert decide(policy, 1, failure=failure, deadline_us=NOW_US).retry_state == "NON_RETRYABLE_FAILURE"
+
+
+def test_next_retry_delay_of_the_failure_replaces_the_backoff() -> None:
+    failure = common_pb2.Failure(message="not yet", type="NotReady")
+    failure.next_retry_delay.FromTimedelta(timedelta(seconds=7))
+    policy = StoredRetryPolicy(initial_interval=1.0, maximum_interval=2.0, maximum_attempts=3)
+    # Above the policy's maximum interval: the activity's own delay wins.
+    assert decide(policy, 1, failure=failure) == RetryDecision(7.0, "IN_PROGRESS")
+    # The attempt limit and the schedule-to-close deadline still apply.
+    assert decide(policy, 3, failure=failure).retry_state == "MAXIMUM_ATTEMPTS_REACHED"
+    assert decide(policy, 1, failure=failure, deadline_us=NOW_US + 5_000_000).retry_state == "TIMEOUT"

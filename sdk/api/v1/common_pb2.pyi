@@ -19,6 +19,11 @@ class TimeoutType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TIMEOUT_TYPE_SCHEDULE_TO_CLOSE: _ClassVar[TimeoutType]
     TIMEOUT_TYPE_HEARTBEAT: _ClassVar[TimeoutType]
 
+class ApplicationErrorCategory(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    APPLICATION_ERROR_CATEGORY_UNSPECIFIED: _ClassVar[ApplicationErrorCategory]
+    APPLICATION_ERROR_CATEGORY_BENIGN: _ClassVar[ApplicationErrorCategory]
+
 class WorkflowExecutionStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     WORKFLOW_EXECUTION_STATUS_UNSPECIFIED: _ClassVar[WorkflowExecutionStatus]
@@ -57,6 +62,8 @@ TIMEOUT_TYPE_START_TO_CLOSE: TimeoutType
 TIMEOUT_TYPE_SCHEDULE_TO_START: TimeoutType
 TIMEOUT_TYPE_SCHEDULE_TO_CLOSE: TimeoutType
 TIMEOUT_TYPE_HEARTBEAT: TimeoutType
+APPLICATION_ERROR_CATEGORY_UNSPECIFIED: ApplicationErrorCategory
+APPLICATION_ERROR_CATEGORY_BENIGN: ApplicationErrorCategory
 WORKFLOW_EXECUTION_STATUS_UNSPECIFIED: WorkflowExecutionStatus
 WORKFLOW_EXECUTION_STATUS_RUNNING: WorkflowExecutionStatus
 WORKFLOW_EXECUTION_STATUS_COMPLETED: WorkflowExecutionStatus
@@ -126,7 +133,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, initial_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., backoff_coefficient: _Optional[float] = ..., maximum_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., maximum_attempts: _Optional[int] = ..., non_retryable_error_types: _Optional[_Iterable[str]] = ..., full_jitter: _Optional[bool] = ...) -> None: ...
 
 class Failure(_message.Message):
-    __slots__ = ("message", "type", "non_retryable", "stack_trace", "details", "cause", "timeout_type", "source", "activity_failure_info", "child_workflow_execution_failure_info", "encoded_attributes")
+    __slots__ = ("message", "type", "non_retryable", "stack_trace", "details", "cause", "timeout_type", "source", "activity_failure_info", "child_workflow_execution_failure_info", "next_retry_delay", "category", "encoded_attributes")
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     NON_RETRYABLE_FIELD_NUMBER: _ClassVar[int]
@@ -137,6 +144,8 @@ class Failure(_message.Message):
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     ACTIVITY_FAILURE_INFO_FIELD_NUMBER: _ClassVar[int]
     CHILD_WORKFLOW_EXECUTION_FAILURE_INFO_FIELD_NUMBER: _ClassVar[int]
+    NEXT_RETRY_DELAY_FIELD_NUMBER: _ClassVar[int]
+    CATEGORY_FIELD_NUMBER: _ClassVar[int]
     ENCODED_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
     message: str
     type: str
@@ -148,8 +157,10 @@ class Failure(_message.Message):
     source: str
     activity_failure_info: ActivityFailureInfo
     child_workflow_execution_failure_info: ChildWorkflowExecutionFailureInfo
+    next_retry_delay: _duration_pb2.Duration
+    category: ApplicationErrorCategory
     encoded_attributes: Payload
-    def __init__(self, message: _Optional[str] = ..., type: _Optional[str] = ..., non_retryable: _Optional[bool] = ..., stack_trace: _Optional[str] = ..., details: _Optional[_Union[Payloads, _Mapping]] = ..., cause: _Optional[_Union[Failure, _Mapping]] = ..., timeout_type: _Optional[_Union[TimeoutType, str]] = ..., source: _Optional[str] = ..., activity_failure_info: _Optional[_Union[ActivityFailureInfo, _Mapping]] = ..., child_workflow_execution_failure_info: _Optional[_Union[ChildWorkflowExecutionFailureInfo, _Mapping]] = ..., encoded_attributes: _Optional[_Union[Payload, _Mapping]] = ...) -> None: ...
+    def __init__(self, message: _Optional[str] = ..., type: _Optional[str] = ..., non_retryable: _Optional[bool] = ..., stack_trace: _Optional[str] = ..., details: _Optional[_Union[Payloads, _Mapping]] = ..., cause: _Optional[_Union[Failure, _Mapping]] = ..., timeout_type: _Optional[_Union[TimeoutType, str]] = ..., source: _Optional[str] = ..., activity_failure_info: _Optional[_Union[ActivityFailureInfo, _Mapping]] = ..., child_workflow_execution_failure_info: _Optional[_Union[ChildWorkflowExecutionFailureInfo, _Mapping]] = ..., next_retry_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., category: _Optional[_Union[ApplicationErrorCategory, str]] = ..., encoded_attributes: _Optional[_Union[Payload, _Mapping]] = ...) -> None: ...
 
 class ActivityFailureInfo(_message.Message):
     __slots__ = ("activity_type", "activity_id", "scheduled_event_id", "retry_state")
