@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from flowforge._json_depth import JSONTooDeep, loads_bounded
 from flowforge.api.v1 import event_pb2
 
 __all__ = ["MalformedCloudEvent", "parse_cloudevent"]
@@ -26,7 +27,9 @@ def parse_cloudevent(body: bytes) -> event_pb2.CloudEvent:
         MalformedCloudEvent: Not JSON, not one object, or a field of the wrong form.
     """
     try:
-        document = json.loads(body)
+        document = loads_bounded(body)
+    except JSONTooDeep as error:
+        raise MalformedCloudEvent(f"the body is refused: {error}") from None
     except ValueError:
         raise MalformedCloudEvent("the body is not JSON; send one CloudEvents JSON object") from None
     if not isinstance(document, dict):

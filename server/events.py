@@ -29,6 +29,7 @@ import re
 import uuid
 from typing import Any
 
+from flowforge._json_depth import JSONTooDeep, loads_bounded
 from flowforge.api.schema import ExecutionStatus
 from flowforge.api.v1 import common_pb2
 from flowforge.server.errors import AlreadyExists, InvalidArgument, NotFound
@@ -58,8 +59,10 @@ _TRIGGER_PAGE = 500
 _SWEEP_BATCH = 1000
 
 _PATH = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_\-]+)*"
+# Linear-time: the value is the rest of the text (stripped in code); a lazy ``.+?``
+# followed by ``\s*$`` would backtrack quadratically on a value with long runs of spaces.
 _CONDITION = re.compile(
-    rf"^\s*(?P<path>{_PATH})(?:\s*(?P<cmp>==|!=)\s*|\s+(?P<member>not\s+in|in)\s+)(?P<value>.+?)\s*$", re.DOTALL
+    rf"\s*(?P<path>{_PATH})(?:\s*(?P<cmp>==|!=)\s*|\s+(?P<member>not\s+in|in)\s+)(?P<value>.*)", re.DOTALL
 )
 
 
@@ -116,8 +119,8 @@ def parse_condition(text: str) -> Condition:
     Raises:
         InvalidArgument: With what is wrong and an example of a valid condition.
     """
-    match = _CONDITION.match(text)
-    if match is None:
+    match = _CONDITION.fullmatch(text)
+    if match is None or not match["value"].strip():
         raise InvalidArgument(
             f"filter condition {text!r} is not 'PATH OP VALUE' with OP one of ==, !=, in, not in"
             ' (e.g. \'data.currency == "EUR"\' or \'data.region in ["eu", "us"]\')'
@@ -125,7 +128,9 @@ def parse_condition(text: str) -> Condition:
     path = parse_path(match["path"], "filter path")
     op = match["cmp"] or " ".join(match["member"].split())
     try:
-        value = json.loads(match["value"])
+        value = loads_bounded(match["value"])
+    except JSONTooDeep as error:
+        raise InvalidArgument(f"filter condition {text[:200]!r}: {error}") from None
     except ValueError:
         raise InvalidArgument(
             f"filter condition {text!r}: {match['value']!r} is not a JSON value (strings need double quotes)"

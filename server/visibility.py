@@ -41,6 +41,7 @@ from flowforge.server.stores.rows import CompiledQuery, StoredValue
 __all__ = [
     "MAX_ATTRIBUTES_PER_NAMESPACE",
     "MAX_QUERY_LENGTH",
+    "QUERY_COST_BUDGET",
     "SYSTEM_ATTRIBUTES",
     "CompiledQuery",
     "StoredValue",
@@ -59,6 +60,11 @@ MAX_KEYWORD_LENGTH = 2_048
 MAX_ATTRIBUTES_PER_EXECUTION = 64
 MAX_ATTRIBUTES_PER_NAMESPACE = 100
 _MAX_NESTING = 32
+#: The cost budget of one list or count query: a condition on a built-in attribute
+#: costs 1, one on a custom attribute (a subquery on search_attributes) 4, and an IN
+#: list one more per 16 values. Past it the query is refused before it reaches the store.
+QUERY_COST_BUDGET = 64
+_CUSTOM_CONDITION_COST = 4
 _INT64 = (-(2**63), 2**63 - 1)
 
 #: Built-in attributes: name -> (executions column, type). Always present, never set by users.
@@ -446,6 +452,7 @@ class _Compiler(_QueryPass):
         self._namespace = namespace
         self._custom = custom_attributes
         self.params: list[Any] = []
+        self._cost = 0
 
     def compile(self, node: _Node) -> str:
         if isinstance(node, _Junction):
@@ -471,6 +478,13 @@ class _Compiler(_QueryPass):
 
     def _predicate(self, p: _Predicate) -> str:
         column, value_type = self._attribute(p.name)
+        self._cost += (1 if column is not None else _CUSTOM_CONDITION_COST) + len(p.values) // 16
+        if self._cost > QUERY_COST_BUDGET:
+            self._fail(
+                p.name,
+                f"the query is too expensive (over the cost budget of {QUERY_COST_BUDGET}: a condition on a"
+                f" built-in attribute costs 1, on a custom one {_CUSTOM_CONDITION_COST}); use fewer conditions",
+            )
         label = _TYPE_LABELS[value_type]
         op = p.operator
         if op in ("<", "<=", ">", ">=", "BETWEEN") and value_type not in _ORDERED_TYPES:

@@ -10,6 +10,7 @@ from typing import Protocol
 
 from google.protobuf import duration_pb2
 
+from flowforge._json_depth import JSONTooDeep, loads_bounded
 from flowforge.api.schema import ExecutionStatus, WorkflowTaskFailedCause, duration_s
 from flowforge.api.v1 import common_pb2, event_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
@@ -282,7 +283,9 @@ def published_event(event: event_pb2.CloudEvent, max_payload_bytes: int) -> Publ
             f"event.data is {len(event.data)} bytes, over the server's payload limit of {max_payload_bytes} bytes"
         )
     try:
-        data = json.loads(event.data) if event.data else None
+        data = loads_bounded(event.data) if event.data else None
+    except JSONTooDeep as error:
+        raise InvalidArgument(f"event.data is refused: {error}") from None
     except ValueError:
         raise InvalidArgument("event.data must be UTF-8 JSON text (empty for null)") from None
     try:
