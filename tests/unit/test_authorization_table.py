@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from google.protobuf.descriptor import FileDescriptor
 
@@ -108,3 +110,20 @@ async def test_an_api_key_is_stored_only_as_a_salted_hash_and_checked_against_it
     assert await keys.authenticate("ffk_x") is None
     now[0] = 62_000_000  # past the expiry
     assert await keys.authenticate(issued.key) is None
+
+
+def test_docs_security_md_lists_every_rpc_under_its_minimal_role() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text()
+    rows = {
+        line.split("|")[1].strip(" `"): line.split("|")[2]
+        for line in text.splitlines()
+        if line.startswith("| `") and line.split("|")[1].strip(" `") in {r.value for r in Role}
+    }
+    misplaced = [
+        f"{method.rpartition('/')[2]} ({rule.role.value})"
+        for method, rule in RPC_RULES.items()
+        if method.rpartition("/")[2] not in re.split(r"[^A-Za-z]+", rows.get(rule.role.value, ""))
+    ]
+    assert not misplaced, f"docs/security.md's roles table lacks these RPCs in their role's row: {misplaced}"
