@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -54,12 +53,6 @@ def bus() -> FakeServiceBus:
     return fake
 
 
-@pytest.fixture
-async def client(server: FlowForgeServer) -> AsyncIterator[Client]:
-    async with await Client.connect(f"127.0.0.1:{server.port}") as connection:
-        yield connection
-
-
 def publisher(server: FlowForgeServer, bus: FakeServiceBus) -> ServiceBusLifecyclePublisher:
     return ServiceBusLifecyclePublisher(
         server.store,
@@ -70,12 +63,12 @@ def publisher(server: FlowForgeServer, bus: FakeServiceBus) -> ServiceBusLifecyc
     )
 
 
-async def run_three_workflows(client: Client) -> dict[str, str]:
+async def run_three_workflows(sdk_client: Client) -> dict[str, str]:
     """A completed, a failed and a terminated run; their run ids by workflow id."""
-    async with Worker(client, task_queue=TASK_QUEUE, workflows=[Succeeds, Fails, WaitsForever]):
-        succeeded = await client.start_workflow(Succeeds.run, id="ok", task_queue=TASK_QUEUE)
-        failed = await client.start_workflow(Fails.run, id="bad", task_queue=TASK_QUEUE)
-        stuck = await client.start_workflow(WaitsForever.run, id="stuck", task_queue=TASK_QUEUE)
+    async with Worker(sdk_client, task_queue=TASK_QUEUE, workflows=[Succeeds, Fails, WaitsForever]):
+        succeeded = await sdk_client.start_workflow(Succeeds.run, id="ok", task_queue=TASK_QUEUE)
+        failed = await sdk_client.start_workflow(Fails.run, id="bad", task_queue=TASK_QUEUE)
+        stuck = await sdk_client.start_workflow(WaitsForever.run, id="stuck", task_queue=TASK_QUEUE)
         assert await succeeded.result() == "done"
         with pytest.raises(WorkflowFailureError):
             await failed.result()
@@ -87,20 +80,20 @@ def received(bus: FakeServiceBus) -> list[dict[str, Any]]:
     return [json.loads(stored.body) for stored in bus.subscription(TOPIC, SUBSCRIPTION).active]
 
 
-async def expected_ids(client: Client, runs: dict[str, str]) -> set[str]:
+async def expected_ids(sdk_client: Client, runs: dict[str, str]) -> set[str]:
     ids = set()
     for workflow_id, run_id in runs.items():
-        history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
+        history = await sdk_client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
         ids |= {f"{run_id}:{e.event_id}" for e in history.events if e.event_type.startswith("WorkflowExecution")}
     return ids
 
 
 async def test_lifecycle_events_reach_the_topic_once_each(
-    server: FlowForgeServer, client: Client, bus: FakeServiceBus
+    server: FlowForgeServer, sdk_client: Client, bus: FakeServiceBus
 ) -> None:
     async with publisher(server, bus):
-        runs = await run_three_workflows(client)
-        wanted = await expected_ids(client, runs)
+        runs = await run_three_workflows(sdk_client)
+        wanted = await expected_ids(sdk_client, runs)
         assert len(wanted) == 6  # started + closed, three times
         await wait_until(lambda: len(received(bus)) >= 6, timeout=DEADLINE_S, what="six lifecycle messages")
     events = received(bus)
@@ -122,12 +115,12 @@ class Crash(BaseException):
 
 
 async def test_a_publisher_crashing_after_sending_is_resumed_without_loss(
-    server: FlowForgeServer, client: Client, bus: FakeServiceBus
+    server: FlowForgeServer, sdk_client: Client, bus: FakeServiceBus
 ) -> None:
     first = publisher(server, bus)
     await first.enable()
-    runs = await run_three_workflows(client)
-    wanted = await expected_ids(client, runs)
+    runs = await run_three_workflows(sdk_client)
+    wanted = await expected_ids(sdk_client, runs)
 
     class CrashAfterSend:
         async def send_messages(self, messages: Any) -> None:
@@ -151,9 +144,9 @@ async def test_a_publisher_crashing_after_sending_is_resumed_without_loss(
 
 
 async def test_nothing_is_recorded_until_a_publisher_turns_the_outbox_on(
-    server: FlowForgeServer, client: Client
+    server: FlowForgeServer, sdk_client: Client
 ) -> None:
-    await run_three_workflows(client)
+    await run_three_workflows(sdk_client)
     async with server.store.read() as tx:
         assert await tx.read_lifecycle_outbox(100) == []
 
@@ -162,15 +155,15 @@ async def test_nothing_is_recorded_until_a_publisher_turns_the_outbox_on(
     not os.environ.get("FLOWFORGE_TEST_SERVICEBUS_CONNECTION_STRING"),
     reason="set FLOWFORGE_TEST_SERVICEBUS_CONNECTION_STRING (and FLOWFORGE_TEST_SERVICEBUS_TOPIC/_SUBSCRIPTION) to run",
 )
-async def test_against_a_real_service_bus_namespace(server: FlowForgeServer, client: Client) -> None:
+async def test_against_a_real_service_bus_namespace(server: FlowForgeServer, sdk_client: Client) -> None:
     from azure.servicebus.aio import ServiceBusClient
 
     topic = os.environ.get("FLOWFORGE_TEST_SERVICEBUS_TOPIC", "flowforge-lifecycle")
     subscription = os.environ.get("FLOWFORGE_TEST_SERVICEBUS_SUBSCRIPTION", "all")
     async with ServiceBusClient.from_connection_string(os.environ["FLOWFORGE_TEST_SERVICEBUS_CONNECTION_STRING"]) as sb:
         async with ServiceBusLifecyclePublisher(server.store, sb, topic, poll_interval=timedelta(milliseconds=100)):
-            runs = await run_three_workflows(client)
-            wanted = await expected_ids(client, runs)
+            runs = await run_three_workflows(sdk_client)
+            wanted = await expected_ids(sdk_client, runs)
             seen: set[str] = set()
             async with sb.get_subscription_receiver(topic, subscription, max_wait_time=5) as receiver:
 
