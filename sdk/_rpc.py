@@ -20,6 +20,7 @@ from typing import Any
 
 import grpc
 from google.protobuf.message import Message
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from flowforge._codec import UndecodableResponse, decode_message, encode_message
 from flowforge.api.v1 import access_pb2_grpc, workflow_service_pb2_grpc
@@ -181,9 +182,10 @@ class WorkflowServiceClient:
         loop = asyncio.get_running_loop()
         give_up_at = loop.time() + config.maximum_elapsed.total_seconds()
         delay = config.initial_interval.total_seconds()
+        metadata = _with_trace_context(self._metadata)
         while True:
             try:
-                return await method(request, metadata=self._metadata, timeout=attempt_timeout)
+                return await method(request, metadata=metadata, timeout=attempt_timeout)
             except grpc.aio.AioRpcError as error:
                 sleep_for = delay * random.uniform(1 - _JITTER, 1 + _JITTER)
                 if not retry or error.code() not in _RETRYABLE_STATUSES or loop.time() + sleep_for > give_up_at:
@@ -195,3 +197,14 @@ class WorkflowServiceClient:
     async def close(self) -> None:
         """Closes the channel; calls in flight are cancelled."""
         await self._channel.close()
+
+
+_PROPAGATOR = TraceContextTextMapPropagator()
+
+
+def _with_trace_context(metadata: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """``metadata`` plus the W3C ``traceparent`` of the current span, if there is one,
+    so a server that traces joins the caller's trace."""
+    carrier: dict[str, str] = {}
+    _PROPAGATOR.inject(carrier)
+    return (*metadata, *carrier.items()) if carrier else metadata

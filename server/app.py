@@ -31,6 +31,7 @@ from flowforge.server.rpc_observer import RpcObserver
 from flowforge.server.scheduler import Scheduler, SchedulerConfig, Schedules
 from flowforge.server.stores.base import Store
 from flowforge.server.timers import Timekeeper
+from flowforge.server.tracing import ServerTracing
 from flowforge.server.webhook import EventWebhook
 
 __all__ = ["FlowForgeServer", "ServerConfig", "open_store"]
@@ -62,6 +63,8 @@ class ServerConfig:
     """Port of the HTTP listener (on :attr:`host`): ``/metrics``, ``/healthz``,
     ``/readyz`` and ``POST /events``; ``None`` = no HTTP listener, 0 = a free port (see
     :attr:`FlowForgeServer.http_port`)."""
+    otlp_endpoint: str | None = None
+    """OTLP/HTTP collector (``http://collector:4318``) for the server's spans; ``None``: no spans."""
     health_probe_interval_s: float = 1.0
     """How often the store is probed for gRPC health and ``/readyz``."""
     webhook: bool = True
@@ -113,6 +116,8 @@ class FlowForgeServer:
         )
         self.scheduler = Scheduler(self.engine, config.scheduler)
         self.schedules = Schedules(self.engine, wake=self.scheduler.wake)
+        self.tracing = ServerTracing(config.otlp_endpoint) if config.otlp_endpoint else None
+        self.engine.tracer = self.tracing.tracer if self.tracing else None
         self.health = HealthMonitor(self.store, [_WORKFLOW_SERVICE], interval_s=config.health_probe_interval_s)
         self._grpc: grpc.aio.Server | None = None
         self._token_keys: asyncio.Task[None] | None = None
@@ -133,7 +138,7 @@ class FlowForgeServer:
         server = grpc.aio.server(
             # Observer outermost: refusals by the auth interceptor are counted too. A
             # request that does not parse is refused before authorization reads it.
-            interceptors=[RpcObserver(self.engine.metrics), MalformedRequests(), interceptor],
+            interceptors=[RpcObserver(self.engine.metrics, self.engine.tracer), MalformedRequests(), interceptor],
             options=[
                 ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
@@ -223,6 +228,8 @@ class FlowForgeServer:
         await self.timekeeper.stop()
         await self.retention.stop()
         await self.store.close()
+        if self.tracing is not None:
+            await asyncio.to_thread(self.tracing.shutdown)  # exports the last spans
 
     async def _refresh_queue_gauges(self) -> None:
         now, backlogs = await self.engine.task_queue_backlogs()

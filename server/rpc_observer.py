@@ -3,6 +3,8 @@
 - metrics: ``flowforge_rpc_requests_total{method,code}`` and
   ``flowforge_rpc_latency_seconds{method}`` (refusals by the authentication
   interceptor, which runs inside this one, are counted with their code too);
+- a span, when the server traces (``--otlp-endpoint``) and the call belongs to a
+  trace (server/tracing.py), with its store transactions as children;
 - log fields: the request's namespace, workflow id and run id are bound for every
   line logged while it is handled (:func:`flowforge.logging.bind`), and at DEBUG
   each RPC is logged with its code and time (an access log).
@@ -13,15 +15,18 @@ Streaming RPCs (health ``Watch``, reflection) pass through untouched.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import grpc
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from flowforge.logging import bind
 from flowforge.server.metrics import ServerMetrics
+from flowforge.server.tracing import caller_context
 
 __all__ = ["RpcObserver"]
 
@@ -33,8 +38,9 @@ _Behavior = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Any]]
 class RpcObserver(grpc.aio.ServerInterceptor):
     """Counts and times each unary RPC, and binds its ids to the log lines it causes."""
 
-    def __init__(self, metrics: ServerMetrics) -> None:
+    def __init__(self, metrics: ServerMetrics, tracer: Tracer | None = None) -> None:
         self._metrics = metrics
+        self._tracer = tracer
 
     async def intercept_service(
         self,
@@ -44,20 +50,22 @@ class RpcObserver(grpc.aio.ServerInterceptor):
         handler = await continuation(handler_call_details)
         if handler is None or handler.unary_unary is None:
             return handler
-        method: str = handler_call_details.method.rpartition("/")[2]
+        full_method: str = handler_call_details.method
         return grpc.unary_unary_rpc_method_handler(
-            self._observed(method, handler.unary_unary),  # type: ignore[arg-type]  # aio handlers are async
+            self._observed(full_method, handler.unary_unary),  # type: ignore[arg-type]  # aio handlers are async
             request_deserializer=handler.request_deserializer,
             response_serializer=handler.response_serializer,
         )
 
-    def _observed(self, method: str, inner: _Behavior) -> _Behavior:
+    def _observed(self, full_method: str, inner: _Behavior) -> _Behavior:
         requests, latency = self._metrics.rpc_requests, self._metrics.rpc_latency
+        method = full_method.rpartition("/")[2]
 
         async def observed(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             began = time.perf_counter()
             code = grpc.StatusCode.UNKNOWN
-            with bind(**_ids(request)):
+            ids = _ids(request)
+            with bind(**ids), self._span(full_method, request, context, ids) as span:
                 try:
                     response = await inner(request, context)
                     code = _code(context.code()) or grpc.StatusCode.OK
@@ -69,6 +77,10 @@ class RpcObserver(grpc.aio.ServerInterceptor):
                     code = _code(context.code()) or grpc.StatusCode.UNKNOWN
                     raise
                 finally:
+                    if span is not None:
+                        span.set_attribute("rpc.grpc.status_code", code.value[0])
+                        if code != grpc.StatusCode.OK:
+                            span.set_status(Status(StatusCode.ERROR, code.name))
                     took = time.perf_counter() - began
                     requests.labels(method, code.name).inc()
                     latency.labels(method).observe(took)
@@ -76,6 +88,28 @@ class RpcObserver(grpc.aio.ServerInterceptor):
                         log.debug("%s answered %s in %.3f s", method, code.name, took)
 
         return observed
+
+    @contextlib.contextmanager
+    def _span(
+        self, full_method: str, request: Any, context: grpc.aio.ServicerContext[Any, Any], ids: dict[str, str]
+    ) -> Iterator[Span | None]:
+        """The RPC's server span, current while it is handled; None when not traced."""
+        parent = caller_context(context.invocation_metadata(), request) if self._tracer is not None else None
+        if self._tracer is None or parent is None:
+            yield None
+            return
+        service, _, method = full_method.lstrip("/").partition("/")
+        attributes = {"rpc.system": "grpc", "rpc.service": service, "rpc.method": method}
+        attributes.update((f"flowforge.{name}", value) for name, value in ids.items() if value)
+        with self._tracer.start_as_current_span(
+            full_method.lstrip("/"),
+            context=parent,
+            kind=SpanKind.SERVER,
+            attributes=attributes,
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
+            yield span
 
 
 def _ids(request: Any) -> dict[str, str]:

@@ -7,4 +7,5 @@
 - :mod:`testsupport.counting`: counters of store transactions and client RPCs.
 - :mod:`testsupport.workloads`: the one-activity workflow the hot-path measurements run.
 - :mod:`testsupport.large_payloads`: a workflow carrying one large value through every payload path.
+- :mod:`testsupport.otlp_receiver`: an OTLP/HTTP trace receiver that keeps the spans it is sent.
 """

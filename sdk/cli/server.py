@@ -103,6 +103,11 @@ def _serving_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                 show_default=True,
             ),
             click.option(
+                "--otlp-endpoint",
+                metavar="URL",
+                help="OTLP/HTTP collector for the server's spans, e.g. http://localhost:4318 (docs/observability.md)",
+            ),
+            click.option(
                 "--log-format",
                 type=click.Choice(["text", "json"]),
                 default="text",
@@ -172,6 +177,7 @@ def _serve(
     scheduler_max_sleep: float,
     log_level: str,
     log_format: Literal["text", "json"],
+    otlp_endpoint: str | None,
     ready_file: Path | None,
     dev: bool,
     webhook: bool,
@@ -211,6 +217,11 @@ def _serve(
 
     from flowforge.logging import configure
 
+    if otlp_endpoint is not None and not otlp_endpoint.startswith(("http://", "https://")):
+        raise click.BadParameter(
+            f"{otlp_endpoint!r} is not an http(s) URL; e.g. http://localhost:4318", param_hint="'--otlp-endpoint'"
+        )
+
     configure(format=log_format, level=log_level)
     instance = FlowForgeServer(
         ServerConfig(
@@ -219,6 +230,7 @@ def _serve(
             port=port,
             engine=EngineConfig(max_payload_bytes=max_payload_bytes),
             http_port=http_port,
+            otlp_endpoint=otlp_endpoint,
             event_dedupe_window_s=event_dedupe_window,
             webhook=webhook,
             webhook_secrets=_read_webhook_secrets(webhook_secrets_file) if webhook_secrets_file else {},

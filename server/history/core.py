@@ -4,10 +4,14 @@ limits, the namespace check and the fencing of leases."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
+
+from opentelemetry import trace
+from opentelemetry.trace import Tracer
 
 from flowforge.api.schema import ExecutionStatus, TaskKind, TaskState
 from flowforge.api.v1 import common_pb2
@@ -57,6 +61,8 @@ class EngineCore:
         self.on_new_deadline: Callable[[int], None] = lambda _deadline: None
         #: Fed what each committed transaction did (history/observations.py).
         self.metrics = ServerMetrics()
+        #: Traces each transaction of a traced RPC (server/tracing.py); None: no spans.
+        self.tracer: Tracer | None = None
 
     async def start(self) -> None:
         """Loads (or creates, once) the keys that sign task tokens."""
@@ -88,7 +94,7 @@ class EngineCore:
         for attempt in range(1, _CONFLICT_ATTEMPTS + 1):
             began = time.perf_counter()
             try:
-                with collecting() as observations:
+                with collecting() as observations, self._transaction_span(attempt):
                     async with self.store.transaction() as tx:
                         result = await body(tx)
                         # An audited RPC's row goes in with its change (server/audit.py).
@@ -113,6 +119,12 @@ class EngineCore:
                 self.metrics.record(observations)
                 return result
         raise AssertionError("unreachable")
+
+    def _transaction_span(self, attempt: int) -> contextlib.AbstractContextManager[object]:
+        """A span for one attempt, under the RPC's span when the RPC is traced."""
+        if self.tracer is None or not trace.get_current_span().get_span_context().is_valid:
+            return contextlib.nullcontext()
+        return self.tracer.start_as_current_span("store.transaction", attributes={"flowforge.attempt": attempt})
 
     async def transaction(self, body: Callable[[Transaction], Awaitable[_T]]) -> _T:
         """Runs ``body`` in one write transaction, retried from the start on a

@@ -5,7 +5,9 @@ Temporal's span names, each span once and the parents docs/observability.md desc
 - in one process, with a worker without a cache (every workflow task replays the
   whole history first): replays emit no workflow span again;
 - across two worker processes with a kill -9 of the first mid-run: the second replays
-  the run and continues the same trace, adding no duplicate.
+  the run and continues the same trace, adding no duplicate; the server, exporting to
+  a test OTLP receiver (``--otlp-endpoint``), joins the trace with its RPC spans under
+  the client's and worker's spans, and its store transactions under those.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from flowforge.server import FlowForgeServer
 from tests.integration._processes import ServerProcess, WorkerProcess, read_ledger
 from tests.integration._reliability import DEADLINE_S, fast_worker
 from tests.integration._traced_worker_app import Traced, TracedChild, shout, span_record
+from testsupport.otlp_receiver import OtlpReceiver
 from testsupport.waiting import wait_until
 
 QUEUE = "traced"
@@ -109,8 +112,45 @@ async def test_replays_in_one_process_emit_each_span_once(
 
 
 async def test_a_worker_killed_mid_run_leaves_one_trace_that_the_next_worker_continues(
-    server_process: ServerProcess, tmp_path: Path, exporter: InMemorySpanExporter
+    store_url: str, tmp_path: Path, exporter: InMemorySpanExporter
 ) -> None:
+    async with OtlpReceiver() as receiver:
+        server_process = ServerProcess(store_url, tmp_path, extra_args=("--otlp-endpoint", receiver.url))
+        await asyncio.to_thread(server_process.start)
+        try:
+            client_and_worker_spans = await run_across_a_kill(server_process, tmp_path, exporter)
+        finally:
+            await asyncio.to_thread(server_process.stop)  # SIGTERM: the server exports what it buffered
+        server_spans = list(receiver.spans)
+    check_trace(client_and_worker_spans)
+    check_server_spans(server_spans, client_and_worker_spans)
+
+
+def check_server_spans(server_spans: list[dict[str, Any]], spans: list[dict[str, Any]]) -> None:
+    """The server's spans are in the same trace, under the spans of the calls that caused them."""
+    (trace_id,) = {s["trace_id"] for s in spans}
+    by_id = {s["span_id"]: s for s in [*spans, *server_spans]}
+    ours = [s for s in server_spans if s["trace_id"] == trace_id]
+    names = Counter(s["name"] for s in ours)
+    service = "flowforge.api.v1.WorkflowService/"
+    assert names[service + "StartWorkflowExecution"] == 1, names
+    assert names[service + "SignalWorkflowExecution"] == 1, names
+    for span in ours:
+        parent = by_id[span["parent_id"]]["name"]
+        if span["name"] == service + "StartWorkflowExecution":
+            assert parent == "StartWorkflow:Traced"
+            assert span["attributes"]["flowforge.workflow_id"] == "traced-2"
+        elif span["name"] == service + "SignalWorkflowExecution":
+            assert parent == "SignalWorkflow:proceed"
+        elif span["name"] == "store.transaction":
+            assert parent.startswith(service)
+    assert names["store.transaction"] >= 2
+
+
+async def run_across_a_kill(
+    server_process: ServerProcess, tmp_path: Path, exporter: InMemorySpanExporter
+) -> list[dict[str, Any]]:
+    """Runs the workflow, killing its first worker mid-run; returns the client's and workers' spans."""
     ledger = tmp_path / "spans.jsonl"
     provider = traced_client_tracer(exporter)
     client = await Client.connect(server_process.address, interceptors=[TracingInterceptor(provider.get_tracer("t"))])
@@ -146,4 +186,4 @@ async def test_a_worker_killed_mid_run_leaves_one_trace_that_the_next_worker_con
     worker_spans = [line for line in read_ledger(ledger) if line["event"] == "span"]
     by_process = Counter(line["pid"] for line in worker_spans)
     assert by_process[first.process.pid] > 0 and second is not None and by_process[second.process.pid] > 0
-    check_trace([span_record(s) for s in exporter.get_finished_spans()] + worker_spans)
+    return [span_record(s) for s in exporter.get_finished_spans()] + worker_spans
