@@ -14,15 +14,19 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from flowforge.api.schema import TaskKind
+from flowforge.server.errors import ResourceExhausted
 from flowforge.server.history import HistoryEngine, LeasedActivityTask, LeasedQuery, LeasedWorkflowTask, queue_channel
 from flowforge.server.task_queues import TaskQueueActivity
 
-__all__ = ["Matching"]
+__all__ = ["MAX_PARKED_POLLS", "Matching"]
 
 _T = TypeVar("_T")
 
 # A look counts visible tasks up to this many (more than a worker's parked polls).
 _LOOK_LIMIT = 16
+#: Polls that may wait on one task queue in one server process; one more is refused
+#: RESOURCE_EXHAUSTED (each parked poll holds a gRPC call and a wake-up registration).
+MAX_PARKED_POLLS = 1000
 # Looks a poll takes at most before it trusts one (see Matching._look).
 _LOOKS_PER_POLL = 3
 
@@ -30,7 +34,9 @@ _LOOKS_PER_POLL = 3
 class Matching:
     """Long-poll front of the task tables."""
 
-    def __init__(self, engine: HistoryEngine, recheck_interval_s: float = 1.0) -> None:
+    def __init__(
+        self, engine: HistoryEngine, recheck_interval_s: float = 1.0, max_parked_polls: int = MAX_PARKED_POLLS
+    ) -> None:
         self._engine = engine
         self._recheck_interval_s = recheck_interval_s
         # Lease attempts under way per queue in this process. A commit wakes every
@@ -41,6 +47,9 @@ class Matching:
         # Leases made per queue in this process: a look that overlapped one may
         # predate its commit and still count its task, so it looks again.
         self._leased: collections.Counter[str] = collections.Counter()
+        # Polls waiting per queue in this process, at most max_parked_polls.
+        self._parked: collections.Counter[str] = collections.Counter()
+        self._max_parked_polls = max_parked_polls
         #: Recent pollers and dispatches of each queue (DescribeTaskQueue).
         self.activity = TaskQueueActivity(engine.clock)
 
@@ -116,6 +125,31 @@ class Matching:
         return await visible()  # a busy queue: lease attempts may find nothing now and then
 
     async def _wait_and_lease(
+        self,
+        channel: str,
+        deadline: float,
+        visible: Callable[[], Awaitable[int]],
+        try_lease: Callable[[], Awaitable[_T | None]],
+    ) -> _T | None:
+        if self._parked[channel] >= self._max_parked_polls:
+            raise ResourceExhausted(
+                f"{self._parked[channel]} polls already wait on this task queue, the limit per queue"
+                f" ({self._max_parked_polls}); run fewer pollers per queue, or retry with backoff"
+            )
+        self._parked[channel] += 1
+        try:
+            return await self._wait_and_lease_parked(channel, deadline, visible, try_lease)
+        finally:
+            self._parked[channel] -= 1
+            if not self._parked[channel]:
+                # No poll of the queue in this process: its bookkeeping goes (no look
+                # is comparing _leased now, and _leasing is back to 0).
+                del self._parked[channel]
+                self._leased.pop(channel, None)
+                if not self._leasing[channel]:
+                    self._leasing.pop(channel, None)
+
+    async def _wait_and_lease_parked(
         self,
         channel: str,
         deadline: float,

@@ -21,6 +21,9 @@ POLLER_TTL_S = 300.0
 DISPATCH_WINDOW_S = 60.0
 # Past this many pollers of one queue and kind, stale ones are dropped on the next poll.
 _PRUNE_AT = 256
+# Past this many queues, queues with no recent poller or dispatch are forgotten (a
+# caller polling ever new queue names must not grow this replica's memory).
+_PRUNE_QUEUES_AT = 4096
 
 _Queue = tuple[str, str, str]  # namespace, task queue, kind
 
@@ -48,6 +51,8 @@ class TaskQueueActivity:
         seen[identity] = self._clock.now_us()
         if len(seen) > _PRUNE_AT:
             self._prune(seen)
+        if len(self._pollers) > _PRUNE_QUEUES_AT:
+            self._prune_queues()
 
     def dispatched(self, namespace: str, task_queue: str, kind: str) -> None:
         """Records that a poll took a task of the queue."""
@@ -73,6 +78,17 @@ class TaskQueueActivity:
             return 0.0
         self._forget_before(times, self._clock.now_us())
         return len(times) / DISPATCH_WINDOW_S
+
+    def _prune_queues(self) -> None:
+        now = self._clock.now_us()
+        for queue in list(self._pollers):
+            self._prune(self._pollers[queue])
+            if not self._pollers[queue]:
+                del self._pollers[queue]
+        for queue in list(self._dispatches):
+            self._forget_before(self._dispatches[queue], now)
+            if not self._dispatches[queue]:
+                del self._dispatches[queue]
 
     def _prune(self, seen: dict[str, int]) -> None:
         oldest = self._clock.now_us() - int(POLLER_TTL_S * 1e6)

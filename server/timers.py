@@ -8,6 +8,11 @@ row in the same transaction (rules 1 and 4), so a second claimer finds nothing.
 Due timers fire in batches, one transaction (one commit) per batch: when many fall
 due together, the last fires after ``count / timer_batch`` commits rather than
 ``count``. Replicas claim with ``SKIP LOCKED`` and so split a backlog between them.
+
+Each item is handled on its own (server/quarantine.py): an expired task or a run
+timeout whose handling fails is held aside with its reason and retried after a
+backoff, and a timer batch that fails is fired one timer at a time so the timer
+that fails is deferred while the others fire. No item can stall the others.
 """
 
 from __future__ import annotations
@@ -15,9 +20,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Hashable
 
 from flowforge.server._tasks import cancel_and_wait
+from flowforge.server.errors import Unavailable
 from flowforge.server.history import HistoryEngine
+from flowforge.server.quarantine import Quarantine
 from flowforge.server.stores.base import TimerRow, Transaction
 
 __all__ = ["Timekeeper"]
@@ -43,6 +51,10 @@ class Timekeeper:
         self._wake = asyncio.Event()
         self._planned_wake_us = 0
         self._task: asyncio.Task[None] | None = None
+        #: Expired tasks, timed-out runs and due timers whose handling failed, held aside.
+        self.tasks_held = Quarantine("timekeeper: expired task")
+        self.runs_held = Quarantine("timekeeper: run timeout")
+        self.timers_held = Quarantine("timekeeper: timer")
         engine.on_new_deadline = self.deadline_added
         # A virtual clock that jumps ahead may pass every deadline we sleep towards.
         engine.clock.add_jump_listener(self._wake.set)
@@ -70,6 +82,10 @@ class Timekeeper:
                 sleep_s = self._max_sleep_s
                 if next_deadline is not None:
                     sleep_s = max(0.0, min(sleep_s, (next_deadline - self._engine.clock.now_us()) / 1e6 + 0.001))
+                if sleep_s == 0.0 and (self.tasks_held or self.runs_held):
+                    # What is due now may be only held items: do not spin on them; a
+                    # new earlier deadline still wakes the loop (deadline_added).
+                    sleep_s = self._max_sleep_s
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -89,15 +105,68 @@ class Timekeeper:
         async def due(tx: Transaction) -> tuple[list[TimerRow], list[int], list[tuple[str, str]]]:
             return (
                 await tx.due_timers(now, 1),
-                await tx.expired_task_ids(now, _BATCH),
-                await tx.expired_run_ids(now, _BATCH),
+                await tx.expired_task_ids(now, _BATCH + len(self.tasks_held)),
+                await tx.expired_run_ids(now, _BATCH + len(self.runs_held)),
             )
 
-        # Looked at first, so an idle pass takes no write lock.
+        # Looked at first, so an idle pass takes no write lock. Held items are read
+        # too and skipped, so the batch still holds _BATCH items to handle.
         timers, task_ids, runs = await engine.read(due)
-        fired = await engine.fire_due_timers(self._timer_batch) if timers else 0
+        fired = await self._fire_timers() if timers else 0
+        task_ids = [t for t in task_ids if not self.tasks_held.is_held(t)]
+        runs = [r for r in runs if not self.runs_held.is_held(r)]
         for task_id in task_ids:
-            await engine.expire_task(task_id)
+            await self._handle(self.tasks_held, task_id, engine.expire_task(task_id))
         for namespace, run_id in runs:
-            await engine.time_out_execution(namespace, run_id)
+            await self._handle(self.runs_held, (namespace, run_id), engine.time_out_execution(namespace, run_id))
         return fired >= self._timer_batch or max(len(task_ids), len(runs)) >= _BATCH
+
+    @staticmethod
+    async def _handle(quarantine: Quarantine, item: Hashable, handling: Awaitable[None]) -> None:
+        """Handles one item; one that fails is held aside (logged once) instead of
+        ending the pass, so it never stalls the items after it."""
+        try:
+            await handling
+        except (asyncio.CancelledError, Unavailable):
+            raise  # the store is down: the whole pass retries, no item is to blame
+        except Exception as error:
+            quarantine.hold(item, error)
+        else:
+            quarantine.release(item)
+
+    async def _earliest_due_timer(self) -> TimerRow | None:
+        now = self._engine.clock.now_us()
+        due = await self._engine.read(lambda tx: tx.due_timers(now, 1))
+        return due[0] if due else None
+
+    async def _defer(self, timer: TimerRow, error: Exception) -> None:
+        """Holds a timer that failed to fire, and moves its due time past the backoff."""
+        key = (timer.namespace, timer.run_id, timer.timer_id)
+        self.timers_held.hold(key, error)
+        retry_us = self._engine.clock.now_us() + int(max(1.0, self.timers_held.backoff_s(key)) * 1e6)
+        await self._engine.transaction(lambda tx: tx.defer_timer(timer.run_id, timer.timer_id, retry_us))
+
+    async def _fire_timers(self) -> int:
+        """Fires a batch of due timers. If the batch fails, fires them one at a time
+        to find the timer that fails; that one is deferred (its due time moved past
+        a backoff, held with its reason) so the others fire."""
+        engine = self._engine
+        try:
+            return await engine.fire_due_timers(self._timer_batch)
+        except (asyncio.CancelledError, Unavailable):
+            raise
+        except Exception:
+            log.warning("a batch of due timers failed; firing them one at a time to find the one that fails")
+        fired = 0
+        while fired < self._timer_batch:
+            due = await self._earliest_due_timer()
+            if due is None:
+                break
+            try:
+                fired += await engine.fire_due_timers(1)
+            except (asyncio.CancelledError, Unavailable):
+                raise
+            except Exception as error:
+                await self._defer(due, error)
+                break
+        return fired

@@ -17,6 +17,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import contextlib
+import weakref
 
 from flowforge.server.stores.contract import Transaction
 from flowforge.server.stores.errors import (
@@ -73,7 +74,13 @@ class Notifier:
     notification between the check and the wait is never lost."""
 
     def __init__(self) -> None:
-        self._events: dict[str, asyncio.Event] = {}
+        # Held weakly: a channel's event lives while a waiter holds it, so channels
+        # nobody waits on any more (a poll on a queue name used once) cost nothing.
+        self._events: weakref.WeakValueDictionary[str, asyncio.Event] = weakref.WeakValueDictionary()
+
+    def __len__(self) -> int:
+        """How many channels have a waiter."""
+        return len(self._events)
 
     def listen(self, channel: str) -> asyncio.Event:
         event = self._events.get(channel)

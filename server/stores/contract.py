@@ -240,6 +240,11 @@ class TimerOperations(abc.ABC):
     async def delete_run_timers(self, run_id: str) -> None: ...
 
     @abc.abstractmethod
+    async def defer_timer(self, run_id: str, timer_id: str, fire_us: int) -> bool:
+        """Moves a timer's due time to ``fire_us`` (a timer whose firing keeps failing
+        is set aside so the others fire); False if there is no such timer."""
+
+    @abc.abstractmethod
     async def due_timers(self, now_us: int, limit: int) -> list[TimerRow]: ...
 
     @abc.abstractmethod

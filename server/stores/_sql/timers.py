@@ -40,6 +40,12 @@ class TimerSQL(SQLCore, TimerOperations):
     async def delete_run_timers(self, run_id: str) -> None:
         await self._execute("DELETE FROM timers WHERE run_id = ?", (run_id,))
 
+    async def defer_timer(self, run_id: str, timer_id: str, fire_us: int) -> bool:
+        changed = await self._execute(
+            "UPDATE timers SET fire_us = ? WHERE run_id = ? AND timer_id = ?", (fire_us, run_id, timer_id)
+        )
+        return changed > 0
+
     async def due_timers(self, now_us: int, limit: int) -> list[TimerRow]:
         return await self._all(
             TimerRow,
