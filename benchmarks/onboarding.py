@@ -1,7 +1,7 @@
 """Throughput and latency of the onboarding DAG through a real server.
 
     python -m benchmarks.onboarding [--address HOST:PORT | --store sqlite|postgresql|URL] [-n 500]
-                                    [--concurrency 100] [--replicas 1] [--cooling-off 0]
+                                    [--concurrency 100] [--replicas 1] [--cooling-off 0] [--tracing]
 
 Without --address it starts the server process(es) itself (`flowforge server
 start`): ``sqlite`` is a fresh file in a temporary directory, ``postgresql`` a
@@ -29,6 +29,11 @@ JSON line:
   flush), from ``txid_current()`` before and after the N workflows;
 - ``timer_late_*`` (with ``--cooling-off``): how much later than asked the
   durable timers fired, from the histories.
+
+``--tracing`` turns tracing on everywhere: the clients and workers carry
+``TracingInterceptor`` (spans batched to OTLP/HTTP), and the servers export their own
+spans (``--otlp-endpoint``), all to a sink in this process that discards them.
+The server's metrics are always recorded (there is no switch), so both runs pay for them.
 """
 
 from __future__ import annotations
@@ -39,17 +44,24 @@ import collections
 import concurrent.futures
 import contextlib
 import dataclasses
+import http.server
 import json
 import os
 import platform
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
 from flowforge import Client
+from flowforge.contrib.opentelemetry import TracingInterceptor
 from flowforge.worker import Worker
 from samples._dev_server import start_server
 from samples.onboarding.workflows import ACTIVITIES, Onboarding
@@ -189,11 +201,43 @@ def store_url(store: str) -> Iterator[tuple[str, int | None]]:
 
 
 @contextlib.contextmanager
-def server_process(store: str) -> Iterator[tuple[str, int]]:
+def span_sink() -> Iterator[str]:
+    """An OTLP/HTTP endpoint that accepts spans and drops them; yields its URL."""
+
+    class Sink(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    sink = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Sink)
+    thread = threading.Thread(target=sink.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{sink.server_address[1]}"
+    finally:
+        sink.shutdown()
+
+
+def trace_to(endpoint: str) -> TracingInterceptor:
+    """A tracing interceptor whose spans are batched to ``endpoint`` over OTLP/HTTP."""
+    provider = TracerProvider(shutdown_on_exit=False)  # the sink is gone at exit
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces")))
+    return TracingInterceptor(provider.get_tracer("benchmark"))
+
+
+@contextlib.contextmanager
+def server_process(store: str, otlp_endpoint: str | None = None) -> Iterator[tuple[str, int]]:
     """``flowforge server start`` on ``store``; yields its address and pid."""
+    tracing = ["--otlp-endpoint", otlp_endpoint] if otlp_endpoint else []
     with tempfile.TemporaryDirectory() as tmp:
         process, address = start_server(
-            ["start", "--store", store, "--insecure-no-auth"], os.path.join(tmp, "ready"), timeout_s=60
+            ["start", "--store", store, "--insecure-no-auth", *tracing], os.path.join(tmp, "ready"), timeout_s=60
         )
         try:
             yield address, process.pid
@@ -203,13 +247,13 @@ def server_process(store: str) -> Iterator[tuple[str, int]]:
 
 
 @contextlib.contextmanager
-def target(store: str, replicas: int = 1) -> Iterator[Target]:
+def target(store: str, replicas: int = 1, otlp_endpoint: str | None = None) -> Iterator[Target]:
     """``replicas`` server processes on one fresh store of kind ``store`` (or a given URL)."""
     with store_url(store) as (url, postmaster), contextlib.ExitStack() as stack:
         pg_dsn = url if url.startswith(("postgresql://", "postgres://")) else None
         if replicas > 1 and pg_dsn is None:
             raise SystemExit("several replicas need PostgreSQL: a SQLite file admits one server")
-        servers = [stack.enter_context(server_process(url)) for _ in range(replicas)]
+        servers = [stack.enter_context(server_process(url, otlp_endpoint)) for _ in range(replicas)]
         yield Target([address for address, _ in servers], pg_dsn, [pid for _, pid in servers], postmaster, url)
 
 
@@ -226,10 +270,14 @@ async def pg_txid(dsn: str | None) -> int | None:
         await connection.close()
 
 
-async def measure(where: Target, count: int, concurrency: int, cooling_off_s: float = 0.0) -> dict[str, Any]:
+async def measure(
+    where: Target, count: int, concurrency: int, cooling_off_s: float = 0.0, otlp_endpoint: str | None = None
+) -> dict[str, Any]:
     """Runs the benchmark against ``where``: one client and one worker per replica,
-    workflow ``i`` started (and awaited) through replica ``i % replicas``."""
-    clients = [await Client.connect(address) for address in where.addresses]
+    workflow ``i`` started (and awaited) through replica ``i % replicas``; traced to
+    ``otlp_endpoint`` when given."""
+    interceptors = [trace_to(otlp_endpoint)] if otlp_endpoint else []
+    clients = [await Client.connect(address, interceptors=interceptors) for address in where.addresses]
     rpcs = [count_rpcs(client) for client in clients]
     task_queue = f"bench-{uuid.uuid4().hex[:8]}"
     async with contextlib.AsyncExitStack() as stack:
@@ -358,11 +406,14 @@ def main() -> None:
         default=0.0,
         help="the onboarding timer in seconds (default 0: no timer); >0 also reports its lateness",
     )
+    parser.add_argument("--tracing", action="store_true", help="trace clients, workers and servers (see above)")
     args = parser.parse_args()
     load_before, code_before = load_average(), code_version()
     with contextlib.ExitStack() as stack:
-        where = Target([args.address]) if args.address else stack.enter_context(target(args.store, args.replicas))
-        result = asyncio.run(measure(where, args.workflows, args.concurrency, args.cooling_off))
+        sink = stack.enter_context(span_sink()) if args.tracing else None
+        where = Target([args.address]) if args.address else stack.enter_context(target(args.store, args.replicas, sink))
+        result = asyncio.run(measure(where, args.workflows, args.concurrency, args.cooling_off, sink))
+    result["tracing"] = args.tracing
     if args.address:
         result["store"] = "external"
     else:

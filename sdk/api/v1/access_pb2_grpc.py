@@ -85,7 +85,8 @@ class AccessServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListApiKeys(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Every API key (never a secret), by id.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')

@@ -235,19 +235,22 @@ class WorkflowServiceServicer:
     """
 
     def RegisterNamespace(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Creates a namespace; ALREADY_EXISTS if the name is taken.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def DescribeNamespace(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """One namespace; NOT_FOUND if there is none of that name.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListNamespaces(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Every namespace of the server.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -260,13 +263,15 @@ class WorkflowServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def StartWorkflowExecution(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Starts a run (or, with start_signal, signals the running one); a repeated request_id returns the first run.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def DescribeWorkflowExecution(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The run's status, pending activities and workflow task, children and DAG.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -279,25 +284,29 @@ class WorkflowServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListWorkflowExecutions(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Executions matching a list query (docs/visibility.md), a page at a time.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def SignalWorkflowExecution(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Records a signal for the run (once per request_id); FAILED_PRECONDITION when it is closed.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def RequestCancelWorkflowExecution(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Asks the run to cancel; the workflow code decides how.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def TerminateWorkflowExecution(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Closes the run at once as terminated; no workflow code runs.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -310,13 +319,15 @@ class WorkflowServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def RespondWorkflowTaskCompleted(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """A worker's commands for the workflow task it leased; may hand back a new workflow task and activity tasks at once.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def RespondWorkflowTaskFailed(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """A worker could not run the workflow task (a bug, non-determinism): it is retried after a backoff.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -329,25 +340,29 @@ class WorkflowServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def RecordActivityTaskHeartbeat(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Extends an activity attempt's lease and records progress; answers whether cancellation was requested.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def RespondActivityTaskCompleted(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """An attempt's result.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def RespondActivityTaskFailed(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """An attempt's failure: the server retries it per the policy or records the final failure.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def RespondActivityTaskCanceled(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The attempt accepted its cancellation.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -360,19 +375,22 @@ class WorkflowServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DescribeEventTrigger(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """One event trigger; NOT_FOUND if there is none of that id.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListEventTriggers(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The namespace's event triggers, a page at a time.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def DeleteEventTrigger(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Deletes an event trigger; events published later no longer start its workflow.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -395,13 +413,15 @@ class WorkflowServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DescribeSchedule(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """One schedule with its state and recent and next actions.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListSchedules(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The namespace's schedules, a page at a time.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -414,7 +434,8 @@ class WorkflowServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DeleteSchedule(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Deletes a schedule; runs it started go on.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -453,7 +474,8 @@ class WorkflowServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListSearchAttributes(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The namespace's search attributes (system and custom) with their types.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
