@@ -7,7 +7,7 @@ import dataclasses
 import random
 from typing import Any
 
-from flowforge.api.schema import RetryState, duration_s
+from flowforge.api.schema import RetryPolicyJSON, RetryState, duration_s
 from flowforge.api.v1 import common_pb2
 
 __all__ = ["RETRYING", "RetryDecision", "StoredRetryPolicy", "decide_retry"]
@@ -44,8 +44,16 @@ class StoredRetryPolicy:
             full_jitter=proto.full_jitter,
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "non_retryable_error_types": list(self.non_retryable_error_types)}
+    def to_json(self) -> RetryPolicyJSON:
+        """The policy as history records it."""
+        return {
+            "initial_interval": self.initial_interval,
+            "backoff_coefficient": self.backoff_coefficient,
+            "maximum_interval": self.maximum_interval,
+            "maximum_attempts": self.maximum_attempts,
+            "non_retryable_error_types": list(self.non_retryable_error_types),
+            "full_jitter": self.full_jitter,
+        }
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> StoredRetryPolicy:

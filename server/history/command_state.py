@@ -10,6 +10,7 @@ one statement (:meth:`Commands._load`); the commands are applied to
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from flowforge.api.schema import EventType
@@ -55,7 +56,7 @@ class Applying:
     """The workflow ids of child starts that have a running execution."""
 
     # ---- changed by the commands, written by the save
-    outcomes: list[tuple[EventType, dict[str, Any]]] = dataclasses.field(default_factory=list)
+    outcomes: list[tuple[EventType, Mapping[str, Any]]] = dataclasses.field(default_factory=list)
     """Events delivered after every command was applied, in order."""
     canceled_activities: list[TaskRow] = dataclasses.field(default_factory=list)
     """Activity tasks cancelled before they started: deleted."""

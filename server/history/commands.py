@@ -14,14 +14,25 @@ all commands, in command order.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from flowforge.api.schema import (
+    ActivityTaskCanceledAttributes,
+    ActivityTaskCancelRequestedAttributes,
+    ActivityTaskScheduledAttributes,
     EventType,
     ExecutionStatus,
+    MarkerRecordedAttributes,
     TaskKind,
     TaskState,
+    TimerCanceledAttributes,
+    TimerStartedAttributes,
+    UpsertWorkflowSearchAttributesAttributes,
+    WorkflowExecutionCanceledAttributes,
+    WorkflowExecutionCompletedAttributes,
+    WorkflowExecutionContinuedAsNewAttributes,
+    WorkflowExecutionFailedAttributes,
     dumps,
     duration_s,
     failure_json,
@@ -32,7 +43,6 @@ from flowforge.api.v1 import command_pb2
 from flowforge.server.errors import InvalidArgument
 from flowforge.server.history.child_commands import ChildCommands
 from flowforge.server.history.command_state import Applying
-from flowforge.server.history.data import header_attributes
 from flowforge.server.history.mutation import _Mutation, new_task_row, us
 from flowforge.server.history.visibility_writes import stored_values
 from flowforge.server.retries import StoredRetryPolicy
@@ -44,6 +54,16 @@ __all__ = ["DEADLINE_COMMANDS", "Commands"]
 DEADLINE_COMMANDS = frozenset({"schedule_activity_task", "start_timer", "cancel_timer"})
 # Commands that set search attributes (of the run, or of the child they start).
 _SEARCH_ATTRIBUTE_COMMANDS = ("upsert_workflow_search_attributes", "start_child_workflow_execution")
+# What an activity task row keeps of its ActivityTaskScheduled event (its "options").
+_ACTIVITY_OPTIONS = (
+    "schedule_to_close_timeout",
+    "schedule_to_start_timeout",
+    "start_to_close_timeout",
+    "heartbeat_timeout",
+    "retry_policy",
+    "cancellation_type",
+    "header",
+)
 _CHILD_COMMANDS = ("request_cancel_external_workflow_execution", "signal_external_workflow_execution")
 
 
@@ -143,45 +163,39 @@ class Commands(ChildCommands):
         if a.activity_id in applying.activities:
             raise InvalidArgument(f"activity_id {a.activity_id!r} is already in use by a pending activity of this run")
         schedule_to_close = duration_s(a.schedule_to_close_timeout)
-        start_to_close = duration_s(a.start_to_close_timeout) or schedule_to_close
         schedule_to_start = duration_s(a.schedule_to_start_timeout)
         policy = StoredRetryPolicy.from_proto(a.retry_policy if a.HasField("retry_policy") else None)
-        task_queue = a.task_queue or row.task_queue
-        options = {
+        scheduled: ActivityTaskScheduledAttributes = {
+            "activity_id": a.activity_id,
+            "activity_type": a.activity_type,
+            "task_queue": a.task_queue or row.task_queue,
+            "input": payloads_json(a.input),
             "schedule_to_close_timeout": schedule_to_close,
             "schedule_to_start_timeout": schedule_to_start,
-            "start_to_close_timeout": start_to_close,
+            "start_to_close_timeout": duration_s(a.start_to_close_timeout) or schedule_to_close,
             "heartbeat_timeout": duration_s(a.heartbeat_timeout),
             "retry_policy": policy.to_json(),
             "cancellation_type": int(a.cancellation_type),
-            **header_attributes(a.header),
+            "depends_on_activity_ids": list(a.depends_on_activity_ids),
+            "workflow_task_completed_event_id": applying.completed_id,
         }
-        scheduled_id = m.append(
-            EventType.ACTIVITY_TASK_SCHEDULED,
-            {
-                "activity_id": a.activity_id,
-                "activity_type": a.activity_type,
-                "task_queue": task_queue,
-                "input": payloads_json(a.input),
-                **options,
-                "depends_on_activity_ids": list(a.depends_on_activity_ids),
-                "workflow_task_completed_event_id": applying.completed_id,
-            },
-        )
+        if a.header.fields:
+            scheduled["header"] = message_to_json_dict(a.header)
+        scheduled_id = m.append(EventType.ACTIVITY_TASK_SCHEDULED, scheduled)
         s2c_deadline = m.now + us(schedule_to_close) if schedule_to_close else None
         s2s_deadline = m.now + us(schedule_to_start) if schedule_to_start else None
         m.new_tasks.append(
             new_task_row(
                 row,
                 kind=TaskKind.ACTIVITY,
-                task_queue=task_queue,
+                task_queue=scheduled["task_queue"],
                 visible_us=m.now,
                 attempt=1,
                 scheduled_event_id=scheduled_id,
                 activity_id=a.activity_id,
                 activity_type=a.activity_type,
                 input=a.input.SerializeToString(),
-                options=dumps(options),
+                options=dumps({key: value for key, value in scheduled.items() if key in _ACTIVITY_OPTIONS}),
                 pending_deadline_us=min((d for d in (s2c_deadline, s2s_deadline) if d is not None), default=None),
                 schedule_to_close_deadline_us=s2c_deadline,
             )
@@ -191,22 +205,21 @@ class Commands(ChildCommands):
         m = applying.m
         activity_id = command.request_cancel_activity_task.activity_id
         task = applying.activities.get(activity_id)
-        scheduled_event_id = task.scheduled_event_id if task else 0
-        m.append(
-            EventType.ACTIVITY_TASK_CANCEL_REQUESTED,
-            {
-                "scheduled_event_id": scheduled_event_id,
-                "activity_id": activity_id,
-                "workflow_task_completed_event_id": applying.completed_id,
-            },
-        )
+        requested: ActivityTaskCancelRequestedAttributes = {
+            "scheduled_event_id": task.scheduled_event_id if task else 0,
+            "activity_id": activity_id,
+            "workflow_task_completed_event_id": applying.completed_id,
+        }
+        m.append(EventType.ACTIVITY_TASK_CANCEL_REQUESTED, requested)
         if task is not None and task.state == TaskState.PENDING:
             # Never started: it is cancelled now, nobody else to ask.
             del applying.activities[activity_id]
             applying.canceled_activities.append(task)
-            applying.outcomes.append(
-                (EventType.ACTIVITY_TASK_CANCELED, {"scheduled_event_id": scheduled_event_id, "started_event_id": 0})
-            )
+            canceled: ActivityTaskCanceledAttributes = {
+                "scheduled_event_id": task.scheduled_event_id,
+                "started_event_id": 0,
+            }
+            applying.outcomes.append((EventType.ACTIVITY_TASK_CANCELED, canceled))
         elif task is not None:
             task.cancel_requested = 1
             applying.cancel_requested[task.task_id or 0] = task
@@ -216,83 +229,71 @@ class Commands(ChildCommands):
         row = m.row
         if t.timer_id in applying.timers or any(x.timer_id == t.timer_id for x in m.new_timers):
             raise InvalidArgument(f"timer_id {t.timer_id!r} is already in use by a pending timer of this run")
-        seconds = duration_s(t.start_to_fire_timeout)
-        started_id = m.append(
-            EventType.TIMER_STARTED,
-            {
-                "timer_id": t.timer_id,
-                "start_to_fire_timeout": seconds,
-                "workflow_task_completed_event_id": applying.completed_id,
-            },
-        )
-        m.new_timers.append(TimerRow(row.namespace, row.run_id, t.timer_id, started_id, m.now + us(seconds)))
+        started: TimerStartedAttributes = {
+            "timer_id": t.timer_id,
+            "start_to_fire_timeout": duration_s(t.start_to_fire_timeout),
+            "workflow_task_completed_event_id": applying.completed_id,
+        }
+        started_id = m.append(EventType.TIMER_STARTED, started)
+        fire_us = m.now + us(started["start_to_fire_timeout"])
+        m.new_timers.append(TimerRow(row.namespace, row.run_id, t.timer_id, started_id, fire_us))
 
     def _cancel_timer(self, applying: Applying, command: command_pb2.Command) -> None:
-        m = applying.m
         timer_id = command.cancel_timer.timer_id
         timer = applying.timers.pop(timer_id, None)
         if timer is not None:
             applying.canceled_timers.append(timer_id)
-        m.append(
-            EventType.TIMER_CANCELED,
-            {
-                "timer_id": timer_id,
-                "started_event_id": timer.started_event_id if timer else 0,
-                "workflow_task_completed_event_id": applying.completed_id,
-            },
-        )
+        canceled: TimerCanceledAttributes = {
+            "timer_id": timer_id,
+            "started_event_id": timer.started_event_id if timer else 0,
+            "workflow_task_completed_event_id": applying.completed_id,
+        }
+        applying.m.append(EventType.TIMER_CANCELED, canceled)
 
     # ------------------------------------------------------------------ markers and visibility
 
     def _record_marker(self, applying: Applying, command: command_pb2.Command) -> None:
         marker = command.record_marker
-        applying.m.append(
-            EventType.MARKER_RECORDED,
-            {
-                "marker_name": marker.marker_name,
-                "details": {key: payloads_json(value) for key, value in sorted(marker.details.items())},
-                "workflow_task_completed_event_id": applying.completed_id,
-            },
-        )
+        recorded: MarkerRecordedAttributes = {
+            "marker_name": marker.marker_name,
+            "details": {key: payloads_json(value) for key, value in sorted(marker.details.items())},
+            "workflow_task_completed_event_id": applying.completed_id,
+        }
+        applying.m.append(EventType.MARKER_RECORDED, recorded)
 
     def _upsert_workflow_search_attributes(self, applying: Applying, command: command_pb2.Command) -> None:
         """The event, and the new visible values (written with the workflow task's other changes)."""
         m, upsert = applying.m, command.upsert_workflow_search_attributes
         values = stored_values(applying.attribute_types, m.row.namespace, upsert.search_attributes, removals=True)
-        m.append(
-            EventType.UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
-            {
-                "search_attributes": message_to_json_dict(upsert.search_attributes),
-                "workflow_task_completed_event_id": applying.completed_id,
-            },
-        )
+        upserted: UpsertWorkflowSearchAttributesAttributes = {
+            "search_attributes": message_to_json_dict(upsert.search_attributes),
+            "workflow_task_completed_event_id": applying.completed_id,
+        }
+        m.append(EventType.UPSERT_WORKFLOW_SEARCH_ATTRIBUTES, upserted)
         applying.search_attributes = {**(applying.search_attributes or {}), **values}
 
     # ------------------------------------------------------------------ closing the run
 
     def _complete_workflow_execution(self, applying: Applying, command: command_pb2.Command) -> None:
-        result = command.complete_workflow_execution.result
-        self._close(
-            applying,
-            EventType.WORKFLOW_EXECUTION_COMPLETED,
-            {"result": payloads_json(result)},
-            ExecutionStatus.COMPLETED,
-        )
+        completed: WorkflowExecutionCompletedAttributes = {
+            "result": payloads_json(command.complete_workflow_execution.result),
+            "workflow_task_completed_event_id": applying.completed_id,
+        }
+        _close(applying, EventType.WORKFLOW_EXECUTION_COMPLETED, completed, ExecutionStatus.COMPLETED)
 
     def _fail_workflow_execution(self, applying: Applying, command: command_pb2.Command) -> None:
-        failure = command.fail_workflow_execution.failure
-        self._close(
-            applying, EventType.WORKFLOW_EXECUTION_FAILED, {"failure": failure_json(failure)}, ExecutionStatus.FAILED
-        )
+        failed: WorkflowExecutionFailedAttributes = {
+            "failure": failure_json(command.fail_workflow_execution.failure),
+            "workflow_task_completed_event_id": applying.completed_id,
+        }
+        _close(applying, EventType.WORKFLOW_EXECUTION_FAILED, failed, ExecutionStatus.FAILED)
 
     def _cancel_workflow_execution(self, applying: Applying, command: command_pb2.Command) -> None:
-        details = command.cancel_workflow_execution.details
-        self._close(
-            applying,
-            EventType.WORKFLOW_EXECUTION_CANCELED,
-            {"details": payloads_json(details)},
-            ExecutionStatus.CANCELED,
-        )
+        canceled: WorkflowExecutionCanceledAttributes = {
+            "details": payloads_json(command.cancel_workflow_execution.details),
+            "workflow_task_completed_event_id": applying.completed_id,
+        }
+        _close(applying, EventType.WORKFLOW_EXECUTION_CANCELED, canceled, ExecutionStatus.CANCELED)
 
     def _continue_as_new_workflow_execution(self, applying: Applying, command: command_pb2.Command) -> None:
         """Closes the run; the next one is started when the close is followed up (run_close.py)."""
@@ -300,22 +301,21 @@ class Commands(ChildCommands):
         row = applying.m.row
         started = applying.m.started_attributes
         assert started is not None, "loaded"
-        continued = {
+        continued: WorkflowExecutionContinuedAsNewAttributes = {
             "new_execution_run_id": str(uuid.uuid4()),
             "workflow_type": a.workflow_type or row.workflow_type,
             "task_queue": a.task_queue or row.task_queue,
             "input": payloads_json(a.input),
             "workflow_run_timeout": duration_s(a.workflow_run_timeout) or started["workflow_run_timeout"],
             "workflow_task_timeout": duration_s(a.workflow_task_timeout) or row.wft_timeout_s,
+            "workflow_task_completed_event_id": applying.completed_id,
         }
-        self._close(
-            applying, EventType.WORKFLOW_EXECUTION_CONTINUED_AS_NEW, continued, ExecutionStatus.CONTINUED_AS_NEW
-        )
+        _close(applying, EventType.WORKFLOW_EXECUTION_CONTINUED_AS_NEW, continued, ExecutionStatus.CONTINUED_AS_NEW)
 
-    @staticmethod
-    def _close(applying: Applying, event_type: EventType, attributes: dict[str, Any], status: ExecutionStatus) -> None:
-        applying.m.append(event_type, {**attributes, "workflow_task_completed_event_id": applying.completed_id})
-        applying.m.close(status)
+
+def _close(applying: Applying, event_type: EventType, attributes: Mapping[str, Any], status: ExecutionStatus) -> None:
+    applying.m.append(event_type, attributes)
+    applying.m.close(status)
 
 
 _Handler = Callable[[Commands, Applying, command_pb2.Command], None]

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
-from flowforge.api.schema import message_to_json_dict, payloads_json
+from flowforge.api.schema import HeaderJSON, WorkflowExecutionSignaledAttributes, message_to_json_dict, payloads_json
 from flowforge.api.v1 import common_pb2
 from flowforge.server.stores.base import ExecutionRow, HistoryEventRow, QueryRow, TaskRow
 
@@ -35,7 +34,7 @@ class EngineConfig:
     """How long a worker may take to answer a query before it is offered to another."""
 
 
-def header_attributes(header: common_pb2.Header | None) -> dict[str, Any]:
+def header_attributes(header: common_pb2.Header | None) -> dict[str, HeaderJSON]:
     """``{"header": ...}`` for an event's attributes when the call carried a header, else nothing."""
     return {"header": message_to_json_dict(header)} if header is not None and header.fields else {}
 
@@ -48,14 +47,16 @@ class StartSignal:
     input: common_pb2.Payloads
     header: common_pb2.Header = dataclasses.field(default_factory=common_pb2.Header)
 
-    def attributes(self, identity: str) -> dict[str, Any]:
+    def attributes(self, identity: str) -> WorkflowExecutionSignaledAttributes:
         """The attributes of its WorkflowExecutionSignaled event."""
-        return {
+        signaled: WorkflowExecutionSignaledAttributes = {
             "signal_name": self.name,
             "input": payloads_json(self.input),
             "identity": identity,
-            **header_attributes(self.header),
         }
+        if self.header.fields:
+            signaled["header"] = message_to_json_dict(self.header)
+        return signaled
 
 
 @dataclasses.dataclass

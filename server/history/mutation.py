@@ -21,7 +21,12 @@ from flowforge.api.schema import (
     TaskKind,
     TaskState,
     TimeoutType,
+    WorkflowExecutionCancelRequestedAttributes,
+    WorkflowExecutionTerminatedAttributes,
+    WorkflowTaskFailedAttributes,
     WorkflowTaskFailedCause,
+    WorkflowTaskScheduledAttributes,
+    WorkflowTaskStartedAttributes,
     WorkflowTaskState,
     WorkflowTimeoutType,
     dumps,
@@ -45,7 +50,7 @@ __all__ = [
 PREVIOUS_EVENT = "$previous"
 
 # An event to deliver: (type, attributes) or (type, attributes, its own time in µs).
-Delivery = tuple[EventType, dict[str, Any]] | tuple[EventType, dict[str, Any], int]
+Delivery = tuple[EventType, Mapping[str, Any]] | tuple[EventType, Mapping[str, Any], int]
 
 
 def us(seconds: float) -> int:
@@ -141,7 +146,8 @@ class _Mutation:
         if self.row.cancel_requested:
             return False
         self.row.cancel_requested = 1
-        self.deliver([(EventType.WORKFLOW_EXECUTION_CANCEL_REQUESTED, {"reason": reason, "identity": identity})])
+        requested: WorkflowExecutionCancelRequestedAttributes = {"reason": reason, "identity": identity}
+        self.deliver([(EventType.WORKFLOW_EXECUTION_CANCEL_REQUESTED, requested)])
         return True
 
     def flush_buffered(self) -> bool:
@@ -160,10 +166,12 @@ class _Mutation:
         row = self.row
         scheduled_event_id = 0
         if attempt == 1:
-            scheduled_event_id = self.append(
-                EventType.WORKFLOW_TASK_SCHEDULED,
-                {"task_queue": row.task_queue, "attempt": 1, "start_to_close_timeout": row.wft_timeout_s},
-            )
+            scheduled: WorkflowTaskScheduledAttributes = {
+                "task_queue": row.task_queue,
+                "attempt": 1,
+                "start_to_close_timeout": row.wft_timeout_s,
+            }
+            scheduled_event_id = self.append(EventType.WORKFLOW_TASK_SCHEDULED, scheduled)
         visible = self.now + us(delay_s)
         row.wft_state = WorkflowTaskState.SCHEDULED
         row.wft_attempt = attempt
@@ -228,10 +236,11 @@ class _Mutation:
         row.wft_started_us = now
         transient: list[HistoryEventRow] = []
         if row.wft_attempt == 1:
-            row.wft_started_event_id = self.append(
-                EventType.WORKFLOW_TASK_STARTED,
-                {"scheduled_event_id": row.wft_scheduled_event_id, "identity": identity},
-            )
+            started: WorkflowTaskStartedAttributes = {
+                "scheduled_event_id": row.wft_scheduled_event_id,
+                "identity": identity,
+            }
+            row.wft_started_event_id = self.append(EventType.WORKFLOW_TASK_STARTED, started)
         else:
             transient = self.transient_workflow_task_events(identity)
             row.wft_scheduled_event_id, row.wft_started_event_id = (e.event_id for e in transient)
@@ -288,22 +297,21 @@ class _Mutation:
         """Keeps a started workflow task's events closed before the run is force-closed."""
         row = self.row
         if row.wft_state == WorkflowTaskState.STARTED and row.wft_attempt == 1:
-            self.append(
-                EventType.WORKFLOW_TASK_FAILED,
-                {
-                    "scheduled_event_id": row.wft_scheduled_event_id,
-                    "started_event_id": row.wft_started_event_id,
-                    "cause": WorkflowTaskFailedCause.FORCE_CLOSE_COMMAND,
-                    "failure": {"message": message, "source": "server"},
-                    "identity": "server",
-                },
-            )
+            failed: WorkflowTaskFailedAttributes = {
+                "scheduled_event_id": row.wft_scheduled_event_id,
+                "started_event_id": row.wft_started_event_id,
+                "cause": WorkflowTaskFailedCause.FORCE_CLOSE_COMMAND,
+                "failure": {"message": message, "source": "server"},
+                "identity": "server",
+            }
+            self.append(EventType.WORKFLOW_TASK_FAILED, failed)
         self.flush_buffered()
 
     def terminate(self, reason: str, identity: str) -> None:
         """Closes the run at once as TERMINATED."""
         self.abandon_started_workflow_task("terminated")
-        self.append(EventType.WORKFLOW_EXECUTION_TERMINATED, {"reason": reason, "identity": identity})
+        terminated: WorkflowExecutionTerminatedAttributes = {"reason": reason, "identity": identity}
+        self.append(EventType.WORKFLOW_EXECUTION_TERMINATED, terminated)
         self.close(ExecutionStatus.TERMINATED)
 
     def close(self, status: ExecutionStatus) -> None:
@@ -443,7 +451,7 @@ def new_run(
     started: dict[str, Any],
     run_id: str | None = None,
     execution_expiration_us: int | None = None,
-    first_events: Sequence[tuple[EventType, dict[str, Any]]] = (),
+    first_events: Sequence[tuple[EventType, Mapping[str, Any]]] = (),
     first_task_delay_s: float = 0.0,
 ) -> _Mutation:
     """A new run with its WorkflowExecutionStarted and first workflow task, to be saved.
