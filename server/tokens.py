@@ -27,7 +27,15 @@ from flowforge.api.schema import TaskKind
 from flowforge.server.errors import InvalidArgument
 from flowforge.server.stores.contract import NamespaceOperations
 
-__all__ = ["TaskToken", "TokenKey", "TokenSigner", "add_token_key", "load_token_keys", "token_namespace"]
+__all__ = [
+    "TaskToken",
+    "TokenKey",
+    "TokenSigner",
+    "add_token_key",
+    "create_first_token_key",
+    "load_token_keys",
+    "token_namespace",
+]
 
 _LEGACY_PREFIX = b"ff1."
 _PREFIX = b"ff2."
@@ -193,11 +201,16 @@ class TokenSigner:
         return TaskToken(namespace, int(task_id), int(fencing_token), kind, run_id)
 
 
-async def load_token_keys(tx: NamespaceOperations) -> list[TokenKey]:
-    """Every key, oldest first; creates key 0 (once, on a new store)."""
+async def create_first_token_key(tx: NamespaceOperations) -> list[TokenKey]:
+    """Creates key 0 (once, on a new store); returns every key, oldest first."""
     await tx.set_metadata_if_absent(_LEGACY_SECRET_ROW, secrets.token_hex(32))
+    return await load_token_keys(tx)
+
+
+async def load_token_keys(tx: NamespaceOperations) -> list[TokenKey]:
+    """Every key, oldest first (reads only; :func:`create_first_token_key` made key 0)."""
     legacy = await tx.get_metadata(_LEGACY_SECRET_ROW)
-    assert legacy is not None
+    assert legacy is not None, "create_first_token_key runs at the first start"
     keys = [TokenKey("0", bytes.fromhex(legacy), 0)]
     while (row := await tx.get_metadata(_KEY_ROW.format(len(keys)))) is not None:
         fields = json.loads(row)

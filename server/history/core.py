@@ -31,7 +31,7 @@ from flowforge.server.stores.base import (
     TaskRow,
     Transaction,
 )
-from flowforge.server.tokens import TaskToken, TokenSigner, load_token_keys
+from flowforge.server.tokens import TaskToken, TokenSigner, create_first_token_key, load_token_keys
 
 __all__ = ["EngineCore"]
 
@@ -66,11 +66,11 @@ class EngineCore:
 
     async def start(self) -> None:
         """Loads (or creates, once) the keys that sign task tokens."""
-        self._signer = TokenSigner(await self._transaction(load_token_keys), now_us=self.clock.now_us)
+        self._signer = TokenSigner(await self._transaction(create_first_token_key), now_us=self.clock.now_us)
 
     async def reload_token_keys(self) -> None:
         """Takes up keys another replica added (a rotation; docs/security.md)."""
-        self.signer.replace_keys(await self._transaction(load_token_keys))
+        self.signer.replace_keys(await self.read(load_token_keys))
 
     @property
     def signer(self) -> TokenSigner:
