@@ -165,23 +165,16 @@ def start_activity(
     """
     runtime = _Runtime.current()
     activity_type, result_type = _activity_type_and_result_type(activity)
-    if arg is not _NO_ARGUMENT and args:
-        raise TypeError("pass the activity's argument as arg or its arguments as args, not both")
-    if start_to_close_timeout is None and schedule_to_close_timeout is None:
-        raise ValueError(f"activity {activity_type!r} needs start_to_close_timeout or schedule_to_close_timeout")
     timeouts = {
         "schedule_to_close_timeout": schedule_to_close_timeout,
         "schedule_to_start_timeout": schedule_to_start_timeout,
         "start_to_close_timeout": start_to_close_timeout,
         "heartbeat_timeout": heartbeat_timeout,
     }
-    for timeout_name, timeout in timeouts.items():
-        if timeout is not None and timeout <= timedelta(0):
-            raise ValueError(f"{timeout_name} of activity {activity_type!r} must be positive, not {timeout}")
     return runtime.workflow_start_activity(
         _ActivityCall(
             activity_type=activity_type,
-            args=[arg] if arg is not _NO_ARGUMENT else list(args),
+            args=_checked_arguments(f"activity {activity_type!r}", arg, args, timeouts),
             result_type=result_type,
             task_queue=task_queue or "",
             retry_policy=retry_policy,
@@ -290,6 +283,23 @@ async def execute_activity(
         retry_policy=retry_policy,
         cancellation_type=cancellation_type,
     )
+
+
+def _checked_arguments(what: str, arg: Any, args: Sequence[Any], timeouts: dict[str, timedelta | None]) -> list[Any]:
+    """The call's arguments as a list, once its arguments and timeouts are checked.
+
+    Raises:
+        TypeError: Both ``arg`` and ``args`` were given.
+        ValueError: Neither start-to-close nor schedule-to-close timeout was given, or one is not positive.
+    """
+    if arg is not _NO_ARGUMENT and args:
+        raise TypeError("pass the activity's argument as arg or its arguments as args, not both")
+    if timeouts.get("start_to_close_timeout") is None and timeouts.get("schedule_to_close_timeout") is None:
+        raise ValueError(f"{what} needs start_to_close_timeout or schedule_to_close_timeout")
+    for timeout_name, timeout in timeouts.items():
+        if timeout is not None and timeout <= timedelta(0):
+            raise ValueError(f"{timeout_name} of {what} must be positive, not {timeout}")
+    return [arg] if arg is not _NO_ARGUMENT else list(args)
 
 
 def _activity_type_and_result_type(activity: Callable[..., Any] | str) -> tuple[str, Any]:

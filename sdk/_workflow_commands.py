@@ -25,6 +25,8 @@ __all__ = [
     "COMMAND_EVENT_TYPES",
     "DELIVERED_EVENT_TYPES",
     "DEPRECATED_DETAIL",
+    "LOCAL_ACTIVITY_MARKER_NAME",
+    "LOCAL_ACTIVITY_SEQ_DETAIL",
     "PATCH_ID_DETAIL",
     "PATCH_MARKER_NAME",
     "SIGNAL_CHILD_OUTCOMES",
@@ -125,6 +127,9 @@ SignalChildOutcomeAttributes = (
 PATCH_MARKER_NAME = "patch"
 PATCH_ID_DETAIL = "patch_id"
 DEPRECATED_DETAIL = "deprecated"
+# Local activities: the marker recording an outcome, keyed by the activity's start order.
+LOCAL_ACTIVITY_MARKER_NAME = "local_activity"
+LOCAL_ACTIVITY_SEQ_DETAIL = "local_activity_seq"
 
 
 class CommandBuffer:
@@ -274,7 +279,15 @@ def command_event_fields(
 
 
 def marker_fields(details: Mapping[str, common_pb2.Payloads]) -> dict[str, str]:
-    """What replay compares of a marker: its patch id (the deprecated flag may change)."""
+    """What replay compares of a marker: a patch's id (the deprecated flag may change), or a
+    local activity's start order and type (its outcome is what history recorded)."""
+    local_activity_seq = details.get(LOCAL_ACTIVITY_SEQ_DETAIL)
+    if local_activity_seq is not None:
+        activity_type = details.get("activity_type")
+        return {
+            "local_activity_seq": str(default_converter.from_payloads(local_activity_seq)[0]),
+            "activity_type": str(default_converter.from_payloads(activity_type)[0]) if activity_type else "",
+        }
     patch_id = details.get(PATCH_ID_DETAIL)
     return {"patch_id": str(default_converter.from_payloads(patch_id)[0]) if patch_id is not None else ""}
 

@@ -37,6 +37,7 @@ from flowforge import exceptions, workflow
 from flowforge._activity_calls import ActivityHandle, _ActivityCall
 from flowforge._child_workflow_calls import ChildWorkflowHandle, _ChildWorkflowCall
 from flowforge._determinism import DeterminismGuard
+from flowforge._local_activity_calls import LocalActivityOutcome, LocalActivityRequest, _LocalActivityCall
 from flowforge._stack_trace import STACK_TRACE_QUERY, workflow_stack_trace
 from flowforge._worker_interceptors import (
     ExecuteWorkflowInput,
@@ -68,6 +69,7 @@ from flowforge._workflow_commands import (
 )
 from flowforge._workflow_dag import DagTracker
 from flowforge._workflow_definition import _Definition
+from flowforge._workflow_local_activities import LocalActivities
 from flowforge._workflow_loop import WorkflowEventLoop
 from flowforge._workflow_patches import Patches
 from flowforge._workflow_runtime import _Runtime
@@ -153,6 +155,7 @@ class WorkflowInstance(_Runtime):
         self._activities = Activities(self._loop, self._commands, self._dag, converter)
         self._children = Children(self._loop, self._commands, self._dag, converter, namespace=namespace)
         self._patches = Patches(self._commands)
+        self._local_activities = LocalActivities(self._loop, self._commands, converter)
         self._random = random.Random(run_id)
         self._info: workflow.Info | None = None
         self._memo = common_pb2.Memo()
@@ -214,6 +217,7 @@ class WorkflowInstance(_Runtime):
         try:
             events = self._new_events_with_successors(history)
             self._patches.note_markers(event for event, _ in events)
+            self._local_activities.note_markers(event for event, _ in events)
             for event, following in events:
                 self._process(event, following)
                 self._last_event_id = event.event_id
@@ -293,12 +297,42 @@ class WorkflowInstance(_Runtime):
         self._now = started.event_time.ToDatetime(tzinfo=UTC)
         self._replaying = replaying
         self._commands.clear()
+        self._unmatched_task_started_event_id = started.event_id
+        self._run_and_close()
+
+    def _run_and_close(self) -> None:
+        """Runs the code on the pending events until it waits; the task's commands become the unmatched ones."""
         self._deliver_pending_batch_and_run()
         if self._handler_error is not None:
             raise self._handler_error
         self._close_if_finished()
         self._unmatched = collections.deque(self._commands)
-        self._unmatched_task_started_event_id = started.event_id
+
+    def local_activities_to_run(self) -> list[LocalActivityRequest]:
+        """The local activities the current workflow task waits for, not yet handed out.
+
+        The worker runs them and gives their outcomes to :meth:`resolve_local_activities`
+        before it completes the task. Empty when the run closed or no task is current.
+        """
+        if not self._awaiting_task_close or self._closed:
+            return []
+        return self._local_activities.to_run()
+
+    def resolve_local_activities(self, outcomes: Sequence[LocalActivityOutcome]) -> list[command_pb2.Command]:
+        """Delivers local activity outcomes, runs the code on, and returns the current task's commands
+        (those :meth:`activate` returned, then a marker per outcome and what the code did next).
+
+        Raises:
+            NonDeterminismError: The code called a nondeterministic function.
+            Exception: As :meth:`activate`; the instance is then spent.
+        """
+        try:
+            self._local_activities.resolve(outcomes)
+            self._run_and_close()
+            return list(self._unmatched)
+        except BaseException:
+            self._spent = True
+            raise
 
     def _match_command_event(self, event: common_pb2.HistoryEvent) -> None:
         attributes = attributes_of(event)
@@ -581,6 +615,9 @@ class WorkflowInstance(_Runtime):
         guard = self._determinism_guard(WorkflowEventLoop.run_until_quiescent.__code__)
         with guard:
             self._loop.run_until_quiescent()
+            # Recorded local activity outcomes arrive once the code waits, as they did live.
+            while self._local_activities.resolve_recorded():
+                self._loop.run_until_quiescent()
         if guard.violation is not None:
             if self._run_task is not None and self._run_task.done() and not self._run_task.cancelled():
                 self._run_task.exception()  # e.g. the refused connection: reported as the violation instead
@@ -636,6 +673,9 @@ class WorkflowInstance(_Runtime):
 
     def workflow_start_activity(self, call: _ActivityCall) -> ActivityHandle[Any]:
         return self._outbound.start_activity(call)
+
+    def workflow_start_local_activity(self, call: _LocalActivityCall) -> ActivityHandle[Any]:
+        return self._local_activities.start(call)
 
     def workflow_start_child_workflow(self, call: _ChildWorkflowCall) -> ChildWorkflowHandle[Any, Any]:
         return self._outbound.start_child_workflow(call)

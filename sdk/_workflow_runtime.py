@@ -16,6 +16,7 @@ from flowforge.common import SearchAttributeValue
 if TYPE_CHECKING:
     from flowforge._activity_calls import ActivityHandle, _ActivityCall
     from flowforge._child_workflow_calls import ChildWorkflowHandle, _ChildWorkflowCall
+    from flowforge._local_activity_calls import _LocalActivityCall
 
 __all__ = ["Info", "ParentInfo"]
 
@@ -105,6 +106,9 @@ class _Runtime(abc.ABC):
 
     @abc.abstractmethod
     def workflow_start_activity(self, call: _ActivityCall) -> ActivityHandle[Any]: ...
+
+    @abc.abstractmethod
+    def workflow_start_local_activity(self, call: _LocalActivityCall) -> ActivityHandle[Any]: ...
 
     @abc.abstractmethod
     def workflow_wait_condition(self, fn: Callable[[], bool]) -> asyncio.Future[None]: ...

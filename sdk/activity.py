@@ -171,6 +171,7 @@ class Info:
             when the activity need not heartbeat.
         task_token: The opaque, server-signed token of this attempt's lease. It
             is only valid while this attempt holds the lease (fencing).
+        is_local: Whether this is a local activity.
     """
 
     activity_id: str
@@ -188,6 +189,8 @@ class Info:
     start_to_close_timeout: timedelta | None
     heartbeat_timeout: timedelta | None
     task_token: bytes = dataclasses.field(default=b"", repr=False, compare=False)
+    is_local: bool = False
+    """Whether this is a local activity (run by the workflow's worker; no task token)."""
 
 
 class _Context:

@@ -32,12 +32,19 @@ from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
 from flowforge._activity_calls import ActivityCancellationType, ActivityHandle, execute_activity, start_activity
+from flowforge._activity_method_calls import (
+    execute_activity_method,
+    execute_local_activity_method,
+    start_activity_method,
+    start_local_activity_method,
+)
 from flowforge._child_workflow_calls import (
     ChildWorkflowHandle,
     ParentClosePolicy,
     execute_child_workflow,
     start_child_workflow,
 )
+from flowforge._local_activity_calls import execute_local_activity, start_local_activity
 from flowforge._workflow_definition import (
     _Definition as _Definition,  # for the worker and the Replayer
 )
@@ -66,7 +73,10 @@ __all__ = [
     "defn",
     "deprecate_patch",
     "execute_activity",
+    "execute_activity_method",
     "execute_child_workflow",
+    "execute_local_activity",
+    "execute_local_activity_method",
     "info",
     "logger",
     "memo",
@@ -79,7 +89,10 @@ __all__ = [
     "signal",
     "sleep",
     "start_activity",
+    "start_activity_method",
     "start_child_workflow",
+    "start_local_activity",
+    "start_local_activity_method",
     "unsafe",
     "upsert_search_attributes",
     "uuid4",

@@ -256,6 +256,16 @@ class ActivityWorker:
         """The names of the registered activities."""
         return frozenset(self._activities)
 
+    @property
+    def activities(self) -> Mapping[str, activity._Definition]:
+        """The registered activities by name (local activities run them too)."""
+        return self._activities
+
+    @property
+    def executor(self) -> concurrent.futures.Executor | None:
+        """Where synchronous activities run (set once started)."""
+        return self._executor
+
     def start(self) -> None:
         """Starts the pollers."""
         needs_threads = any(not d.is_async for d in self._activities.values())

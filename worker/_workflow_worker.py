@@ -26,6 +26,7 @@ from flowforge.api.v1 import command_pb2, common_pb2, workflow_service_pb2
 from flowforge.converter import DataConverter, error_to_failure
 from flowforge.exceptions import ApplicationError, NonDeterminismError, RPCError
 from flowforge.worker._activity_worker import ActivityWorker
+from flowforge.worker._local_activities import LocalActivityRunner
 from flowforge.worker._polling import (
     LEASE_LOST_STATUSES,
     TaskSlots,
@@ -237,6 +238,7 @@ class WorkflowWorker:
         run_id = task.workflow_execution.run_id
         try:
             instance, commands = await self._activate(task, definition)
+            commands = await self._run_local_activities(task, instance, commands)
         except NonDeterminismError as error:
             logger.error("%s: %s", _describe(task), error)
             await self._fail(task, _Cause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR, error)
@@ -278,6 +280,22 @@ class WorkflowWorker:
                 logger.debug("%s: replaying from the start (%s)", _describe(task), error)
         instance = self._new_instance(definition, task)
         return instance, await loop.run_in_executor(self._executor, instance.activate, history)
+
+    async def _run_local_activities(
+        self,
+        task: workflow_service_pb2.PollWorkflowTaskQueueResponse,
+        instance: WorkflowInstance,
+        commands: list[command_pb2.Command],
+    ) -> list[command_pb2.Command]:
+        """Runs the local activities the task waits for, until it waits for none; its final commands."""
+        loop = asyncio.get_running_loop()
+        while requests := instance.local_activities_to_run():
+            activities = self._activity_worker.activities if self._activity_worker is not None else {}
+            executor = self._activity_worker.executor if self._activity_worker is not None else self._executor
+            runner = LocalActivityRunner(activities, executor, self._converter, self._namespace)
+            outcomes = await runner.run_all(requests, task)
+            commands = await loop.run_in_executor(self._executor, instance.resolve_local_activities, outcomes)
+        return commands
 
     def _new_instance(
         self, definition: workflow._Definition, task: workflow_service_pb2.PollWorkflowTaskQueueResponse

@@ -24,6 +24,7 @@ from samples.approval.demo import wait_for_stage
 from samples.onboarding.workflows import ACTIVITIES, TASK_QUEUE, Onboarding
 from samples.order_tracking import workflows as order_tracking
 from samples.saga import workflows as saga
+from tests.compat._porting import ported_module
 from tests.replay import batches, shipping
 from testsupport import large_payloads
 
@@ -209,6 +210,27 @@ async def record_payload_storage(_: Client) -> None:
     (PAYLOAD_STORAGE / "round-trip.json").write_text(history.to_json() + "\n")
 
 
+# Temporal compatibility: the ported Temporal workflows of tests/compat (local activity markers, ...).
+COMPAT = HISTORIES / "compat"
+
+
+async def record_compat(client: Client) -> None:
+    activities = ported_module("test_activities")
+    inventory = activities.Inventory()
+    async with Worker(
+        client,
+        task_queue="compat",
+        workflows=[activities.Checkout],
+        activities=[activities.lookup_price, activities.flaky_quote, inventory.reserve, inventory.count],
+    ):
+        handle = await client.start_workflow(
+            activities.Checkout.run, "lamp", id="compat-local-activities", task_queue="compat"
+        )
+        await handle.result()
+    history = await handle.fetch_history()
+    (COMPAT / "local-activities.json").write_text(history.to_json() + "\n")
+
+
 RECORDERS: dict[str, Callable[[Client], Awaitable[None]]] = {
     "onboarding": record_onboarding,
     "shipping": record_shipping,
@@ -217,6 +239,7 @@ RECORDERS: dict[str, Callable[[Client], Awaitable[None]]] = {
     "batches": record_batches,
     "approval": record_approval,
     "payload_storage": record_payload_storage,
+    "compat": record_compat,
 }
 
 
