@@ -73,10 +73,10 @@ class RunClose(VisibilityWrites):
             or attributes.get("timeout_type") == WorkflowTimeoutType.RUN
         ):
             new_run_id, retry_state = await self._retry_run(m, await self._started_attributes_of(m), attributes)
-        for child in await m.tx.list_child_executions(row.namespace, row.run_id):
+        link, children = await m.tx.get_lineage(row.namespace, row.run_id)
+        for child in children:
             await m.tx.delete_child_execution(row.namespace, row.run_id, child.initiated_event_id)
             await self._apply_parent_close_policy(m.tx, child, m.now, parent=row)
-        link = await m.tx.get_child_execution(row.namespace, row.run_id)
         if link is None:
             return
         if new_run_id is not None:

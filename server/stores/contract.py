@@ -299,8 +299,11 @@ class LineageOperations(abc.ABC):
     async def insert_child_execution(self, row: ChildExecutionRow) -> None: ...
 
     @abc.abstractmethod
-    async def get_child_execution(self, namespace: str, run_id: str) -> ChildExecutionRow | None:
-        """The pending child whose current run is ``run_id``, if that run is a child's."""
+    async def get_lineage(
+        self, namespace: str, run_id: str
+    ) -> tuple[ChildExecutionRow | None, list[ChildExecutionRow]]:
+        """In one statement: the run's own link to its parent (if the run is a pending
+        child's current run) and the run's pending children, oldest first."""
 
     @abc.abstractmethod
     async def list_child_executions(self, namespace: str, parent_run_id: str) -> list[ChildExecutionRow]:

@@ -19,6 +19,7 @@ import asyncpg
 import pytest
 
 from flowforge.server.stores.base import (
+    ChildExecutionRow,
     ConcurrencyConflict,
     DuplicateRunningExecution,
     ExecutionRow,
@@ -336,6 +337,26 @@ async def test_a_runs_activity_tasks_and_timers_are_read_by_id_in_one_statement(
         assert await tx.get_activity_tasks(run.run_id, []) == []
         assert await tx.get_timers(run.run_id, ["t1", "t2"]) == [timers[0]]
         assert await tx.get_timers(run.run_id, []) == []
+
+
+async def test_a_runs_lineage_is_read_in_one_statement(store: Store) -> None:
+    """What closing a run needs: its own link to its parent and its pending children."""
+    parent, child = await insert_run(store, workflow_id="parent"), await insert_run(store, workflow_id="child")
+    grandchildren = [await insert_run(store, workflow_id=f"grandchild-{i}") for i in range(2)]
+
+    def link(of: ExecutionRow, to: ExecutionRow, initiated_event_id: int) -> ChildExecutionRow:
+        return ChildExecutionRow(
+            "default", of.run_id, initiated_event_id, to.workflow_id, to.run_id, "Child", "TERMINATE"
+        )
+
+    links = [link(parent, child, 5), link(child, grandchildren[1], 9), link(child, grandchildren[0], 7)]
+    async with store.transaction() as tx:
+        for row in links:
+            await tx.insert_child_execution(row)
+    async with store.transaction() as tx:
+        assert await tx.get_lineage("default", child.run_id) == (links[0], [links[2], links[1]])
+        assert await tx.get_lineage("default", parent.run_id) == (None, [links[0]])
+        assert await tx.get_lineage("default", grandchildren[0].run_id) == (links[2], [])
 
 
 async def test_batch_writes_of_several_executions_round_trip_and_check_versions(store: Store) -> None:

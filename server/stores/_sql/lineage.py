@@ -21,10 +21,16 @@ class LineageSQL(SQLCore, LineageOperations):
             dataclasses.astuple(row),
         )
 
-    async def get_child_execution(self, namespace: str, run_id: str) -> ChildExecutionRow | None:
-        return await self._one(
-            ChildExecutionRow, f"{_SELECT_CHILD} WHERE namespace = ? AND run_id = ?", (namespace, run_id)
+    async def get_lineage(
+        self, namespace: str, run_id: str
+    ) -> tuple[ChildExecutionRow | None, list[ChildExecutionRow]]:
+        rows = await self._all(
+            ChildExecutionRow,
+            f"{_SELECT_CHILD} WHERE namespace = ? AND (run_id = ? OR parent_run_id = ?) ORDER BY initiated_event_id",
+            (namespace, run_id, run_id),
         )
+        link = next((row for row in rows if row.run_id == run_id), None)
+        return link, [row for row in rows if row.parent_run_id == run_id]
 
     async def list_child_executions(self, namespace: str, parent_run_id: str) -> list[ChildExecutionRow]:
         return await self._all(
