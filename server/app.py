@@ -38,9 +38,18 @@ __all__ = ["FlowForgeServer", "ServerConfig", "open_store"]
 
 log = logging.getLogger("flowforge.server")
 
-# Above the payload limit, so the server itself refuses an oversize payload with a
-# clear INVALID_ARGUMENT instead of gRPC's RESOURCE_EXHAUSTED.
+# Responses (history pages) may carry many payloads.
 _MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+def max_request_bytes(max_payload_bytes: int) -> int:
+    """The largest request gRPC accepts: room for a few payloads at the limit (a start's
+    input and memo, a completion's results) and the rest of the message, so a payload
+    a little over the limit is refused by the server with a clear INVALID_ARGUMENT,
+    and a far larger request by gRPC (RESOURCE_EXHAUSTED) before it is read into memory."""
+    return 4 * max_payload_bytes + 1024 * 1024
+
+
 _WORKFLOW_SERVICE = workflow_service_pb2.DESCRIPTOR.services_by_name["WorkflowService"].full_name
 
 
@@ -140,7 +149,7 @@ class FlowForgeServer:
             # request that does not parse is refused before authorization reads it.
             interceptors=[RpcObserver(self.engine.metrics, self.engine.tracer), MalformedRequests(), interceptor],
             options=[
-                ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
+                ("grpc.max_receive_message_length", max_request_bytes(self.config.engine.max_payload_bytes)),
                 ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
                 ("grpc.so_reuseport", 0),
             ],

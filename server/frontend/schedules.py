@@ -8,7 +8,7 @@ from flowforge.server.errors import InvalidArgument
 from flowforge.server.frontend import schedule_requests
 from flowforge.server.frontend._base import Context, ServiceBase, rpc
 from flowforge.server.frontend.schedule_protos import schedule_proto, status_proto
-from flowforge.server.frontend.validation import name, page_size, schedule_key, text_page_token
+from flowforge.server.frontend.validation import name, page_size, schedule_key, text, text_page_token
 
 __all__ = ["ScheduleHandlers"]
 
@@ -23,7 +23,7 @@ class ScheduleHandlers(ServiceBase):
         await self._engine.check_visibility(namespace, schedule.action.search_attributes, schedule.action.memo)
         spec, action, policy = schedule_requests.documents(schedule)
         await self._schedules.create(
-            namespace, schedule_id, spec, action, policy, schedule.state.paused, schedule.state.note
+            namespace, schedule_id, spec, action, policy, schedule.state.paused, text(schedule.state.note, "note")
         )
         return pb.CreateScheduleResponse()
 
@@ -59,7 +59,7 @@ class ScheduleHandlers(ServiceBase):
             schedule_id,
             pause=request.pause,
             unpause=request.unpause,
-            note=name(request.note, "note", required=False),
+            note=text(request.note, "note"),
             trigger=trigger,
             backfills=backfills,
         )

@@ -37,12 +37,15 @@ __all__ = [
     "search_attribute_types",
     "seconds",
     "start_signal",
+    "text",
     "text_page_token",
     "trigger_row_of",
     "workflow_task_failed_cause",
 ]
 
 MAX_NAME = 1000
+#: Free text a person reads (reasons, notes): at most this many characters.
+MAX_TEXT = 4000
 MAX_POLL_TIMEOUT_S = 600.0
 DEFAULT_POLL_TIMEOUT_S = 60.0
 # How long a query waits for a worker when the caller set no deadline, and at most.
@@ -92,6 +95,15 @@ def name(value: str, field: str, *, required: bool = True) -> str:
         raise InvalidArgument(f"{field} is {len(value)} characters long; the limit is {MAX_NAME}")
     if any(ord(ch) < 32 for ch in value):
         raise InvalidArgument(f"{field} must not contain control characters")
+    return value
+
+
+def text(value: str, field: str) -> str:
+    """Free text (a reason, a note): at most :data:`MAX_TEXT` characters, no NUL."""
+    if len(value) > MAX_TEXT:
+        raise InvalidArgument(f"{field} is {len(value)} characters long; the limit is {MAX_TEXT}")
+    if "\x00" in value:
+        raise InvalidArgument(f"{field} must not contain NUL characters")
     return value
 
 

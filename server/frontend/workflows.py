@@ -8,7 +8,7 @@ from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.server.frontend._base import Context, ServiceBase, rpc
 from flowforge.server.frontend.describe import describe_response
 from flowforge.server.frontend.protos import event_proto
-from flowforge.server.frontend.validation import execution_key, history_page, name, seconds, start_signal
+from flowforge.server.frontend.validation import execution_key, history_page, name, seconds, start_signal, text
 
 __all__ = ["WorkflowHandlers"]
 
@@ -72,7 +72,11 @@ class WorkflowHandlers(ServiceBase):
     ) -> pb.RequestCancelWorkflowExecutionResponse:
         namespace, workflow_id, run_id = execution_key(request)
         await self._engine.request_cancel(
-            namespace, workflow_id, run_id, request.reason, name(request.identity, "identity", required=False)
+            namespace,
+            workflow_id,
+            run_id,
+            text(request.reason, "reason"),
+            name(request.identity, "identity", required=False),
         )
         return pb.RequestCancelWorkflowExecutionResponse()
 
@@ -82,6 +86,10 @@ class WorkflowHandlers(ServiceBase):
     ) -> pb.TerminateWorkflowExecutionResponse:
         namespace, workflow_id, run_id = execution_key(request)
         await self._engine.terminate(
-            namespace, workflow_id, run_id, request.reason, name(request.identity, "identity", required=False)
+            namespace,
+            workflow_id,
+            run_id,
+            text(request.reason, "reason"),
+            name(request.identity, "identity", required=False),
         )
         return pb.TerminateWorkflowExecutionResponse()

@@ -22,7 +22,7 @@ from flowforge.server.history.input_checks import (
     check_visibility_input,
 )
 
-__all__ = ["CLOSE_COMMANDS", "CommandValidator"]
+__all__ = ["CLOSE_COMMANDS", "MAX_COMMANDS_PER_COMPLETION", "CommandValidator"]
 
 # Commands that close the run: each must be the task's last.
 CLOSE_COMMANDS = frozenset(
@@ -33,6 +33,9 @@ CLOSE_COMMANDS = frozenset(
         "continue_as_new_workflow_execution",
     }
 )
+#: Commands one workflow task completion may carry.
+MAX_COMMANDS_PER_COMPLETION = 1000
+MAX_NON_RETRYABLE_ERROR_TYPES = 100
 _ACTIVITY_TIMEOUTS = (
     "start_to_close_timeout",
     "schedule_to_close_timeout",
@@ -61,6 +64,11 @@ class CommandValidator:
 
     def validate(self, commands: Sequence[command_pb2.Command]) -> None:
         """Raises INVALID_ARGUMENT naming the first bad command and what is wrong with it."""
+        if len(commands) > MAX_COMMANDS_PER_COMPLETION:
+            raise InvalidArgument(
+                f"the workflow task completion carries {len(commands)} commands; the limit is"
+                f" {MAX_COMMANDS_PER_COMPLETION} per completion (schedule fewer things at once)"
+            )
         activity_ids: set[str] = set()
         timer_ids: set[str] = set()
         for index, command in enumerate(commands):
@@ -90,6 +98,11 @@ class CommandValidator:
                 f"{where}: activity {a.activity_type!r} needs start_to_close_timeout or schedule_to_close_timeout"
             )
         _not_negative(where, a, _ACTIVITY_TIMEOUTS)
+        check_name(where, "activity_id", a.activity_id, required=True)
+        check_name(where, "activity_type", a.activity_type, required=True)
+        check_name(where, "task_queue", a.task_queue, required=False)
+        if a.HasField("retry_policy"):
+            _retry_policy(where, a.retry_policy)
         self._payloads(a.input, f"the input of activity {a.activity_type!r}")
 
     def _start_timer(self, where: str, command: command_pb2.Command) -> None:
@@ -144,6 +157,28 @@ class CommandValidator:
         check_name(where, "task_queue", a.task_queue, required=False)
         _not_negative(where, a, ("workflow_run_timeout", "workflow_task_timeout"))
         self._payloads(a.input, "the input of the continued run")
+
+
+def _retry_policy(where: str, policy: common_pb2.RetryPolicy) -> None:
+    """Temporal's rules: a coefficient of at least 1 (0: the default), a maximum interval
+    not below the initial one, no negative attempts, a bounded list of error types."""
+    if policy.backoff_coefficient and not policy.backoff_coefficient >= 1:
+        raise InvalidArgument(f"{where}: retry_policy.backoff_coefficient must be at least 1 (0 for the default 2)")
+    if policy.maximum_attempts < 0:
+        raise InvalidArgument(f"{where}: retry_policy.maximum_attempts must not be negative (0: unlimited)")
+    if (
+        policy.HasField("maximum_interval")
+        and policy.HasField("initial_interval")
+        and duration_s(policy.maximum_interval) < duration_s(policy.initial_interval)
+    ):
+        raise InvalidArgument(f"{where}: retry_policy.maximum_interval must not be below initial_interval")
+    if len(policy.non_retryable_error_types) > MAX_NON_RETRYABLE_ERROR_TYPES:
+        raise InvalidArgument(
+            f"{where}: retry_policy lists {len(policy.non_retryable_error_types)} non-retryable error types;"
+            f" the limit is {MAX_NON_RETRYABLE_ERROR_TYPES}"
+        )
+    for error_type in policy.non_retryable_error_types:
+        check_name(where, "retry_policy.non_retryable_error_types[]", error_type, required=True)
 
 
 def _unique(where: str, field: str, value: str, seen: set[str]) -> None:

@@ -23,8 +23,8 @@ MAX_NAME_LENGTH = 1000
 
 
 def check_payloads(payloads: common_pb2.Payloads, what: str, max_bytes: int) -> None:
-    """Refuses payloads over ``max_bytes`` (data and metadata of all its values)."""
-    size = sum(len(p.data) + sum(len(v) for v in p.metadata.values()) for p in payloads.payloads)
+    """Refuses payloads over ``max_bytes`` (data and metadata, keys included, of all its values)."""
+    size = sum(len(p.data) + sum(len(k) + len(v) for k, v in p.metadata.items()) for p in payloads.payloads)
     if size > max_bytes:
         raise InvalidArgument(
             f"{what} is {size} bytes, over the server's payload limit of {max_bytes}"

@@ -79,3 +79,41 @@ def test_ill_formed_requests_name_the_field() -> None:
     stamp = pb.PatchScheduleRequest()
     stamp.backfills.add().start_time.nanos = 2**31 - 1
     assert "not a valid timestamp" in (ill_formed(stamp) or "")
+
+
+def test_commands_retry_policies_reasons_and_metadata_are_bounded() -> None:
+    from flowforge.server.frontend.validation import MAX_TEXT, text
+    from flowforge.server.history.command_validation import MAX_COMMANDS_PER_COMPLETION, CommandValidator
+    from flowforge.server.history.input_checks import check_payloads
+
+    validator = CommandValidator(max_payload_bytes=1024)
+
+    def activity(retry: common_pb2.RetryPolicy) -> command_pb2.Command:
+        attributes = command_pb2.ScheduleActivityTaskCommandAttributes(activity_id="a", activity_type="t")
+        attributes.start_to_close_timeout.FromSeconds(5)
+        attributes.retry_policy.CopyFrom(retry)
+        return command_pb2.Command(schedule_activity_task=attributes)
+
+    validator.validate([activity(common_pb2.RetryPolicy(backoff_coefficient=1.0))])
+    for bad, words in (
+        (common_pb2.RetryPolicy(backoff_coefficient=0.5), "at least 1"),
+        (common_pb2.RetryPolicy(maximum_attempts=-1), "must not be negative"),
+        (common_pb2.RetryPolicy(non_retryable_error_types=["E"] * 101), "the limit is 100"),
+    ):
+        with pytest.raises(InvalidArgument, match=words):
+            validator.validate([activity(bad)])
+    shrinking = common_pb2.RetryPolicy()
+    shrinking.initial_interval.FromSeconds(10)
+    shrinking.maximum_interval.FromSeconds(1)
+    with pytest.raises(InvalidArgument, match="maximum_interval"):
+        validator.validate([activity(shrinking)])
+    timer = command_pb2.Command(start_timer=command_pb2.StartTimerCommandAttributes(timer_id="t"))
+    timer.start_timer.start_to_fire_timeout.FromSeconds(1)
+    with pytest.raises(InvalidArgument, match=f"the limit is {MAX_COMMANDS_PER_COMPLETION}"):
+        validator.validate([timer] * (MAX_COMMANDS_PER_COMPLETION + 1))
+    with pytest.raises(InvalidArgument, match=f"the limit is {MAX_TEXT}"):
+        text("r" * (MAX_TEXT + 1), "reason")
+    # Metadata counts, keys included: a tiny value with a 2 KiB metadata key is over 1 KiB.
+    heavy = common_pb2.Payloads(payloads=[common_pb2.Payload(data=b"1", metadata={"k" * 2048: b""})])
+    with pytest.raises(InvalidArgument, match="payload limit"):
+        check_payloads(heavy, "the input", 1024)
