@@ -10,6 +10,7 @@ import click
 
 from flowforge.cli.access import apikey, audit, token_key
 from flowforge.cli.config import config
+from flowforge.cli.dag import dag
 from flowforge.cli.namespace import namespace
 from flowforge.cli.schedule import schedule
 from flowforge.cli.search_attribute import search_attribute
@@ -78,6 +79,7 @@ def completion(shell: str) -> None:
 for _group in (
     server,
     workflow,
+    dag,
     schedule,
     task_queue,
     trigger,

@@ -187,6 +187,9 @@ def _serve(arguments: list[str]) -> Callable[[Session, Path], None]:
     return run
 
 
+_DAG_SAMPLE = Path(__file__).parents[2] / "samples" / "dag_onboarding" / "onboarding.dag.yaml"
+
+
 def _workflow_args(session: Session) -> list[str]:
     return ["--type", "Echo", "--task-queue", "cli", "--workflow-id", session.fresh("echo"), "--input", '{"x": 1}']
 
@@ -264,6 +267,12 @@ CASES: dict[str, Case] = {
         text=_contains("profile {3} deleted"),
         bad=["config", "delete", "--profile", "nobody-has-this"],
         names="--profile",
+    ),
+    "dag validate": Case(
+        args=lambda s: ["dag", "validate", str(_DAG_SAMPLE)],
+        text=_contains("valid DAG 'onboarding', 6 tasks, version "),
+        bad=["dag", "validate"],
+        names="FILE",
     ),
     "event publish": Case(
         args=lambda s: ["event", "publish", "--id", s.fresh("evt"), "--source", "cli", "--type", "t", "--data", "{}"],
