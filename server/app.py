@@ -25,7 +25,7 @@ from flowforge.server.frontend.malformed import MalformedRequests
 from flowforge.server.health import HealthMonitor
 from flowforge.server.history import EngineConfig, HistoryEngine
 from flowforge.server.http import HttpListener
-from flowforge.server.matching import Matching
+from flowforge.server.matching import MAX_PARKED_POLLS, Matching
 from flowforge.server.retention import RetentionSweeper
 from flowforge.server.rpc_observer import RpcObserver
 from flowforge.server.scheduler import Scheduler, SchedulerConfig, Schedules
@@ -64,6 +64,8 @@ class ServerConfig:
     """0 picks a free port (see :attr:`FlowForgeServer.port`)."""
     engine: EngineConfig = dataclasses.field(default_factory=EngineConfig)
     poll_recheck_interval_s: float = 1.0
+    max_parked_polls: int = MAX_PARKED_POLLS
+    """Polls that may wait on one task queue at once in this process (more: RESOURCE_EXHAUSTED)."""
     shutdown_grace_s: float = 5.0
     clock: Clock = dataclasses.field(default_factory=SystemClock)
     """What "now" is for every deadline; tests pass a :class:`ManualClock` to control time."""
@@ -156,7 +158,7 @@ class FlowForgeServer:
         )
         service = WorkflowService(
             self.engine,
-            Matching(self.engine, self.config.poll_recheck_interval_s),
+            Matching(self.engine, self.config.poll_recheck_interval_s, self.config.max_parked_polls),
             self.events,
             self.schedules,
             self.scheduler,

@@ -48,6 +48,17 @@ class ServiceBase:
         self._scheduler = scheduler
 
 
+#: Status messages are cut to this many characters: one that quotes a long input
+#: back must not exceed gRPC's metadata limit (the caller would see only a reset stream).
+MAX_STATUS_MESSAGE = 2000
+
+
+def _bounded(message: str) -> str:
+    if len(message) <= MAX_STATUS_MESSAGE:
+        return message
+    return f"{message[: MAX_STATUS_MESSAGE - 40]}... ({len(message) - MAX_STATUS_MESSAGE + 40} more characters)"
+
+
 def rpc(
     method: Callable[[_Service, _Request, Context], Awaitable[_Response]],
 ) -> Callable[[_Service, _Request, Context], Awaitable[_Response]]:
@@ -59,7 +70,7 @@ def rpc(
         try:
             return await method(self, request, context)
         except ServiceError as error:
-            await context.abort(error.status, error.message)
+            await context.abort(error.status, _bounded(error.message))
         except grpc.aio.AbortError:
             raise
         except Exception:
