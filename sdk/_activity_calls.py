@@ -88,6 +88,7 @@ class _ActivityCall:
     cancellation_type: ActivityCancellationType
     headers: dict[str, common_pb2.Payload] = dataclasses.field(default_factory=dict)
     """Set by workflow outbound interceptors (e.g. the trace context); sent as the command's header."""
+    dead_letter: bool = False
 
 
 class _ActivityOptions(TypedDict, total=False):
@@ -100,6 +101,7 @@ class _ActivityOptions(TypedDict, total=False):
     heartbeat_timeout: timedelta | None
     retry_policy: RetryPolicy | None
     cancellation_type: ActivityCancellationType
+    dead_letter: bool
 
 
 # Overloads (as Temporal's): an @activity.defn function gives the handle its result
@@ -158,6 +160,7 @@ def start_activity(
     heartbeat_timeout: timedelta | None = None,
     retry_policy: RetryPolicy | None = None,
     cancellation_type: ActivityCancellationType = ActivityCancellationType.TRY_CANCEL,
+    dead_letter: bool = False,
 ) -> ActivityHandle[Any]:
     """Schedules an activity and returns its handle without waiting for it.
 
@@ -183,6 +186,7 @@ def start_activity(
             schedule_to_start_timeout=schedule_to_start_timeout,
             start_to_close_timeout=start_to_close_timeout,
             heartbeat_timeout=heartbeat_timeout,
+            dead_letter=dead_letter,
         )
     )
 
@@ -241,6 +245,7 @@ async def execute_activity(
     heartbeat_timeout: timedelta | None = None,
     retry_policy: RetryPolicy | None = None,
     cancellation_type: ActivityCancellationType = ActivityCancellationType.TRY_CANCEL,
+    dead_letter: bool = False,
 ) -> Any:
     """Runs an activity and returns its result.
 
@@ -259,6 +264,10 @@ async def execute_activity(
         heartbeat_timeout: Longest gap between heartbeats of a running attempt.
         retry_policy: How the server retries failed attempts.
         cancellation_type: What cancelling the awaiting task does.
+        dead_letter: When its retries are exhausted or it fails non-retryably, park
+            it in the dead-letter store instead of raising: the workflow keeps
+            waiting until an operator retries it (``flowforge dlq retry``) or
+            discards it (``flowforge dlq discard``: then ``ActivityError``).
 
     Returns:
         The activity's result, decoded using the function's return type hint.
@@ -282,6 +291,7 @@ async def execute_activity(
         heartbeat_timeout=heartbeat_timeout,
         retry_policy=retry_policy,
         cancellation_type=cancellation_type,
+        dead_letter=dead_letter,
     )
 
 

@@ -73,6 +73,7 @@ class Activities:
             input=input_payloads,
             depends_on_activity_ids=[str(seq) for seq in dependencies],
             cancellation_type=call.cancellation_type.value,
+            dead_letter=call.dead_letter,
         )
         for field in _TIMEOUT_FIELDS:
             timeout = getattr(call, field)

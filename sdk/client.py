@@ -37,6 +37,7 @@ from flowforge._client_interceptors import (
     StartWorkflowInput,
     outbound_chain,
 )
+from flowforge._dead_letters import ActivityAttempt, DeadLetter, DeadLetterList, _DeadLetterCalls
 from flowforge._event_triggers import EventTrigger, PublishEventResult, TriggeredWorkflow, _EventTriggerCalls
 from flowforge._namespaces import NamespaceDescription, _NamespaceCalls
 from flowforge._rpc import MAX_MESSAGE_BYTES, RPCRetryConfig, WorkflowServiceClient
@@ -93,8 +94,11 @@ from flowforge.types import (
 )
 
 __all__ = [
+    "ActivityAttempt",
     "Client",
     "DagNode",
+    "DeadLetter",
+    "DeadLetterList",
     "EventTrigger",
     "HistoryEvent",
     "Interceptor",
@@ -151,13 +155,14 @@ class _StartWorkflowOptions(TypedDict, total=False):
     result_type: Any
 
 
-class Client(_NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls):
+class Client(_NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls, _DeadLetterCalls):
     """A connection to a FlowForge server, bound to one namespace.
 
     Create it with :meth:`connect`. It is safe to share between tasks and workers;
     close it with :meth:`close` or use it as an async context manager.
-    Its namespace and event trigger calls are defined beside their types, in
-    ``flowforge._namespaces`` and ``flowforge._event_triggers``.
+    Its namespace, event trigger, task queue and dead-letter calls are defined beside
+    their types, in ``flowforge._namespaces``, ``flowforge._event_triggers``,
+    ``flowforge._task_queues`` and ``flowforge._dead_letters``.
 
     Args:
         workflow_service: The RPC layer (see :meth:`connect`).

@@ -248,6 +248,7 @@ class FlowForgeServer:
             (b.namespace, b.task_queue, b.kind.lower(), b.ready, max(0, now - b.oldest_visible_us) / 1e6)
             for b in backlogs
         )
+        self.engine.metrics.set_dead_letter_depths(await self.engine.dead_letter_depths())
 
     async def serve(self, ready_file: str | None = None) -> None:
         """Runs until SIGTERM/SIGINT. Writes the bound port to ``ready_file`` once serving."""

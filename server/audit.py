@@ -167,7 +167,14 @@ def entry_for_rpc(method: str, request: Any) -> AuditEntry:
         target = f"trigger:{request.trigger_id}"
     elif "trigger" in fields and "trigger_id" in request.trigger.DESCRIPTOR.fields_by_name:
         target = f"trigger:{request.trigger.trigger_id}"
+    elif request.DESCRIPTOR.name in ("RetryDeadLettersRequest", "DiscardDeadLettersRequest"):
+        target = f"dead_letter:{request.id}" if request.id else "dead_letters:" + _filter_text(request.filter)
     elif "search_attributes" in fields:
         target = "search_attributes:" + ",".join(sorted(request.search_attributes))
     reason = request.reason if "reason" in fields else request.note if "note" in fields else ""
     return AuditEntry(method.rpartition("/")[2], namespace, target, reason)
+
+
+def _filter_text(selection: Any) -> str:
+    """A dead-letter filter as ``field=value`` pairs (the fields set)."""
+    return ",".join(f"{f.name}={str(v).strip()}".replace("\n", " ") for f, v in selection.ListFields()) or "all"

@@ -109,8 +109,15 @@ class ServerMetrics:
             buckets=_WAIT_BUCKETS,
             registry=r,
         )
+        self.dead_letters = Gauge(
+            "flowforge_dead_letters",
+            "Activities parked in the dead-letter store, waiting for a retry or a discard (at scrape time).",
+            ("namespace", "activity_type"),
+            registry=r,
+        )
         # Queues a scrape reported, so one that emptied reads 0 instead of vanishing.
         self._reported_queues: set[tuple[str, str, str]] = set()
+        self._reported_dead_letters: set[tuple[str, str]] = set()
 
     def record(self, observations: Iterable[Observation]) -> None:
         """Counts what a committed transaction did."""
@@ -137,6 +144,16 @@ class ServerMetrics:
             self.task_queue_backlog.labels(*key).set(0)
             self.task_queue_oldest_task_age.labels(*key).set(0)
         self._reported_queues |= seen
+
+    def set_dead_letter_depths(self, depths: Iterable[tuple[str, str, int]]) -> None:
+        """Sets the dead-letter gauge from ``(namespace, activity_type, count)``; emptied ones read 0."""
+        seen = set()
+        for namespace, activity_type, count in depths:
+            seen.add((namespace, activity_type))
+            self.dead_letters.labels(namespace, activity_type).set(count)
+        for key in self._reported_dead_letters - seen:
+            self.dead_letters.labels(*key).set(0)
+        self._reported_dead_letters |= seen
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every family."""

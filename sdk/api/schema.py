@@ -28,6 +28,8 @@ __all__ = [
     "ActivityTaskCancelRequestedAttributes",
     "ActivityTaskCanceledAttributes",
     "ActivityTaskCompletedAttributes",
+    "ActivityTaskDeadLetterRetriedAttributes",
+    "ActivityTaskDeadLetteredAttributes",
     "ActivityTaskFailedAttributes",
     "ActivityTaskScheduledAttributes",
     "ActivityTaskStartedAttributes",
@@ -124,6 +126,8 @@ class EventType(enum.StrEnum):
     ACTIVITY_TASK_TIMED_OUT = "ActivityTaskTimedOut"
     ACTIVITY_TASK_CANCEL_REQUESTED = "ActivityTaskCancelRequested"
     ACTIVITY_TASK_CANCELED = "ActivityTaskCanceled"
+    ACTIVITY_TASK_DEAD_LETTERED = "ActivityTaskDeadLettered"
+    ACTIVITY_TASK_DEAD_LETTER_RETRIED = "ActivityTaskDeadLetterRetried"
     TIMER_STARTED = "TimerStarted"
     TIMER_FIRED = "TimerFired"
     TIMER_CANCELED = "TimerCanceled"
@@ -400,6 +404,8 @@ class ActivityTaskScheduledAttributes(TypedDict):
     depends_on_activity_ids: list[str]
     workflow_task_completed_event_id: int
     header: NotRequired[HeaderJSON]
+    dead_letter: NotRequired[bool]
+    """True: parked in the dead-letter store instead of failing (ActivityTaskDeadLettered)."""
 
 
 class ActivityTaskStartedAttributes(TypedDict):
@@ -444,6 +450,30 @@ class ActivityTaskCanceledAttributes(TypedDict):
     """0 when the activity was cancelled before any worker started it."""
     details: NotRequired[PayloadsJSON]
     identity: NotRequired[str]
+
+
+class ActivityTaskDeadLetteredAttributes(TypedDict):
+    """The activity was parked in the dead-letter store instead of failing into the
+    workflow (not delivered to workflow code: the activity stays pending)."""
+
+    scheduled_event_id: int
+    started_event_id: int
+    failure: FailureJSON
+    retry_state: RetryState
+    dead_letter_id: str
+    identity: NotRequired[str]
+
+
+class ActivityTaskDeadLetterRetriedAttributes(TypedDict):
+    """An operator scheduled the parked activity again (not delivered to workflow code)."""
+
+    scheduled_event_id: int
+    dead_letter_id: str
+    attempt: int
+    """The number the next attempt runs as: the count goes on."""
+    fresh_budget: bool
+    reason: str
+    identity: str
 
 
 class MarkerRecordedAttributes(TypedDict):
@@ -631,6 +661,8 @@ EVENT_ATTRIBUTES: dict[EventType, type] = {
     EventType.ACTIVITY_TASK_TIMED_OUT: ActivityTaskTimedOutAttributes,
     EventType.ACTIVITY_TASK_CANCEL_REQUESTED: ActivityTaskCancelRequestedAttributes,
     EventType.ACTIVITY_TASK_CANCELED: ActivityTaskCanceledAttributes,
+    EventType.ACTIVITY_TASK_DEAD_LETTERED: ActivityTaskDeadLetteredAttributes,
+    EventType.ACTIVITY_TASK_DEAD_LETTER_RETRIED: ActivityTaskDeadLetterRetriedAttributes,
     EventType.TIMER_STARTED: TimerStartedAttributes,
     EventType.TIMER_FIRED: TimerFiredAttributes,
     EventType.TIMER_CANCELED: TimerCanceledAttributes,

@@ -11,6 +11,7 @@ import click
 from flowforge.cli.access import apikey, audit, token_key
 from flowforge.cli.config import config
 from flowforge.cli.dag import dag
+from flowforge.cli.dlq import dlq
 from flowforge.cli.namespace import namespace
 from flowforge.cli.schedule import schedule
 from flowforge.cli.search_attribute import search_attribute
@@ -82,6 +83,7 @@ for _group in (
     dag,
     schedule,
     task_queue,
+    dlq,
     trigger,
     event,
     search_attribute,

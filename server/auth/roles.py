@@ -130,6 +130,10 @@ RPC_RULES: dict[str, RpcRule] = {
         "ListSearchAttributes": _rule(Role.READER),
         "CountWorkflowExecutions": _rule(Role.READER),
         "DescribeTaskQueue": _rule(Role.READER),
+        "ListDeadLetters": _rule(Role.READER),
+        "DescribeDeadLetter": _rule(Role.READER),
+        "RetryDeadLetters": _rule(Role.OPERATOR, audited=True),
+        "DiscardDeadLetters": _rule(Role.OPERATOR, audited=True),
     }.items()
 } | {
     _ACCESS_SERVICE + name: rule

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from flowforge.api.v1 import workflow_service_pb2_grpc as pb_grpc
+from flowforge.server.frontend.dead_letters import DeadLetterHandlers
 from flowforge.server.frontend.namespaces import NamespaceHandlers
 from flowforge.server.frontend.schedules import ScheduleHandlers
 from flowforge.server.frontend.signals_queries import SignalQueryHandlers
@@ -24,6 +25,7 @@ class WorkflowService(
     VisibilityHandlers,
     ScheduleHandlers,
     TriggerHandlers,
+    DeadLetterHandlers,
     pb_grpc.WorkflowServiceServicer,
 ):
     """gRPC ``flowforge.api.v1.WorkflowService`` over one history engine (constructed

@@ -12,16 +12,19 @@ from google.protobuf import duration_pb2
 
 from flowforge._json_depth import JSONTooDeep, loads_bounded
 from flowforge.api.schema import ExecutionStatus, WorkflowTaskFailedCause, duration_s
-from flowforge.api.v1 import common_pb2, event_pb2
+from flowforge.api.v1 import common_pb2, dead_letters_pb2, event_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.server.errors import InvalidArgument
 from flowforge.server.events import PublishedEvent, trigger_row
 from flowforge.server.frontend._base import Context
 from flowforge.server.history import StartSignal
 from flowforge.server.stores.base import EventTriggerRow
+from flowforge.server.stores.rows import DeadLetterFilter
 
 __all__ = [
     "ExecutionKey",
+    "dead_letter_filter",
+    "dead_letter_target",
     "eager_activity_slots",
     "execution_key",
     "history_page",
@@ -319,3 +322,30 @@ def published_event(event: event_pb2.CloudEvent, max_payload_bytes: int) -> Publ
 
 def schedule_key(request: _ScheduleRequest) -> tuple[str, str]:
     return name(request.namespace, "namespace"), name(request.schedule_id, "schedule_id")
+
+
+def dead_letter_filter(selection: dead_letters_pb2.DeadLetterFilter, now_us: int) -> DeadLetterFilter:
+    """Which dead letters a request selects (``older_than`` counted back from ``now_us``)."""
+    older_than = seconds(selection.older_than, "filter.older_than")
+    return DeadLetterFilter(
+        workflow_type=name(selection.workflow_type, "filter.workflow_type", required=False),
+        activity_type=name(selection.activity_type, "filter.activity_type", required=False),
+        error_type=name(selection.error_type, "filter.error_type", required=False),
+        workflow_id=name(selection.workflow_id, "filter.workflow_id", required=False),
+        dead_lettered_before_us=now_us - round(older_than * 1e6) if older_than else None,
+    )
+
+
+def dead_letter_target(
+    request: dead_letters_pb2.RetryDeadLettersRequest | dead_letters_pb2.DiscardDeadLettersRequest, now_us: int
+) -> tuple[str, str, DeadLetterFilter | None, str]:
+    """(namespace, id, filter, reason) of a retry or discard: one id or a filter, and a reason."""
+    namespace = name(request.namespace, "namespace")
+    dead_letter_id = name(request.id, "id", required=False)
+    if dead_letter_id and request.HasField("filter"):
+        raise InvalidArgument("give either id or filter, not both")
+    if not dead_letter_id and not request.HasField("filter"):
+        raise InvalidArgument("id (one dead letter) or filter (every one it matches) is required")
+    reason = name(request.reason, "reason")
+    selection = None if dead_letter_id else dead_letter_filter(request.filter, now_us)
+    return namespace, dead_letter_id, selection, reason

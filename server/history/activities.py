@@ -13,6 +13,7 @@ from flowforge.api.schema import EventType, RetryState, TaskKind, TaskState, dum
 from flowforge.api.v1 import common_pb2
 from flowforge.server.errors import FailedPrecondition
 from flowforge.server.history.data import LeasedActivityTask, LeasedWorkflowTask
+from flowforge.server.history.dead_letters import PARKED_RETRY_STATES, attempt_base, park
 from flowforge.server.history.mutation import (
     PREVIOUS_EVENT,
     Delivery,
@@ -26,6 +27,7 @@ from flowforge.server.history.workflow_tasks import WorkflowTasks
 from flowforge.server.observations import ActivityAttemptEnded, TaskStarted, observe
 from flowforge.server.retries import StoredRetryPolicy, decide_retry
 from flowforge.server.stores.base import TaskRow, Transaction
+from flowforge.server.stores.rows import ActivityAttemptRow
 from flowforge.server.tokens import TaskToken
 
 __all__ = ["ActivityTasks"]
@@ -167,6 +169,7 @@ class ActivityTasks(WorkflowTasks):
             await tx.delete_task(task.task_id or 0)
             outcome = "completed" if outcome_type == EventType.ACTIVITY_TASK_COMPLETED else "canceled"
             observe(ActivityAttemptEnded(task.namespace, task.activity_type or "", outcome))
+            await _record_attempt(tx, task, identity, outcome, None, m.now)
             m.deliver(
                 [
                     (EventType.ACTIVITY_TASK_STARTED, _started_attributes(task, identity), task.started_us or m.now),
@@ -201,12 +204,15 @@ class ActivityTasks(WorkflowTasks):
         """Retries the activity per its policy, or records its final failure."""
         now = self.clock.now_us()
         observe(ActivityAttemptEnded(task.namespace, task.activity_type or "", _attempt_outcome(failure, timed_out)))
+        if task.state == TaskState.LEASED:
+            outcome_name = "timed_out" if timed_out else "failed"
+            await _record_attempt(tx, task, identity, outcome_name, failure_json(failure), now)
         options = json.loads(task.options)
         decision = None
         if final_retry_state is None:
             decision = decide_retry(
                 StoredRetryPolicy.from_json(options["retry_policy"]),
-                attempt=task.attempt,
+                attempt=task.attempt - attempt_base(options),
                 failure=failure,
                 now_us=now,
                 schedule_to_close_deadline_us=task.schedule_to_close_deadline_us,
@@ -222,16 +228,22 @@ class ActivityTasks(WorkflowTasks):
         row = await self._execution_of(tx, task)
         m = _Mutation(tx, row, now)
         await tx.delete_task(task.task_id or 0)
+        retry_state = final_retry_state or (decision.retry_state if decision else RetryState.TIMEOUT)
+        started: Delivery | None = None
+        if task.state == TaskState.LEASED:
+            started = (EventType.ACTIVITY_TASK_STARTED, _started_attributes(task, identity), task.started_us or now)
+        if options.get("dead_letter") and retry_state in PARKED_RETRY_STATES and not task.cancel_requested:
+            await tx.insert_dead_letter(park(m, task, failure_json(failure), retry_state, started, identity))
+            await m.save()
+            return
         outcome: dict[str, Any] = {
             "scheduled_event_id": task.scheduled_event_id,
             "failure": failure_json(failure),
-            "retry_state": final_retry_state or (decision.retry_state if decision else RetryState.TIMEOUT),
+            "retry_state": retry_state,
         }
         events: list[Delivery] = []
-        if task.state == TaskState.LEASED:
-            events.append(
-                (EventType.ACTIVITY_TASK_STARTED, _started_attributes(task, identity), task.started_us or now)
-            )
+        if started is not None:
+            events.append(started)
             outcome["started_event_id"] = PREVIOUS_EVENT
         else:
             outcome["started_event_id"] = 0
@@ -247,6 +259,27 @@ def _attempt_outcome(failure: common_pb2.Failure, timed_out: bool) -> str:
     if timed_out:
         return "timed_out"
     return "failed_benign" if failure.category == common_pb2.APPLICATION_ERROR_CATEGORY_BENIGN else "failed"
+
+
+async def _record_attempt(
+    tx: Transaction, task: TaskRow, identity: str, outcome: str, failure: dict[str, Any] | None, now: int
+) -> None:
+    """Keeps the ended attempt on record (``activity_attempts``), in the transaction of its outcome."""
+    await tx.insert_activity_attempt(
+        ActivityAttemptRow(
+            namespace=task.namespace,
+            run_id=task.run_id,
+            scheduled_event_id=task.scheduled_event_id,
+            attempt=task.attempt,
+            activity_id=task.activity_id or "",
+            activity_type=task.activity_type or "",
+            identity=identity or task.identity,
+            started_us=task.started_us,
+            ended_us=now,
+            outcome=outcome,
+            failure=dumps(failure) if failure is not None else None,
+        )
+    )
 
 
 def _started_attributes(task: TaskRow, identity: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from flowforge.api.v1 import common_pb2
 from flowforge.server.history.mutation import _Mutation
 from flowforge.server.history.visibility_writes import StoredValues
 from flowforge.server.stores.base import ChildExecutionRow, TaskRow, TimerRow
+from flowforge.server.stores.rows import DeadLetterRow
 
 __all__ = ["Applying", "StartedChild"]
 
@@ -44,6 +45,8 @@ class Applying:
     # ---- loaded before any command is applied
     activities: dict[str, TaskRow] = dataclasses.field(default_factory=dict)
     """The run's activity tasks the commands name, by activity id."""
+    parked: dict[str, DeadLetterRow] = dataclasses.field(default_factory=dict)
+    """The run's parked activities a cancel names (no task row), by activity id."""
     timers: dict[str, TimerRow] = dataclasses.field(default_factory=dict)
     """The run's pending timers the commands name, by timer id."""
     attribute_types: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -62,6 +65,8 @@ class Applying:
     """Activity tasks cancelled before they started: deleted."""
     cancel_requested: dict[int, TaskRow] = dataclasses.field(default_factory=dict)
     """Started activity tasks asked to cancel, by task id: updated."""
+    canceled_dead_letters: list[str] = dataclasses.field(default_factory=list)
+    """Dead letters of parked activities cancelled: deleted."""
     canceled_timers: list[str] = dataclasses.field(default_factory=list)
     """Timer ids cancelled: deleted."""
     search_attributes: StoredValues | None = None

@@ -63,6 +63,7 @@ _ACTIVITY_OPTIONS = (
     "retry_policy",
     "cancellation_type",
     "header",
+    "dead_letter",
 )
 _CHILD_COMMANDS = ("request_cancel_external_workflow_execution", "signal_external_workflow_execution")
 
@@ -87,6 +88,15 @@ class Commands(ChildCommands):
         if activity_ids:
             tasks = await tx.get_activity_tasks(row.run_id, activity_ids)
             applying.activities = {task.activity_id or "": task for task in tasks}
+            # A cancel may name a parked activity: it has a dead letter instead of a task.
+            unknown = [
+                a.activity_id
+                for a in by_kind.get("request_cancel_activity_task", [])
+                if a.activity_id not in applying.activities
+            ]
+            if unknown:
+                parked = await tx.get_run_dead_letters(row.run_id, unknown)
+                applying.parked = {dead_letter.activity_id: dead_letter for dead_letter in parked}
         timer_ids = [a.timer_id for k in ("start_timer", "cancel_timer") for a in by_kind.get(k, [])]
         if timer_ids:
             applying.timers = {timer.timer_id: timer for timer in await tx.get_timers(row.run_id, timer_ids)}
@@ -143,6 +153,8 @@ class Commands(ChildCommands):
         tx = m.tx
         for task in applying.canceled_activities:
             await tx.delete_task(task.task_id or 0)
+        for dead_letter_id in applying.canceled_dead_letters:
+            await tx.delete_dead_letter(dead_letter_id)
         for task in applying.cancel_requested.values():
             await tx.update_task(task)
         for timer_id in applying.canceled_timers:
@@ -181,6 +193,8 @@ class Commands(ChildCommands):
         }
         if a.header.fields:
             scheduled["header"] = message_to_json_dict(a.header)
+        if a.dead_letter:
+            scheduled["dead_letter"] = True
         scheduled_id = m.append(EventType.ACTIVITY_TASK_SCHEDULED, scheduled)
         s2c_deadline = m.now + us(schedule_to_close) if schedule_to_close else None
         s2s_deadline = m.now + us(schedule_to_start) if schedule_to_start else None
@@ -205,20 +219,22 @@ class Commands(ChildCommands):
         m = applying.m
         activity_id = command.request_cancel_activity_task.activity_id
         task = applying.activities.get(activity_id)
+        parked = applying.parked.pop(activity_id, None)
+        scheduled_event_id = task.scheduled_event_id if task else parked.scheduled_event_id if parked else 0
         requested: ActivityTaskCancelRequestedAttributes = {
-            "scheduled_event_id": task.scheduled_event_id if task else 0,
+            "scheduled_event_id": scheduled_event_id,
             "activity_id": activity_id,
             "workflow_task_completed_event_id": applying.completed_id,
         }
         m.append(EventType.ACTIVITY_TASK_CANCEL_REQUESTED, requested)
-        if task is not None and task.state == TaskState.PENDING:
-            # Never started: it is cancelled now, nobody else to ask.
-            del applying.activities[activity_id]
-            applying.canceled_activities.append(task)
-            canceled: ActivityTaskCanceledAttributes = {
-                "scheduled_event_id": task.scheduled_event_id,
-                "started_event_id": 0,
-            }
+        if parked is not None or (task is not None and task.state == TaskState.PENDING):
+            # Never started, or parked: it is cancelled now, nobody else to ask.
+            if task is not None:
+                del applying.activities[activity_id]
+                applying.canceled_activities.append(task)
+            if parked is not None:
+                applying.canceled_dead_letters.append(parked.id)
+            canceled: ActivityTaskCanceledAttributes = {"scheduled_event_id": scheduled_event_id, "started_event_id": 0}
             applying.outcomes.append((EventType.ACTIVITY_TASK_CANCELED, canceled))
         elif task is not None:
             task.cancel_requested = 1

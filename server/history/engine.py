@@ -11,6 +11,7 @@ from flowforge.server.history.activities import ActivityTasks
 from flowforge.server.history.child_commands import ChildCommands
 from flowforge.server.history.commands import Commands
 from flowforge.server.history.core import EngineCore
+from flowforge.server.history.dead_letters import DeadLetters
 from flowforge.server.history.executions import Executions
 from flowforge.server.history.namespaces import Namespaces
 from flowforge.server.history.queries import Queries
@@ -34,6 +35,7 @@ class HistoryEngine(
     RunClose,  # run_close.py: retry, continue-as-new, parent close policy, child outcomes
     VisibilityWrites,  # visibility_writes.py: search attributes, memos, list and count
     Namespaces,  # namespaces.py: create, update, describe, list; quotas at admission
+    DeadLetters,  # dead_letters.py: parked activities listed, retried, discarded
     EngineCore,  # core.py: transactions, reads, limits, the namespace check, fencing
 ):
     """Executions, their history and their tasks, on top of a :class:`Store`.

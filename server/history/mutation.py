@@ -49,6 +49,16 @@ __all__ = [
 # appended: buffered events get their ids only then.
 PREVIOUS_EVENT = "$previous"
 
+# Events written for the record only: workflow code waits for none of them, so they
+# schedule no workflow task (an activity's Started comes with its outcome otherwise).
+_RECORDED_ONLY = frozenset(
+    {
+        EventType.ACTIVITY_TASK_STARTED,
+        EventType.ACTIVITY_TASK_DEAD_LETTERED,
+        EventType.ACTIVITY_TASK_DEAD_LETTER_RETRIED,
+    }
+)
+
 # An event to deliver: (type, attributes) or (type, attributes, its own time in µs).
 Delivery = tuple[EventType, Mapping[str, Any]] | tuple[EventType, Mapping[str, Any], int]
 
@@ -132,14 +142,20 @@ class _Mutation:
         """New events for the workflow code: buffered while a workflow task is
         started, otherwise appended, and a workflow task is scheduled if none is.
         An event may carry its own time (e.g. when an activity really started)."""
+        if self.record(events) and self.row.wft_state == WorkflowTaskState.NONE:
+            self.schedule_workflow_task(attempt=1)
+
+    def record(self, events: Sequence[Delivery]) -> bool:
+        """Events workflow code does not wait for (an activity parked, or scheduled
+        again): buffered while a workflow task is started, otherwise appended, and no
+        workflow task is scheduled for them. Returns whether they were appended."""
         timed = [(event[0], event[1], event[2] if len(event) > 2 else self.now) for event in events]
         if self.row.wft_state == WorkflowTaskState.STARTED:
             self.buffered.extend({"type": t, "attributes": a, "us": us} for t, a, us in timed)
-            return
+            return False
         for event_type, attributes, event_us in timed:
             self.append(event_type, attributes, event_us)
-        if self.row.wft_state == WorkflowTaskState.NONE:
-            self.schedule_workflow_task(attempt=1)
+        return True
 
     def request_cancel(self, reason: str, identity: str) -> bool:
         """Delivers WorkflowExecutionCancelRequested, once per run; False if it was requested already."""
@@ -151,8 +167,9 @@ class _Mutation:
         return True
 
     def flush_buffered(self) -> bool:
-        """Appends the buffered events (after the workflow task closed); True if any."""
-        flushed = bool(self.buffered)
+        """Appends the buffered events (after the workflow task closed); True if any
+        is for workflow code (not only recorded, like a parked activity: :meth:`record`)."""
+        flushed = any(EventType(event["type"]) not in _RECORDED_ONLY for event in self.buffered)
         for event in self.buffered:
             self.append(EventType(event["type"]), event["attributes"], event["us"])
         self.buffered = []
@@ -366,6 +383,8 @@ class _Mutation:
         for run_id in closed:
             await tx.delete_run_tasks(run_id)
             await tx.delete_run_timers(run_id)
+        # A closed run's parked activities can be neither retried nor discarded.
+        await tx.delete_run_dead_letters(closed)
         new_tasks = [task for m in mutations for task in m.new_tasks]
         if len(mutations) == 1:
             for task in new_tasks:

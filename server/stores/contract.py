@@ -10,10 +10,13 @@ from __future__ import annotations
 import abc
 
 from flowforge.server.stores.rows import (
+    ActivityAttemptRow,
     ApiKeyRow,
     AuditRow,
     ChildExecutionRow,
     CompiledQuery,
+    DeadLetterFilter,
+    DeadLetterRow,
     EventDedupeRow,
     EventTriggerRow,
     ExecutionRow,
@@ -31,6 +34,7 @@ from flowforge.server.stores.rows import (
 
 __all__ = [
     "AccessOperations",
+    "ActivityRecordOperations",
     "ExecutionOperations",
     "LeaseOperations",
     "LifecycleOutboxOperations",
@@ -80,6 +84,48 @@ class NamespaceOperations(abc.ABC):
     async def set_metadata_if_absent(self, key: str, value: str) -> None: ...
 
 
+class ActivityRecordOperations(abc.ABC):
+    """Every activity attempt on record, and the dead-letter store (docs/operations.md)."""
+
+    @abc.abstractmethod
+    async def insert_activity_attempt(self, row: ActivityAttemptRow) -> None: ...
+
+    @abc.abstractmethod
+    async def list_activity_attempts(
+        self, namespace: str, run_id: str, scheduled_event_id: int | None = None
+    ) -> list[ActivityAttemptRow]:
+        """The run's attempts (of one activity, by its scheduled event), in order."""
+
+    @abc.abstractmethod
+    async def insert_dead_letter(self, row: DeadLetterRow) -> None: ...
+
+    @abc.abstractmethod
+    async def get_dead_letter(self, namespace: str, dead_letter_id: str) -> DeadLetterRow | None: ...
+
+    @abc.abstractmethod
+    async def get_run_dead_letters(self, run_id: str, activity_ids: list[str]) -> list[DeadLetterRow]:
+        """The run's dead letters of these activities."""
+
+    @abc.abstractmethod
+    async def list_dead_letters(
+        self, namespace: str, selection: DeadLetterFilter, limit: int, *, after: tuple[int, str] | None = None
+    ) -> list[DeadLetterRow]:
+        """The namespace's dead letters ``selection`` matches, oldest first, after the
+        (dead_lettered_us, id) ``after`` if given."""
+
+    @abc.abstractmethod
+    async def dead_letter_depths(self, namespace: str | None = None) -> list[tuple[str, str, int]]:
+        """(namespace, activity_type, count) of the waiting dead letters."""
+
+    @abc.abstractmethod
+    async def delete_dead_letter(self, dead_letter_id: str) -> bool:
+        """Deletes it; False if it was gone already."""
+
+    @abc.abstractmethod
+    async def delete_run_dead_letters(self, run_ids: list[str]) -> None:
+        """Deletes the dead letters of runs that closed."""
+
+
 class RetentionOperations(abc.ABC):
     """Purging closed executions past their namespace's retention."""
 
@@ -90,8 +136,9 @@ class RetentionOperations(abc.ABC):
     @abc.abstractmethod
     async def purge_runs(self, namespace: str, run_ids: list[str]) -> int:
         """Deletes the closed runs ``run_ids`` with everything kept for them (history,
-        visibility, tasks, timers, request ids, queries, child rows); returns how
-        many executions were deleted. Running runs among them are left alone."""
+        visibility, tasks, timers, request ids, queries, child rows, activity attempts and
+        dead letters); returns how many executions were deleted. Running runs among them
+        are left alone."""
 
 
 class ExecutionOperations(abc.ABC):
@@ -515,6 +562,7 @@ class Transaction(
     VisibilityOperations,
     LifecycleOutboxOperations,
     RetentionOperations,
+    ActivityRecordOperations,
 ):
     """The operations the engine performs inside one atomic transaction.
 

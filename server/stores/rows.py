@@ -14,10 +14,13 @@ import dataclasses
 from typing import Any
 
 __all__ = [
+    "ActivityAttemptRow",
     "ApiKeyRow",
     "AuditRow",
     "ChildExecutionRow",
     "CompiledQuery",
+    "DeadLetterFilter",
+    "DeadLetterRow",
     "EventDedupeRow",
     "EventTriggerRow",
     "ExecutionRow",
@@ -155,6 +158,58 @@ class TaskQueueBacklogRow:
     kind: str
     ready: int
     oldest_visible_us: int
+
+
+@dataclasses.dataclass
+class ActivityAttemptRow:
+    """One ended attempt of an activity (table ``activity_attempts``); ``outcome`` is
+    ``completed``, ``failed``, ``timed_out`` or ``canceled``, ``failure`` JSON or None."""
+
+    namespace: str
+    run_id: str
+    scheduled_event_id: int
+    attempt: int
+    activity_id: str
+    activity_type: str
+    identity: str
+    started_us: int | None
+    ended_us: int
+    outcome: str
+    failure: str | None
+
+
+@dataclasses.dataclass
+class DeadLetterRow:
+    """A parked activity (table ``dead_letters``): what it takes to schedule it again."""
+
+    id: str
+    namespace: str
+    run_id: str
+    workflow_id: str
+    workflow_type: str
+    activity_id: str
+    activity_type: str
+    task_queue: str
+    scheduled_event_id: int
+    attempt: int
+    failure: str
+    """The failure that parked it, as JSON."""
+    error_type: str
+    input: bytes | None
+    options: str
+    retry_delays: str
+    dead_lettered_us: int
+
+
+@dataclasses.dataclass(frozen=True)
+class DeadLetterFilter:
+    """Which dead letters of a namespace an operation applies to; empty matches all."""
+
+    workflow_type: str = ""
+    activity_type: str = ""
+    error_type: str = ""
+    workflow_id: str = ""
+    dead_lettered_before_us: int | None = None
 
 
 @dataclasses.dataclass

@@ -4,6 +4,7 @@
 - ``Waiter`` waits for its ``finish`` signal, answers ``status`` (``workflow signal|query|stack``).
 - ``Fanout`` waits in two branches of an ``asyncio.gather`` (``workflow stack`` shows each).
 - ``Fails`` fails (``workflow execute`` exits 1).
+- ``Parks`` parks its activity in the dead-letter store (``dlq list|show|retry|discard``).
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import sys
 from datetime import timedelta
 from typing import Any
 
-from flowforge import Client, workflow
-from flowforge.exceptions import ApplicationError
+from flowforge import Client, RetryPolicy, activity, workflow
+from flowforge.exceptions import ActivityError, ApplicationError
 from flowforge.worker import Worker
 
 TASK_QUEUE = "cli"
@@ -71,9 +72,32 @@ class Fails:
         raise ApplicationError("refused on purpose", non_retryable=True)
 
 
+@activity.defn
+async def call_partner() -> None:
+    raise ApplicationError("partner API unreachable", type="PartnerDown", non_retryable=True)
+
+
+@workflow.defn
+class Parks:
+    @workflow.run
+    async def run(self) -> str:
+        try:
+            await workflow.execute_activity(
+                call_partner,
+                start_to_close_timeout=timedelta(seconds=10),
+                retry_policy=RetryPolicy(maximum_attempts=1),
+                dead_letter=True,
+            )
+        except ActivityError:
+            return "discarded"
+        return "done"
+
+
 async def main(address: str) -> None:
     client = await Client.connect(address)
-    await Worker(client, task_queue=TASK_QUEUE, workflows=[Echo, Waiter, Fanout, Fails]).run()
+    await Worker(
+        client, task_queue=TASK_QUEUE, workflows=[Echo, Waiter, Fanout, Fails, Parks], activities=[call_partner]
+    ).run()
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,6 +148,19 @@ class Session:
         ok("namespace", "create", name, "--start-rate", "1")
         return name
 
+    def parked(self) -> str:
+        """A ``Parks`` execution's activity, once parked in the dead-letter store; returns its id."""
+        workflow_id = self.fresh("parks")
+        ok("workflow", "start", "--type", "Parks", "--task-queue", "cli", "--workflow-id", workflow_id)
+        deadline = time.monotonic() + 30
+        while True:
+            listed = json.loads(ok("dlq", "list", "--workflow-id", workflow_id, "--output", "json").out)
+            if listed:
+                dead_letter_id: str = listed[0]["id"]
+                return dead_letter_id
+            assert time.monotonic() < deadline, f"{workflow_id}'s activity was not parked in 30 s"
+            time.sleep(0.05)
+
     def profile(self) -> str:
         name = self.fresh("prof")
         ok("config", "set", "--profile", name, "address", f"{name}.example.com:7233")
@@ -273,6 +287,43 @@ CASES: dict[str, Case] = {
         text=_contains("valid DAG 'onboarding', 6 tasks, version "),
         bad=["dag", "validate"],
         names="FILE",
+    ),
+    "dlq list": Case(
+        prepare=Session.parked,
+        args=lambda s: ["dlq", "list", "--activity-type", "call_partner"],
+        text=_contains("ID", "WORKFLOW ID", "call_partner", "PartnerDown: partner API unreachable", "DEPTH"),
+        json=lambda value, args: (
+            bool(value)
+            and all(
+                {"id", "workflow_id", "run_id", "activity_id", "activity_type", "attempt", "failure"} <= row.keys()
+                and row["activity_type"] == "call_partner"
+                and row["failure"]["type"] == "PartnerDown"
+                for row in value
+            )
+        ),
+        bad=["dlq", "list", "--limit", "0"],
+        names="--limit",
+    ),
+    "dlq show": Case(
+        args=lambda s: ["dlq", "show", "--id", s.parked()],
+        text=_contains("id:       {3}", "call_partner", "ATTEMPT", "WORKER", "failed"),
+        json=lambda value, args: value["id"] == args[3] and [a["outcome"] for a in value["attempts"]] == ["failed"],
+        bad=["dlq", "show"],
+        names="--id",
+    ),
+    "dlq retry": Case(
+        args=lambda s: ["dlq", "retry", "--id", s.parked(), "--reason", "partner is back"],
+        text=_contains("{3}", "1 dead letter retried"),
+        json=lambda value, args: value == {"ids": [args[3]], "count": 1},
+        bad=["dlq", "retry", "--id", "x"],
+        names="--reason",
+    ),
+    "dlq discard": Case(
+        args=lambda s: ["dlq", "discard", "--id", s.parked(), "--reason", "order cancelled"],
+        text=_contains("{3}", "1 dead letter discarded"),
+        json=lambda value, args: value == {"ids": [args[3]], "count": 1},
+        bad=["dlq", "discard", "--reason", "no target"],
+        names="--id",
     ),
     "event publish": Case(
         args=lambda s: ["event", "publish", "--id", s.fresh("evt"), "--source", "cli", "--type", "t", "--data", "{}"],

@@ -1,6 +1,7 @@
 """Every event a real server writes matches the typed history schema (``flowforge.api.schema``).
 
-Workflows exercise activities (completed, failed, timed out, cancelled), timers (fired,
+Workflows exercise activities (completed, failed, timed out, cancelled, parked in the
+dead-letter store, retried from it and discarded), timers (fired,
 cancelled), signals, markers, search-attribute upserts, a failed workflow task, children
 (completed, failed, cancelled, terminated, timed out, retried, a duplicate id, signalled
 before and after they closed), continue-as-new, cancel and terminate, on SQLite and
@@ -19,7 +20,7 @@ import grpc
 
 from flowforge import Client, RetryPolicy, activity, workflow
 from flowforge.api.schema import EVENT_ATTRIBUTES, EventType
-from flowforge.client import HistoryEvent, SearchAttributeIndexedValueType, WorkflowHandle
+from flowforge.client import DeadLetter, HistoryEvent, SearchAttributeIndexedValueType, WorkflowHandle
 from flowforge.exceptions import ActivityError, ApplicationError, ChildWorkflowError, RPCError
 from tests.integration._reliability import DEADLINE_S, events, fast_worker
 from testsupport.waiting import wait_until
@@ -45,6 +46,19 @@ async def declines() -> None:
 @activity.defn
 async def stalls() -> None:
     await asyncio.sleep(30)
+
+
+@workflow.defn
+class Parks:
+    """Its activity is parked in the dead-letter store, retried (parked again), then discarded."""
+
+    @workflow.run
+    async def run(self) -> str:
+        try:
+            await workflow.execute_activity(declines, start_to_close_timeout=timedelta(seconds=5), dead_letter=True)
+        except ActivityError as error:
+            return str(error.cause)
+        return "completed"
 
 
 @workflow.defn
@@ -186,7 +200,7 @@ def check_event(event: HistoryEvent) -> list[str]:
 
 async def test_every_event_the_server_writes_is_declared_with_its_attributes(sdk_client: Client) -> None:
     await sdk_client.add_search_attributes({"SchemaStage": SearchAttributeIndexedValueType.KEYWORD})
-    workflows = [Everything, Greeter, Refuses, Idles, AwaitsSignal, SucceedsOnSecondAttempt]
+    workflows = [Everything, Greeter, Refuses, Idles, AwaitsSignal, SucceedsOnSecondAttempt, Parks]
     async with fast_worker(sdk_client, QUEUE, workflows=workflows, activities=[echo, declines, stalls]):
         handle = await sdk_client.start_workflow(Everything.run, False, id="schema", task_queue=QUEUE)
         cancelled = await sdk_client.start_workflow(Idles.run, id="idle-cancelled", task_queue=QUEUE)
@@ -202,6 +216,12 @@ async def test_every_event_the_server_writes_is_declared_with_its_attributes(sdk
         await _wait_for(child, "ActivityTaskScheduled", "the child to terminate to wait on its activity")
         await child.terminate(reason="schema check")
         assert await handle.result() == {"continued_from": handle.run_id}
+        parks = await sdk_client.start_workflow(Parks.run, id="parks", task_queue=QUEUE)
+        first = await _parked(sdk_client, "parks", attempt=1)
+        await sdk_client.retry_dead_letters(first.id, reason="schema check")
+        second = await _parked(sdk_client, "parks", attempt=2)
+        await sdk_client.discard_dead_letters(second.id, reason="schema check")
+        assert "schema check" in await parks.result()
 
     seen: set[str] = set()
     problems: list[str] = []
@@ -212,6 +232,14 @@ async def test_every_event_the_server_writes_is_declared_with_its_attributes(sdk
             problems += [f"{run.workflow_id}/{run.run_id}: {problem}" for problem in check_event(event)]
     assert problems == []
     assert set(EventType) - NOT_EXERCISED - seen == set(), "the workflows no longer exercise these event types"
+
+
+async def _parked(client: Client, workflow_id: str, attempt: int) -> DeadLetter:
+    async def check() -> DeadLetter | None:
+        listed = await client.list_dead_letters(workflow_id=workflow_id)
+        return next((d for d in listed.dead_letters if d.attempt == attempt), None)
+
+    return await wait_until(check, timeout=DEADLINE_S, what=f"{workflow_id} parked after attempt {attempt}")
 
 
 async def _wait_for(handle: WorkflowHandle, event_type: str, what: str, count: int = 1) -> None:

@@ -25,7 +25,7 @@ from samples.onboarding.workflows import ACTIVITIES, TASK_QUEUE, Onboarding
 from samples.order_tracking import workflows as order_tracking
 from samples.saga import workflows as saga
 from tests.compat._porting import ported_module
-from tests.replay import batches, shipping
+from tests.replay import batches, remediation, shipping
 from testsupport import large_payloads
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -174,6 +174,27 @@ async def record_approval(client: Client) -> None:
             await _save(client, handle.id)
 
 
+# Remediation: a parked activity retried after the fix, and one discarded (docs/operations.md).
+async def record_remediation(client: Client) -> None:
+    async with Worker(
+        client, task_queue=remediation.TASK_QUEUE, workflows=[remediation.Reconcile], activities=remediation.ACTIVITIES
+    ):
+        for workflow_id, decision in (("dead-letter-retried", "retry"), ("dead-letter-discarded", "discard")):
+            handle = await client.start_workflow(
+                remediation.Reconcile.run, workflow_id, id=workflow_id, task_queue=remediation.TASK_QUEUE
+            )
+            while not (parked := (await client.list_dead_letters(workflow_id=workflow_id)).dead_letters):
+                await asyncio.sleep(0.05)
+            await handle.signal(remediation.Reconcile.note, "ops paged")
+            if decision == "retry":
+                remediation.REACHABLE.add(workflow_id)
+                await client.retry_dead_letters(parked[0].id, reason="ledger service restored")
+            else:
+                await client.discard_dead_letters(parked[0].id, reason="account closed")
+            await handle.result()
+            await _save(client, workflow_id)
+
+
 # Payload storage: a history whose payloads are references, with the blobs beside it.
 PAYLOAD_STORAGE = HISTORIES / "payload-storage"
 
@@ -240,6 +261,7 @@ RECORDERS: dict[str, Callable[[Client], Awaitable[None]]] = {
     "approval": record_approval,
     "payload_storage": record_payload_storage,
     "compat": record_compat,
+    "remediation": record_remediation,
 }
 
 

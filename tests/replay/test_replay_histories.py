@@ -24,7 +24,7 @@ from samples.onboarding.workflows import (
 )
 from samples.order_tracking.workflows import OrderFulfillment
 from samples.saga import workflows as saga
-from tests.replay import batches, shipping
+from tests.replay import batches, remediation, shipping
 
 HISTORY_FOLDER = Path(__file__).parent / "histories"
 ONBOARDING_HISTORIES = sorted(HISTORY_FOLDER.glob("onboarding-*.json"))
@@ -71,7 +71,15 @@ class OnboardingReadingTheClock:
 # One test per committed history: every history replays against today's code.
 test_recorded_history_replays_against_the_current_code = replay_histories_in(
     HISTORY_FOLDER,
-    workflows=[Onboarding, shipping.Shipping, OrderFulfillment, *saga.WORKFLOWS, ExpenseApproval, batches.DrainQueue],
+    workflows=[
+        Onboarding,
+        shipping.Shipping,
+        OrderFulfillment,
+        *saga.WORKFLOWS,
+        ExpenseApproval,
+        batches.DrainQueue,
+        remediation.Reconcile,
+    ],
 )
 
 

@@ -3,6 +3,7 @@
 import grpc
 import warnings
 
+from flowforge.api.v1 import dead_letters_pb2 as flowforge_dot_api_dot_v1_dot_dead__letters__pb2
 from flowforge.api.v1 import event_pb2 as flowforge_dot_api_dot_v1_dot_event__pb2
 from flowforge.api.v1 import workflow_service_pb2 as flowforge_dot_api_dot_v1_dot_workflow__service__pb2
 
@@ -221,6 +222,26 @@ class WorkflowServiceStub:
                 '/flowforge.api.v1.WorkflowService/DescribeTaskQueue',
                 request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DescribeTaskQueueRequest.SerializeToString,
                 response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DescribeTaskQueueResponse.FromString,
+                _registered_method=True)
+        self.ListDeadLetters = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/ListDeadLetters',
+                request_serializer=flowforge_dot_api_dot_v1_dot_dead__letters__pb2.ListDeadLettersRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_dead__letters__pb2.ListDeadLettersResponse.FromString,
+                _registered_method=True)
+        self.DescribeDeadLetter = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/DescribeDeadLetter',
+                request_serializer=flowforge_dot_api_dot_v1_dot_dead__letters__pb2.DescribeDeadLetterRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_dead__letters__pb2.DescribeDeadLetterResponse.FromString,
+                _registered_method=True)
+        self.RetryDeadLetters = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/RetryDeadLetters',
+                request_serializer=flowforge_dot_api_dot_v1_dot_dead__letters__pb2.RetryDeadLettersRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_dead__letters__pb2.RetryDeadLettersResponse.FromString,
+                _registered_method=True)
+        self.DiscardDeadLetters = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/DiscardDeadLetters',
+                request_serializer=flowforge_dot_api_dot_v1_dot_dead__letters__pb2.DiscardDeadLettersRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_dead__letters__pb2.DiscardDeadLettersResponse.FromString,
                 _registered_method=True)
 
 
@@ -497,6 +518,36 @@ class WorkflowServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListDeadLetters(self, request, context):
+        """Dead letters (docs/operations.md): activities parked after their retries.
+        Listing needs the reader role; retry and discard the operator role and a reason.
+        The namespace's parked activities (filtered), oldest first, and its depth per activity type.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeDeadLetter(self, request, context):
+        """One parked activity with every attempt on record and its input.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RetryDeadLetters(self, request, context):
+        """Schedules parked activities again in their runs, the attempt count going on.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DiscardDeadLetters(self, request, context):
+        """Fails parked activities into their workflows as an ActivityError saying why.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkflowServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -679,6 +730,26 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.DescribeTaskQueue,
                     request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DescribeTaskQueueRequest.FromString,
                     response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DescribeTaskQueueResponse.SerializeToString,
+            ),
+            'ListDeadLetters': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDeadLetters,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_dead__letters__pb2.ListDeadLettersRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_dead__letters__pb2.ListDeadLettersResponse.SerializeToString,
+            ),
+            'DescribeDeadLetter': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeDeadLetter,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_dead__letters__pb2.DescribeDeadLetterRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_dead__letters__pb2.DescribeDeadLetterResponse.SerializeToString,
+            ),
+            'RetryDeadLetters': grpc.unary_unary_rpc_method_handler(
+                    servicer.RetryDeadLetters,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_dead__letters__pb2.RetryDeadLettersRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_dead__letters__pb2.RetryDeadLettersResponse.SerializeToString,
+            ),
+            'DiscardDeadLetters': grpc.unary_unary_rpc_method_handler(
+                    servicer.DiscardDeadLetters,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_dead__letters__pb2.DiscardDeadLettersRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_dead__letters__pb2.DiscardDeadLettersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1660,6 +1731,114 @@ class WorkflowService:
             '/flowforge.api.v1.WorkflowService/DescribeTaskQueue',
             flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DescribeTaskQueueRequest.SerializeToString,
             flowforge_dot_api_dot_v1_dot_workflow__service__pb2.DescribeTaskQueueResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListDeadLetters(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/ListDeadLetters',
+            flowforge_dot_api_dot_v1_dot_dead__letters__pb2.ListDeadLettersRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_dead__letters__pb2.ListDeadLettersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeDeadLetter(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/DescribeDeadLetter',
+            flowforge_dot_api_dot_v1_dot_dead__letters__pb2.DescribeDeadLetterRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_dead__letters__pb2.DescribeDeadLetterResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RetryDeadLetters(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/RetryDeadLetters',
+            flowforge_dot_api_dot_v1_dot_dead__letters__pb2.RetryDeadLettersRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_dead__letters__pb2.RetryDeadLettersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DiscardDeadLetters(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/DiscardDeadLetters',
+            flowforge_dot_api_dot_v1_dot_dead__letters__pb2.DiscardDeadLettersRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_dead__letters__pb2.DiscardDeadLettersResponse.FromString,
             options,
             channel_credentials,
             insecure,

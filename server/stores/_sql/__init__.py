@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 
 from flowforge.server.stores._sql.access import AccessSQL
+from flowforge.server.stores._sql.activity_records import ActivityRecordSQL
 from flowforge.server.stores._sql.executions import ExecutionSQL, update_executions_sql
 from flowforge.server.stores._sql.leases import LeaseSQL
 from flowforge.server.stores._sql.lineage import LineageSQL
@@ -42,6 +43,7 @@ class SQLTransaction(
     VisibilitySQL,
     LifecycleOutboxSQL,
     RetentionSQL,
+    ActivityRecordSQL,
     Transaction,
     abc.ABC,
 ):

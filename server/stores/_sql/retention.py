@@ -6,7 +6,17 @@ from flowforge.server.stores._sql.core import SQLCore, placeholders
 from flowforge.server.stores.contract import RetentionOperations
 
 # Tables holding rows of a run, children before the executions they reference.
-_RUN_TABLES = ("history_events", "tasks", "timers", "request_ids", "workflow_queries", "search_attributes", "memos")
+_RUN_TABLES = (
+    "history_events",
+    "tasks",
+    "timers",
+    "request_ids",
+    "workflow_queries",
+    "search_attributes",
+    "memos",
+    "activity_attempts",
+    "dead_letters",
+)
 
 
 class RetentionSQL(SQLCore, RetentionOperations):
