@@ -99,6 +99,10 @@ async def create_api_key(
 ) -> tuple[ApiKeyRow, str] | None:
     """Creates a key and its audit row in one transaction; returns the row and the key.
 
+    Raises:
+        NotFound: ``namespace`` is neither ``'*'`` nor an existing namespace (a typo
+            would make a key that works nowhere).
+
     With ``only_if_no_admin`` (the bootstrap), creates nothing and returns None
     when a live admin key for ``'*'`` exists; the audit head's lock makes
     replicas starting together create one key between them.
@@ -108,6 +112,8 @@ async def create_api_key(
         await tx.lock_audit_head()
         if only_if_no_admin and await tx.has_active_admin_key(now_us):
             return None
+        if namespace != ALL_NAMESPACES and await tx.get_namespace(namespace) is None:
+            raise NotFound(f"there is no namespace {namespace!r}: create it first, or use '*' for all namespaces")
         issued = new_api_key(
             name=name, namespace=namespace, role=role, created_by=principal, now_us=now_us, expires_in_s=expires_in_s
         )

@@ -119,6 +119,13 @@ async def test_bootstrap_key_file_is_private_and_made_once(
     assert [(k.namespace, k.role) for k in keys.api_keys] == [("*", "admin")]
 
 
+async def test_a_key_for_a_namespace_that_does_not_exist_is_refused(admin: Client) -> None:
+    request = access_pb2.CreateApiKeyRequest(namespace="paymnets", role="writer")
+    assert await status_of(admin, "CreateApiKey", request) == grpc.StatusCode.NOT_FOUND
+    request.role = "superuser"
+    assert await status_of(admin, "CreateApiKey", request) == grpc.StatusCode.INVALID_ARGUMENT
+
+
 async def test_no_key_a_wrong_key_and_a_garbage_token_are_unauthenticated(server: ServerProcess, admin: Client) -> None:
     _, key = await create_key(admin, ALPHA, "admin")
     wrong_secret = key[:-4] + ("AAAA" if not key.endswith("AAAA") else "BBBB")
