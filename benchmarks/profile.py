@@ -139,7 +139,7 @@ _COMPONENTS = [
     ("asyncio transports (asyncpg's Cython protocol)", re.compile(r"_SelectorSocketTransport|_SelectorTransport")),
     (
         "protobuf / JSON / payload conversion",
-        re.compile(r"google/protobuf|[(/]json/|sdk/converter\.py|sdk/api/schema\.py|server/_events\.py"),
+        re.compile(r"google/protobuf|[(/]json/|sdk/converter\.py|sdk/api/schema\.py"),
     ),
     ("grpc (Python part)", re.compile(r"[(/]grpc/")),
     ("store SQL layer", re.compile(r"stores/_sql\.py|stores/postgres\.py|stores/base\.py")),
