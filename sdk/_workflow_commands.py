@@ -30,6 +30,9 @@ __all__ = [
     "PATCH_ID_DETAIL",
     "PATCH_MARKER_NAME",
     "SIGNAL_CHILD_OUTCOMES",
+    "UPDATE_ID_DETAIL",
+    "UPDATE_MARKER_NAME",
+    "UPDATE_STAGE_DETAIL",
     "WORKFLOW_TASK_NOT_COMPLETED",
     "ActivityOutcomeAttributes",
     "ChildEventAttributes",
@@ -130,6 +133,10 @@ DEPRECATED_DETAIL = "deprecated"
 # Local activities: the marker recording an outcome, keyed by the activity's start order.
 LOCAL_ACTIVITY_MARKER_NAME = "local_activity"
 LOCAL_ACTIVITY_SEQ_DETAIL = "local_activity_seq"
+# Updates: one marker per stage an update reached in the workflow, keyed by update id.
+UPDATE_MARKER_NAME = "update"
+UPDATE_ID_DETAIL = "update_id"
+UPDATE_STAGE_DETAIL = "stage"
 
 
 class CommandBuffer:
@@ -281,6 +288,13 @@ def command_event_fields(
 def marker_fields(details: Mapping[str, common_pb2.Payloads]) -> dict[str, str]:
     """What replay compares of a marker: a patch's id (the deprecated flag may change), or a
     local activity's start order and type (its outcome is what history recorded)."""
+    update_id = details.get(UPDATE_ID_DETAIL)
+    if update_id is not None:
+        stage = details.get(UPDATE_STAGE_DETAIL)
+        return {
+            "update_id": str(default_converter.from_payloads(update_id)[0]),
+            "stage": str(default_converter.from_payloads(stage)[0]) if stage else "",
+        }
     local_activity_seq = details.get(LOCAL_ACTIVITY_SEQ_DETAIL)
     if local_activity_seq is not None:
         activity_type = details.get("activity_type")

@@ -8,6 +8,8 @@ import typing
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
+from flowforge._workflow_update_definition import _UPDATE_MARKER, _UpdateDefinition
+
 __all__ = ["defn", "query", "run", "signal"]
 
 ClassType = TypeVar("ClassType", bound=type)
@@ -41,6 +43,7 @@ class _Definition:
     run_fn: Callable[..., Awaitable[Any]]
     signals: Mapping[str, _SignalDefinition]
     queries: Mapping[str, _QueryDefinition]
+    updates: Mapping[str, _UpdateDefinition] = dataclasses.field(default_factory=dict)
 
     @staticmethod
     def from_class(cls: type) -> _Definition:
@@ -89,7 +92,8 @@ class _Definition:
             )
         signals = _collect_handlers(cls, members, _SIGNAL_MARKER, "signal")
         queries = _collect_handlers(cls, members, _QUERY_MARKER, "query")
-        return _Definition(name, cls, run_fns[0], signals, queries)
+        updates = _collect_handlers(cls, members, _UPDATE_MARKER, "update")
+        return _Definition(name, cls, run_fns[0], signals, queries, updates)
 
 
 def _collect_handlers(cls: type, members: Mapping[str, Any], marker: str, kind: str) -> dict[str, Any]:

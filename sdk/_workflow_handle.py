@@ -13,6 +13,8 @@ from flowforge._client_interceptors import QueryWorkflowInput, SignalWorkflowInp
 from flowforge._workflow_definition import _query_name_and_result_hint, _signal_name
 from flowforge._workflow_executions import WorkflowExecutionDescription
 from flowforge._workflow_history import HistoryEvent, WorkflowHistory
+from flowforge._workflow_update_definition import WorkflowUpdateStage, _update_name_and_result_hint
+from flowforge._workflow_update_handle import WorkflowUpdateHandle, send_update
 from flowforge.api import schema
 from flowforge.api.schema import EventType
 from flowforge.api.v1 import common_pb2, workflow_service_pb2
@@ -190,6 +192,69 @@ class WorkflowHandle(Generic[SelfType, ReturnType]):
             if not response.has_more or not response.events:
                 return WorkflowHistory(workflow_id=self.id, events=events)
             request.after_event_id = response.events[-1].event_id
+
+    async def execute_update(
+        self,
+        update: Callable[..., Any] | str,
+        arg: Any = _NO_ARGUMENT,
+        *,
+        args: Sequence[Any] = (),
+        id: str | None = None,
+        result_type: Any = None,
+    ) -> Any:
+        """Sends an update and waits for its result (Temporal's ``execute_update``).
+
+        Args:
+            update: The ``@workflow.update`` method or the update's name.
+            arg: The update's single argument, if it takes one.
+            args: All arguments, for an update taking several; not with ``arg``.
+            id: The update id (a fresh UUID by default); an update id the workflow has seen is
+                not run again: its first outcome is returned.
+            result_type: The type to decode the result into (default: the handler's return hint).
+
+        Raises:
+            WorkflowUpdateFailedError: The validator rejected the update, the handler raised a
+                ``FailureError``, or the run closed before the update completed.
+            RPCError: ``NOT_FOUND`` for an unknown execution, or another refusal.
+        """
+        handle = await self.start_update(
+            update, arg, args=args, id=id, result_type=result_type, wait_for_stage=WorkflowUpdateStage.COMPLETED
+        )
+        return await handle.result()
+
+    async def start_update(
+        self,
+        update: Callable[..., Any] | str,
+        arg: Any = _NO_ARGUMENT,
+        *,
+        args: Sequence[Any] = (),
+        wait_for_stage: WorkflowUpdateStage,
+        id: str | None = None,
+        result_type: Any = None,
+    ) -> WorkflowUpdateHandle[Any]:
+        """Sends an update and waits until it reached ``wait_for_stage`` (``ADMITTED``: the server
+        recorded it; ``ACCEPTED``: the validator passed; ``COMPLETED``); takes the arguments of
+        :meth:`execute_update`.
+
+        Returns:
+            The update's handle; ``await handle.result()`` for its outcome.
+        """
+        return await send_update(self, update, arg, args, id=id, result_type=result_type, wait_for_stage=wait_for_stage)
+
+    def get_update_handle(
+        self, id: str, *, workflow_run_id: str | None = None, result_type: Any = None
+    ) -> WorkflowUpdateHandle[Any]:
+        """A handle to an update sent earlier (e.g. by another process), by its id; no call is made."""
+        return WorkflowUpdateHandle(
+            self._client, id, self.id, workflow_run_id=workflow_run_id or self.run_id, result_type=result_type
+        )
+
+    def get_update_handle_for(
+        self, update: Callable[..., Any] | str, id: str, *, workflow_run_id: str | None = None
+    ) -> WorkflowUpdateHandle[Any]:
+        """:meth:`get_update_handle` with the result decoded by the update method's return hint."""
+        _, hint = _update_name_and_result_hint(update)
+        return self.get_update_handle(id, workflow_run_id=workflow_run_id, result_type=hint)
 
     @overload
     async def signal(self, signal: MethodSyncOrAsyncNoParam[SelfType, None]) -> None: ...

@@ -73,6 +73,8 @@ from flowforge._workflow_local_activities import LocalActivities
 from flowforge._workflow_loop import WorkflowEventLoop
 from flowforge._workflow_patches import Patches
 from flowforge._workflow_runtime import _Runtime
+from flowforge._workflow_update_definition import UPDATE_SIGNAL
+from flowforge._workflow_updates import Updates
 from flowforge.api import schema
 from flowforge.api.schema import EventType
 from flowforge.api.v1 import command_pb2, common_pb2
@@ -156,6 +158,14 @@ class WorkflowInstance(_Runtime):
         self._children = Children(self._loop, self._commands, self._dag, converter, namespace=namespace)
         self._patches = Patches(self._commands)
         self._local_activities = LocalActivities(self._loop, self._commands, converter)
+        self._updates = Updates(
+            self._loop,
+            self._commands,
+            converter,
+            definition.updates,
+            self._workflow_object,
+            self._on_signal_handler_error,
+        )
         self._random = random.Random(run_id)
         self._info: workflow.Info | None = None
         self._memo = common_pb2.Memo()
@@ -460,6 +470,9 @@ class WorkflowInstance(_Runtime):
         """
         name = attributes["signal_name"]
         payloads = schema.payloads_from_json(attributes.get("input"))
+        if name == UPDATE_SIGNAL:
+            self._updates.deliver(payloads)
+            return
         definition = self._definition.signals.get(name)
         if definition is None:
             known = ", ".join(sorted(self._definition.signals)) or "none"
@@ -642,6 +655,9 @@ class WorkflowInstance(_Runtime):
 
     def workflow_random(self) -> random.Random:
         return self._random
+
+    def workflow_all_handlers_finished(self) -> bool:
+        return self._updates.all_handlers_finished
 
     def workflow_wait_condition(self, fn: Callable[[], bool]) -> asyncio.Future[None]:
         return self._loop.wait_for_condition(fn)

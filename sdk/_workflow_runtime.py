@@ -111,6 +111,9 @@ class _Runtime(abc.ABC):
     def workflow_start_local_activity(self, call: _LocalActivityCall) -> ActivityHandle[Any]: ...
 
     @abc.abstractmethod
+    def workflow_all_handlers_finished(self) -> bool: ...
+
+    @abc.abstractmethod
     def workflow_wait_condition(self, fn: Callable[[], bool]) -> asyncio.Future[None]: ...
 
     @abc.abstractmethod

@@ -71,6 +71,12 @@ from flowforge._workflow_executions import (
 )
 from flowforge._workflow_handle import WorkflowHandle
 from flowforge._workflow_history import HistoryEvent, WorkflowHistory
+from flowforge._workflow_update_handle import (
+    WithStartWorkflowOperation,
+    WorkflowUpdateHandle,
+    WorkflowUpdateStage,
+    _UpdateWithStartCalls,
+)
 from flowforge.api.v1 import common_pb2, workflow_service_pb2
 from flowforge.common import (
     _LIST_PAGE_SIZE,
@@ -131,11 +137,14 @@ __all__ = [
     "TaskQueueDescription",
     "TaskQueuePoller",
     "TriggeredWorkflow",
+    "WithStartWorkflowOperation",
     "WorkflowExecution",
     "WorkflowExecutionCount",
     "WorkflowExecutionDescription",
     "WorkflowHandle",
     "WorkflowHistory",
+    "WorkflowUpdateHandle",
+    "WorkflowUpdateStage",
 ]
 
 
@@ -155,7 +164,7 @@ class _StartWorkflowOptions(TypedDict, total=False):
     result_type: Any
 
 
-class Client(_NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls, _DeadLetterCalls):
+class Client(_NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls, _DeadLetterCalls, _UpdateWithStartCalls):
     """A connection to a FlowForge server, bound to one namespace.
 
     Create it with :meth:`connect`. It is safe to share between tasks and workers;

@@ -11,7 +11,13 @@ from typing import Any
 
 from flowforge.api.v1 import common_pb2
 
-__all__ = ["RetryPolicy", "SearchAttributeIndexedValueType", "SearchAttributeValue", "WorkflowExecutionStatus"]
+__all__ = [
+    "RetryPolicy",
+    "SearchAttributeIndexedValueType",
+    "SearchAttributeValue",
+    "WorkflowExecutionStatus",
+    "WorkflowIDConflictPolicy",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +117,19 @@ class WorkflowExecutionStatus(enum.IntEnum):
 
 
 # --------------------------------------------------------------------------- visibility
+
+
+class WorkflowIDConflictPolicy(enum.IntEnum):
+    """What a start does when the workflow id has a running execution (Temporal's enum)."""
+
+    UNSPECIFIED = 0
+    """The default: ``FAIL``."""
+    FAIL = 1
+    """Raise ``WorkflowAlreadyStartedError``."""
+    USE_EXISTING = 2
+    """Return a handle to the running execution; start nothing."""
+    TERMINATE_EXISTING = 3
+    """Terminate the running execution, then start a new one."""
 
 
 class SearchAttributeIndexedValueType(enum.IntEnum):

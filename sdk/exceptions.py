@@ -36,6 +36,7 @@ __all__ = [
     "TimeoutType",
     "WorkflowAlreadyStartedError",
     "WorkflowFailureError",
+    "WorkflowUpdateFailedError",
 ]
 
 
@@ -267,3 +268,23 @@ class WorkflowAlreadyStartedError(RPCError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, grpc.StatusCode.ALREADY_EXISTS)
+
+
+class WorkflowUpdateFailedError(FlowForgeError):
+    """Raised by an update's result when it did not complete successfully (Temporal's name).
+
+    ``cause`` is why: the validator's error (the update was rejected), the ``FailureError``
+    the handler raised, or an ``ApplicationError`` of type ``WorkflowClosed`` when the run
+    closed before the update completed.
+    """
+
+    def __init__(self, update_id: str, cause: BaseException) -> None:
+        super().__init__(f"workflow update {update_id!r} failed")
+        self.update_id = update_id
+        self.__cause__ = cause
+
+    @property
+    def cause(self) -> BaseException:
+        """Why the update failed."""
+        assert self.__cause__ is not None
+        return self.__cause__

@@ -57,6 +57,7 @@ from flowforge._workflow_definition import (
 )
 from flowforge._workflow_runtime import Info, ParentInfo, _Runtime, _uuid4
 from flowforge._workflow_unsafe import unsafe
+from flowforge._workflow_update_definition import update
 from flowforge.common import _NO_ARGUMENT, SearchAttributeValue
 from flowforge.exceptions import NonDeterminismError as NondeterminismError
 
@@ -69,6 +70,7 @@ __all__ = [
     "NondeterminismError",
     "ParentClosePolicy",
     "ParentInfo",
+    "all_handlers_finished",
     "continue_as_new",
     "defn",
     "deprecate_patch",
@@ -94,6 +96,7 @@ __all__ = [
     "start_local_activity",
     "start_local_activity_method",
     "unsafe",
+    "update",
     "upsert_search_attributes",
     "uuid4",
     "wait_condition",
@@ -103,6 +106,12 @@ __all__ = [
 def info() -> Info:
     """Facts about the running workflow execution (ids, type, task queue, start time)."""
     return _Runtime.current().workflow_info()
+
+
+def all_handlers_finished() -> bool:
+    """Whether every accepted update's handler has finished; wait for it before the run returns
+    (``await workflow.wait_condition(workflow.all_handlers_finished)``) so no update is cut off."""
+    return _Runtime.current().workflow_all_handlers_finished()
 
 
 def now() -> datetime:

@@ -528,6 +528,44 @@ def signal(connection: Connection, workflow_id: str, run_id: str | None, name: s
     click.echo(f"signal {name} sent to {workflow_id}")
 
 
+@workflow.command()
+@_execution_options
+@click.option("--name", required=True, help="update name")
+@click.option("--input", "-i", "inputs", type=JSON, multiple=True, help="a JSON argument (repeat for several)")
+@click.option(
+    "--update-id", help="the update id (default: a new UUID); an id the workflow has seen returns its outcome"
+)
+@output_option
+@client_command
+def update(
+    connection: Connection,
+    workflow_id: str,
+    run_id: str | None,
+    name: str,
+    inputs: tuple[Any, ...],
+    update_id: str | None,
+    output: str,
+) -> None:
+    """Send an update to an execution and print its result (exits 1 if it was rejected or failed)."""
+    from flowforge.client import WorkflowUpdateStage
+    from flowforge.exceptions import WorkflowUpdateFailedError
+
+    async def act(client: Client) -> tuple[str, Any]:
+        handle = await client.get_workflow_handle(workflow_id, run_id=run_id).start_update(
+            name, args=list(inputs), id=update_id, wait_for_stage=WorkflowUpdateStage.COMPLETED
+        )
+        return handle.id, await handle.result()
+
+    try:
+        sent_id, result = run(connection, act)
+    except WorkflowUpdateFailedError as error:
+        raise click.ClickException(f"update {error.update_id} failed: {error.cause}") from None
+    if output == "json":
+        emit_json({"update_id": sent_id, "result": result})
+    else:
+        click.echo(json.dumps(result))
+
+
 def _timeout_option(fn: Any) -> Any:
     return click.option(
         "--timeout",

@@ -47,6 +47,10 @@ class Waiter:
     def status(self) -> dict[str, Any]:
         return {"finished_by": self._finished_by}
 
+    @workflow.update
+    def echo(self, text: str) -> str:
+        return f"echo {text}"
+
 
 @workflow.defn
 class Fanout:

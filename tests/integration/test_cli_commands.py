@@ -656,6 +656,13 @@ CASES: dict[str, Case] = {
         bad=["workflow", "signal", "--workflow-id", "w", "--name", "finish", "--input", "cli"],
         names="--input",
     ),
+    "workflow update": Case(
+        args=lambda s: ["workflow", "update", "--workflow-id", s.waiter(), "--name", "echo", "--input", '"cli"'],
+        text=_contains('"echo cli"'),
+        json=lambda value, args: value == {"update_id": value["update_id"], "result": "echo cli"},
+        bad=["workflow", "update", "--workflow-id", "w", "--name", "echo", "--input", "cli"],
+        names="--input",
+    ),
     "workflow query": Case(
         args=lambda s: ["workflow", "query", "--workflow-id", s.waiter(), "--name", "status"],
         text=_contains('"finished_by": null'),

@@ -8,6 +8,7 @@ sample changes on purpose; the replay tests then pin the new behaviour):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from flowforge import Client
 from flowforge.converter import DataConverter
-from flowforge.exceptions import WorkflowFailureError
+from flowforge.exceptions import WorkflowFailureError, WorkflowUpdateFailedError
 from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.storage import FileSystemPayloadStorage
 from flowforge.worker import Worker
@@ -250,6 +251,17 @@ async def record_compat(client: Client) -> None:
         await handle.result()
     history = await handle.fetch_history()
     (COMPAT / "local-activities.json").write_text(history.to_json() + "\n")
+    updates = ported_module("test_updates")
+    async with Worker(client, task_queue="compat", workflows=[updates.Greeter]):
+        handle = await client.start_workflow(updates.Greeter.run, id="compat-updates", task_queue="compat")
+        await handle.execute_update(updates.Greeter.set_language, "fr", id="to-french")
+        with contextlib.suppress(WorkflowUpdateFailedError):
+            await handle.execute_update(updates.Greeter.set_language, "xx", id="rejected")
+        await handle.execute_update(updates.Greeter.set_language, "de", id="to-german")
+        await handle.signal(updates.Greeter.finish)
+        await handle.result()
+    history = await handle.fetch_history()
+    (COMPAT / "updates.json").write_text(history.to_json() + "\n")
 
 
 RECORDERS: dict[str, Callable[[Client], Awaitable[None]]] = {

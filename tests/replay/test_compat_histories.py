@@ -16,8 +16,9 @@ from tests.compat._porting import ported_module
 
 COMPAT_HISTORIES = Path(__file__).parent / "histories" / "compat"
 activities = ported_module("test_activities")
+updates = ported_module("test_updates")
 
-test_compat_history_replays = replay_histories_in(COMPAT_HISTORIES, workflows=[activities.Checkout])
+test_compat_history_replays = replay_histories_in(COMPAT_HISTORIES, workflows=[activities.Checkout, updates.Greeter])
 
 
 def load(name: str) -> WorkflowHistory:
@@ -46,3 +47,8 @@ class CheckoutQuotingFirst:
 async def test_a_reordered_local_activity_is_caught() -> None:
     with pytest.raises(NonDeterminismError, match="local_activity_seq"):
         await Replayer(workflows=[CheckoutQuotingFirst]).replay_workflow(load("local-activities.json"))
+
+
+def test_updates_are_recorded_stage_by_stage() -> None:
+    markers = [e for e in load("updates.json").events if e.event_type == "MarkerRecorded"]
+    assert [m.attributes["marker_name"] for m in markers] == ["update"] * 5  # accepted+completed twice, rejected
