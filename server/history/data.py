@@ -6,6 +6,7 @@ import dataclasses
 
 from flowforge.api.schema import HeaderJSON, WorkflowExecutionSignaledAttributes, message_to_json_dict, payloads_json
 from flowforge.api.v1 import common_pb2
+from flowforge.server.history.execution_limits import ExecutionLimits
 from flowforge.server.stores.base import ExecutionRow, HistoryEventRow, QueryRow, TaskRow
 
 __all__ = [
@@ -32,6 +33,8 @@ class EngineConfig:
     default_history_wait_s: float = 60.0
     query_lease_s: float = 10.0
     """How long a worker may take to answer a query before it is offered to another."""
+    limits: ExecutionLimits = dataclasses.field(default_factory=ExecutionLimits)
+    """Per-execution limits: history size, signals, pending activities and children."""
 
 
 def header_attributes(header: common_pb2.Header | None) -> dict[str, HeaderJSON]:

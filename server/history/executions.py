@@ -10,6 +10,7 @@ from flowforge.api.schema import EventType, ExecutionStatus
 from flowforge.api.v1 import common_pb2
 from flowforge.server.errors import AlreadyExists, FailedPrecondition, NotFound
 from flowforge.server.history.data import StartSignal, header_attributes
+from flowforge.server.history.execution_limits import check_signal
 from flowforge.server.history.mutation import _Mutation, close_channel, new_run, run_channel
 from flowforge.server.history.run_close import RunClose
 from flowforge.server.history.visibility_writes import visibility_attributes
@@ -284,6 +285,7 @@ class Executions(RunClose):
         await self._transaction(body)
 
     async def _signal(self, tx: Transaction, row: ExecutionRow, signal: StartSignal, identity: str) -> None:
+        await check_signal(tx, row, self.config.limits)
         m = _Mutation(tx, row, self.clock.now_us())
         m.deliver([(EventType.WORKFLOW_EXECUTION_SIGNALED, signal.attributes(identity))])
         await m.save()

@@ -21,6 +21,7 @@ from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.server.history.command_validation import CLOSE_COMMANDS, CommandValidator
 from flowforge.server.history.commands import DEADLINE_COMMANDS, Commands
 from flowforge.server.history.data import LeasedActivityTask, LeasedWorkflowTask, WorkflowTaskCompletion
+from flowforge.server.history.execution_limits import LimitBreach, check_completion
 from flowforge.server.history.mutation import StartedWorkflowTask, _Mutation, activity_lease_expiry
 from flowforge.server.observations import TaskStarted, observe
 from flowforge.server.stores.base import TaskRow, Transaction
@@ -135,6 +136,9 @@ class WorkflowTasks(Commands):
                 )
                 await m.save()
                 return _Completed([])
+            breach = await check_completion(tx, row, row.wft_started_event_id, commands, self.config.limits)
+            if breach is not None:
+                return await self._refuse_over_limit(m, task, breach, identity)
             m.write_transient_workflow_task_events(task.identity)
             applying.completed_id = m.append(
                 EventType.WORKFLOW_TASK_COMPLETED,
@@ -174,6 +178,24 @@ class WorkflowTasks(Commands):
             [LeasedActivityTask(self._sign(t), t) for t in completed.activity_tasks],
             None if completed.workflow_task is None else await self._hand_out_workflow_task(completed.workflow_task),
         )
+
+    async def _refuse_over_limit(self, m: _Mutation, task: TaskRow, breach: LimitBreach, identity: str) -> _Completed:
+        """A completion past a per-execution limit: the run is terminated (history), or
+        its workflow task fails and is retried later (pending activities, children)."""
+        if breach.fatal:
+            m.terminate(breach.message, "flowforge-server")
+            await m.save()
+            await self._after_run_closed(m)
+            return _Completed([])
+        m.fail_started_workflow_task(
+            task,
+            cause=WorkflowTaskFailedCause.BAD_COMMAND,
+            failure={"message": breach.message, "source": "server"},
+            identity=identity,
+            retry_delay_s=self._workflow_task_retry_delay(m),
+        )
+        await m.save()
+        return _Completed([])
 
     @staticmethod
     def _lease_eagerly(m: _Mutation, slots: int, identity: str) -> list[TaskRow]:

@@ -38,6 +38,7 @@ __all__ = [
     "ExecutionOperations",
     "LeaseOperations",
     "LifecycleOutboxOperations",
+    "LimitOperations",
     "LineageOperations",
     "NamespaceOperations",
     "QueryOperations",
@@ -139,6 +140,26 @@ class RetentionOperations(abc.ABC):
         visibility, tasks, timers, request ids, queries, child rows, activity attempts and
         dead letters); returns how many executions were deleted. Running runs among them
         are left alone."""
+
+
+class LimitOperations(abc.ABC):
+    """What the per-execution limits measure (server/history/execution_limits.py)."""
+
+    @abc.abstractmethod
+    async def history_size(self, namespace: str, run_id: str) -> tuple[int, int]:
+        """(events, bytes of their attributes) of the run's history."""
+
+    @abc.abstractmethod
+    async def count_run_events(self, namespace: str, run_id: str, event_type: str) -> int:
+        """How many events of ``event_type`` the run's history holds."""
+
+    @abc.abstractmethod
+    async def count_run_tasks(self, run_id: str, kind: str, limit: int) -> int:
+        """How many tasks of ``kind`` the run has (pending or leased), counting at most ``limit``."""
+
+    @abc.abstractmethod
+    async def count_child_executions(self, namespace: str, parent_run_id: str, limit: int) -> int:
+        """How many children of the run are pending, counting at most ``limit``."""
 
 
 class ExecutionOperations(abc.ABC):
@@ -563,6 +584,7 @@ class Transaction(
     LifecycleOutboxOperations,
     RetentionOperations,
     ActivityRecordOperations,
+    LimitOperations,
 ):
     """The operations the engine performs inside one atomic transaction.
 

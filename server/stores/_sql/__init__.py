@@ -14,6 +14,7 @@ from flowforge.server.stores._sql.access import AccessSQL
 from flowforge.server.stores._sql.activity_records import ActivityRecordSQL
 from flowforge.server.stores._sql.executions import ExecutionSQL, update_executions_sql
 from flowforge.server.stores._sql.leases import LeaseSQL
+from flowforge.server.stores._sql.limits import LimitSQL
 from flowforge.server.stores._sql.lineage import LineageSQL
 from flowforge.server.stores._sql.namespaces import NamespaceSQL
 from flowforge.server.stores._sql.outbox import LifecycleOutboxSQL
@@ -44,6 +45,7 @@ class SQLTransaction(
     LifecycleOutboxSQL,
     RetentionSQL,
     ActivityRecordSQL,
+    LimitSQL,
     Transaction,
     abc.ABC,
 ):
