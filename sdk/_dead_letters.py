@@ -8,43 +8,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from flowforge._rpc import WorkflowServiceClient
-from flowforge._workflow_executions import _timestamp_to_datetime
+from flowforge._workflow_executions import ActivityAttempt, _timestamp_to_datetime
 from flowforge.api import schema
 from flowforge.api.v1 import dead_letters_pb2 as pb
 
-__all__ = ["ActivityAttempt", "DeadLetter", "DeadLetterList"]
-
-
-@dataclasses.dataclass(frozen=True)
-class ActivityAttempt:
-    """One ended attempt of an activity.
-
-    Attributes:
-        attempt: Its number (1, 2, ...).
-        identity: The worker that ran it.
-        started_time: When the worker took it.
-        ended_time: When its outcome was recorded.
-        outcome: ``completed``, ``failed``, ``timed_out`` or ``canceled``.
-        failure: Its failure as JSON (``message``, ``type``, ...); None if it completed.
-    """
-
-    attempt: int
-    identity: str
-    started_time: datetime | None
-    ended_time: datetime | None
-    outcome: str
-    failure: dict[str, Any] | None
-
-    @classmethod
-    def _from_proto(cls, proto: pb.ActivityAttempt) -> ActivityAttempt:
-        return cls(
-            attempt=proto.attempt,
-            identity=proto.identity,
-            started_time=_timestamp_to_datetime(proto.started_time, proto.HasField("started_time")),
-            ended_time=_timestamp_to_datetime(proto.ended_time, proto.HasField("ended_time")),
-            outcome=proto.outcome,
-            failure=dict(schema.failure_json(proto.failure)) if proto.HasField("failure") else None,
-        )
+__all__ = ["DeadLetter", "DeadLetterList"]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,12 +10,14 @@ from typing import Any
 import grpc
 
 from flowforge._child_workflow_calls import ParentClosePolicy
-from flowforge.api.v1 import common_pb2, workflow_service_pb2
+from flowforge.api import schema
+from flowforge.api.v1 import common_pb2, dead_letters_pb2, workflow_service_pb2
 from flowforge.common import SearchAttributeValue, WorkflowExecutionStatus, _search_attributes_from_proto
 from flowforge.converter import DataConverter
 from flowforge.exceptions import RPCError
 
 __all__ = [
+    "ActivityAttempt",
     "DagNode",
     "PendingActivity",
     "PendingChildWorkflow",
@@ -42,6 +44,47 @@ def _status_from_proto(value: int) -> WorkflowExecutionStatus:
 
 def _failure_message(failure: common_pb2.Failure, present: bool) -> str | None:
     return failure.message if present else None
+
+
+@dataclasses.dataclass(frozen=True)
+class ActivityAttempt:
+    """One ended attempt of an activity.
+
+    Attributes:
+        attempt: Its number (1, 2, ...).
+        identity: The worker that ran it.
+        started_time: When the worker took it.
+        ended_time: When its outcome was recorded.
+        outcome: ``completed``, ``failed``, ``timed_out`` or ``canceled``.
+        failure: Its failure as JSON (``message``, ``type``, ...); None if it completed.
+        activity_id: The activity's id within the run.
+        activity_type: The activity's type.
+        scheduled_event_id: The activity's ActivityTaskScheduled event.
+    """
+
+    attempt: int
+    identity: str
+    started_time: datetime | None
+    ended_time: datetime | None
+    outcome: str
+    failure: dict[str, Any] | None
+    activity_id: str = ""
+    activity_type: str = ""
+    scheduled_event_id: int = 0
+
+    @classmethod
+    def _from_proto(cls, proto: dead_letters_pb2.ActivityAttempt) -> ActivityAttempt:
+        return cls(
+            attempt=proto.attempt,
+            identity=proto.identity,
+            started_time=_timestamp_to_datetime(proto.started_time, proto.HasField("started_time")),
+            ended_time=_timestamp_to_datetime(proto.ended_time, proto.HasField("ended_time")),
+            outcome=proto.outcome,
+            failure=dict(schema.failure_json(proto.failure)) if proto.HasField("failure") else None,
+            activity_id=proto.activity_id,
+            activity_type=proto.activity_type,
+            scheduled_event_id=proto.scheduled_event_id,
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -227,6 +270,8 @@ class WorkflowExecutionDescription(WorkflowExecution):
         parent_workflow_id: The parent's workflow id, when the run is a child workflow.
         parent_run_id: The parent run that started this child.
         continued_run_id: The run this one continued as new from, if any.
+        activity_attempts: Every ended attempt of every activity of the run, in order:
+            worker identity, start, end, outcome and failure.
     """
 
     pending_activities: list[PendingActivity]
@@ -238,6 +283,7 @@ class WorkflowExecutionDescription(WorkflowExecution):
     parent_workflow_id: str | None = None
     parent_run_id: str | None = None
     continued_run_id: str | None = None
+    activity_attempts: list[ActivityAttempt] = dataclasses.field(default_factory=list)
 
     @property
     def parent_id(self) -> str | None:
@@ -294,6 +340,7 @@ class WorkflowExecutionDescription(WorkflowExecution):
                 for node in proto.dag
             ],
             origin=json.loads(proto.origin_json) if proto.origin_json else None,
+            activity_attempts=[ActivityAttempt._from_proto(a) for a in proto.activity_attempts],
             first_worker_build_id=proto.first_worker_build_id,
             pending_children=[
                 PendingChildWorkflow(

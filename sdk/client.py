@@ -37,7 +37,7 @@ from flowforge._client_interceptors import (
     StartWorkflowInput,
     outbound_chain,
 )
-from flowforge._dead_letters import ActivityAttempt, DeadLetter, DeadLetterList, _DeadLetterCalls
+from flowforge._dead_letters import DeadLetter, DeadLetterList, _DeadLetterCalls
 from flowforge._event_triggers import EventTrigger, PublishEventResult, TriggeredWorkflow, _EventTriggerCalls
 from flowforge._namespaces import NamespaceDescription, _NamespaceCalls
 from flowforge._rpc import MAX_MESSAGE_BYTES, RPCRetryConfig, WorkflowServiceClient
@@ -61,6 +61,7 @@ from flowforge._task_queues import TaskQueueBacklog, TaskQueueDescription, TaskQ
 from flowforge._tls import TLSConfig, open_channel
 from flowforge._workflow_definition import _signal_name, _workflow_type_and_result_hint
 from flowforge._workflow_executions import (
+    ActivityAttempt,
     DagNode,
     PendingActivity,
     PendingChildWorkflow,

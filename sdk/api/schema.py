@@ -213,6 +213,8 @@ class ActivityState(enum.StrEnum):
     """Leased to a worker."""
     RETRYING = "RETRYING"
     """Waiting for a worker after a failed attempt."""
+    DEAD_LETTERED = "DEAD_LETTERED"
+    """Parked in the dead-letter store after its retries (docs/operations.md)."""
     COMPLETED = "COMPLETED"
     FAILED = "FAILED"
     TIMED_OUT = "TIMED_OUT"

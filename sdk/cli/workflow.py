@@ -403,6 +403,23 @@ def describe(connection: Connection, workflow_id: str, run_id: str | None, outpu
                 for a in description.pending_activities
             ),
         )
+    if description.activity_attempts:
+        click.echo("\nActivity attempts:")
+        emit_table(
+            ("ACTIVITY ID", "TYPE", "ATTEMPT", "WORKER", "ENDED", "OUTCOME", "FAILURE"),
+            (
+                (
+                    a.activity_id,
+                    a.activity_type,
+                    a.attempt,
+                    a.identity,
+                    stamp(a.ended_time),
+                    a.outcome,
+                    (a.failure or {}).get("message", "-"),
+                )
+                for a in description.activity_attempts
+            ),
+        )
     if description.pending_children:
         click.echo("\nPending children:")
         emit_table(

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 from flowforge.api.schema import failure_from_json
-from flowforge.api.v1 import common_pb2
 from flowforge.api.v1 import dead_letters_pb2 as pb
 from flowforge.server.errors import InvalidArgument
 from flowforge.server.frontend._base import Context, ServiceBase, rpc
@@ -101,5 +100,8 @@ def attempt_proto(row: ActivityAttemptRow) -> pb.ActivityAttempt:
         started_time=optional_timestamp(row.started_us),
         ended_time=timestamp(row.ended_us),
         outcome=row.outcome,
-        failure=failure if failure is not None else common_pb2.Failure(),
+        failure=failure,
+        activity_id=row.activity_id,
+        activity_type=row.activity_type,
+        scheduled_event_id=row.scheduled_event_id,
     )

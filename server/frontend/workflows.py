@@ -6,6 +6,7 @@ import uuid
 
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.server.frontend._base import Context, ServiceBase, rpc
+from flowforge.server.frontend.dead_letters import attempt_proto
 from flowforge.server.frontend.describe import describe_response
 from flowforge.server.frontend.protos import event_proto
 from flowforge.server.frontend.validation import execution_key, history_page, name, seconds, start_signal, text
@@ -44,7 +45,10 @@ class WorkflowHandlers(ServiceBase):
         row, tasks, events = await self._engine.describe(*execution_key(request))
         visibility = await self._engine.visibility(row.namespace, row.run_id)
         children = await self._engine.pending_children(row.namespace, row.run_id)
-        return describe_response(row, tasks, events, visibility, children)
+        response = describe_response(row, tasks, events, visibility, children)
+        attempts = await self._engine.activity_attempts(row.namespace, row.run_id)
+        response.activity_attempts.extend(attempt_proto(a) for a in attempts)
+        return response
 
     @rpc
     async def GetWorkflowExecutionHistory(

@@ -118,6 +118,10 @@ class DeadLetters(EngineCore):
         """(namespace, activity_type, count) of every waiting dead letter: for the gauge."""
         return await self.read(lambda tx: tx.dead_letter_depths())
 
+    async def activity_attempts(self, namespace: str, run_id: str) -> list[ActivityAttemptRow]:
+        """Every ended attempt of the run's activities, in order (for describe())."""
+        return await self.read(lambda tx: tx.list_activity_attempts(namespace, run_id))
+
     async def describe_dead_letter(
         self, namespace: str, dead_letter_id: str
     ) -> tuple[DeadLetterRow, list[ActivityAttemptRow]]:

@@ -117,7 +117,13 @@ async def test_a_parked_activity_lets_its_workflow_run_and_a_retry_after_the_fix
             lambda: _state_when_ticked(handle), timeout=DEADLINE_S, what="the timer to fire while parked"
         )
         assert state["notes"] == ["customer called"]
-        assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
+        described_run = await handle.describe()
+        assert described_run.status == WorkflowExecutionStatus.RUNNING
+        assert [node.state for node in described_run.dag] == ["DEAD_LETTERED"]
+        assert [(a.activity_type, a.attempt, a.outcome) for a in described_run.activity_attempts] == [
+            ("charge", 1, "failed"),
+            ("charge", 2, "failed"),
+        ]
 
         # Every attempt is on record with its worker and failure.
         described = await sdk_client.describe_dead_letter(parked.id)
@@ -151,9 +157,16 @@ async def test_a_parked_activity_lets_its_workflow_run_and_a_retry_after_the_fix
     assert not of_type(history, "ActivityTaskFailed")
     assert len(of_type(history, "ActivityTaskCompleted")) == 1
     assert not (await sdk_client.list_dead_letters(workflow_id=order)).dead_letters
+    # Every attempt is on record, and describe() shows them.
+    attempts = (await handle.describe()).activity_attempts
+    assert [(a.attempt, a.outcome) for a in attempts] == [(n, "failed") for n in range(1, 6)] + [(6, "completed")]
+    assert attempts[-1].failure is None and all(a.identity for a in attempts)
     with pytest.raises(RPCError) as error:
         await sdk_client.describe_dead_letter(last.id)
     assert error.value.status == grpc.StatusCode.NOT_FOUND
+    # The attempts are purged with the execution (the retention sweeper's purge).
+    assert await server.engine.transaction(lambda tx: tx.purge_runs("default", [handle.run_id])) == 1
+    assert await server.engine.read(lambda tx: tx.list_activity_attempts("default", handle.run_id)) == []
 
 
 async def _state_when_ticked(handle: object) -> dict[str, object] | None:

@@ -27,7 +27,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#flowforge/api/v1/dead_letters.proto\x12\x10\x66lowforge.api.v1\x1a\x1d\x66lowforge/api/v1/common.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd3\x01\n\x0f\x41\x63tivityAttempt\x12\x0f\n\x07\x61ttempt\x18\x01 \x01(\x05\x12\x10\n\x08identity\x18\x02 \x01(\t\x12\x30\n\x0cstarted_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nended_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07outcome\x18\x05 \x01(\t\x12*\n\x07\x66\x61ilure\x18\x06 \x01(\x0b\x32\x19.flowforge.api.v1.Failure\"\x85\x03\n\nDeadLetter\x12\n\n\x02id\x18\x01 \x01(\t\x12\x13\n\x0bworkflow_id\x18\x02 \x01(\t\x12\x0e\n\x06run_id\x18\x03 \x01(\t\x12\x15\n\rworkflow_type\x18\x04 \x01(\t\x12\x13\n\x0b\x61\x63tivity_id\x18\x05 \x01(\t\x12\x15\n\ractivity_type\x18\x06 \x01(\t\x12\x12\n\ntask_queue\x18\x07 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x08 \x01(\x05\x12*\n\x07\x66\x61ilure\x18\t \x01(\x0b\x32\x19.flowforge.api.v1.Failure\x12\x36\n\x12\x64\x65\x61\x64_lettered_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1a\n\x12scheduled_event_id\x18\x0b \x01(\x03\x12\x33\n\x08\x61ttempts\x18\x0c \x03(\x0b\x32!.flowforge.api.v1.ActivityAttempt\x12)\n\x05input\x18\r \x01(\x0b\x32\x1a.flowforge.api.v1.Payloads\"\x98\x01\n\x10\x44\x65\x61\x64LetterFilter\x12\x15\n\rworkflow_type\x18\x01 \x01(\t\x12\x15\n\ractivity_type\x18\x02 \x01(\t\x12\x12\n\nerror_type\x18\x03 \x01(\t\x12-\n\nolder_than\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x13\n\x0bworkflow_id\x18\x05 \x01(\t\"7\n\x0f\x44\x65\x61\x64LetterDepth\x12\x15\n\ractivity_type\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\x03\"n\n\x16ListDeadLettersRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x32\n\x06\x66ilter\x18\x02 \x01(\x0b\x32\".flowforge.api.v1.DeadLetterFilter\x12\r\n\x05limit\x18\x03 \x01(\x05\"\x80\x01\n\x17ListDeadLettersResponse\x12\x32\n\x0c\x64\x65\x61\x64_letters\x18\x01 \x03(\x0b\x32\x1c.flowforge.api.v1.DeadLetter\x12\x31\n\x06\x64\x65pths\x18\x02 \x03(\x0b\x32!.flowforge.api.v1.DeadLetterDepth\":\n\x19\x44\x65scribeDeadLetterRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\"O\n\x1a\x44\x65scribeDeadLetterResponse\x12\x31\n\x0b\x64\x65\x61\x64_letter\x18\x01 \x01(\x0b\x32\x1c.flowforge.api.v1.DeadLetter\"\xa4\x01\n\x17RetryDeadLettersRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\x12\x32\n\x06\x66ilter\x18\x03 \x01(\x0b\x32\".flowforge.api.v1.DeadLetterFilter\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x10\n\x08identity\x18\x05 \x01(\t\x12\x14\n\x0c\x66resh_budget\x18\x06 \x01(\x08\"\'\n\x18RetryDeadLettersResponse\x12\x0b\n\x03ids\x18\x01 \x03(\t\"\x90\x01\n\x19\x44iscardDeadLettersRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\x12\x32\n\x06\x66ilter\x18\x03 \x01(\x0b\x32\".flowforge.api.v1.DeadLetterFilter\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x10\n\x08identity\x18\x05 \x01(\t\")\n\x1a\x44iscardDeadLettersResponse\x12\x0b\n\x03ids\x18\x01 \x03(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#flowforge/api/v1/dead_letters.proto\x12\x10\x66lowforge.api.v1\x1a\x1d\x66lowforge/api/v1/common.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9b\x02\n\x0f\x41\x63tivityAttempt\x12\x0f\n\x07\x61ttempt\x18\x01 \x01(\x05\x12\x10\n\x08identity\x18\x02 \x01(\t\x12\x30\n\x0cstarted_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nended_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07outcome\x18\x05 \x01(\t\x12*\n\x07\x66\x61ilure\x18\x06 \x01(\x0b\x32\x19.flowforge.api.v1.Failure\x12\x13\n\x0b\x61\x63tivity_id\x18\x07 \x01(\t\x12\x15\n\ractivity_type\x18\x08 \x01(\t\x12\x1a\n\x12scheduled_event_id\x18\t \x01(\x03\"\x85\x03\n\nDeadLetter\x12\n\n\x02id\x18\x01 \x01(\t\x12\x13\n\x0bworkflow_id\x18\x02 \x01(\t\x12\x0e\n\x06run_id\x18\x03 \x01(\t\x12\x15\n\rworkflow_type\x18\x04 \x01(\t\x12\x13\n\x0b\x61\x63tivity_id\x18\x05 \x01(\t\x12\x15\n\ractivity_type\x18\x06 \x01(\t\x12\x12\n\ntask_queue\x18\x07 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x08 \x01(\x05\x12*\n\x07\x66\x61ilure\x18\t \x01(\x0b\x32\x19.flowforge.api.v1.Failure\x12\x36\n\x12\x64\x65\x61\x64_lettered_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1a\n\x12scheduled_event_id\x18\x0b \x01(\x03\x12\x33\n\x08\x61ttempts\x18\x0c \x03(\x0b\x32!.flowforge.api.v1.ActivityAttempt\x12)\n\x05input\x18\r \x01(\x0b\x32\x1a.flowforge.api.v1.Payloads\"\x98\x01\n\x10\x44\x65\x61\x64LetterFilter\x12\x15\n\rworkflow_type\x18\x01 \x01(\t\x12\x15\n\ractivity_type\x18\x02 \x01(\t\x12\x12\n\nerror_type\x18\x03 \x01(\t\x12-\n\nolder_than\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x13\n\x0bworkflow_id\x18\x05 \x01(\t\"7\n\x0f\x44\x65\x61\x64LetterDepth\x12\x15\n\ractivity_type\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\x03\"n\n\x16ListDeadLettersRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x32\n\x06\x66ilter\x18\x02 \x01(\x0b\x32\".flowforge.api.v1.DeadLetterFilter\x12\r\n\x05limit\x18\x03 \x01(\x05\"\x80\x01\n\x17ListDeadLettersResponse\x12\x32\n\x0c\x64\x65\x61\x64_letters\x18\x01 \x03(\x0b\x32\x1c.flowforge.api.v1.DeadLetter\x12\x31\n\x06\x64\x65pths\x18\x02 \x03(\x0b\x32!.flowforge.api.v1.DeadLetterDepth\":\n\x19\x44\x65scribeDeadLetterRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\"O\n\x1a\x44\x65scribeDeadLetterResponse\x12\x31\n\x0b\x64\x65\x61\x64_letter\x18\x01 \x01(\x0b\x32\x1c.flowforge.api.v1.DeadLetter\"\xa4\x01\n\x17RetryDeadLettersRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\x12\x32\n\x06\x66ilter\x18\x03 \x01(\x0b\x32\".flowforge.api.v1.DeadLetterFilter\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x10\n\x08identity\x18\x05 \x01(\t\x12\x14\n\x0c\x66resh_budget\x18\x06 \x01(\x08\"\'\n\x18RetryDeadLettersResponse\x12\x0b\n\x03ids\x18\x01 \x03(\t\"\x90\x01\n\x19\x44iscardDeadLettersRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\x12\x32\n\x06\x66ilter\x18\x03 \x01(\x0b\x32\".flowforge.api.v1.DeadLetterFilter\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x10\n\x08identity\x18\x05 \x01(\t\")\n\x1a\x44iscardDeadLettersResponse\x12\x0b\n\x03ids\x18\x01 \x03(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,27 +35,27 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'flowforge.api.v1.dead_lette
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_ACTIVITYATTEMPT']._serialized_start=154
-  _globals['_ACTIVITYATTEMPT']._serialized_end=365
-  _globals['_DEADLETTER']._serialized_start=368
-  _globals['_DEADLETTER']._serialized_end=757
-  _globals['_DEADLETTERFILTER']._serialized_start=760
-  _globals['_DEADLETTERFILTER']._serialized_end=912
-  _globals['_DEADLETTERDEPTH']._serialized_start=914
-  _globals['_DEADLETTERDEPTH']._serialized_end=969
-  _globals['_LISTDEADLETTERSREQUEST']._serialized_start=971
-  _globals['_LISTDEADLETTERSREQUEST']._serialized_end=1081
-  _globals['_LISTDEADLETTERSRESPONSE']._serialized_start=1084
-  _globals['_LISTDEADLETTERSRESPONSE']._serialized_end=1212
-  _globals['_DESCRIBEDEADLETTERREQUEST']._serialized_start=1214
-  _globals['_DESCRIBEDEADLETTERREQUEST']._serialized_end=1272
-  _globals['_DESCRIBEDEADLETTERRESPONSE']._serialized_start=1274
-  _globals['_DESCRIBEDEADLETTERRESPONSE']._serialized_end=1353
-  _globals['_RETRYDEADLETTERSREQUEST']._serialized_start=1356
-  _globals['_RETRYDEADLETTERSREQUEST']._serialized_end=1520
-  _globals['_RETRYDEADLETTERSRESPONSE']._serialized_start=1522
-  _globals['_RETRYDEADLETTERSRESPONSE']._serialized_end=1561
-  _globals['_DISCARDDEADLETTERSREQUEST']._serialized_start=1564
-  _globals['_DISCARDDEADLETTERSREQUEST']._serialized_end=1708
-  _globals['_DISCARDDEADLETTERSRESPONSE']._serialized_start=1710
-  _globals['_DISCARDDEADLETTERSRESPONSE']._serialized_end=1751
+  _globals['_ACTIVITYATTEMPT']._serialized_end=437
+  _globals['_DEADLETTER']._serialized_start=440
+  _globals['_DEADLETTER']._serialized_end=829
+  _globals['_DEADLETTERFILTER']._serialized_start=832
+  _globals['_DEADLETTERFILTER']._serialized_end=984
+  _globals['_DEADLETTERDEPTH']._serialized_start=986
+  _globals['_DEADLETTERDEPTH']._serialized_end=1041
+  _globals['_LISTDEADLETTERSREQUEST']._serialized_start=1043
+  _globals['_LISTDEADLETTERSREQUEST']._serialized_end=1153
+  _globals['_LISTDEADLETTERSRESPONSE']._serialized_start=1156
+  _globals['_LISTDEADLETTERSRESPONSE']._serialized_end=1284
+  _globals['_DESCRIBEDEADLETTERREQUEST']._serialized_start=1286
+  _globals['_DESCRIBEDEADLETTERREQUEST']._serialized_end=1344
+  _globals['_DESCRIBEDEADLETTERRESPONSE']._serialized_start=1346
+  _globals['_DESCRIBEDEADLETTERRESPONSE']._serialized_end=1425
+  _globals['_RETRYDEADLETTERSREQUEST']._serialized_start=1428
+  _globals['_RETRYDEADLETTERSREQUEST']._serialized_end=1592
+  _globals['_RETRYDEADLETTERSRESPONSE']._serialized_start=1594
+  _globals['_RETRYDEADLETTERSRESPONSE']._serialized_end=1633
+  _globals['_DISCARDDEADLETTERSREQUEST']._serialized_start=1636
+  _globals['_DISCARDDEADLETTERSREQUEST']._serialized_end=1780
+  _globals['_DISCARDDEADLETTERSRESPONSE']._serialized_start=1782
+  _globals['_DISCARDDEADLETTERSRESPONSE']._serialized_end=1823
 # @@protoc_insertion_point(module_scope)

@@ -12,20 +12,26 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ActivityAttempt(_message.Message):
-    __slots__ = ("attempt", "identity", "started_time", "ended_time", "outcome", "failure")
+    __slots__ = ("attempt", "identity", "started_time", "ended_time", "outcome", "failure", "activity_id", "activity_type", "scheduled_event_id")
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     STARTED_TIME_FIELD_NUMBER: _ClassVar[int]
     ENDED_TIME_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     FAILURE_FIELD_NUMBER: _ClassVar[int]
+    ACTIVITY_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTIVITY_TYPE_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULED_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
     attempt: int
     identity: str
     started_time: _timestamp_pb2.Timestamp
     ended_time: _timestamp_pb2.Timestamp
     outcome: str
     failure: _common_pb2.Failure
-    def __init__(self, attempt: _Optional[int] = ..., identity: _Optional[str] = ..., started_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ended_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., outcome: _Optional[str] = ..., failure: _Optional[_Union[_common_pb2.Failure, _Mapping]] = ...) -> None: ...
+    activity_id: str
+    activity_type: str
+    scheduled_event_id: int
+    def __init__(self, attempt: _Optional[int] = ..., identity: _Optional[str] = ..., started_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ended_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., outcome: _Optional[str] = ..., failure: _Optional[_Union[_common_pb2.Failure, _Mapping]] = ..., activity_id: _Optional[str] = ..., activity_type: _Optional[str] = ..., scheduled_event_id: _Optional[int] = ...) -> None: ...
 
 class DeadLetter(_message.Message):
     __slots__ = ("id", "workflow_id", "run_id", "workflow_type", "activity_id", "activity_type", "task_queue", "attempt", "failure", "dead_lettered_time", "scheduled_event_id", "attempts", "input")
