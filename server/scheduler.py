@@ -37,6 +37,7 @@ from flowforge.server._schedule_spec import ScheduleSpecError, SpecRule, parse_s
 from flowforge.server._tasks import cancel_and_wait
 from flowforge.server.errors import AlreadyExists, InvalidArgument, NotFound
 from flowforge.server.history import HistoryEngine
+from flowforge.server.quarantine import Quarantine
 from flowforge.server.stores.base import FencingTokenRejected, LeaseRow, ScheduleRow, Transaction
 
 __all__ = [
@@ -448,6 +449,8 @@ class Scheduler:
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        #: Schedules whose processing failed, held aside with the reason (server/quarantine.py).
+        self.held = Quarantine("scheduler: schedule")
         # A virtual clock that jumps ahead (time skipping) may pass fire times we sleep towards.
         engine.clock.add_jump_listener(self.wake)
 
@@ -541,8 +544,11 @@ class Scheduler:
                 return
             token = self._token
             now = self._engine.clock.now_us()
-            due = await self._engine.read(lambda tx: tx.due_schedules(now, _BATCH))
+            held = self.held
+            due = await self._engine.read(lambda tx: tx.due_schedules(now, _BATCH + len(held)))
             for namespace, schedule_id in due:
+                if held.is_held((namespace, schedule_id)):
+                    continue
                 try:
                     await self._engine.transaction(
                         functools.partial(self._process, namespace=namespace, schedule_id=schedule_id, token=token)
@@ -553,10 +559,12 @@ class Scheduler:
                         await self._engine.read(lambda tx: tx.get_lease(LEASE_NAME)),
                     )
                     return
-                except Exception:
-                    log.exception(
-                        "schedule %r in namespace %r could not be processed; retrying", schedule_id, namespace
-                    )
+                except Exception as error:
+                    # Held aside with its reason (logged once), retried after a backoff:
+                    # one schedule that cannot be processed never stalls the others.
+                    held.hold((namespace, schedule_id), error)
+                else:
+                    held.release((namespace, schedule_id))
 
     async def _process(self, tx: Transaction, namespace: str, schedule_id: str, token: int) -> None:
         lease = await tx.get_lease(LEASE_NAME)
@@ -584,6 +592,8 @@ class Scheduler:
                     next_us = await self._engine.read(lambda tx: tx.next_schedule_action_us())
                     until_us = min(x for x in (next_us, self._next_renew_us) if x is not None)
                     sleep_s = max(0.0, min(sleep_s, (until_us - self._engine.clock.now_us()) / 1e6 + 0.001))
+                    if sleep_s <= 0.001 and self.held:
+                        sleep_s = self.config.max_sleep_s  # what is due may be only held schedules: do not spin
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -8,7 +8,8 @@ the ``attacker`` namespace, which uses the same queue name. During every attack 
 victim starts workflows that must all finish within a generous deadline, and a cheap
 RPC (describe namespace) must stay fast.
 
-Attacks: quota floods (running executions, start rate); oversized and malformed
+Attacks: quota floods (running executions, start rate); a run flooded with signals
+and with history (per-execution limits); oversized and malformed
 requests (payloads, payload metadata, an over-size gRPC message, deep JSON, a
 regex-backtracking filter, an over-budget visibility query, non-finite and out-of-range
 numbers, over-long reasons, bytes that do not parse, hostile workflow task commands);
@@ -31,11 +32,12 @@ import grpc
 import pytest
 
 from flowforge import Client, RetryPolicy, activity, workflow
-from flowforge.api.v1 import common_pb2, event_pb2
+from flowforge.api.v1 import command_pb2, common_pb2, event_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.exceptions import ActivityError
 from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.server.history import EngineConfig
+from flowforge.server.history.execution_limits import ExecutionLimits
 from flowforge.worker import Worker
 from tests.integration._protocol import Wire, schedule_activity, seconds, start_timer
 from testsupport.waiting import wait_until
@@ -49,6 +51,8 @@ VICTIM_DEADLINE_S = 60.0
 CHEAP_RPC_S = 2.0
 MAX_PAYLOAD_BYTES = 256 * 1024
 MAX_PARKED_POLLS = 16
+MAX_SIGNALS = 20
+MAX_HISTORY_EVENTS = 400
 
 
 @activity.defn
@@ -118,7 +122,10 @@ async def arena(store_url: str) -> AsyncIterator[Arena]:
             port=0,
             poll_recheck_interval_s=0.2,
             max_parked_polls=MAX_PARKED_POLLS,
-            engine=EngineConfig(max_payload_bytes=MAX_PAYLOAD_BYTES),
+            engine=EngineConfig(
+                max_payload_bytes=MAX_PAYLOAD_BYTES,
+                limits=ExecutionLimits(max_signals=MAX_SIGNALS, max_history_events=MAX_HISTORY_EVENTS),
+            ),
         )
     )
     await server.start()
@@ -244,6 +251,38 @@ async def test_oversized_and_malformed_requests_are_refused_clearly(arena: Arena
                 )
             )
             assert code == grpc.StatusCode.INVALID_ARGUMENT, details
+
+    await arena.victims_keep_finishing(attack)
+
+
+async def test_one_execution_cannot_grow_without_bound(arena: Arena) -> None:
+    wire = arena.wire
+
+    async def attack() -> None:
+        _, token = await _attacker_workflow_task(wire, "markers")
+        markers = [
+            command_pb2.Command(record_marker=command_pb2.RecordMarkerCommandAttributes(marker_name=f"m{i}"))
+            for i in range(MAX_HISTORY_EVENTS)
+        ]
+        await wire.stub.RespondWorkflowTaskCompleted(
+            pb.RespondWorkflowTaskCompletedRequest(namespace=ATTACKER, task_token=token, commands=markers)
+        )
+        described = await wire.stub.DescribeWorkflowExecution(
+            pb.DescribeWorkflowExecutionRequest(
+                namespace=ATTACKER, execution=common_pb2.WorkflowExecution(workflow_id="markers")
+            )
+        )
+        assert described.status == common_pb2.WORKFLOW_EXECUTION_STATUS_TERMINATED
+        _, token = await _attacker_workflow_task(wire, "signalled")
+        await wire.stub.RespondWorkflowTaskCompleted(
+            pb.RespondWorkflowTaskCompletedRequest(namespace=ATTACKER, task_token=token)
+        )
+        signal = pb.SignalWorkflowExecutionRequest(
+            namespace=ATTACKER, execution=common_pb2.WorkflowExecution(workflow_id="signalled"), signal_name="s"
+        )
+        codes = [(await _status(wire.stub.SignalWorkflowExecution(signal)))[0] for _ in range(MAX_SIGNALS + 10)]
+        assert codes.count(grpc.StatusCode.OK) == MAX_SIGNALS
+        assert set(codes[MAX_SIGNALS:]) == {grpc.StatusCode.RESOURCE_EXHAUSTED}
 
     await arena.victims_keep_finishing(attack)
 
