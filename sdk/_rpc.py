@@ -133,6 +133,17 @@ class WorkflowServiceClient:
         self._metadata = tuple(metadata)
         self.retry_config = retry_config
 
+    @property
+    def api_key(self) -> str | None:
+        """The API key sent as ``authorization: Bearer <key>`` on every call (None: none)."""
+        bearer = next((value for name, value in self._metadata if name == "authorization"), None)
+        return bearer.removeprefix("Bearer ") if bearer is not None else None
+
+    @api_key.setter
+    def api_key(self, key: str | None) -> None:
+        others = tuple((name, value) for name, value in self._metadata if name != "authorization")
+        self._metadata = ((("authorization", f"Bearer {key}"),) if key else ()) + others
+
     async def call(
         self,
         rpc: str,

@@ -293,6 +293,19 @@ class Client(_NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls, _DeadLetterCa
         return self._identity
 
     @property
+    def api_key(self) -> str | None:
+        """The API key sent on every call of this client and the workers built on it.
+
+        Setting it switches every later call to the new key without reconnecting
+        (Temporal's ``Client.api_key``): deploy a new key, then revoke the old one.
+        """
+        return self._workflow_service.api_key
+
+    @api_key.setter
+    def api_key(self, key: str | None) -> None:
+        self._workflow_service.api_key = key
+
+    @property
     def data_converter(self) -> DataConverter:
         """Turns values into payloads and back."""
         return self._data_converter

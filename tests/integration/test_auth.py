@@ -255,6 +255,22 @@ async def test_a_revoked_or_expired_key_stops_working(server: ServerProcess, adm
         await client.close()
 
 
+async def test_a_client_switches_to_a_new_key_without_reconnecting(server: ServerProcess, admin: Client) -> None:
+    old_id, old_key = await create_key(admin, ALPHA, "reader")
+    _, new_key = await create_key(admin, ALPHA, "reader")
+    client = await Client.connect(server.address, namespace=ALPHA, api_key=old_key)
+    request = pb.ListWorkflowExecutionsRequest(namespace=ALPHA)
+    try:
+        client.api_key = new_key
+        assert client.api_key == new_key
+        await admin.workflow_service.call("RevokeApiKey", access_pb2.RevokeApiKeyRequest(id=old_id, reason="rotated"))
+        assert await status_of(client, "ListWorkflowExecutions", request) == grpc.StatusCode.OK
+        client.api_key = None
+        assert await _unauthenticated(client, request)
+    finally:
+        await client.close()
+
+
 async def _unauthenticated(client: Client, request: Any) -> bool:
     return await status_of(client, "ListWorkflowExecutions", request) == grpc.StatusCode.UNAUTHENTICATED
 
