@@ -26,6 +26,7 @@ from flowforge.server.http import HttpListener
 from flowforge.server.observations import (
     ActivityAttemptEnded,
     Observation,
+    ScheduleFired,
     TaskStarted,
     TimerFired,
     WorkflowClosed,
@@ -115,6 +116,19 @@ class ServerMetrics:
             ("namespace", "activity_type"),
             registry=r,
         )
+        self.schedule_fire_lateness = Histogram(
+            "flowforge_schedule_fire_lateness_seconds",
+            "How long after its nominal time a schedule started its run (catch-up and backfill runs not counted).",
+            ("namespace",),
+            buckets=_WAIT_BUCKETS,
+            registry=r,
+        )
+        self.quota_refusals = Counter(
+            "flowforge_quota_refusals",
+            "Starts refused at admission (RESOURCE_EXHAUSTED), by quota.",
+            ("namespace", "quota"),
+            registry=r,
+        )
         # Queues a scrape reported, so one that emptied reads 0 instead of vanishing.
         self._reported_queues: set[tuple[str, str, str]] = set()
         self._reported_dead_letters: set[tuple[str, str]] = set()
@@ -131,6 +145,8 @@ class ServerMetrics:
             elif isinstance(o, TimerFired):
                 self.timers_fired.inc()
                 self.timer_lateness.observe(o.late_s)
+            elif isinstance(o, ScheduleFired):
+                self.schedule_fire_lateness.labels(o.namespace).observe(o.late_s)
 
     def set_backlogs(self, backlogs: Iterable[tuple[str, str, str, int, float]]) -> None:
         """Sets the queue gauges from ``(namespace, task_queue, kind, ready tasks, oldest age s)``."""

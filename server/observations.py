@@ -17,6 +17,7 @@ from collections.abc import Iterator
 __all__ = [
     "ActivityAttemptEnded",
     "Observation",
+    "ScheduleFired",
     "TaskStarted",
     "TimerFired",
     "WorkflowClosed",
@@ -61,7 +62,15 @@ class TimerFired:
     late_s: float
 
 
-Observation = WorkflowClosed | ActivityAttemptEnded | TaskStarted | TimerFired
+@dataclasses.dataclass(frozen=True)
+class ScheduleFired:
+    """A schedule started a run ``late_s`` seconds after the nominal time its spec named."""
+
+    namespace: str
+    late_s: float
+
+
+Observation = WorkflowClosed | ActivityAttemptEnded | TaskStarted | TimerFired | ScheduleFired
 
 _pending: contextvars.ContextVar[list[Observation] | None] = contextvars.ContextVar(
     "flowforge_pending_observations", default=None

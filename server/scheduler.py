@@ -37,6 +37,7 @@ from flowforge.server._schedule_spec import ScheduleSpecError, SpecRule, parse_s
 from flowforge.server._tasks import cancel_and_wait
 from flowforge.server.errors import AlreadyExists, InvalidArgument, NotFound
 from flowforge.server.history import HistoryEngine
+from flowforge.server.observations import ScheduleFired, observe
 from flowforge.server.quarantine import Quarantine
 from flowforge.server.stores.base import FencingTokenRejected, LeaseRow, ScheduleRow, Transaction
 
@@ -397,6 +398,8 @@ class _Pass:
             state["running"] + [{"workflow_id": workflow_id, "run_id": run_id, "nominal_us": fire["nominal_us"]}]
         )[-_MAX_TRACKED_RUNS:]
         state["action_count"] += 1
+        if fire["kind"] == "scheduled":  # catch-up and backfill runs are late on purpose
+            observe(ScheduleFired(row.namespace, max(0, self.now - fire["nominal_us"]) / 1e6))
         state["recent_actions"] = (
             state["recent_actions"]
             + [

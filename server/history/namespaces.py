@@ -146,6 +146,7 @@ class Namespaces(EngineCore):
         if row.max_running_executions:
             running = await tx.count_running_executions(namespace, row.max_running_executions)
             if running >= row.max_running_executions:
+                self.metrics.quota_refusals.labels(namespace, "max_running_executions").inc()
                 raise ResourceExhausted(
                     f"namespace {namespace!r} is at its max_running_executions quota ({row.max_running_executions}"
                     " running); retry after one of its runs closes, or raise the quota with"
@@ -154,6 +155,7 @@ class Namespaces(EngineCore):
         if row.start_rate:
             wait_s = take_start_token(row, self.clock.now_us())
             if wait_s is not None:
+                self.metrics.quota_refusals.labels(namespace, "start_rate").inc()
                 raise ResourceExhausted(
                     f"namespace {namespace!r} is over its start_rate quota ({row.start_rate:g} starts per second);"
                     f" retry in {max(wait_s, 0.001):.3f}s"
