@@ -102,8 +102,11 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         if handler is None or method.split("/")[1] in PUBLIC_SERVICES:
             return handler
         rule = rule_for(method)
-        if rule is None or handler.unary_unary is None:
+        if rule is None:
             return _refuse(grpc.StatusCode.PERMISSION_DENIED, f"{method} is not in the authorization table")
+        if handler.unary_unary is None:
+            # The guard reads the request before the handler runs: only unary RPCs have one to read.
+            return _refuse(grpc.StatusCode.UNIMPLEMENTED, f"{method} streams, and only unary RPCs can be authorized")
         if self._authenticator is None and not rule.audited:
             return handler  # nothing to do: keep the hot path as it was
         return grpc.unary_unary_rpc_method_handler(
