@@ -158,7 +158,8 @@ async def bootstrap_admin_key(store: Store, clock: Clock, path: str) -> bool:
     )
     if created is None:
         return False
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # Not through a symbolic link someone planted at the path.
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     try:
         os.fchmod(descriptor, 0o600)
         os.write(descriptor, (created[1] + "\n").encode())
