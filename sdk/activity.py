@@ -28,9 +28,9 @@ import threading
 import typing
 from collections.abc import Callable, MutableMapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, TypeVar, overload
+from typing import Any, NoReturn, TypeVar, overload
 
-__all__ = ["Info", "defn", "heartbeat", "info", "is_cancelled", "logger"]
+__all__ = ["Info", "defn", "heartbeat", "info", "is_cancelled", "logger", "raise_complete_async"]
 
 CallableType = TypeVar("CallableType", bound=Callable[..., Any])
 
@@ -242,6 +242,26 @@ def heartbeat(*details: Any) -> None:
         TypeError: A detail cannot be serialized.
     """
     _context().record_heartbeat(details)
+
+
+class _CompleteAsyncError(BaseException):
+    """Raised by :func:`raise_complete_async`; a ``BaseException`` so ``except Exception`` lets it through."""
+
+
+def raise_complete_async() -> NoReturn:
+    """Ends this activity function without ending the activity: it completes later, from anywhere.
+
+    The worker reports nothing and frees its slot; the attempt keeps its lease (its
+    start-to-close and heartbeat timeouts still apply). Pass ``activity.info().task_token``
+    (or the workflow and activity ids) to whoever finishes the work; it calls
+    ``client.get_async_activity_handle(task_token=...)`` and then ``complete(result)``,
+    ``fail(error)``, ``heartbeat(...)`` or ``report_cancellation()``.
+
+    Raises:
+        RuntimeError: Not called from an activity.
+    """
+    _context()
+    raise _CompleteAsyncError()
 
 
 def is_cancelled() -> bool:

@@ -28,6 +28,7 @@ from typing import Any, Concatenate, Required, TypedDict, Unpack, overload
 import grpc
 
 from flowforge import _schedule
+from flowforge._async_activity_handle import AsyncActivityHandle, _AsyncActivityCalls
 from flowforge._claim_check import wire_codec
 from flowforge._client_interceptors import (
     Interceptor,
@@ -102,6 +103,7 @@ from flowforge.types import (
 
 __all__ = [
     "ActivityAttempt",
+    "AsyncActivityHandle",
     "Client",
     "DagNode",
     "DeadLetter",
@@ -165,7 +167,9 @@ class _StartWorkflowOptions(TypedDict, total=False):
     result_type: Any
 
 
-class Client(_NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls, _DeadLetterCalls, _UpdateWithStartCalls):
+class Client(
+    _NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls, _DeadLetterCalls, _UpdateWithStartCalls, _AsyncActivityCalls
+):
     """A connection to a FlowForge server, bound to one namespace.
 
     Create it with :meth:`connect`. It is safe to share between tasks and workers;

@@ -24,6 +24,7 @@ __all__ = [
     "ActivityError",
     "ApplicationError",
     "ApplicationErrorCategory",
+    "AsyncActivityCancelledError",
     "CancelledError",
     "ChildWorkflowError",
     "FailureError",
@@ -288,3 +289,11 @@ class WorkflowUpdateFailedError(FlowForgeError):
         """Why the update failed."""
         assert self.__cause__ is not None
         return self.__cause__
+
+
+class AsyncActivityCancelledError(FlowForgeError):
+    """Raised by ``AsyncActivityHandle.heartbeat`` when the workflow asked for the activity to be
+    cancelled (Temporal's name); acknowledge with ``report_cancellation()``."""
+
+    def __init__(self) -> None:
+        super().__init__("the activity was asked to cancel")

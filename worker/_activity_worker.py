@@ -428,6 +428,9 @@ class ActivityWorker:
             logger.warning("not reporting %s: %s", _describe(task), reason.value)
             return
         error = None if execution.cancelled() else execution.exception()
+        if isinstance(error, activity._CompleteAsyncError):
+            logger.info("%s completes asynchronously (its lease stays with the task token)", _describe(task))
+            return
         if not execution.cancelled() and error is None:
             try:
                 result = self._converter.to_payloads([execution.result()])

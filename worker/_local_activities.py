@@ -131,6 +131,13 @@ class LocalActivityRunner:
             execution = asyncio.get_running_loop().run_in_executor(self._executor, context.run, definition.fn, *args)
         try:
             return await asyncio.wait_for(execution, max(limit, 0.0))
+        except activity._CompleteAsyncError:
+            raise ApplicationError(
+                f"local activity {request.activity_type!r} called raise_complete_async(): only a regular"
+                " activity can complete asynchronously",
+                type="CompleteAsyncNotSupported",
+                non_retryable=True,
+            ) from None
         except builtins.TimeoutError:
             raise TimeoutError(
                 f"local activity {request.activity_type!r} timed out ({timeout_type.name})", type=timeout_type

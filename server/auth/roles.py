@@ -113,6 +113,7 @@ RPC_RULES: dict[str, RpcRule] = {
         "RespondActivityTaskCompleted": _TOKEN,
         "RespondActivityTaskFailed": _TOKEN,
         "RespondActivityTaskCanceled": _TOKEN,
+        "GetActivityTaskToken": _rule(Role.WORKER),
         "CreateEventTrigger": _rule(Role.OPERATOR, audited=True),
         "DescribeEventTrigger": _rule(Role.READER),
         "ListEventTriggers": _rule(Role.READER),

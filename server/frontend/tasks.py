@@ -6,7 +6,13 @@ from __future__ import annotations
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.server.frontend._base import Context, ServiceBase, rpc
 from flowforge.server.frontend.protos import activity_task_proto, query_task_proto, workflow_task_proto
-from flowforge.server.frontend.validation import eager_activity_slots, name, poll, workflow_task_failed_cause
+from flowforge.server.frontend.validation import (
+    eager_activity_slots,
+    execution_key,
+    name,
+    poll,
+    workflow_task_failed_cause,
+)
 from flowforge.server.history import LeasedQuery
 
 __all__ = ["TaskHandlers"]
@@ -133,3 +139,13 @@ class TaskHandlers(ServiceBase):
             request.task_token, request.namespace, request.details, name(request.identity, "identity", required=False)
         )
         return pb.RespondActivityTaskCanceledResponse()
+
+    @rpc
+    async def GetActivityTaskToken(
+        self, request: pb.GetActivityTaskTokenRequest, context: Context
+    ) -> pb.GetActivityTaskTokenResponse:
+        namespace, workflow_id, run_id = execution_key(request)
+        token = await self._engine.activity_task_token(
+            namespace, workflow_id, run_id, name(request.activity_id, "activity_id")
+        )
+        return pb.GetActivityTaskTokenResponse(task_token=token)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from flowforge.api.schema import TaskKind
 from flowforge.server.history.activities import ActivityTasks
+from flowforge.server.history.async_completion import AsyncCompletion
 from flowforge.server.history.child_commands import ChildCommands
 from flowforge.server.history.commands import Commands
 from flowforge.server.history.core import EngineCore
@@ -27,6 +28,7 @@ __all__ = ["HistoryEngine"]
 class HistoryEngine(
     Timeouts,  # timeouts.py: due timers, expired leases and pending tasks, run timeouts
     ActivityTasks,  # activities.py: lease, heartbeat, complete, fail, cancel, retry
+    AsyncCompletion,  # async_completion.py: an activity's task token by id (async completion)
     WorkflowTasks,  # workflow_tasks.py: lease, hand-out, complete (eager dispatch), fail
     Commands,  # commands.py: load -> apply (the command table) -> save (validation: command_validation.py)
     ChildCommands,  # child_commands.py: start, signal and cancel children

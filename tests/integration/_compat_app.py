@@ -10,8 +10,25 @@ import logging
 import sys
 from datetime import timedelta
 
-from flowforge import Client, workflow
+from flowforge import Client, activity, workflow
 from flowforge.worker import Worker
+from tests.integration._processes import record
+
+
+@activity.defn
+async def ask_approval(request: str) -> str:
+    """Hands its task token to the ledger and leaves the activity to be completed from outside."""
+    record(event="asked", request=request, task_token=activity.info().task_token.hex())
+    activity.raise_complete_async()
+
+
+@workflow.defn
+class AsyncApproval:
+    """One activity completed asynchronously; the attempt's lease outlives any worker."""
+
+    @workflow.run
+    async def run(self, request: str) -> str:
+        return await workflow.execute_activity(ask_approval, request, start_to_close_timeout=timedelta(minutes=2))
 
 
 @workflow.defn
@@ -46,7 +63,7 @@ class Tally:
 
 async def main(address: str, task_queue: str) -> None:
     client = await Client.connect(address)
-    await Worker(client, task_queue=task_queue, workflows=[Tally]).run()
+    await Worker(client, task_queue=task_queue, workflows=[Tally, AsyncApproval], activities=[ask_approval]).run()
 
 
 if __name__ == "__main__":

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import grpc
+import pytest
+
 from flowforge import Client
 from flowforge.api.schema import payloads_from_json
 from flowforge.client import HistoryEvent, WorkflowUpdateStage
 from flowforge.converter import default_converter
-from tests.integration._compat_app import Tally
-from tests.integration._processes import ServerProcess, WorkerProcess
+from flowforge.exceptions import RPCError
+from tests.integration._compat_app import AsyncApproval, Tally
+from tests.integration._processes import ServerProcess, WorkerProcess, read_ledger
+from testsupport.waiting import wait_until
 
 APP = "tests.integration._compat_app"
 
@@ -56,3 +61,41 @@ async def test_updates_survive_kill_9_of_worker_and_server_exactly_once(
     events = (await handle.fetch_history()).events
     assert update_markers(events, "add-5") == ["accepted", "completed"]
     assert update_markers(events, "add-7") == ["accepted", "completed"]
+
+
+async def test_async_completion_survives_kill_9_of_worker_and_server_exactly_once(
+    client: Client, server_process: ServerProcess, ledger: Path, tmp_path: Path
+) -> None:
+    worker = WorkerProcess(server_process.address, "compat-async", ledger, tmp_path, name="first", app=APP)
+    try:
+        handle = await client.start_workflow(
+            AsyncApproval.run, "loan-1", id="async-approval", task_queue="compat-async"
+        )
+        asked = await wait_until(
+            lambda: next((e for e in read_ledger(ledger) if e["event"] == "asked"), None),
+            timeout=30,
+            what="the activity to hand out its task token",
+        )
+        worker.kill9()
+    finally:
+        worker.stop()
+    server_process.kill9()
+    server_process.start()
+
+    # Nothing runs the activity now; its lease survived both processes. Heartbeat by token,
+    # complete by id (the token of the running attempt, looked up by the server).
+    await client.get_async_activity_handle(task_token=bytes.fromhex(asked["task_token"])).heartbeat("still here")
+    by_id = client.get_async_activity_handle(workflow_id="async-approval", activity_id="1")
+    await by_id.complete("approved")
+    with pytest.raises(RPCError) as again:
+        await by_id.complete("approved again")
+    assert again.value.status in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.FAILED_PRECONDITION)
+
+    survivor = WorkerProcess(server_process.address, "compat-async", ledger, tmp_path, name="survivor", app=APP)
+    try:
+        assert await handle.result() == "approved"
+    finally:
+        survivor.stop()
+    events = (await handle.fetch_history()).events
+    assert [e.event_type for e in events].count("ActivityTaskCompleted") == 1
+    assert [e["event"] for e in read_ledger(ledger)] == ["asked"]

@@ -262,6 +262,19 @@ async def record_compat(client: Client) -> None:
         await handle.result()
     history = await handle.fetch_history()
     (COMPAT / "updates.json").write_text(history.to_json() + "\n")
+    completion = ported_module("test_async_completion")
+    async with Worker(
+        client, task_queue="compat", workflows=[completion.Approval], activities=[completion.request_approval]
+    ):
+        handle = await client.start_workflow(
+            completion.Approval.run, "loan-1", id="compat-async-completion", task_queue="compat"
+        )
+        token = await completion.wait_for_token("loan-1")
+        await client.get_async_activity_handle(task_token=token).heartbeat("reviewing")
+        await client.get_async_activity_handle(workflow_id=handle.id, activity_id="1").complete("approved")
+        await handle.result()
+    history = await handle.fetch_history()
+    (COMPAT / "async-completion.json").write_text(history.to_json() + "\n")
 
 
 RECORDERS: dict[str, Callable[[Client], Awaitable[None]]] = {

@@ -17,8 +17,11 @@ from tests.compat._porting import ported_module
 COMPAT_HISTORIES = Path(__file__).parent / "histories" / "compat"
 activities = ported_module("test_activities")
 updates = ported_module("test_updates")
+completion = ported_module("test_async_completion")
 
-test_compat_history_replays = replay_histories_in(COMPAT_HISTORIES, workflows=[activities.Checkout, updates.Greeter])
+test_compat_history_replays = replay_histories_in(
+    COMPAT_HISTORIES, workflows=[activities.Checkout, updates.Greeter, completion.Approval]
+)
 
 
 def load(name: str) -> WorkflowHistory:

@@ -146,4 +146,5 @@ def test_public_names():
         "info",
         "is_cancelled",
         "logger",
+        "raise_complete_async",
     ]

@@ -634,6 +634,22 @@ class RespondActivityTaskCanceledResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class GetActivityTaskTokenRequest(_message.Message):
+    __slots__ = ("namespace", "execution", "activity_id")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_FIELD_NUMBER: _ClassVar[int]
+    ACTIVITY_ID_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    execution: _common_pb2.WorkflowExecution
+    activity_id: str
+    def __init__(self, namespace: _Optional[str] = ..., execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., activity_id: _Optional[str] = ...) -> None: ...
+
+class GetActivityTaskTokenResponse(_message.Message):
+    __slots__ = ("task_token",)
+    TASK_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    task_token: bytes
+    def __init__(self, task_token: _Optional[bytes] = ...) -> None: ...
+
 class ScheduleIntervalSpec(_message.Message):
     __slots__ = ("every", "offset")
     EVERY_FIELD_NUMBER: _ClassVar[int]

@@ -138,6 +138,11 @@ class WorkflowServiceStub:
                 request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondActivityTaskCanceledRequest.SerializeToString,
                 response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondActivityTaskCanceledResponse.FromString,
                 _registered_method=True)
+        self.GetActivityTaskToken = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/GetActivityTaskToken',
+                request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetActivityTaskTokenRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetActivityTaskTokenResponse.FromString,
+                _registered_method=True)
         self.CreateEventTrigger = channel.unary_unary(
                 '/flowforge.api.v1.WorkflowService/CreateEventTrigger',
                 request_serializer=flowforge_dot_api_dot_v1_dot_event__pb2.CreateEventTriggerRequest.SerializeToString,
@@ -383,6 +388,15 @@ class WorkflowServiceServicer:
 
     def RespondActivityTaskCanceled(self, request, context):
         """The attempt accepted its cancellation.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetActivityTaskToken(self, request, context):
+        """Asynchronous completion by id: the task token of the running attempt of an activity, for
+        RecordActivityTaskHeartbeat / RespondActivityTask* from outside the worker that runs it.
+        FAILED_PRECONDITION if the activity has no running attempt (done, or waiting for a retry).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -645,6 +659,11 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.RespondActivityTaskCanceled,
                     request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondActivityTaskCanceledRequest.FromString,
                     response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondActivityTaskCanceledResponse.SerializeToString,
+            ),
+            'GetActivityTaskToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetActivityTaskToken,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetActivityTaskTokenRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetActivityTaskTokenResponse.SerializeToString,
             ),
             'CreateEventTrigger': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateEventTrigger,
@@ -1272,6 +1291,33 @@ class WorkflowService:
             '/flowforge.api.v1.WorkflowService/RespondActivityTaskCanceled',
             flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondActivityTaskCanceledRequest.SerializeToString,
             flowforge_dot_api_dot_v1_dot_workflow__service__pb2.RespondActivityTaskCanceledResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetActivityTaskToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/GetActivityTaskToken',
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetActivityTaskTokenRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetActivityTaskTokenResponse.FromString,
             options,
             channel_credentials,
             insecure,
