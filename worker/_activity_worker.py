@@ -15,6 +15,7 @@ import contextlib
 import contextvars
 import enum
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
@@ -28,6 +29,7 @@ from flowforge._worker_interceptors import ActivityInboundInterceptor, ExecuteAc
 from flowforge.api.v1 import common_pb2, workflow_service_pb2
 from flowforge.converter import DataConverter, error_to_failure
 from flowforge.exceptions import ApplicationError, ApplicationErrorCategory, CancelledError, RPCError
+from flowforge.worker._metrics import WorkerMetrics
 from flowforge.worker._polling import (
     LEASE_LOST_STATUSES,
     TaskSlots,
@@ -86,6 +88,13 @@ async def _call_async(fn: Callable[..., Any], args: Sequence[Any]) -> Any:
     # Calling inside the task makes a bad call (e.g. too many arguments) fail the
     # activity like any other error instead of failing before it started.
     return await fn(*args)
+
+
+def _outcome(execution: asyncio.Future[Any]) -> str:
+    """How an attempt ended, for the worker's metrics."""
+    if execution.cancelled():
+        return "canceled"
+    return "completed" if execution.exception() is None else "failed"
 
 
 class _RootActivityInbound(ActivityInboundInterceptor):
@@ -231,9 +240,11 @@ class ActivityWorker:
         max_concurrent_polls: int,
         executor: concurrent.futures.Executor | None,
         interceptors: Sequence[Interceptor] = (),
+        metrics: WorkerMetrics | None = None,
     ) -> None:
         self._service = service
         self._interceptors = interceptors
+        self._metrics = metrics or WorkerMetrics(task_queue)
         self._namespace = namespace
         self._task_queue = task_queue
         self._identity = identity
@@ -243,7 +254,7 @@ class ActivityWorker:
         self._max_concurrent_polls = max_concurrent_polls
         self._executor = executor
         self._owns_executor = False
-        self.slots = TaskSlots(max_concurrent_activities)
+        self.slots = TaskSlots(max_concurrent_activities, lambda delta: self._metrics.slots_changed("activity", delta))
         self._pollers: list[asyncio.Task[None]] = []
         self._handlers: set[asyncio.Task[None]] = set()
         self._running: dict[asyncio.Task[None], _RunningActivity] = {}
@@ -281,6 +292,7 @@ class ActivityWorker:
             slots=self.slots,
             poll=self._poll,
             dispatch=self.run_task,
+            polled=lambda seconds, result: self._metrics.polled("activity", seconds, result),
         )
 
     async def _poll(self) -> workflow_service_pb2.PollActivityTaskQueueResponse:
@@ -402,6 +414,7 @@ class ActivityWorker:
         else:
             execution = loop.run_in_executor(self._executor, context.run, definition.fn, *args)
         running.execution = execution
+        began = time.monotonic()
         heartbeating = asyncio.create_task(heartbeater.run())
         try:
             # wait() rather than await: an activity that was cancelled must not look
@@ -418,6 +431,7 @@ class ActivityWorker:
             self._running.pop(handler, None)
             if not execution.done():
                 execution.cancel()
+        self._metrics.activity_ran(task.activity_type, time.monotonic() - began, _outcome(execution))
         await self._report(running, heartbeater)
 
     async def _report(self, running: _RunningActivity, heartbeater: _Heartbeater) -> None:

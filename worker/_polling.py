@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -51,9 +52,11 @@ another worker, or the execution closed): the outcome is stale and nothing chang
 class TaskSlots:
     """Counts free capacity; can be taken one at a time (waiting) or in bulk (not)."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, on_change: Callable[[int], None] | None = None) -> None:
         self._free = capacity
         self._released = asyncio.Event()
+        # Told how many slots were taken (positive) or freed (negative): the worker's metrics.
+        self._on_change = on_change or (lambda _delta: None)
 
     @property
     def free(self) -> int:
@@ -66,17 +69,21 @@ class TaskSlots:
             self._released.clear()
             await self._released.wait()
         self._free -= 1
+        self._on_change(1)
 
     def try_acquire(self, wanted: int) -> int:
         """Takes up to ``wanted`` slots without waiting; returns how many it took."""
         taken = max(0, min(wanted, self._free))
         self._free -= taken
+        if taken:
+            self._on_change(taken)
         return taken
 
     def release(self, count: int = 1) -> None:
         """Frees ``count`` slots."""
         self._free += count
         self._released.set()
+        self._on_change(-count)
 
 
 _Response = TypeVar(
@@ -126,11 +133,18 @@ def start_pollers(
     slots: TaskSlots,
     poll: Callable[[], Awaitable[Any]],
     dispatch: Callable[[Any], None],
+    polled: Callable[[float, str], None] = lambda _seconds, _result: None,
 ) -> list[asyncio.Task[None]]:
     """Starts ``count`` :func:`poll_forever` loops on one task queue."""
     return [
         asyncio.create_task(
-            poll_forever(description=f"{kind} task queue {task_queue!r}", slots=slots, poll=poll, dispatch=dispatch),
+            poll_forever(
+                description=f"{kind} task queue {task_queue!r}",
+                slots=slots,
+                poll=poll,
+                dispatch=dispatch,
+                polled=polled,
+            ),
             name=f"flowforge {kind} poller {index} ({task_queue})",
         )
         for index in range(count)
@@ -148,6 +162,7 @@ async def poll_forever(
     slots: TaskSlots,
     poll: Callable[[], Awaitable[Any]],
     dispatch: Callable[[Any], None],
+    polled: Callable[[float, str], None] = lambda _seconds, _result: None,
 ) -> None:
     """Polls until cancelled, handing each task to ``dispatch`` with a slot.
 
@@ -158,16 +173,19 @@ async def poll_forever(
         poll: Makes one poll call; a response without ``task_token`` means the
             long poll ended without a task.
         dispatch: Starts handling a task; must not block.
+        polled: Told how long each poll took and how it ended (``task``, ``empty``, ``error``).
     """
     consecutive_failures = 0
     while True:
         await slots.acquire()
+        began = time.monotonic()
         try:
             response = await poll()
         except asyncio.CancelledError:
             slots.release()
             raise
         except Exception as error:
+            polled(time.monotonic() - began, "error")
             slots.release()
             consecutive_failures += 1
             delay = _retry_delay(consecutive_failures)
@@ -180,6 +198,7 @@ async def poll_forever(
             await asyncio.sleep(delay)
             continue
         consecutive_failures = 0
+        polled(time.monotonic() - began, "task" if response.task_token else "empty")
         if not response.task_token:
             slots.release()
             continue

@@ -16,10 +16,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Self
 
+from opentelemetry.metrics import Meter
+
 from flowforge import activity, workflow
 from flowforge._worker_interceptors import Interceptor
 from flowforge.client import Client
 from flowforge.worker._activity_worker import ActivityWorker
+from flowforge.worker._metrics import WorkerMetrics
 from flowforge.worker._workflow_worker import WorkflowWorker
 
 logger = logging.getLogger(__name__)
@@ -130,6 +133,9 @@ class Worker:
         activity_executor: Runs synchronous activities; by default a thread pool
             the worker creates and shuts down. It must run callables in threads of
             this process (the activity context travels in context variables).
+        meter: The OpenTelemetry meter of the worker's own metrics (slots used, poll,
+            activity and workflow-task latency, cache hits; docs/observability.md); the
+            global meter provider's by default.
         interceptors: Worker interceptors (:class:`flowforge.worker.Interceptor`), after
             those of the client that are worker interceptors too.
         build_id: Names the build of the workflow code this worker runs; recorded
@@ -159,6 +165,7 @@ class Worker:
         activity_executor: concurrent.futures.Executor | None = None,
         build_id: str | None = None,
         interceptors: Sequence[Interceptor] = (),
+        meter: Meter | None = None,
     ) -> None:
         if not task_queue:
             raise ValueError("task_queue must not be empty")
@@ -186,6 +193,7 @@ class Worker:
             *(i for i in client.interceptors if isinstance(i, Interceptor)),
             *interceptors,
         ]
+        metrics = WorkerMetrics(task_queue, meter)
         self._activity_worker: ActivityWorker | None = None
         self._workflow_worker: WorkflowWorker | None = None
         if activity_definitions:
@@ -200,6 +208,7 @@ class Worker:
                 max_concurrent_polls=max_concurrent_activity_polls,
                 executor=activity_executor,
                 interceptors=worker_interceptors,
+                metrics=metrics,
             )
         if workflow_definitions:
             self._workflow_worker = WorkflowWorker(
@@ -215,6 +224,7 @@ class Worker:
                 activity_worker=self._activity_worker,
                 build_id=self._build_id,
                 interceptors=worker_interceptors,
+                metrics=metrics,
             )
         self._started = False
         self._shutdown_requested: asyncio.Event | None = None

@@ -13,6 +13,7 @@ import asyncio
 import collections
 import concurrent.futures
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 
@@ -27,6 +28,7 @@ from flowforge.converter import DataConverter, error_to_failure
 from flowforge.exceptions import ApplicationError, NonDeterminismError, RPCError
 from flowforge.worker._activity_worker import ActivityWorker
 from flowforge.worker._local_activities import LocalActivityRunner
+from flowforge.worker._metrics import WorkerMetrics
 from flowforge.worker._polling import (
     LEASE_LOST_STATUSES,
     TaskSlots,
@@ -119,9 +121,11 @@ class WorkflowWorker:
         activity_worker: ActivityWorker | None,
         build_id: str,
         interceptors: Sequence[Interceptor] = (),
+        metrics: WorkerMetrics | None = None,
     ) -> None:
         self._service = service
         self._interceptors = interceptors
+        self._metrics = metrics or WorkerMetrics(task_queue)
         self._namespace = namespace
         self._task_queue = task_queue
         self._identity = identity
@@ -132,7 +136,7 @@ class WorkflowWorker:
         self._activity_worker = activity_worker
         self._build_id = build_id
         self._cache = _RunCache(cache_size)
-        self._slots = TaskSlots(max_concurrent_tasks)
+        self._slots = TaskSlots(max_concurrent_tasks, lambda delta: self._metrics.slots_changed("workflow", delta))
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._pollers: list[asyncio.Task[None]] = []
         self._handlers: set[asyncio.Task[None]] = set()
@@ -152,6 +156,7 @@ class WorkflowWorker:
             slots=self._slots,
             poll=self._poll,
             dispatch=self._dispatch,
+            polled=lambda seconds, result: self._metrics.polled("workflow", seconds, result),
         )
 
     async def stop_polling(self) -> None:
@@ -272,14 +277,19 @@ class WorkflowWorker:
         loop = asyncio.get_running_loop()
         history = list(task.history)
         execution = task.workflow_execution
+        began = time.monotonic()
         cached = self._cache.take(execution.run_id)
-        if cached is not None:
-            try:
-                return cached, await loop.run_in_executor(self._executor, cached.activate, history)
-            except HistoryContinuityError as error:
-                logger.debug("%s: replaying from the start (%s)", _describe(task), error)
-        instance = self._new_instance(definition, task)
-        return instance, await loop.run_in_executor(self._executor, instance.activate, history)
+        self._metrics.cache_lookup(hit=cached is not None)
+        try:
+            if cached is not None:
+                try:
+                    return cached, await loop.run_in_executor(self._executor, cached.activate, history)
+                except HistoryContinuityError as error:
+                    logger.debug("%s: replaying from the start (%s)", _describe(task), error)
+            instance = self._new_instance(definition, task)
+            return instance, await loop.run_in_executor(self._executor, instance.activate, history)
+        finally:
+            self._metrics.workflow_task_ran(task.workflow_type, time.monotonic() - began)
 
     async def _run_local_activities(
         self,
