@@ -71,7 +71,7 @@ def start_server(
 
 
 def start_dev_server(ready_file: str) -> tuple[subprocess.Popen, str]:
-    """Starts the dev server (in memory, webhook on a free port); returns the process
+    """Starts the dev server (in memory, its HTTP listener on a free port); returns the process
     and its address once it serves."""
     return start_server(["start-dev", "--in-memory", "--http-port", "0"], ready_file)
 
