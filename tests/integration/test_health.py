@@ -15,6 +15,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
 from flowforge.server import FlowForgeServer, ServerConfig
+from scripts.generate_api_docs import descriptors
 
 WORKFLOW_SERVICE = "flowforge.api.v1.WorkflowService"
 
@@ -57,7 +58,9 @@ async def test_reflection_lists_the_services_and_describes_the_workflow_service(
             return list(database.get_services()), database.FindFileContainingSymbol(WORKFLOW_SERVICE)
 
     services, file = await asyncio.to_thread(reflect)
-    assert WORKFLOW_SERVICE in services
+    # Every service of the API (proto/), so a new one cannot be left out of reflection.
+    declared = {f"{f.package}.{s.name}" for f in descriptors().file for s in f.service}
+    assert WORKFLOW_SERVICE in declared and declared <= set(services)
     assert "grpc.health.v1.Health" in services
     assert "grpc.reflection.v1alpha.ServerReflection" in services
     (service,) = (s for s in file.service if s.name == "WorkflowService")
