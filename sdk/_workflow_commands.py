@@ -42,6 +42,7 @@ __all__ = [
     "close_command",
     "command_event_fields",
     "command_signature",
+    "cron_continuation",
     "describe_command",
     "fail_command",
     "marker_fields",
@@ -348,6 +349,17 @@ def close_command(
         complete_workflow_execution=command_pb2.CompleteWorkflowExecutionCommandAttributes(
             result=converter.to_payloads([result])
         )
+    )
+
+
+def cron_continuation(command: command_pb2.Command, input: common_pb2.Payloads) -> command_pb2.Command:
+    """For a cron execution, the command closing a run: a run that completed or failed
+    continues as new with the same input (the server delays it to the next cron time);
+    a cancelled run, or one that continued as new itself, closes as it asked."""
+    if command.WhichOneof("attributes") not in ("complete_workflow_execution", "fail_workflow_execution"):
+        return command
+    return command_pb2.Command(
+        continue_as_new_workflow_execution=command_pb2.ContinueAsNewWorkflowExecutionCommandAttributes(input=input)
     )
 
 

@@ -63,6 +63,7 @@ from flowforge._workflow_commands import (
     close_command,
     command_event_fields,
     command_signature,
+    cron_continuation,
     describe_command,
     fail_command,
     signature,
@@ -169,6 +170,7 @@ class WorkflowInstance(_Runtime):
         self._random = random.Random(run_id)
         self._info: workflow.Info | None = None
         self._memo = common_pb2.Memo()
+        self._input = common_pb2.Payloads()
         self._run_task: asyncio.Task[Any] | None = None
         self._cancel_requested = False
         self._closed = False
@@ -418,9 +420,11 @@ class WorkflowInstance(_Runtime):
             if attributes.get("parent_run_id")
             else None,
             continued_run_id=attributes.get("continued_execution_run_id") or None,
+            cron_schedule=attributes.get("cron_schedule", ""),
         )
         self._memo = schema.json_dict_to_message(attributes.get("memo"), common_pb2.Memo)
         payloads = schema.payloads_from_json(attributes.get("input"))
+        self._input = payloads
         args = self._converter.from_payloads(payloads, self._definition.run_arg_types())
         if self._interceptors:
             self._inbound = workflow_chain(self._interceptors, _RootInbound(self), _RootOutbound(self))
@@ -457,7 +461,10 @@ class WorkflowInstance(_Runtime):
         if task is None or not task.done():
             return
         self._closed = True
-        self._commands.append(close_command(task, cancel_requested=self._cancel_requested, converter=self._converter))
+        command = close_command(task, cancel_requested=self._cancel_requested, converter=self._converter)
+        if self._info is not None and self._info.cron_schedule:
+            command = cron_continuation(command, self._input)
+        self._commands.append(command)
 
     # ----------------------------------------------------------------- signals and queries
 

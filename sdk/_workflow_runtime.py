@@ -55,6 +55,9 @@ class Info:
     continued_run_id: str | None = None
     """The run this one continued as new from, if any."""
 
+    cron_schedule: str = ""
+    """The execution's cron schedule (``start_workflow(cron_schedule=...)``), empty if none."""
+
 
 @dataclasses.dataclass(frozen=True)
 class ParentInfo:

@@ -165,6 +165,7 @@ class _StartWorkflowOptions(TypedDict, total=False):
     search_attributes: Mapping[str, SearchAttributeValue] | None
     memo: Mapping[str, Any] | None
     result_type: Any
+    cron_schedule: str
 
 
 class Client(
@@ -368,6 +369,7 @@ class Client(
         search_attributes: Mapping[str, SearchAttributeValue] | None = None,
         memo: Mapping[str, Any] | None = None,
         result_type: Any = None,
+        cron_schedule: str = "",
     ) -> WorkflowHandle[Any, Any]:
         """Starts a workflow execution (or, with ``start_signal``, signals it).
 
@@ -399,6 +401,10 @@ class Client(
                 with the data converter.
             result_type: The type to decode the result into, when ``workflow`` is a
                 class or a name (a run method's return hint is used otherwise).
+            cron_schedule: Temporal's cron on start (five-field, UTC): the first run
+                starts at the next matching time and each run that completes or fails
+                continues as new (same id and input) to the next one, until the
+                execution is cancelled or terminated; ``result()`` follows the runs.
 
         Returns:
             A handle to the started (or, with ``start_signal``, the signalled) run.
@@ -421,6 +427,7 @@ class Client(
             identity=self._identity,
         )
         _set_workflow_timeouts(request, execution_timeout, run_timeout, task_timeout)
+        request.cron_schedule = cron_schedule
         if start_signal is not None:
             request.start_signal = _signal_name(start_signal)
             request.start_signal_input.CopyFrom(self._data_converter.to_payloads(start_signal_args))
@@ -496,6 +503,7 @@ class Client(
         search_attributes: Mapping[str, SearchAttributeValue] | None = None,
         memo: Mapping[str, Any] | None = None,
         result_type: Any = None,
+        cron_schedule: str = "",
     ) -> Any:
         """Starts a workflow execution and waits for its result (Temporal's
         ``execute_workflow``): :meth:`start_workflow`, then ``handle.result()``.
@@ -527,6 +535,7 @@ class Client(
             search_attributes=search_attributes,
             memo=memo,
             result_type=result_type,
+            cron_schedule=cron_schedule,
         )
         return await handle.result()
 

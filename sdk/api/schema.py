@@ -344,6 +344,7 @@ class WorkflowExecutionStartedAttributes(TypedDict):
     original_execution_run_id: str
     first_execution_run_id: str
     request_id: NotRequired[str]
+    cron_schedule: NotRequired[str]
     workflow_execution_expiration_us: NotRequired[int]
     continued_execution_run_id: NotRequired[str]
     parent_workflow_namespace: NotRequired[str]

@@ -10,6 +10,7 @@ from flowforge.server.frontend.dead_letters import attempt_proto
 from flowforge.server.frontend.describe import describe_response
 from flowforge.server.frontend.protos import event_proto
 from flowforge.server.frontend.validation import execution_key, history_page, name, seconds, start_signal, text
+from flowforge.server.history.cron import check_cron_schedule
 
 __all__ = ["WorkflowHandlers"]
 
@@ -35,6 +36,7 @@ class WorkflowHandlers(ServiceBase):
             search_attributes=request.search_attributes,
             memo=request.memo,
             header=request.header,
+            cron_schedule=check_cron_schedule(request.cron_schedule) if request.cron_schedule else "",
         )
         return pb.StartWorkflowExecutionResponse(run_id=run_id, started=started)
 

@@ -9,6 +9,7 @@ from typing import Any
 from flowforge.api.schema import EventType, ExecutionStatus
 from flowforge.api.v1 import common_pb2
 from flowforge.server.errors import AlreadyExists, FailedPrecondition, NotFound
+from flowforge.server.history.cron import cron_delay_s
 from flowforge.server.history.data import StartSignal, header_attributes
 from flowforge.server.history.execution_limits import check_signal
 from flowforge.server.history.mutation import _Mutation, close_channel, new_run, run_channel
@@ -61,6 +62,7 @@ class Executions(RunClose):
         search_attributes: common_pb2.SearchAttributes | None = None,
         memo: common_pb2.Memo | None = None,
         header: common_pb2.Header | None = None,
+        cron_schedule: str = "",
     ) -> tuple[str, bool]:
         """Starts a run; returns (run_id, started). A repeated request_id returns the
         first run with started=False; a running workflow id gives ALREADY_EXISTS.
@@ -77,6 +79,7 @@ class Executions(RunClose):
                 instead (started=False), and a new run gets the signal right after its start.
             header: Context from the caller (e.g. the trace context), recorded in
                 ``WorkflowExecutionStarted`` for the workflow's interceptors.
+            cron_schedule: A checked cron expression: the run waits for its next time (cron.py).
         """
         self.check_payloads(input, "the workflow input")
         if start_signal is not None:
@@ -116,7 +119,9 @@ class Executions(RunClose):
                     **({"origin": origin} if origin else {}),
                     **header_attributes(header),
                     **visibility_attributes(search_attributes, memo),
+                    **({"cron_schedule": cron_schedule} if cron_schedule else {}),
                 },
+                first_task_delay_s=cron_delay_s(cron_schedule, now) if cron_schedule else 0.0,
                 first_events=[(EventType.WORKFLOW_EXECUTION_SIGNALED, start_signal.attributes(identity))]
                 if start_signal
                 else (),

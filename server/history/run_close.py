@@ -27,6 +27,7 @@ from flowforge.api.schema import (
     payloads_from_json,
 )
 from flowforge.api.v1 import common_pb2
+from flowforge.server.history.cron import cron_delay_s
 from flowforge.server.history.mutation import _Mutation, new_run
 from flowforge.server.history.visibility_writes import VisibilityWrites, visibility_attributes
 from flowforge.server.retries import StoredRetryPolicy, decide_retry
@@ -51,6 +52,7 @@ _CARRIED_START_ATTRIBUTES = (
     "original_execution_run_id",
     "first_execution_run_id",
     "retry_policy",
+    "cron_schedule",
 )
 
 
@@ -165,6 +167,9 @@ class RunClose(VisibilityWrites):
         fresh history, the execution timeout still counted from the chain's first run."""
         row = m.row
         carried = {key: started[key] for key in _CARRIED_START_ATTRIBUTES if key in started}
+        if "cron_schedule" in carried and not first_task_delay_s:
+            # A cron execution's next run waits for the next matching time (cron.py).
+            first_task_delay_s = cron_delay_s(carried["cron_schedule"], m.now)
         # Like Temporal, the new run keeps the memo and the search attributes as they are now (upserts included).
         search_attributes, memo = (await self._visibility_of(m.tx, row.namespace, [row.run_id]))[row.run_id]
         new = new_run(

@@ -582,6 +582,7 @@ def test_info_describes_the_execution() -> None:
         "search_attributes": {},
         "parent": None,
         "continued_run_id": None,
+        "cron_schedule": "",
     }
 
 

@@ -163,7 +163,7 @@ class ListNamespacesResponse(_message.Message):
     def __init__(self, namespaces: _Optional[_Iterable[_Union[Namespace, _Mapping]]] = ...) -> None: ...
 
 class StartWorkflowExecutionRequest(_message.Message):
-    __slots__ = ("namespace", "workflow_id", "workflow_type", "task_queue", "input", "request_id", "identity", "workflow_execution_timeout", "workflow_run_timeout", "workflow_task_timeout", "start_signal", "start_signal_input", "search_attributes", "memo", "header")
+    __slots__ = ("namespace", "workflow_id", "workflow_type", "task_queue", "input", "request_id", "identity", "workflow_execution_timeout", "workflow_run_timeout", "workflow_task_timeout", "start_signal", "start_signal_input", "search_attributes", "memo", "header", "cron_schedule")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_ID_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -179,6 +179,7 @@ class StartWorkflowExecutionRequest(_message.Message):
     SEARCH_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
     MEMO_FIELD_NUMBER: _ClassVar[int]
     HEADER_FIELD_NUMBER: _ClassVar[int]
+    CRON_SCHEDULE_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     workflow_id: str
     workflow_type: str
@@ -194,7 +195,8 @@ class StartWorkflowExecutionRequest(_message.Message):
     search_attributes: _common_pb2.SearchAttributes
     memo: _common_pb2.Memo
     header: _common_pb2.Header
-    def __init__(self, namespace: _Optional[str] = ..., workflow_id: _Optional[str] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., request_id: _Optional[str] = ..., identity: _Optional[str] = ..., workflow_execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_run_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_task_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., start_signal: _Optional[str] = ..., start_signal_input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., search_attributes: _Optional[_Union[_common_pb2.SearchAttributes, _Mapping]] = ..., memo: _Optional[_Union[_common_pb2.Memo, _Mapping]] = ..., header: _Optional[_Union[_common_pb2.Header, _Mapping]] = ...) -> None: ...
+    cron_schedule: str
+    def __init__(self, namespace: _Optional[str] = ..., workflow_id: _Optional[str] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., request_id: _Optional[str] = ..., identity: _Optional[str] = ..., workflow_execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_run_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_task_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., start_signal: _Optional[str] = ..., start_signal_input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., search_attributes: _Optional[_Union[_common_pb2.SearchAttributes, _Mapping]] = ..., memo: _Optional[_Union[_common_pb2.Memo, _Mapping]] = ..., header: _Optional[_Union[_common_pb2.Header, _Mapping]] = ..., cron_schedule: _Optional[str] = ...) -> None: ...
 
 class StartWorkflowExecutionResponse(_message.Message):
     __slots__ = ("run_id", "started")
