@@ -10,7 +10,9 @@ namespace describe shows the pass and the count.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import grpc
 import pytest
@@ -114,3 +116,20 @@ async def test_exactly_the_closed_runs_past_retention_are_purged(
     assert not await _exists(wire, runs["recent"]) and await _exists(wire, runs["running"])
     described = (await wire.stub.DescribeNamespace(pb.DescribeNamespaceRequest(name=NS))).namespace
     assert described.purged_executions == 3
+
+
+def test_every_table_with_rows_of_a_run_is_purged_or_kept_on_purpose(tmp_path: Path) -> None:
+    from flowforge.server.stores._sql.retention import KEPT_RUN_TABLES, PURGED_RUN_TABLES
+    from flowforge.server.stores.migrations import apply_sqlite
+
+    path = tmp_path / "schema.db"
+    connection = sqlite3.connect(path)
+    try:
+        apply_sqlite(connection)
+        tables = [r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        with_runs = {t for t in tables if any(c[1] == "run_id" for c in connection.execute(f"PRAGMA table_info({t})"))}
+    finally:
+        connection.close()
+    assert with_runs == set(PURGED_RUN_TABLES) | set(KEPT_RUN_TABLES), (
+        "a table holds rows of a run: add it to PURGED_RUN_TABLES (or KEPT_RUN_TABLES, saying why)"
+    )

@@ -5,8 +5,10 @@ from __future__ import annotations
 from flowforge.server.stores._sql.core import SQLCore, placeholders
 from flowforge.server.stores.contract import RetentionOperations
 
-# Tables holding rows of a run, children before the executions they reference.
-_RUN_TABLES = (
+#: Tables holding rows of a run (by ``run_id``), deleted before the executions they reference.
+#: Every table with a ``run_id`` column is here or in :data:`KEPT_RUN_TABLES`
+#: (tests/integration/test_retention.py checks the schema).
+PURGED_RUN_TABLES = (
     "history_events",
     "tasks",
     "timers",
@@ -17,6 +19,12 @@ _RUN_TABLES = (
     "activity_attempts",
     "dead_letters",
 )
+#: Tables with a ``run_id`` that retention leaves alone, and why.
+KEPT_RUN_TABLES = {
+    "executions": "the run itself, deleted last",
+    "child_executions": "deleted by parent_run_id or run_id",
+    "lifecycle_outbox": "lifecycle events to publish; the publisher deletes them",
+}
 
 
 class RetentionSQL(SQLCore, RetentionOperations):
@@ -45,7 +53,7 @@ class RetentionSQL(SQLCore, RetentionOperations):
         if not closed:
             return 0
         marks = placeholders(len(closed))
-        for table in _RUN_TABLES:
+        for table in PURGED_RUN_TABLES:
             await self._execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", closed)
         await self._execute(
             f"DELETE FROM child_executions WHERE parent_run_id IN ({marks}) OR run_id IN ({marks})", (*closed, *closed)
