@@ -52,6 +52,7 @@ log = logging.getLogger("flowforge.server.events")
 #: The event fields a path may start with (CloudEvents attribute names).
 EVENT_FIELDS = ("id", "source", "type", "subject", "time", "data")
 MAX_CONDITIONS = 32
+MAX_CONDITION_LENGTH = 4096
 MAX_INPUT_PATHS = 32
 _MAX_PATH = 256
 _MAX_WORKFLOW_ID_PREFIX = 200
@@ -119,6 +120,10 @@ def parse_condition(text: str) -> Condition:
     Raises:
         InvalidArgument: With what is wrong and an example of a valid condition.
     """
+    if len(text) > MAX_CONDITION_LENGTH:
+        raise InvalidArgument(
+            f"filter condition {text[:80]!r}... is {len(text)} characters long; the limit is {MAX_CONDITION_LENGTH}"
+        )
     match = _CONDITION.fullmatch(text)
     if match is None or not match["value"].strip():
         raise InvalidArgument(

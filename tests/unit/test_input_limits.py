@@ -31,7 +31,12 @@ def test_json_nesting_is_bounded_with_a_clear_error() -> None:
             loads_bounded(deep)
 
 
-def test_filter_conditions_parse_in_linear_time() -> None:
+def test_filter_conditions_parse_in_linear_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    from flowforge.server import events
+
+    with pytest.raises(InvalidArgument, match="the limit is 4096"):
+        parse_condition("data.x == " + "1" * 5000)
+    monkeypatch.setattr(events, "MAX_CONDITION_LENGTH", 10**6)  # the parser itself, on long input
     assert parse_condition('data.currency == "EUR"  ').value == "EUR"
     assert parse_condition('data.region in ["eu", "us"]').op == "in"
     began = time.monotonic()
