@@ -41,6 +41,7 @@ from flowforge._client_interceptors import (
 from flowforge._dead_letters import DeadLetter, DeadLetterList, _DeadLetterCalls
 from flowforge._event_triggers import EventTrigger, PublishEventResult, TriggeredWorkflow, _EventTriggerCalls
 from flowforge._namespaces import NamespaceDescription, _NamespaceCalls
+from flowforge._remediation import _RemediationCalls
 from flowforge._rpc import MAX_MESSAGE_BYTES, RPCRetryConfig, WorkflowServiceClient
 from flowforge._schedule import (
     Schedule,
@@ -169,7 +170,13 @@ class _StartWorkflowOptions(TypedDict, total=False):
 
 
 class Client(
-    _NamespaceCalls, _EventTriggerCalls, _TaskQueueCalls, _DeadLetterCalls, _UpdateWithStartCalls, _AsyncActivityCalls
+    _NamespaceCalls,
+    _EventTriggerCalls,
+    _TaskQueueCalls,
+    _DeadLetterCalls,
+    _UpdateWithStartCalls,
+    _AsyncActivityCalls,
+    _RemediationCalls,
 ):
     """A connection to a FlowForge server, bound to one namespace.
 

@@ -236,6 +236,8 @@ class WorkflowTaskFailedCause(enum.StrEnum):
     """Server: an upsert or child start names an unregistered attribute or a wrongly typed value."""
     FORCE_CLOSE_COMMAND = "FORCE_CLOSE_COMMAND"
     """Server: the run was terminated or timed out while the task was started."""
+    RESET_WORKFLOW = "RESET_WORKFLOW"
+    """Server: an operator reset the workflow to this task; the new run runs it again."""
 
 
 class TimeoutType(enum.StrEnum):
@@ -384,6 +386,10 @@ class WorkflowTaskFailedAttributes(TypedDict):
     cause: WorkflowTaskFailedCause
     failure: FailureJSON
     identity: str
+    base_run_id: NotRequired[str]
+    """RESET_WORKFLOW: the run whose history this run kept up to here."""
+    new_run_id: NotRequired[str]
+    """RESET_WORKFLOW: this run (the reset's new run)."""
 
 
 class WorkflowTaskTimedOutAttributes(TypedDict):

@@ -13,6 +13,7 @@ from flowforge.cli.config import config
 from flowforge.cli.dag import dag
 from flowforge.cli.dlq import dlq
 from flowforge.cli.namespace import namespace
+from flowforge.cli.remediation import reset
 from flowforge.cli.schedule import schedule
 from flowforge.cli.search_attribute import search_attribute
 from flowforge.cli.server import server
@@ -94,6 +95,7 @@ for _group in (
     config,
 ):
     cli.add_command(_group)
+workflow.add_command(reset)
 
 
 def _error(message: str) -> None:

@@ -105,6 +105,7 @@ RPC_RULES: dict[str, RpcRule] = {
         "SignalWorkflowExecution": _rule(Role.WRITER),
         "RequestCancelWorkflowExecution": _rule(Role.WRITER),
         "TerminateWorkflowExecution": _rule(Role.OPERATOR, audited=True),
+        "ResetWorkflowExecution": _rule(Role.OPERATOR, audited=True),
         "PollWorkflowTaskQueue": _rule(Role.WORKER),
         "RespondWorkflowTaskCompleted": _TOKEN,
         "RespondWorkflowTaskFailed": _TOKEN,

@@ -12,12 +12,13 @@ from google.protobuf import duration_pb2
 
 from flowforge._json_depth import JSONTooDeep, loads_bounded
 from flowforge.api.schema import ExecutionStatus, WorkflowTaskFailedCause, duration_s
-from flowforge.api.v1 import common_pb2, dead_letters_pb2, event_pb2
+from flowforge.api.v1 import common_pb2, dead_letters_pb2, event_pb2, remediation_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.server.errors import InvalidArgument
 from flowforge.server.events import PublishedEvent, trigger_row
 from flowforge.server.frontend._base import Context
 from flowforge.server.history import StartSignal
+from flowforge.server.history.resets import RESET_TYPES
 from flowforge.server.stores.base import EventTriggerRow
 from flowforge.server.stores.rows import DeadLetterFilter
 
@@ -36,6 +37,7 @@ __all__ = [
     "published_event",
     "query_answer",
     "query_timeout",
+    "reset_point",
     "schedule_key",
     "search_attribute_types",
     "seconds",
@@ -349,3 +351,14 @@ def dead_letter_target(
     reason = name(request.reason, "reason")
     selection = None if dead_letter_id else dead_letter_filter(request.filter, now_us)
     return namespace, dead_letter_id, selection, reason
+
+
+def reset_point(request: remediation_pb2.ResetWorkflowExecutionRequest) -> tuple[int, str]:
+    """(event_id, reset_type) of a reset: an event id, or ``first`` / ``last``, not both."""
+    if request.event_id < 0:
+        raise InvalidArgument("event_id must be the id of a WorkflowTaskStarted or WorkflowTaskCompleted event")
+    if bool(request.event_id) == bool(request.reset_type):
+        raise InvalidArgument("give either event_id or reset_type ('first' or 'last'), exactly one")
+    if request.reset_type and request.reset_type not in RESET_TYPES:
+        raise InvalidArgument(f"reset_type must be one of {', '.join(RESET_TYPES)}, not {request.reset_type!r}")
+    return request.event_id, request.reset_type

@@ -24,7 +24,6 @@ from flowforge.api.schema import (
     EventType,
     ExecutionStatus,
     MarkerRecordedAttributes,
-    TaskKind,
     TaskState,
     TimerCanceledAttributes,
     TimerStartedAttributes,
@@ -33,7 +32,6 @@ from flowforge.api.schema import (
     WorkflowExecutionCompletedAttributes,
     WorkflowExecutionContinuedAsNewAttributes,
     WorkflowExecutionFailedAttributes,
-    dumps,
     duration_s,
     failure_json,
     message_to_json_dict,
@@ -43,12 +41,12 @@ from flowforge.api.v1 import command_pb2
 from flowforge.server.errors import InvalidArgument
 from flowforge.server.history.child_commands import ChildCommands
 from flowforge.server.history.command_state import Applying
-from flowforge.server.history.mutation import _Mutation, new_task_row, us
+from flowforge.server.history.mutation import _Mutation, activity_task_row, us
 from flowforge.server.history.visibility_writes import stored_values
 from flowforge.server.retries import StoredRetryPolicy
 from flowforge.server.stores.base import TimerRow
 
-__all__ = ["DEADLINE_COMMANDS", "Commands"]
+__all__ = ["DEADLINE_COMMANDS", "Commands", "activity_options"]
 
 # Commands whose only new deadlines are the mutation's own timers and tasks.
 DEADLINE_COMMANDS = frozenset({"schedule_activity_task", "start_timer", "cancel_timer"})
@@ -66,6 +64,11 @@ _ACTIVITY_OPTIONS = (
     "dead_letter",
 )
 _CHILD_COMMANDS = ("request_cancel_external_workflow_execution", "signal_external_workflow_execution")
+
+
+def activity_options(scheduled: Mapping[str, Any]) -> dict[str, Any]:
+    """What an activity task row keeps of its ActivityTaskScheduled event's attributes."""
+    return {key: value for key, value in scheduled.items() if key in _ACTIVITY_OPTIONS}
 
 
 class Commands(ChildCommands):
@@ -196,22 +199,16 @@ class Commands(ChildCommands):
         if a.dead_letter:
             scheduled["dead_letter"] = True
         scheduled_id = m.append(EventType.ACTIVITY_TASK_SCHEDULED, scheduled)
-        s2c_deadline = m.now + us(schedule_to_close) if schedule_to_close else None
-        s2s_deadline = m.now + us(schedule_to_start) if schedule_to_start else None
         m.new_tasks.append(
-            new_task_row(
+            activity_task_row(
                 row,
-                kind=TaskKind.ACTIVITY,
-                task_queue=scheduled["task_queue"],
-                visible_us=m.now,
-                attempt=1,
                 scheduled_event_id=scheduled_id,
                 activity_id=a.activity_id,
                 activity_type=a.activity_type,
+                task_queue=scheduled["task_queue"],
                 input=a.input.SerializeToString(),
-                options=dumps({key: value for key, value in scheduled.items() if key in _ACTIVITY_OPTIONS}),
-                pending_deadline_us=min((d for d in (s2c_deadline, s2s_deadline) if d is not None), default=None),
-                schedule_to_close_deadline_us=s2c_deadline,
+                options=activity_options(scheduled),
+                now=m.now,
             )
         )
 

@@ -26,13 +26,12 @@ from flowforge.api.schema import (
     EventType,
     FailureJSON,
     RetryState,
-    TaskKind,
     TaskState,
     dumps,
 )
 from flowforge.server.errors import NotFound
 from flowforge.server.history.core import EngineCore
-from flowforge.server.history.mutation import PREVIOUS_EVENT, Delivery, _Mutation, new_task_row, us
+from flowforge.server.history.mutation import PREVIOUS_EVENT, Delivery, _Mutation, activity_task_row
 from flowforge.server.stores.base import TaskRow, Transaction
 from flowforge.server.stores.rows import ActivityAttemptRow, DeadLetterFilter, DeadLetterRow
 
@@ -220,23 +219,16 @@ class DeadLetters(EngineCore):
         options = json.loads(row.options)
         if details["fresh_budget"]:
             options[_ATTEMPT_BASE] = row.attempt
-        s2c = options["schedule_to_close_timeout"]
-        s2s = options["schedule_to_start_timeout"]
-        s2c_deadline = m.now + us(s2c) if s2c else None
-        s2s_deadline = m.now + us(s2s) if s2s else None
-        task = new_task_row(
+        task = activity_task_row(
             m.row,
-            kind=TaskKind.ACTIVITY,
-            task_queue=row.task_queue,
-            visible_us=m.now,
-            attempt=row.attempt + 1,
             scheduled_event_id=row.scheduled_event_id,
             activity_id=row.activity_id,
             activity_type=row.activity_type,
+            task_queue=row.task_queue,
             input=row.input,
-            options=dumps(options),
-            pending_deadline_us=min((d for d in (s2c_deadline, s2s_deadline) if d is not None), default=None),
-            schedule_to_close_deadline_us=s2c_deadline,
+            options=options,
+            now=m.now,
+            attempt=row.attempt + 1,
         )
         task.last_failure = row.failure
         task.retry_delays = row.retry_delays

@@ -16,6 +16,7 @@ from flowforge.server.history.dead_letters import DeadLetters
 from flowforge.server.history.executions import Executions
 from flowforge.server.history.namespaces import Namespaces
 from flowforge.server.history.queries import Queries
+from flowforge.server.history.resets import Resets
 from flowforge.server.history.run_close import RunClose
 from flowforge.server.history.timeouts import Timeouts
 from flowforge.server.history.visibility_writes import VisibilityWrites
@@ -33,6 +34,7 @@ class HistoryEngine(
     Commands,  # commands.py: load -> apply (the command table) -> save (validation: command_validation.py)
     ChildCommands,  # child_commands.py: start, signal and cancel children
     Queries,  # queries.py: ask, lease to a poll, answer
+    Resets,  # resets.py: a new run keeping history up to a workflow task
     Executions,  # executions.py: start, describe, history, cancel, terminate, signal
     RunClose,  # run_close.py: retry, continue-as-new, parent close policy, child outcomes
     VisibilityWrites,  # visibility_writes.py: search attributes, memos, list and count

@@ -406,6 +406,42 @@ class _Mutation:
                 observe(WorkflowClosed(m.row.namespace, m.row.workflow_type, str(m.row.status)))
 
 
+def activity_task_row(
+    row: ExecutionRow,
+    *,
+    scheduled_event_id: int,
+    activity_id: str,
+    activity_type: str,
+    task_queue: str,
+    input: bytes | None,
+    options: Mapping[str, Any],
+    now: int,
+    attempt: int = 1,
+) -> TaskRow:
+    """An activity's task, due now, as its ActivityTaskScheduled event records it
+    (``options``: its timeouts and retry policy): scheduled by a command, re-created
+    by a reset, or scheduled again from the dead-letter store (then ``attempt`` goes on).
+    Its schedule-to-close and schedule-to-start deadlines count from ``now``."""
+    s2c = options["schedule_to_close_timeout"]
+    s2s = options["schedule_to_start_timeout"]
+    s2c_deadline = now + us(s2c) if s2c else None
+    s2s_deadline = now + us(s2s) if s2s else None
+    return new_task_row(
+        row,
+        kind=TaskKind.ACTIVITY,
+        task_queue=task_queue,
+        visible_us=now,
+        attempt=attempt,
+        scheduled_event_id=scheduled_event_id,
+        activity_id=activity_id,
+        activity_type=activity_type,
+        input=input,
+        options=dumps(dict(options)),
+        pending_deadline_us=min((d for d in (s2c_deadline, s2s_deadline) if d is not None), default=None),
+        schedule_to_close_deadline_us=s2c_deadline,
+    )
+
+
 def new_task_row(
     row: ExecutionRow,
     *,

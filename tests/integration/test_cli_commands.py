@@ -148,6 +148,12 @@ class Session:
         ok("namespace", "create", name, "--start-rate", "1")
         return name
 
+    def completed_echo(self) -> str:
+        """An ``Echo`` execution that completed (``workflow execute`` waits for it)."""
+        args = _workflow_args(self)
+        ok("workflow", "execute", *args)
+        return args[args.index("--workflow-id") + 1]
+
     def parked(self) -> str:
         """A ``Parks`` execution's activity, once parked in the dead-letter store; returns its id."""
         workflow_id = self.fresh("parks")
@@ -287,6 +293,22 @@ CASES: dict[str, Case] = {
         text=_contains("valid DAG 'onboarding', 6 tasks, version "),
         bad=["dag", "validate"],
         names="FILE",
+    ),
+    "workflow reset": Case(
+        args=lambda s: [
+            "workflow",
+            "reset",
+            "--workflow-id",
+            s.completed_echo(),
+            "--type",
+            "first",
+            "--reason",
+            "cli test",
+        ],
+        text=_contains("workflow {3} reset: new run "),
+        json=lambda value, args: value["workflow_id"] == args[3] and len(value["run_id"]) == 36,
+        bad=["workflow", "reset", "--workflow-id", "w", "--reason", "no point"],
+        names="--event-id",
     ),
     "dlq list": Case(
         prepare=Session.parked,

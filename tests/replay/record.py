@@ -194,6 +194,16 @@ async def record_remediation(client: Client) -> None:
                 await client.discard_dead_letters(parked[0].id, reason="account closed")
             await handle.result()
             await _save(client, workflow_id)
+        handle = await client.start_workflow(
+            remediation.Reconcile.run, "reset-first", id="reset-first", task_queue=remediation.TASK_QUEUE
+        )
+        while not (await client.list_dead_letters(workflow_id="reset-first")).dead_letters:
+            await asyncio.sleep(0.05)
+        await handle.signal(remediation.Reconcile.note, "ops paged")
+        remediation.REACHABLE.add("reset-first")
+        await client.reset_workflow("reset-first", reset_type="first", reason="ledger service restored")
+        await client.get_workflow_handle("reset-first").result()
+        await _save(client, "reset-first")
 
 
 # Payload storage: a history whose payloads are references, with the blobs beside it.

@@ -2,8 +2,10 @@
 
 ``Reconcile`` fetches an account's ledger with ``dead_letter=True`` while a timer runs
 beside it and signals may come in. ``python -m tests.replay.record remediation`` records
-one execution whose activity was parked and retried after the fix, and one whose parked
-activity was discarded (the workflow handles the ``ActivityError``).
+one execution whose activity was parked and retried after the fix, one whose parked
+activity was discarded (the workflow handles the ``ActivityError``), and the new run of
+an execution reset to its first workflow task while its activity was parked (its
+signal re-delivered, the activity run again once the service is back).
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from flowforge.api.v1 import command_pb2 as _command_pb2
 from flowforge.api.v1 import common_pb2 as _common_pb2
 from flowforge.api.v1 import dead_letters_pb2 as _dead_letters_pb2
 from flowforge.api.v1 import event_pb2 as _event_pb2
+from flowforge.api.v1 import remediation_pb2 as _remediation_pb2
 from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers

@@ -5,6 +5,7 @@ import warnings
 
 from flowforge.api.v1 import dead_letters_pb2 as flowforge_dot_api_dot_v1_dot_dead__letters__pb2
 from flowforge.api.v1 import event_pb2 as flowforge_dot_api_dot_v1_dot_event__pb2
+from flowforge.api.v1 import remediation_pb2 as flowforge_dot_api_dot_v1_dot_remediation__pb2
 from flowforge.api.v1 import workflow_service_pb2 as flowforge_dot_api_dot_v1_dot_workflow__service__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
@@ -97,6 +98,11 @@ class WorkflowServiceStub:
                 '/flowforge.api.v1.WorkflowService/TerminateWorkflowExecution',
                 request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.TerminateWorkflowExecutionRequest.SerializeToString,
                 response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.TerminateWorkflowExecutionResponse.FromString,
+                _registered_method=True)
+        self.ResetWorkflowExecution = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/ResetWorkflowExecution',
+                request_serializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.ResetWorkflowExecutionRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.ResetWorkflowExecutionResponse.FromString,
                 _registered_method=True)
         self.PollWorkflowTaskQueue = channel.unary_unary(
                 '/flowforge.api.v1.WorkflowService/PollWorkflowTaskQueue',
@@ -332,6 +338,14 @@ class WorkflowServiceServicer:
 
     def TerminateWorkflowExecution(self, request, context):
         """Closes the run at once as terminated; no workflow code runs.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResetWorkflowExecution(self, request, context):
+        """Temporal's reset: a new run keeping the history up to a workflow task, which it
+        runs again; signals after that point are re-delivered, the running run terminated.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -619,6 +633,11 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.TerminateWorkflowExecution,
                     request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.TerminateWorkflowExecutionRequest.FromString,
                     response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.TerminateWorkflowExecutionResponse.SerializeToString,
+            ),
+            'ResetWorkflowExecution': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResetWorkflowExecution,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.ResetWorkflowExecutionRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.ResetWorkflowExecutionResponse.SerializeToString,
             ),
             'PollWorkflowTaskQueue': grpc.unary_unary_rpc_method_handler(
                     servicer.PollWorkflowTaskQueue,
@@ -1075,6 +1094,33 @@ class WorkflowService:
             '/flowforge.api.v1.WorkflowService/TerminateWorkflowExecution',
             flowforge_dot_api_dot_v1_dot_workflow__service__pb2.TerminateWorkflowExecutionRequest.SerializeToString,
             flowforge_dot_api_dot_v1_dot_workflow__service__pb2.TerminateWorkflowExecutionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResetWorkflowExecution(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/ResetWorkflowExecution',
+            flowforge_dot_api_dot_v1_dot_remediation__pb2.ResetWorkflowExecutionRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_remediation__pb2.ResetWorkflowExecutionResponse.FromString,
             options,
             channel_credentials,
             insecure,

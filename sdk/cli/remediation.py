@@ -1,0 +1,59 @@
+"""``flowforge workflow reset``: remediation of one execution (docs/operations.md)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from flowforge.cli._connection import Connection, client_command, run
+from flowforge.cli._output import emit_json, output_option
+
+if TYPE_CHECKING:
+    from flowforge.client import Client
+
+__all__ = ["reset"]
+
+
+@click.command()
+@click.option("--workflow-id", "-w", required=True, help="the workflow id")
+@click.option("--run-id", "-r", default=None, help="the run to reset (default: the latest)")
+@click.option(
+    "--event-id",
+    type=click.IntRange(min=1),
+    default=None,
+    help="the workflow task to go back to: its WorkflowTaskStarted or WorkflowTaskCompleted event id",
+)
+@click.option(
+    "--type",
+    "reset_type",
+    type=click.Choice(["first", "last"]),
+    default=None,
+    help="first: the run's first workflow task; last: its last completed one",
+)
+@click.option("--reason", required=True, help="why, recorded in history and the audit log")
+@output_option
+@client_command
+def reset(
+    connection: Connection,
+    workflow_id: str,
+    run_id: str | None,
+    event_id: int | None,
+    reset_type: str | None,
+    reason: str,
+    output: str,
+) -> None:
+    """Start a new run keeping history up to a workflow task (Temporal's reset); the running run is terminated."""
+    if (event_id is None) == (reset_type is None):
+        raise click.UsageError("give exactly one of --event-id and --type")
+
+    async def act(client: Client) -> str:
+        return await client.reset_workflow(
+            workflow_id, reason=reason, run_id=run_id, event_id=event_id or 0, reset_type=reset_type or ""
+        )
+
+    new_run_id = run(connection, act)
+    if output == "json":
+        emit_json({"workflow_id": workflow_id, "run_id": new_run_id})
+    else:
+        click.echo(f"workflow {workflow_id} reset: new run {new_run_id}")
