@@ -38,6 +38,7 @@ from flowforge._client_interceptors import (
     StartWorkflowInput,
     outbound_chain,
 )
+from flowforge._dags import DagVersion, _DagCalls
 from flowforge._dead_letters import DeadLetter, DeadLetterList, _DeadLetterCalls
 from flowforge._event_triggers import EventTrigger, PublishEventResult, TriggeredWorkflow, _EventTriggerCalls
 from flowforge._namespaces import NamespaceDescription, _NamespaceCalls
@@ -107,6 +108,7 @@ __all__ = [
     "AsyncActivityHandle",
     "Client",
     "DagNode",
+    "DagVersion",
     "DeadLetter",
     "DeadLetterList",
     "EventTrigger",
@@ -177,6 +179,7 @@ class Client(
     _UpdateWithStartCalls,
     _AsyncActivityCalls,
     _RemediationCalls,
+    _DagCalls,
 ):
     """A connection to a FlowForge server, bound to one namespace.
 

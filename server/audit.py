@@ -169,6 +169,10 @@ def entry_for_rpc(method: str, request: Any) -> AuditEntry:
         target = f"trigger:{request.trigger.trigger_id}"
     elif request.DESCRIPTOR.name in ("RetryDeadLettersRequest", "DiscardDeadLettersRequest"):
         target = f"dead_letter:{request.id}" if request.id else "dead_letters:" + _filter_text(request.filter)
+    elif "definition" in fields or "digest" in fields:  # DAG versions and aliases (docs/dags.md)
+        target = f"dag:{getattr(request, 'name', '')}"
+        target += f"@{request.alias}" if getattr(request, "alias", "") else ""
+        target += f"={request.digest}" if getattr(request, "digest", "") else ""
     elif "search_attributes" in fields:
         target = "search_attributes:" + ",".join(sorted(request.search_attributes))
     reason = request.reason if "reason" in fields else request.note if "note" in fields else ""

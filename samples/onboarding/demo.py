@@ -8,8 +8,10 @@ onboards one customer, and prints the result, the history and the DAG.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from flowforge import Client
+from flowforge.client import WorkflowHandle
 from flowforge.worker import Worker
 from samples._dev_server import run_with_dev_server
 from samples.onboarding.workflows import ACTIVITIES, TASK_QUEUE, Onboarding
@@ -25,6 +27,12 @@ async def run(address: str) -> None:
             task_queue=TASK_QUEUE,
         )
         result = await handle.result()
+    await print_run(handle, result)
+    await client.close()
+
+
+async def print_run(handle: WorkflowHandle[Any, Any], result: Any) -> None:
+    """Prints a finished run: its result, its history's events and its DAG."""
     print("Result:")
     print(json.dumps(result, indent=2))
     history = await handle.fetch_history()
@@ -35,7 +43,6 @@ async def run(address: str) -> None:
     print(f"\nStatus: {description.status.name}\nDAG:")
     for node in description.dag:
         print(f"  [{node.activity_id}] {node.activity_type:<18} after {node.depends_on or '-'}  {node.state}")
-    await client.close()
 
 
 def main() -> None:

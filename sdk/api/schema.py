@@ -40,6 +40,7 @@ __all__ = [
     "ChildWorkflowExecutionStartedAttributes",
     "ChildWorkflowExecutionTerminatedAttributes",
     "ChildWorkflowExecutionTimedOutAttributes",
+    "DagJSON",
     "EventType",
     "ExecutionStatus",
     "ExternalWorkflowExecutionSignaledAttributes",
@@ -333,6 +334,13 @@ class OriginJSON(TypedDict, total=False):
 # ------------------------------------------------------------------ event attributes
 
 
+class DagJSON(TypedDict):
+    """The declarative DAG a run executes (docs/dags.md): its name and version, fixed at start."""
+
+    name: str
+    digest: str
+
+
 class WorkflowExecutionStartedAttributes(TypedDict):
     workflow_id: str
     run_id: str
@@ -360,6 +368,7 @@ class WorkflowExecutionStartedAttributes(TypedDict):
     memo: NotRequired[MemoJSON]
     origin: NotRequired[OriginJSON]
     header: NotRequired[HeaderJSON]
+    dag: NotRequired[DagJSON]
 
 
 class WorkflowTaskScheduledAttributes(TypedDict):

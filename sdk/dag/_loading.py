@@ -7,8 +7,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from flowforge.dag._spec import DagSpec
 from flowforge.dag._validation import DagValidationError, Violation, validate_document
 
@@ -31,6 +29,8 @@ def read_document(text: str | bytes) -> Any:
         return json.loads(text)
     except ValueError:
         pass
+    import yaml  # on first use: JSON needs no YAML parser
+
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as error:

@@ -16,11 +16,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from flowforge.dag._expressions import ExpressionError, references
+
+if TYPE_CHECKING:
+    import jsonschema
 
 __all__ = ["MAX_NODES", "MAX_TASKS", "DagValidationError", "Violation", "find_cycles", "schema", "validate_document"]
 
@@ -69,6 +70,8 @@ def schema() -> dict[str, Any]:
 
 @cache
 def _validator() -> jsonschema.protocols.Validator:
+    import jsonschema  # on first validation: a client that only starts DAG runs never loads it
+
     validator_class = jsonschema.validators.validator_for(schema())
     validator: jsonschema.protocols.Validator = validator_class(schema())
     return validator

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from flowforge.api.v1 import workflow_service_pb2_grpc as pb_grpc
+from flowforge.server.frontend.dags import DagHandlers
 from flowforge.server.frontend.dead_letters import DeadLetterHandlers
 from flowforge.server.frontend.namespaces import NamespaceHandlers
 from flowforge.server.frontend.remediation import RemediationHandlers
@@ -28,6 +29,7 @@ class WorkflowService(
     TriggerHandlers,
     DeadLetterHandlers,
     RemediationHandlers,
+    DagHandlers,
     pb_grpc.WorkflowServiceServicer,
 ):
     """gRPC ``flowforge.api.v1.WorkflowService`` over one history engine (constructed

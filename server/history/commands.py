@@ -37,7 +37,7 @@ from flowforge.api.schema import (
     message_to_json_dict,
     payloads_json,
 )
-from flowforge.api.v1 import command_pb2
+from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.server.errors import InvalidArgument
 from flowforge.server.history.child_commands import ChildCommands
 from flowforge.server.history.command_state import Applying
@@ -46,7 +46,7 @@ from flowforge.server.history.visibility_writes import stored_values
 from flowforge.server.retries import StoredRetryPolicy
 from flowforge.server.stores.base import TimerRow
 
-__all__ = ["DEADLINE_COMMANDS", "Commands", "activity_options"]
+__all__ = ["DEADLINE_COMMANDS", "Commands", "activity_options", "schedule_activity"]
 
 # Commands whose only new deadlines are the mutation's own timers and tasks.
 DEADLINE_COMMANDS = frozenset({"schedule_activity_task", "start_timer", "cancel_timer"})
@@ -198,19 +198,7 @@ class Commands(ChildCommands):
             scheduled["header"] = message_to_json_dict(a.header)
         if a.dead_letter:
             scheduled["dead_letter"] = True
-        scheduled_id = m.append(EventType.ACTIVITY_TASK_SCHEDULED, scheduled)
-        m.new_tasks.append(
-            activity_task_row(
-                row,
-                scheduled_event_id=scheduled_id,
-                activity_id=a.activity_id,
-                activity_type=a.activity_type,
-                task_queue=scheduled["task_queue"],
-                input=a.input.SerializeToString(),
-                options=activity_options(scheduled),
-                now=m.now,
-            )
-        )
+        schedule_activity(m, scheduled, a.input)
 
     def _request_cancel_activity_task(self, applying: Applying, command: command_pb2.Command) -> None:
         m = applying.m
@@ -324,6 +312,24 @@ class Commands(ChildCommands):
             "workflow_task_completed_event_id": applying.completed_id,
         }
         _close(applying, EventType.WORKFLOW_EXECUTION_CONTINUED_AS_NEW, continued, ExecutionStatus.CONTINUED_AS_NEW)
+
+
+def schedule_activity(m: _Mutation, scheduled: ActivityTaskScheduledAttributes, input: common_pb2.Payloads) -> int:
+    """Appends ActivityTaskScheduled and adds its task row (also used by DAG runs); returns the event id."""
+    scheduled_id = m.append(EventType.ACTIVITY_TASK_SCHEDULED, scheduled)
+    m.new_tasks.append(
+        activity_task_row(
+            m.row,
+            scheduled_event_id=scheduled_id,
+            activity_id=scheduled["activity_id"],
+            activity_type=scheduled["activity_type"],
+            task_queue=scheduled["task_queue"],
+            input=input.SerializeToString(),
+            options=activity_options(scheduled),
+            now=m.now,
+        )
+    )
+    return scheduled_id
 
 
 def _close(applying: Applying, event_type: EventType, attributes: Mapping[str, Any], status: ExecutionStatus) -> None:

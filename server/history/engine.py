@@ -12,6 +12,7 @@ from flowforge.server.history.async_completion import AsyncCompletion
 from flowforge.server.history.child_commands import ChildCommands
 from flowforge.server.history.commands import Commands
 from flowforge.server.history.core import EngineCore
+from flowforge.server.history.dag_runs import DagRuns
 from flowforge.server.history.dead_letters import DeadLetters
 from flowforge.server.history.executions import Executions
 from flowforge.server.history.namespaces import Namespaces
@@ -35,6 +36,7 @@ class HistoryEngine(
     ChildCommands,  # child_commands.py: start, signal and cancel children
     Queries,  # queries.py: ask, lease to a poll, answer
     Resets,  # resets.py: a new run keeping history up to a workflow task
+    DagRuns,  # dag_runs.py: declarative DAGs: versions, aliases, runs driven by the server
     Executions,  # executions.py: start, describe, history, cancel, terminate, signal
     RunClose,  # run_close.py: retry, continue-as-new, parent close policy, child outcomes
     VisibilityWrites,  # visibility_writes.py: search attributes, memos, list and count

@@ -6,7 +6,7 @@ import dataclasses
 import time
 from typing import Any
 
-from flowforge.api.schema import EventType, ExecutionStatus
+from flowforge.api.schema import DagJSON, EventType, ExecutionStatus
 from flowforge.api.v1 import common_pb2
 from flowforge.server.errors import AlreadyExists, FailedPrecondition, NotFound
 from flowforge.server.history.cron import cron_delay_s
@@ -63,6 +63,7 @@ class Executions(RunClose):
         memo: common_pb2.Memo | None = None,
         header: common_pb2.Header | None = None,
         cron_schedule: str = "",
+        dag: DagJSON | None = None,
     ) -> tuple[str, bool]:
         """Starts a run; returns (run_id, started). A repeated request_id returns the
         first run with started=False; a running workflow id gives ALREADY_EXISTS.
@@ -80,6 +81,7 @@ class Executions(RunClose):
             header: Context from the caller (e.g. the trace context), recorded in
                 ``WorkflowExecutionStarted`` for the workflow's interceptors.
             cron_schedule: A checked cron expression: the run waits for its next time (cron.py).
+            dag: The declarative DAG version the run executes instead of workflow code (dag_runs.py).
         """
         self.check_payloads(input, "the workflow input")
         if start_signal is not None:
@@ -120,11 +122,13 @@ class Executions(RunClose):
                     **header_attributes(header),
                     **visibility_attributes(search_attributes, memo),
                     **({"cron_schedule": cron_schedule} if cron_schedule else {}),
+                    **({"dag": dag} if dag else {}),
                 },
                 first_task_delay_s=cron_delay_s(cron_schedule, now) if cron_schedule else 0.0,
                 first_events=[(EventType.WORKFLOW_EXECUTION_SIGNALED, start_signal.attributes(identity))]
                 if start_signal
                 else (),
+                dag_digest=dag["digest"] if dag else None,
             )
             run_id = m.row.run_id
             values = await self._stored_values(tx, namespace, search_attributes)

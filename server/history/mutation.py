@@ -142,7 +142,7 @@ class _Mutation:
         """New events for the workflow code: buffered while a workflow task is
         started, otherwise appended, and a workflow task is scheduled if none is.
         An event may carry its own time (e.g. when an activity really started)."""
-        if self.record(events) and self.row.wft_state == WorkflowTaskState.NONE:
+        if self.record(events) and self.row.wft_state == WorkflowTaskState.NONE and self.row.dag_digest is None:
             self.schedule_workflow_task(attempt=1)
 
     def record(self, events: Sequence[Delivery]) -> bool:
@@ -367,6 +367,12 @@ class _Mutation:
         """Writes the mutations of several executions in ``tx``: with more than one,
         each kind of row (execution updates, events, tasks) goes in one batch, and
         the new tasks get no ``task_id`` in memory (polls hand them out)."""
+        # A DAG run has no workflow code: the server takes its next steps (dag_runs.py builds on this module).
+        from flowforge.server.history.dag_runs import advance_dag_run
+
+        for m in mutations:
+            if m.row.dag_digest is not None:
+                await advance_dag_run(m)
         updates: dict[tuple[str, ...], list[tuple[ExecutionRow, int]]] = {}
         for m in mutations:
             m.row.buffered_events = json.dumps(m.buffered, separators=(",", ":")) if m.buffered else "[]"
@@ -508,6 +514,7 @@ def new_run(
     execution_expiration_us: int | None = None,
     first_events: Sequence[tuple[EventType, Mapping[str, Any]]] = (),
     first_task_delay_s: float = 0.0,
+    dag_digest: str | None = None,
 ) -> _Mutation:
     """A new run with its WorkflowExecutionStarted and first workflow task, to be saved.
 
@@ -515,7 +522,8 @@ def new_run(
     signal of a signal-with-start) come between it and the workflow task. The run
     closes at the earlier of its execution and run timeouts (0 = none); the
     execution timeout counts from ``execution_expiration_us`` when the run
-    continues a chain; a ``task_timeout_s`` of 0 means ``default_task_timeout_s``.
+    continues a chain; a ``task_timeout_s`` of 0 means ``default_task_timeout_s``. A run with
+    ``dag_digest`` executes that DAG version and gets no workflow task (dag_runs.py).
     """
     run_id = run_id or str(uuid.uuid4())
     if execution_expiration_us is None and execution_timeout_s > 0:
@@ -555,6 +563,7 @@ def new_run(
         deadline_us=deadline_us,
         deadline_kind=deadline_kind,
         cancel_requested=0,
+        dag_digest=dag_digest,
     )
     m = _Mutation(tx, row, now, new=True)
     attributes: dict[str, Any] = {
@@ -575,7 +584,8 @@ def new_run(
     m.append(EventType.WORKFLOW_EXECUTION_STARTED, {**attributes, **started})
     for event_type, event_attributes in first_events:
         m.append(event_type, event_attributes)
-    m.schedule_workflow_task(attempt=1, delay_s=first_task_delay_s)
+    if dag_digest is None:
+        m.schedule_workflow_task(attempt=1, delay_s=first_task_delay_s)
     return m
 
 

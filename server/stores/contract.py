@@ -15,6 +15,9 @@ from flowforge.server.stores.rows import (
     AuditRow,
     ChildExecutionRow,
     CompiledQuery,
+    DagAliasRow,
+    DagRunTaskRow,
+    DagVersionRow,
     DeadLetterFilter,
     DeadLetterRow,
     EventDedupeRow,
@@ -35,6 +38,7 @@ from flowforge.server.stores.rows import (
 __all__ = [
     "AccessOperations",
     "ActivityRecordOperations",
+    "DagOperations",
     "ExecutionOperations",
     "LeaseOperations",
     "LifecycleOutboxOperations",
@@ -569,6 +573,52 @@ class LifecycleOutboxOperations(abc.ABC):
         """Deletes relayed rows (unknown sequences are ignored)."""
 
 
+class DagOperations(abc.ABC):
+    """Declarative DAGs: versions, aliases and the join counters of DAG runs (docs/dags.md)."""
+
+    @abc.abstractmethod
+    async def insert_dag_version(self, row: DagVersionRow) -> bool:
+        """Inserts the version; False (and nothing written) if that digest is stored already."""
+
+    @abc.abstractmethod
+    async def get_dag_version(self, namespace: str, digest: str) -> DagVersionRow | None: ...
+
+    @abc.abstractmethod
+    async def list_dag_versions(self, namespace: str, name: str | None, limit: int) -> list[DagVersionRow]:
+        """Newest first, of one DAG or of all."""
+
+    @abc.abstractmethod
+    async def delete_dag_version(self, namespace: str, digest: str) -> bool: ...
+
+    @abc.abstractmethod
+    async def dag_version_running(self, namespace: str, digest: str) -> bool:
+        """Whether a running execution executes that version."""
+
+    @abc.abstractmethod
+    async def set_dag_alias(self, row: DagAliasRow) -> str | None:
+        """Points the alias at ``row.digest``; returns the digest it pointed at before, if any."""
+
+    @abc.abstractmethod
+    async def get_dag_alias(self, namespace: str, name: str, alias: str) -> str | None:
+        """The digest the alias points at."""
+
+    @abc.abstractmethod
+    async def list_dag_aliases(self, namespace: str, name: str | None) -> list[DagAliasRow]: ...
+
+    @abc.abstractmethod
+    async def insert_dag_run_tasks(self, rows: list[DagRunTaskRow]) -> None: ...
+
+    @abc.abstractmethod
+    async def get_dag_run_tasks(self, run_id: str) -> list[DagRunTaskRow]: ...
+
+    @abc.abstractmethod
+    async def update_dag_run_task(self, row: DagRunTaskRow) -> None:
+        """Writes the task's counter and event ids."""
+
+    @abc.abstractmethod
+    async def delete_dag_run_tasks(self, run_id: str) -> None: ...
+
+
 class Transaction(
     NamespaceOperations,
     AccessOperations,
@@ -578,6 +628,7 @@ class Transaction(
     QueryOperations,
     LineageOperations,
     TriggerOperations,
+    DagOperations,
     ScheduleOperations,
     LeaseOperations,
     VisibilityOperations,

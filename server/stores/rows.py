@@ -19,6 +19,9 @@ __all__ = [
     "AuditRow",
     "ChildExecutionRow",
     "CompiledQuery",
+    "DagAliasRow",
+    "DagRunTaskRow",
+    "DagVersionRow",
     "DeadLetterFilter",
     "DeadLetterRow",
     "EventDedupeRow",
@@ -90,6 +93,8 @@ class ExecutionRow:
     deadline_us: int | None
     deadline_kind: str | None
     cancel_requested: int
+    dag_digest: str | None = None
+    """The DAG version a declarative run executes (server/history/dag_runs.py); None for code."""
 
 
 @dataclasses.dataclass
@@ -388,3 +393,41 @@ class AuditRow:
     details: str
     """JSON object text: what else the action changed (e.g. a key's role)."""
     row_hash: bytes
+
+
+# ------------------------------------------------------------- declarative DAGs
+
+
+@dataclasses.dataclass
+class DagVersionRow:
+    """A published DAG definition (table ``dag_versions``): canonical JSON under its SHA-256."""
+
+    namespace: str
+    digest: str
+    name: str
+    definition: str
+    task_count: int
+    create_us: int
+
+
+@dataclasses.dataclass
+class DagAliasRow:
+    """An alias of a DAG (table ``dag_aliases``) and the version it points at."""
+
+    namespace: str
+    name: str
+    alias: str
+    digest: str
+    update_us: int
+
+
+@dataclasses.dataclass
+class DagRunTaskRow:
+    """A task of a running DAG run (table ``dag_run_tasks``): ``waiting`` is its join counter."""
+
+    namespace: str
+    run_id: str
+    task_id: str
+    waiting: int
+    scheduled_event_id: int = 0
+    completed_event_id: int = 0

@@ -17,8 +17,10 @@ import io
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -167,6 +169,21 @@ class Session:
             assert time.monotonic() < deadline, f"{workflow_id}'s activity was not parked in 30 s"
             time.sleep(0.05)
 
+    def dag_file(self) -> str:
+        """A fresh valid DAG definition (its own name, so its own version) in a temporary file."""
+        name = self.fresh("dag")
+        path = Path(tempfile.mkdtemp()) / f"{name}.yaml"
+        path.write_text(f"name: {name}\ntasks:\n- {{id: only, activity: Echo, start_to_close_timeout: 10s}}\n")
+        return str(path)
+
+    def dag_version(self) -> str:
+        """The version of a fresh DAG, published without an alias (so it can be deleted)."""
+        return ok("dag", "publish", self.dag_file()).out.strip()
+
+    def sample_dag_version(self) -> str:
+        """The version of samples/dag_onboarding's DAG ("onboarding"), published."""
+        return ok("dag", "publish", str(_DAG_SAMPLE)).out.strip()
+
     def profile(self) -> str:
         name = self.fresh("prof")
         ok("config", "set", "--profile", name, "address", f"{name}.example.com:7233")
@@ -287,6 +304,59 @@ CASES: dict[str, Case] = {
         text=_contains("profile {3} deleted"),
         bad=["config", "delete", "--profile", "nobody-has-this"],
         names="--profile",
+    ),
+    "dag publish": Case(
+        args=lambda s: ["dag", "publish", s.dag_file(), "--alias", "latest"],
+        text=lambda out, args: re.fullmatch(r"[0-9a-f]{64}\n", out) is not None,
+        json=lambda value, args: len(value["digest"]) == 64 and value["alias"] == "latest",
+        bad=["dag", "publish", "/nonexistent/dag.yaml"],
+        names="FILE",
+    ),
+    "dag alias": Case(
+        args=lambda s: ["dag", "alias", "--name", "onboarding", "--alias", "prod", "--version", s.sample_dag_version()],
+        text=_contains("onboarding@prod -> {7}"),
+        bad=["dag", "alias", "--name", "onboarding", "--alias", "prod", "--version", "not-a-digest"],
+        names="--version",
+    ),
+    "dag list": Case(
+        prepare=Session.sample_dag_version,
+        args=lambda s: ["dag", "list"],
+        text=_contains("NAME", "VERSION", "TASKS", "onboarding"),
+        json=lambda value, args: any(v["name"] == "onboarding" and v["task_count"] == 6 for v in value),
+        bad=["dag", "list", "--limit", "0"],
+        names="--limit",
+    ),
+    "dag show": Case(
+        args=lambda s: ["dag", "show", "--version", s.sample_dag_version()],
+        text=_contains('"name": "onboarding"', '"depends_on"'),
+        bad=["dag", "show", "--version", "zz"],
+        names="--version",
+    ),
+    "dag delete": Case(
+        args=lambda s: ["dag", "delete", "--version", s.dag_version(), "--reason", "cleanup"],
+        text=_contains("version {3} deleted"),
+        bad=["dag", "delete", "--version", "0" * 64],
+        names="--reason",
+    ),
+    "dag run": Case(
+        args=lambda s: [
+            "dag",
+            "run",
+            "--name",
+            "onboarding",
+            "--version",
+            s.sample_dag_version(),
+            "--workflow-id",
+            s.fresh("dagrun"),
+            "--task-queue",
+            "cli",
+            "--input",
+            '{"name": "Ada", "email": "ada@example.com"}',
+        ],
+        text=lambda out, args: len(out.strip()) == 36,
+        json=lambda value, args: value["workflow_id"] == args[7] and len(value["run_id"]) == 36,
+        bad=["dag", "run", "--name", "onboarding", "--workflow-id", "w", "--task-queue", "q", "--input", "{oops"],
+        names="--input",
     ),
     "dag validate": Case(
         args=lambda s: ["dag", "validate", str(_DAG_SAMPLE)],

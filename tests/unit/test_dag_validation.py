@@ -222,3 +222,10 @@ def test_an_acyclic_dag_has_no_cycle(size: int, seed: int) -> None:
     deps = {ids[i]: tuple(ids[j] for j in range(i) if rng.random() < 0.3) for i in range(size)}
     assert find_cycles(deps) == []
     assert validate_document(_doc(*[_task(t, *d) for t, d in deps.items()])) == []
+
+
+def test_docs_dags_md_publishes_the_shipped_schema_and_the_sample() -> None:
+    docs = (Path(__file__).parents[2] / "docs" / "dags.md").read_text()
+    block = docs.split("## The JSON Schema", 1)[1].split("```json\n", 1)[1].split("\n```", 1)[0]
+    assert json.loads(block) == schema()
+    assert SAMPLE.read_text().strip() in docs

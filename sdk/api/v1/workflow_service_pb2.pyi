@@ -2,6 +2,7 @@ import datetime
 
 from flowforge.api.v1 import command_pb2 as _command_pb2
 from flowforge.api.v1 import common_pb2 as _common_pb2
+from flowforge.api.v1 import dag_pb2 as _dag_pb2
 from flowforge.api.v1 import dead_letters_pb2 as _dead_letters_pb2
 from flowforge.api.v1 import event_pb2 as _event_pb2
 from flowforge.api.v1 import remediation_pb2 as _remediation_pb2

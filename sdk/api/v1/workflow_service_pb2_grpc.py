@@ -3,6 +3,7 @@
 import grpc
 import warnings
 
+from flowforge.api.v1 import dag_pb2 as flowforge_dot_api_dot_v1_dot_dag__pb2
 from flowforge.api.v1 import dead_letters_pb2 as flowforge_dot_api_dot_v1_dot_dead__letters__pb2
 from flowforge.api.v1 import event_pb2 as flowforge_dot_api_dot_v1_dot_event__pb2
 from flowforge.api.v1 import remediation_pb2 as flowforge_dot_api_dot_v1_dot_remediation__pb2
@@ -173,6 +174,36 @@ class WorkflowServiceStub:
                 '/flowforge.api.v1.WorkflowService/PublishEvent',
                 request_serializer=flowforge_dot_api_dot_v1_dot_event__pb2.PublishEventRequest.SerializeToString,
                 response_deserializer=flowforge_dot_api_dot_v1_dot_event__pb2.PublishEventResponse.FromString,
+                _registered_method=True)
+        self.PublishDag = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/PublishDag',
+                request_serializer=flowforge_dot_api_dot_v1_dot_dag__pb2.PublishDagRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_dag__pb2.PublishDagResponse.FromString,
+                _registered_method=True)
+        self.SetDagAlias = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/SetDagAlias',
+                request_serializer=flowforge_dot_api_dot_v1_dot_dag__pb2.SetDagAliasRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_dag__pb2.SetDagAliasResponse.FromString,
+                _registered_method=True)
+        self.ListDags = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/ListDags',
+                request_serializer=flowforge_dot_api_dot_v1_dot_dag__pb2.ListDagsRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_dag__pb2.ListDagsResponse.FromString,
+                _registered_method=True)
+        self.GetDag = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/GetDag',
+                request_serializer=flowforge_dot_api_dot_v1_dot_dag__pb2.GetDagRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_dag__pb2.GetDagResponse.FromString,
+                _registered_method=True)
+        self.DeleteDagVersion = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/DeleteDagVersion',
+                request_serializer=flowforge_dot_api_dot_v1_dot_dag__pb2.DeleteDagVersionRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_dag__pb2.DeleteDagVersionResponse.FromString,
+                _registered_method=True)
+        self.StartDagExecution = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/StartDagExecution',
+                request_serializer=flowforge_dot_api_dot_v1_dot_dag__pb2.StartDagExecutionRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_dag__pb2.StartDagExecutionResponse.FromString,
                 _registered_method=True)
         self.CreateSchedule = channel.unary_unary(
                 '/flowforge.api.v1.WorkflowService/CreateSchedule',
@@ -452,6 +483,49 @@ class WorkflowServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PublishDag(self, request, context):
+        """Declarative DAGs (dag.proto, docs/dags.md): validates again and stores the
+        version; INVALID_ARGUMENT listing every violation with its path.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetDagAlias(self, request, context):
+        """Points an alias at a version of the DAG (audited); runs already started keep theirs.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListDags(self, request, context):
+        """Published versions, newest first, with their aliases.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetDag(self, request, context):
+        """One version and its canonical definition; NOT_FOUND if there is none.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteDagVersion(self, request, context):
+        """FAILED_PRECONDITION while a running execution or an alias uses the version.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StartDagExecution(self, request, context):
+        """Starts a run of a DAG version (or an alias's version, resolved once), executed by the server.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def CreateSchedule(self, request, context):
         """Schedules (docs/schedules.md): INVALID_ARGUMENT for a bad cron expression,
         time zone or policy, NOT_FOUND for an unknown schedule id, ALREADY_EXISTS for
@@ -708,6 +782,36 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.PublishEvent,
                     request_deserializer=flowforge_dot_api_dot_v1_dot_event__pb2.PublishEventRequest.FromString,
                     response_serializer=flowforge_dot_api_dot_v1_dot_event__pb2.PublishEventResponse.SerializeToString,
+            ),
+            'PublishDag': grpc.unary_unary_rpc_method_handler(
+                    servicer.PublishDag,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_dag__pb2.PublishDagRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_dag__pb2.PublishDagResponse.SerializeToString,
+            ),
+            'SetDagAlias': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetDagAlias,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_dag__pb2.SetDagAliasRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_dag__pb2.SetDagAliasResponse.SerializeToString,
+            ),
+            'ListDags': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDags,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_dag__pb2.ListDagsRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_dag__pb2.ListDagsResponse.SerializeToString,
+            ),
+            'GetDag': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetDag,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_dag__pb2.GetDagRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_dag__pb2.GetDagResponse.SerializeToString,
+            ),
+            'DeleteDagVersion': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteDagVersion,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_dag__pb2.DeleteDagVersionRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_dag__pb2.DeleteDagVersionResponse.SerializeToString,
+            ),
+            'StartDagExecution': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartDagExecution,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_dag__pb2.StartDagExecutionRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_dag__pb2.StartDagExecutionResponse.SerializeToString,
             ),
             'CreateSchedule': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateSchedule,
@@ -1499,6 +1603,168 @@ class WorkflowService:
             '/flowforge.api.v1.WorkflowService/PublishEvent',
             flowforge_dot_api_dot_v1_dot_event__pb2.PublishEventRequest.SerializeToString,
             flowforge_dot_api_dot_v1_dot_event__pb2.PublishEventResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PublishDag(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/PublishDag',
+            flowforge_dot_api_dot_v1_dot_dag__pb2.PublishDagRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_dag__pb2.PublishDagResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetDagAlias(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/SetDagAlias',
+            flowforge_dot_api_dot_v1_dot_dag__pb2.SetDagAliasRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_dag__pb2.SetDagAliasResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListDags(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/ListDags',
+            flowforge_dot_api_dot_v1_dot_dag__pb2.ListDagsRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_dag__pb2.ListDagsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetDag(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/GetDag',
+            flowforge_dot_api_dot_v1_dot_dag__pb2.GetDagRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_dag__pb2.GetDagResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteDagVersion(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/DeleteDagVersion',
+            flowforge_dot_api_dot_v1_dot_dag__pb2.DeleteDagVersionRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_dag__pb2.DeleteDagVersionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartDagExecution(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/StartDagExecution',
+            flowforge_dot_api_dot_v1_dot_dag__pb2.StartDagExecutionRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_dag__pb2.StartDagExecutionResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -12,6 +12,7 @@ import abc
 
 from flowforge.server.stores._sql.access import AccessSQL
 from flowforge.server.stores._sql.activity_records import ActivityRecordSQL
+from flowforge.server.stores._sql.dags import DagSQL
 from flowforge.server.stores._sql.executions import ExecutionSQL, update_executions_sql
 from flowforge.server.stores._sql.leases import LeaseSQL
 from flowforge.server.stores._sql.limits import LimitSQL
@@ -39,6 +40,7 @@ class SQLTransaction(
     QuerySQL,
     LineageSQL,
     TriggerSQL,
+    DagSQL,
     ScheduleSQL,
     LeaseSQL,
     VisibilitySQL,
