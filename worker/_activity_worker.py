@@ -14,6 +14,7 @@ import concurrent.futures
 import contextlib
 import contextvars
 import enum
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -37,6 +38,7 @@ from flowforge.worker._polling import (
     start_handler,
     start_pollers,
 )
+from flowforge.worker._thread_cancellation import ThreadInterrupter
 
 logger = logging.getLogger(__name__)
 
@@ -101,16 +103,37 @@ class _RootActivityInbound(ActivityInboundInterceptor):
     """The end of the activity interceptor chain: the activity itself (a synchronous
     one in the executor, with the context variables of the chain's task)."""
 
-    def __init__(self, executor: concurrent.futures.Executor | None, is_async: bool) -> None:
+    def __init__(
+        self, executor: concurrent.futures.Executor | None, is_async: bool, interrupter: ThreadInterrupter | None
+    ) -> None:
         super().__init__(None)
         self._executor = executor
         self._is_async = is_async
+        self._interrupter = interrupter
 
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
         if self._is_async:
             return await input.fn(*input.args)
         context = contextvars.copy_context()
-        return await asyncio.get_running_loop().run_in_executor(self._executor, context.run, input.fn, *input.args)
+        call = _threaded_call(self._executor, self._interrupter, context, input.fn, input.args)
+        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+
+
+def _threaded_call(
+    executor: concurrent.futures.Executor | None,
+    interrupter: ThreadInterrupter | None,
+    context: contextvars.Context,
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+) -> Callable[[], Any]:
+    """What the executor runs for a synchronous activity: in a thread pool, the call with the
+    activity's context, through ``interrupter`` if given (so cancellation raises in the thread);
+    elsewhere (a process pool) the bare call, which must be picklable and cannot use ``activity.info()``."""
+    if executor is None or isinstance(executor, concurrent.futures.ThreadPoolExecutor):
+        if interrupter is not None:
+            return functools.partial(context.run, interrupter.call, fn, *args)
+        return functools.partial(context.run, fn, *args)
+    return functools.partial(fn, *args)  # the context does not cross into another process
 
 
 class _Heartbeater:
@@ -183,6 +206,8 @@ class _RunningActivity:
         self.context: activity._Context | None = None
         self.execution: asyncio.Future[Any] | None = None
         self.cancel_reason: _CancelReason | None = None
+        # Set for a synchronous activity in a thread pool the worker was given (Temporal's setup).
+        self.interrupter: ThreadInterrupter | None = None
 
     def cancel(self, reason: _CancelReason) -> None:
         """Requests cancellation; the first reason given is the one reported."""
@@ -190,10 +215,12 @@ class _RunningActivity:
             self.cancel_reason = reason
         if self.context is not None:
             self.context.cancelled.set()
+        if self.interrupter is not None:
+            # Temporal's way: CancelledError raised inside the activity's thread.
+            self.interrupter.interrupt()
         if self.execution is None:
             return
-        # A thread cannot be interrupted: a synchronous activity sees the flag and
-        # stops on its own; only at shutdown does the worker stop waiting for it.
+        # A thread cannot be stopped from outside: only at shutdown does the worker stop waiting for it.
         if self.is_async or reason is _CancelReason.WORKER_SHUTDOWN:
             self.execution.cancel()
 
@@ -254,6 +281,10 @@ class ActivityWorker:
         self._max_concurrent_polls = max_concurrent_polls
         self._executor = executor
         self._owns_executor = False
+        # Temporal code passes its own thread pool (Temporal requires one for synchronous
+        # activities); there, cancellation is raised in the activity's thread as Temporal does.
+        # In the worker's default pool a synchronous activity checks activity.is_cancelled().
+        self._interrupts_threads = isinstance(executor, concurrent.futures.ThreadPoolExecutor)
         self.slots = TaskSlots(max_concurrent_activities, lambda delta: self._metrics.slots_changed("activity", delta))
         self._pollers: list[asyncio.Task[None]] = []
         self._handlers: set[asyncio.Task[None]] = set()
@@ -376,6 +407,8 @@ class ActivityWorker:
     ) -> None:
         loop = asyncio.get_running_loop()
         running = _RunningActivity(task, definition.is_async)
+        if self._interrupts_threads and not definition.is_async:
+            running.interrupter = ThreadInterrupter()
         heartbeater = _Heartbeater(
             lambda details: self._heartbeat(running, details),
             self._heartbeat_interval(task),
@@ -399,7 +432,8 @@ class ActivityWorker:
         context.run(activity._current_context.set, running.context)
         execution: asyncio.Future[Any]
         if self._interceptors:
-            chain = activity_chain(self._interceptors, _RootActivityInbound(self._executor, definition.is_async))
+            root = _RootActivityInbound(self._executor, definition.is_async, running.interrupter)
+            chain = activity_chain(self._interceptors, root)
             execution = asyncio.create_task(
                 chain.execute_activity(ExecuteActivityInput(definition.fn, args, task.header.fields)),
                 name=f"flowforge {_describe(task)}",
@@ -412,7 +446,8 @@ class ActivityWorker:
                 context=context,
             )
         else:
-            execution = loop.run_in_executor(self._executor, context.run, definition.fn, *args)
+            call = _threaded_call(self._executor, running.interrupter, context, definition.fn, args)
+            execution = loop.run_in_executor(self._executor, call)
         running.execution = execution
         began = time.monotonic()
         heartbeating = asyncio.create_task(heartbeater.run())
