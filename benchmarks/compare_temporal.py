@@ -147,7 +147,7 @@ async def drive(engine: Engine, count: int, concurrency: int, singles: int, hist
 
     sample = [round(i * count / histories) for i in range(min(histories, count))]
     activity_s2s, workflow_s2s = schedule_to_start([await engine.history(i) for i in sample])
-    ms = lambda values, q: round(percentile(values, q) * 1000, 1)  # noqa: E731
+    ms = lambda values, q: round(percentile(values, q) * 1000, 1) if values else None  # noqa: E731
     return {
         "workflows_per_s": round(count / elapsed, 1),
         "activities_per_s": round(count * ACTIVITIES_PER_WORKFLOW / elapsed, 1),
@@ -168,7 +168,16 @@ async def drive(engine: Engine, count: int, concurrency: int, singles: int, hist
 # ------------------------------------------------------------------ FlowForge
 
 
-async def measure_flowforge(count: int, concurrency: int, singles: int, histories: int) -> dict[str, Any]:
+async def measure_flowforge(
+    count: int,
+    concurrency: int,
+    singles: int,
+    histories: int,
+    store: str | None = None,
+    store_pids: Callable[[], list[int]] = list,
+) -> dict[str, Any]:
+    """FlowForge's figures: its server on ``store`` (default a fresh SQLite file), whose
+    processes ``store_pids`` names (counted in the engine's CPU)."""
     from flowforge import Client
     from flowforge.worker import Worker
     from samples.onboarding.workflows import ACTIVITIES, Onboarding
@@ -176,7 +185,7 @@ async def measure_flowforge(count: int, concurrency: int, singles: int, historie
 
     with (
         tempfile.TemporaryDirectory(prefix="flowforge-compare-") as tmp,
-        server_process(os.path.join(tmp, "flowforge.db")) as (address, pid),
+        server_process(store or os.path.join(tmp, "flowforge.db")) as (address, pid),
     ):
         client = await Client.connect(address)
         queue = f"compare-{uuid.uuid4().hex[:8]}"
@@ -205,7 +214,7 @@ async def measure_flowforge(count: int, concurrency: int, singles: int, historie
                 client, task_queue=queue, workflows=[Onboarding, SingleActivity], activities=[*ACTIVITIES, noop]
             ):
                 return await drive(
-                    Engine("FlowForge", run_single, start_onboarding, wait, history, lambda: [pid]),
+                    Engine("FlowForge", run_single, start_onboarding, wait, history, lambda: [pid, *store_pids()]),
                     count,
                     concurrency,
                     singles,

@@ -1,0 +1,170 @@
+"""FlowForge against DBOS Transact on the same PostgreSQL: the same workloads, side by side.
+
+    pip install -e '.[bench]'       # includes dbos
+    python -m benchmarks.compare_dbos [-n 500] [--concurrency 50] [--engines flowforge,dbos]
+
+One PostgreSQL server for both (:func:`testsupport.postgres.start_postgres`: a
+throwaway local cluster with fsync on, or ``FLOWFORGE_TEST_POSTGRES_DSN``), a fresh
+database each. Each engine runs alone, one after the other:
+
+- FlowForge: ``flowforge server start`` on its database in a process of its own;
+  the worker (default settings) and the starter in this process, over gRPC;
+- DBOS Transact: a library, so the workflows run in this process (its system
+  database on the same server), started with ``DBOS.start_workflow_async`` and
+  awaited with ``get_result``: no network hop, which is DBOS's design.
+
+The workloads are twins (``samples.onboarding`` / :mod:`benchmarks._dbos_workflows`):
+``--single`` one-step ("hello") workflows one after another, then ``-n`` onboarding
+executions (6 steps, three in parallel, no work) with ``--concurrency`` in flight.
+DBOS keeps no event history with times of schedule and start, so schedule-to-start
+is FlowForge's only. Prints a markdown table with the ratios, the machine and the
+load average; ``--json PATH`` also writes the raw figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import concurrent.futures
+import json
+from typing import Any
+
+from benchmarks.compare_temporal import Engine, Event, drive, machine_line, measure_flowforge
+from benchmarks.onboarding import code_version, load_average
+
+ROWS = [
+    ("onboarding workflows/s", "workflows_per_s"),
+    ("onboarding activities (steps)/s", "activities_per_s"),
+    ("onboarding latency p50 (ms, under load)", "workflow_latency_p50_ms"),
+    ("onboarding latency p95 (ms, under load)", "workflow_latency_p95_ms"),
+    ("hello (one-step) workflow p50 (ms, sequential)", "single_activity_latency_p50_ms"),
+    ("hello (one-step) workflow p95 (ms, sequential)", "single_activity_latency_p95_ms"),
+    ("workflow task schedule-to-start p95 (ms, under load)", "workflow_task_schedule_to_start_p95_ms"),
+    ("CPU used by engine + worker + PostgreSQL (cores)", "cores_used_by_engine"),
+    ("CPU used by other processes (cores)", "cores_used_by_others"),
+]
+
+
+async def measure_dbos(
+    dsn: str, postgres_pids: list[int], count: int, concurrency: int, singles: int
+) -> dict[str, Any]:
+    """DBOS's figures: the library in this process, its system database at ``dsn``."""
+    from dbos import DBOS
+
+    from benchmarks import _dbos_workflows as dw
+
+    DBOS(config={"name": "flowforge-compare", "system_database_url": dsn, "log_level": "WARNING"})
+    DBOS.launch()
+    try:
+
+        async def run_single(i: int) -> int:
+            handle = await DBOS.start_workflow_async(dw.single_activity, i)
+            return int(await handle.get_result())
+
+        async def start_onboarding(i: int, request: dict[str, Any]) -> Any:
+            return await DBOS.start_workflow_async(dw.onboarding, request)
+
+        async def wait(handle: Any) -> dict[str, Any]:
+            result: dict[str, Any] = await handle.get_result()
+            return result
+
+        async def history(i: int) -> list[Event]:
+            return []
+
+        return await drive(
+            Engine("DBOS", run_single, start_onboarding, wait, history, lambda: postgres_pids),
+            count,
+            concurrency,
+            singles,
+            0,
+        )
+    finally:
+        DBOS.destroy()
+
+
+def table(results: dict[str, dict[str, Any]]) -> str:
+    ff, db = results.get("FlowForge", {}), results.get("DBOS", {})
+    lines = ["| | FlowForge (PostgreSQL) | DBOS Transact (same PostgreSQL) | FlowForge ÷ DBOS |", "|---|---|---|---|"]
+    for label, key in ROWS:
+        a, b = ff.get(key), db.get(key)
+        ratio = f"{a / b:.2f}×" if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else "–"
+        lines.append(f"| {label} | {a if a is not None else '–'} | {b if b is not None else '–'} | {ratio} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-n", "--workflows", type=int, default=500, help="onboarding executions (default 500)")
+    parser.add_argument("--concurrency", type=int, default=50, help="onboarding executions in flight (default 50)")
+    parser.add_argument("--single", type=int, default=50, help="sequential one-step workflows (default 50)")
+    parser.add_argument("--histories", type=int, default=100, help="FlowForge histories read for schedule-to-start")
+    parser.add_argument("--engines", default="flowforge,dbos", help="which to run, in order")
+    parser.add_argument("--json", help="also write the raw figures to this file")
+    args = parser.parse_args()
+    engines = [name.strip().lower() for name in args.engines.split(",") if name.strip()]
+    if "dbos" in engines:
+        try:
+            import dbos  # noqa: F401
+        except ImportError:
+            raise SystemExit("DBOS Transact is not installed: pip install -e '.[bench]'") from None
+    from benchmarks.onboarding import _children
+    from testsupport.postgres import start_postgres
+
+    load_before, code = load_average(), code_version()
+    server = start_postgres()
+    results: dict[str, dict[str, Any]] = {}
+    try:
+        postmaster = None
+        if server.description.startswith("local cluster in "):
+            with open(server.description.removeprefix("local cluster in ") + "/data/postmaster.pid") as f:
+                postmaster = int(f.readline())
+
+        def pg_pids() -> list[int]:
+            return [postmaster, *_children(postmaster)] if postmaster else []
+
+        with concurrent.futures.ThreadPoolExecutor(1) as thread:
+            flowforge_dsn = thread.submit(asyncio.run, server.create_database()).result()
+            dbos_dsn = thread.submit(asyncio.run, server.create_database(migrated=False)).result()
+        for name in engines:
+            if name == "flowforge":
+                results["FlowForge"] = asyncio.run(
+                    measure_flowforge(
+                        args.workflows, args.concurrency, args.single, args.histories, flowforge_dsn, pg_pids
+                    )
+                )
+            elif name == "dbos":
+                results["DBOS"] = asyncio.run(
+                    measure_dbos(dbos_dsn, pg_pids(), args.workflows, args.concurrency, args.single)
+                )
+            else:
+                raise SystemExit(f"unknown engine {name!r}: flowforge or dbos")
+    finally:
+        server.stop()
+    dbos_version = ""
+    if "dbos" in engines:
+        from importlib.metadata import version
+
+        dbos_version = f"DBOS Transact {version('dbos')}"
+    print(
+        f"Machine: {machine_line()}. FlowForge `{code}` and {dbos_version or 'DBOS not run'} on one PostgreSQL "
+        f"({server.description}). Onboarding: {args.workflows} executions, {args.concurrency} in flight; "
+        f"hello: {args.single} in sequence. Load average before/after: {load_before} / {load_average()}.\n"
+    )
+    print(table(results))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(
+                {
+                    "machine": machine_line(),
+                    "code": code,
+                    "dbos": dbos_version,
+                    "arguments": vars(args),
+                    "results": results,
+                },
+                f,
+                indent=2,
+            )
+
+
+if __name__ == "__main__":
+    main()
