@@ -119,6 +119,8 @@ class FlowForgeServer:
         self.store = open_store(config.store)
         self.engine = HistoryEngine(self.store, config.engine, config.clock)
         self.timekeeper = Timekeeper(self.engine)
+        #: Long polls on the task queues (its ``held`` tasks: leases that failed, set aside).
+        self.matching = Matching(self.engine, config.poll_recheck_interval_s, config.max_parked_polls)
         self.retention = RetentionSweeper(self.engine, interval_s=config.retention_sweep_interval_s)
         self.events = EventRouter(
             self.engine,
@@ -158,7 +160,7 @@ class FlowForgeServer:
         )
         service = WorkflowService(
             self.engine,
-            Matching(self.engine, self.config.poll_recheck_interval_s, self.config.max_parked_polls),
+            self.matching,
             self.events,
             self.schedules,
             self.scheduler,

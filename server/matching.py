@@ -8,14 +8,17 @@ tasks whose retry backoff has ended and covers a lost cross-replica notification
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from flowforge.api.schema import TaskKind
-from flowforge.server.errors import ResourceExhausted
+from flowforge.server.errors import ResourceExhausted, ServiceError
 from flowforge.server.history import HistoryEngine, LeasedActivityTask, LeasedQuery, LeasedWorkflowTask, queue_channel
+from flowforge.server.quarantine import Quarantine
+from flowforge.server.stores.base import Transaction
 from flowforge.server.task_queues import TaskQueueActivity
 
 __all__ = ["MAX_PARKED_POLLS", "Matching"]
@@ -50,6 +53,8 @@ class Matching:
         # Polls waiting per queue in this process, at most max_parked_polls.
         self._parked: collections.Counter[str] = collections.Counter()
         self._max_parked_polls = max_parked_polls
+        #: Tasks whose lease failed unexpectedly, set aside with the reason (server/quarantine.py).
+        self.held = Quarantine("matching: task")
         #: Recent pollers and dispatches of each queue (DescribeTaskQueue).
         self.activity = TaskQueueActivity(engine.clock)
 
@@ -102,7 +107,10 @@ class Matching:
         self.activity.polled(namespace, task_queue, label, identity)
         began = time.monotonic()
         leased = await self._wait_and_lease(
-            queue_channel(namespace, kind, task_queue), began + timeout_s, visible, try_lease
+            queue_channel(namespace, kind, task_queue),
+            began + timeout_s,
+            visible,
+            self._poison_guarded(namespace, kind, task_queue, try_lease),
         )
         self.activity.polled(namespace, task_queue, label, identity)
         metrics = self._engine.metrics
@@ -112,6 +120,39 @@ class Matching:
         else:
             self.activity.dispatched(namespace, task_queue, label)
         return leased
+
+    def _poison_guarded(
+        self, namespace: str, kind: TaskKind, task_queue: str, try_lease: Callable[[], Awaitable[_T | None]]
+    ) -> Callable[[], Awaitable[_T | None]]:
+        """``try_lease``, except that a task whose lease fails unexpectedly (a corrupt row,
+        a bug) is set aside instead of failing every poll of its queue for good: it
+        is held with its reason (logged once) and made invisible for the backoff, so
+        the polls lease the tasks behind it."""
+
+        async def lease() -> _T | None:
+            try:
+                return await try_lease()
+            except (ServiceError, asyncio.CancelledError):
+                raise  # a refusal or the store being down: nothing to blame on a task
+            except Exception as error:
+                await self._defer_head_task(namespace, kind, task_queue, error)
+                return None
+
+        return lease
+
+    async def _defer_head_task(self, namespace: str, kind: TaskKind, task_queue: str, error: Exception) -> None:
+        engine = self._engine
+
+        async def body(tx: Transaction) -> None:
+            now = engine.clock.now_us()
+            task = await tx.lease_next_task(namespace, kind, task_queue, now)  # the one that failed, locked
+            if task is None:
+                return
+            self.held.hold(task.task_id, error)
+            task.visible_us = now + int(max(1.0, self.held.backoff_s(task.task_id)) * 1e6)
+            await tx.update_task(task)
+
+        await engine.transaction(body)
 
     async def _look(self, channel: str, visible: Callable[[], Awaitable[int]]) -> int:
         """How many tasks are visible, from a snapshot taken after every lease this

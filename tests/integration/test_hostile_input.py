@@ -52,6 +52,7 @@ CHEAP_RPC_S = 2.0
 MAX_PAYLOAD_BYTES = 256 * 1024
 MAX_PARKED_POLLS = 16
 MAX_SIGNALS = 20
+ATTACKER_MAX_RUNNING = 4
 MAX_HISTORY_EVENTS = 400
 
 
@@ -132,7 +133,7 @@ async def arena(store_url: str) -> AsyncIterator[Arena]:
     address = f"127.0.0.1:{server.port}"
     wire = Wire(address)
     await wire.stub.RegisterNamespace(pb.RegisterNamespaceRequest(name=VICTIM))
-    await wire.stub.RegisterNamespace(pb.RegisterNamespaceRequest(name=ATTACKER, max_running_executions=3))
+    await wire.stub.RegisterNamespace(pb.RegisterNamespaceRequest(name=ATTACKER, max_running_executions=ATTACKER_MAX_RUNNING))
     victim = await Client.connect(address, namespace=VICTIM)
     try:
         async with Worker(
@@ -182,8 +183,8 @@ async def test_quota_floods_are_refused_at_admission(arena: Arena) -> None:
             *(_status(wire.stub.StartWorkflowExecution(_start(f"f{i}"))) for i in range(150))
         )
         codes = [code for code, _ in outcomes]
-        assert codes.count(grpc.StatusCode.OK) == 3
-        assert codes.count(grpc.StatusCode.RESOURCE_EXHAUSTED) == 147
+        assert codes.count(grpc.StatusCode.OK) == ATTACKER_MAX_RUNNING
+        assert codes.count(grpc.StatusCode.RESOURCE_EXHAUSTED) == 150 - ATTACKER_MAX_RUNNING
         assert all("max_running_executions" in details for code, details in outcomes if code != grpc.StatusCode.OK)
         burst = await asyncio.gather(
             *(_status(wire.stub.StartWorkflowExecution(_start(f"b{i}", namespace="bursty"))) for i in range(20))
@@ -329,6 +330,15 @@ async def test_poison_items_are_held_aside_and_do_not_stall_the_timekeeper(arena
             commands=[schedule_activity("a", start_to_close=0.5, retry=common_pb2.RetryPolicy(maximum_attempts=1))],
         )
     )
+    # And on a queue of its own, a pending activity task whose row is garbage, ahead of a good one.
+    queue_run, token = await _attacker_workflow_task(wire, "poison-queue")
+    await wire.stub.RespondWorkflowTaskCompleted(
+        pb.RespondWorkflowTaskCompletedRequest(
+            namespace=ATTACKER,
+            task_token=token,
+            commands=[schedule_activity(name, task_queue="poisoned") for name in ("bad", "good")],
+        )
+    )
     leased = await wire.stub.PollActivityTaskQueue(
         pb.PollActivityTaskQueueRequest(namespace=ATTACKER, task_queue=QUEUE, identity="a", poll_timeout=seconds(10))
     )
@@ -339,11 +349,21 @@ async def test_poison_items_are_held_aside_and_do_not_stall_the_timekeeper(arena
             assert row is not None
             row.buffered_events = "{this is not JSON"
             await tx.update_execution(row, row.version)
-        (task,) = await tx.get_activity_tasks(activity_run, ["a"])
-        task.options = "{this is not JSON"
-        await tx.update_task(task)
+        for run_id, activity_id in ((activity_run, "a"), (queue_run, "bad")):
+            (task,) = await tx.get_activity_tasks(run_id, [activity_id])
+            task.options = "{this is not JSON"
+            await tx.update_task(task)
 
     async def attack() -> None:
+        # The poll is not failed by the garbage task for good: it is set aside, the good one delivered.
+        delivered = await wire.stub.PollActivityTaskQueue(
+            pb.PollActivityTaskQueueRequest(
+                namespace=ATTACKER, task_queue="poisoned", identity="a", poll_timeout=seconds(10)
+            )
+        )
+        assert delivered.activity_id == "good"
+        (held,) = arena.server.matching.held.held()
+        assert "JSON" in held.reason or "Expecting" in held.reason, held.reason
         await wait_until(
             lambda: timekeeper.timers_held and timekeeper.runs_held and timekeeper.tasks_held,
             timeout=VICTIM_DEADLINE_S,
