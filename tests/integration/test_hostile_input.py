@@ -133,7 +133,9 @@ async def arena(store_url: str) -> AsyncIterator[Arena]:
     address = f"127.0.0.1:{server.port}"
     wire = Wire(address)
     await wire.stub.RegisterNamespace(pb.RegisterNamespaceRequest(name=VICTIM))
-    await wire.stub.RegisterNamespace(pb.RegisterNamespaceRequest(name=ATTACKER, max_running_executions=ATTACKER_MAX_RUNNING))
+    await wire.stub.RegisterNamespace(
+        pb.RegisterNamespaceRequest(name=ATTACKER, max_running_executions=ATTACKER_MAX_RUNNING)
+    )
     victim = await Client.connect(address, namespace=VICTIM)
     try:
         async with Worker(
