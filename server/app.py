@@ -19,6 +19,7 @@ from flowforge.api.v1 import access_pb2, access_pb2_grpc, workflow_service_pb2, 
 from flowforge.server.auth.service import AccessService
 from flowforge.server.auth.setup import AuthConfig, TLSFiles, bootstrap_admin_key, build_interceptor, server_credentials
 from flowforge.server.clock import Clock, SystemClock
+from flowforge.server.console import Console
 from flowforge.server.events import EventRouter
 from flowforge.server.frontend import WorkflowService
 from flowforge.server.frontend.malformed import MalformedRequests
@@ -71,8 +72,8 @@ class ServerConfig:
     """What "now" is for every deadline; tests pass a :class:`ManualClock` to control time."""
     # event triggers (docs/events.md)
     http_port: int | None = None
-    """Port of the HTTP listener (on :attr:`host`): ``/metrics``, ``/healthz``,
-    ``/readyz`` and ``POST /events``; ``None`` = no HTTP listener, 0 = a free port (see
+    """Port of the HTTP listener (on :attr:`host`): the console at ``/``, ``/metrics``,
+    ``/healthz``, ``/readyz`` and ``POST /events``; ``None`` = no HTTP listener, 0 = a free port (see
     :attr:`FlowForgeServer.http_port`)."""
     otlp_endpoint: str | None = None
     """OTLP/HTTP collector (``http://collector:4318``) for the server's spans; ``None``: no spans."""
@@ -206,6 +207,8 @@ class FlowForgeServer:
                 ).attach(http)
             self.health.attach(http)
             self.engine.metrics.attach(http, self._refresh_queue_gauges)
+            servicers = {"WorkflowService": service, "AccessService": access_service}
+            Console(interceptor, servicers, auth_required=self.config.auth.required).attach(http)
             try:
                 await http.start()
             except OSError:

@@ -152,8 +152,9 @@ async def verify(
     return None
 
 
-def entry_for_rpc(method: str, request: Any) -> AuditEntry:
-    """The audit entry of an audited RPC: its name, namespace, what it acted on and why."""
+def entry_for_rpc(method: str, request: Any, reason: str = "") -> AuditEntry:
+    """The audit entry of an audited RPC: its name, namespace, what it acted on and why
+    (the request's reason, else ``reason``)."""
     fields = request.DESCRIPTOR.fields_by_name
     namespace = request.namespace if "namespace" in fields else request.name if "name" in fields else ""
     target = ""
@@ -175,8 +176,8 @@ def entry_for_rpc(method: str, request: Any) -> AuditEntry:
         target += f"={request.digest}" if getattr(request, "digest", "") else ""
     elif "search_attributes" in fields:
         target = "search_attributes:" + ",".join(sorted(request.search_attributes))
-    reason = request.reason if "reason" in fields else request.note if "note" in fields else ""
-    return AuditEntry(method.rpartition("/")[2], namespace, target, reason)
+    own = request.reason if "reason" in fields else request.note if "note" in fields else ""
+    return AuditEntry(method.rpartition("/")[2], namespace, target, own or reason)
 
 
 def _filter_text(selection: Any) -> str:

@@ -118,36 +118,67 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
     def _guard(self, method: str, rule: RpcRule, inner: _Behavior) -> _Behavior:
         async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             try:
-                principal = await self._principal(context)
-                if principal is not ANONYMOUS:
-                    _authorize(principal, method, rule, request)
-                    _stamp_identity(request, principal)
+                principal = await self.admit(method, rule, request, context.invocation_metadata())
             except ServiceError as error:
                 await context.abort(error.status, error.message)
                 raise  # unreachable: abort raises
-            if not rule.audited:
-                with acting_as(principal):
-                    response = await inner(request, context)
-            else:
-                with (
-                    acting_as(principal),
-                    pending(_audit_name(principal, request), entry_for_rpc(method, request)) as record,
-                ):
-                    response = await inner(request, context)
-                if not record.appended:
-                    try:
-                        await self._record_audit(record)
-                    except Exception:
-                        log.exception("could not append %s by %s to the audit log", method, principal.name)
-            _filter_response(principal, method, response)
-            return response
+            return await self.run(method, rule, principal, request, lambda: inner(request, context))
 
         return guarded
 
-    async def _principal(self, context: grpc.aio.ServicerContext[Any, Any]) -> Principal:
+    async def authenticate(self, metadata: Any) -> Principal:
+        """The principal of a call's metadata (:data:`ANONYMOUS` without authentication).
+
+        Raises:
+            Unauthenticated: naming what was wrong.
+        """
         if self._authenticator is None:
             return ANONYMOUS
-        return await self._authenticator.authenticate(context.invocation_metadata())
+        return await self._authenticator.authenticate(metadata)
+
+    async def admit(self, method: str, rule: RpcRule, request: Any, metadata: Any) -> Principal:
+        """Authenticates ``metadata`` and authorizes ``request`` for ``method``; stamps the
+        principal as the request's identity. The console's JSON API calls this too, so
+        both doors apply the same table.
+
+        Raises:
+            ServiceError: UNAUTHENTICATED, PERMISSION_DENIED or INVALID_ARGUMENT.
+        """
+        principal = await self.authenticate(metadata)
+        if principal is not ANONYMOUS:
+            _authorize(principal, method, rule, request)
+            _stamp_identity(request, principal)
+        return principal
+
+    async def run(
+        self,
+        method: str,
+        rule: RpcRule,
+        principal: Principal,
+        request: Any,
+        call: Callable[[], Awaitable[Any]],
+        *,
+        reason: str = "",
+    ) -> Any:
+        """Runs an admitted call as ``principal``, appends it to the audit log when audited
+        and it succeeded, and filters a global answer to what the principal may see.
+        ``reason`` is recorded when the request has none of its own (the console's)."""
+        if not rule.audited:
+            with acting_as(principal):
+                response = await call()
+        else:
+            with (
+                acting_as(principal),
+                pending(_audit_name(principal, request), entry_for_rpc(method, request, reason)) as record,
+            ):
+                response = await call()
+            if not record.appended:
+                try:
+                    await self._record_audit(record)
+                except Exception:
+                    log.exception("could not append %s by %s to the audit log", method, principal.name)
+        _filter_response(principal, method, response)
+        return response
 
 
 def _authorize(principal: Principal, method: str, rule: RpcRule, request: Any) -> None:

@@ -1,0 +1,102 @@
+// The console's JSON API (/api/v1/{Service}/{Method}: the gRPC API in protobuf JSON),
+// the caller's key (sessionStorage only) and what its roles allow.
+
+const KEY = 'flowforge.apiKey';
+const ROLE_INCLUDES = {
+  reader: ['reader'],
+  writer: ['reader', 'writer'],
+  worker: ['reader', 'worker'],
+  operator: ['reader', 'writer', 'operator'],
+  admin: ['reader', 'writer', 'worker', 'operator', 'admin'],
+};
+
+export class ApiError extends Error {
+  constructor(httpStatus, code, message) {
+    super(message);
+    this.httpStatus = httpStatus;
+    this.code = code;
+  }
+}
+
+export function apiKey() {
+  return sessionStorage.getItem(KEY) || '';
+}
+
+export function setApiKey(key) {
+  if (key) sessionStorage.setItem(KEY, key);
+  else sessionStorage.removeItem(KEY);
+}
+
+function headers(reason) {
+  const result = { 'Content-Type': 'application/json' };
+  const key = apiKey();
+  if (key) result.Authorization = `Bearer ${key}`;
+  if (reason) result['X-FlowForge-Reason'] = encodeURIComponent(reason);
+  return result;
+}
+
+async function answer(response) {
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) throw new ApiError(response.status, body.code || String(response.status), body.message || response.statusText);
+  return body;
+}
+
+/** Calls an RPC: rpc('DescribeWorkflowExecution', {...}). */
+export async function rpc(method, body, { service = 'WorkflowService', signal, reason } = {}) {
+  const response = await fetch(`/api/v1/${service}/${method}`, {
+    method: 'POST', headers: headers(reason), body: JSON.stringify(body || {}), signal,
+  });
+  return answer(response);
+}
+
+/** Who the key is: {name, grants: {namespace: [roles]}, auth_required, rules: {Method: role}}. */
+export async function whoami() {
+  return answer(await fetch('/api/v1/whoami', { headers: headers() }));
+}
+
+/** Whether `me` may call `method` in `namespace` (the server decides anyway). */
+export function can(me, method, namespace) {
+  const needed = me && me.rules ? me.rules[method] : undefined;
+  if (!needed) return false;
+  const scopes = namespace === '*' ? ['*'] : [namespace, '*'];
+  return scopes.some((scope) => (me.grants[scope] || []).some((held) => ROLE_INCLUDES[held].includes(needed)));
+}
+
+function bytes(b64) {
+  return Uint8Array.from(atob(b64 || ''), (c) => c.charCodeAt(0));
+}
+
+function text(b64) {
+  return new TextDecoder().decode(bytes(b64));
+}
+
+/** A payload as shown: {value} for JSON, or {encoded, encoding, size} for what a codec made. */
+export function decodePayload(payload) {
+  const metadata = Object.fromEntries(Object.entries(payload.metadata || {}).map(([k, v]) => [k, text(v)]));
+  const encoding = metadata.encoding || '';
+  if (encoding === 'json/plain') {
+    try {
+      return { value: JSON.parse(text(payload.data)) };
+    } catch {
+      return { encoded: true, encoding, metadata, size: bytes(payload.data).length };
+    }
+  }
+  if (encoding === 'binary/null') return { value: null };
+  return { encoded: true, encoding, metadata, size: bytes(payload.data).length };
+}
+
+/** Payloads ({payloads: [...]}) as a JSON-able value for display. */
+export function showPayloads(payloads) {
+  const list = (payloads && payloads.payloads) || [];
+  const shown = list.map((p) => {
+    const d = decodePayload(p);
+    return d.encoded ? { '(encoded)': d.encoding, metadata: d.metadata, bytes: d.size } : d.value;
+  });
+  return shown.length === 1 ? shown[0] : shown;
+}
+
+/** A JSON value as a json/plain payload. */
+export function jsonPayloads(value) {
+  const data = btoa(String.fromCharCode(...new TextEncoder().encode(JSON.stringify(value))));
+  return { payloads: [{ metadata: { encoding: btoa('json/plain') }, data }] };
+}

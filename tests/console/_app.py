@@ -1,0 +1,37 @@
+"""The workflow the console tests look at: a small DAG (a, then b and c from a's
+result, then d from both) that waits for a ``proceed`` signal before d."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from flowforge import activity, workflow
+
+QUEUE = "console"
+_TIMEOUT = timedelta(seconds=20)
+
+
+@activity.defn
+async def step(text: str) -> str:
+    return text + "."
+
+
+@workflow.defn
+class Pipeline:
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+
+    @workflow.signal
+    def proceed(self, note: str) -> None:
+        self.notes.append(note)
+
+    @workflow.run
+    async def run(self, name: str) -> str:
+        a = await workflow.execute_activity(step, name, start_to_close_timeout=_TIMEOUT)
+        b, c = await asyncio.gather(
+            workflow.execute_activity(step, a + "b", start_to_close_timeout=_TIMEOUT),
+            workflow.execute_activity(step, a + "c", start_to_close_timeout=_TIMEOUT),
+        )
+        await workflow.wait_condition(lambda: bool(self.notes))
+        return await workflow.execute_activity(step, b + c, start_to_close_timeout=_TIMEOUT)

@@ -1,0 +1,85 @@
+"""Fixtures of the console's browser tests: one headless Chromium per session (Debian's
+``chromium``, installed here when missing; driven by Playwright, never ``playwright
+install``), a page per test, and servers with authentication on.
+
+Without a browser the tests are skipped, except under ``CI=true``, where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Browser, Page, async_playwright
+
+from flowforge import Client
+from flowforge.api.v1 import access_pb2
+from flowforge.server import FlowForgeServer, ServerConfig
+from flowforge.server.auth.setup import AuthConfig
+
+
+def _chromium() -> str | None:
+    """The chromium executable, installed with apt-get when it is missing."""
+    found = shutil.which("chromium")
+    if found is None and shutil.which("apt-get") is not None:
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], env=env, check=False, capture_output=True)
+        found = shutil.which("chromium")
+    return found
+
+
+@pytest.fixture(scope="session")
+async def browser() -> AsyncIterator[Browser]:
+    executable = _chromium()
+    if executable is None:
+        message = "Debian's chromium is not installed and `apt-get install -y chromium` did not install it"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    async with async_playwright() as playwright:
+        instance = await playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        yield instance
+        await instance.close()
+
+
+@pytest.fixture
+async def page(browser: Browser) -> AsyncIterator[Page]:
+    context = await browser.new_context(viewport={"width": 1280, "height": 900})
+    opened = await context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    yield opened
+    await context.close()
+    assert not errors, f"the page threw: {errors}"
+
+
+def console_server(store_url: str, key_file: Path) -> FlowForgeServer:
+    """A server with authentication on, its console on a free HTTP port."""
+    auth = AuthConfig(required=True, bootstrap_admin_key_file=str(key_file), api_key_cache_s=0.2)
+    return FlowForgeServer(ServerConfig(store=store_url, port=0, http_port=0, poll_recheck_interval_s=0.2, auth=auth))
+
+
+@pytest.fixture
+async def server(store_url: str, tmp_path: Path) -> AsyncIterator[FlowForgeServer]:
+    instance = console_server(store_url, tmp_path / "admin.key")
+    await instance.start()
+    yield instance
+    await instance.stop()
+
+
+@pytest.fixture
+async def admin(server: FlowForgeServer, tmp_path: Path) -> AsyncIterator[Client]:
+    client = await Client.connect(f"127.0.0.1:{server.port}", api_key=(tmp_path / "admin.key").read_text().strip())
+    yield client
+    await client.close()
+
+
+async def create_key(admin: Client, role: str, namespace: str = "default") -> str:
+    """A new key's secret."""
+    request = access_pb2.CreateApiKeyRequest(namespace=namespace, role=role, name=f"console-{role}")
+    response = await admin.workflow_service.call("CreateApiKey", request)
+    return str(response.key)

@@ -1,0 +1,123 @@
+"""The console in headless Chromium against a server with authentication on (both
+stores): the list finds a workflow by a query; the execution page shows its events and
+the DAG with the nodes and edges describe reports; a signal sent by another client
+appears on the open page without a reload; an id containing ``<script>`` is shown as
+text; the security headers are set and a cross-site form post is refused."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from urllib.parse import quote
+
+import aiohttp
+import pytest
+from playwright.async_api import Page, expect
+
+from flowforge import Client
+from flowforge.server import FlowForgeServer
+from tests.console._app import QUEUE, Pipeline, step
+from tests.console.conftest import create_key
+from tests.integration._reliability import fast_worker
+from testsupport.waiting import wait_until
+
+HOSTILE_ID = 'order-<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'
+
+
+def base(server: FlowForgeServer) -> str:
+    return f"http://127.0.0.1:{server.http_port}"
+
+
+async def sign_in(page: Page, server: FlowForgeServer, path: str, key: str) -> None:
+    await page.goto(base(server) + path)
+    await page.fill("#key-form input[name=key]", key)
+    await page.click("#key-form button[type=submit]")
+
+
+def execution_path(workflow_id: str) -> str:
+    return f"/namespaces/default/workflows/{quote(workflow_id, safe='')}"
+
+
+@pytest.fixture
+async def worker(admin: Client) -> AsyncIterator[None]:
+    async with fast_worker(admin, QUEUE, workflows=[Pipeline], activities=[step]):
+        yield
+
+
+async def test_list_execution_dag_and_live_timeline(
+    server: FlowForgeServer, admin: Client, worker: None, page: Page
+) -> None:
+    handle = await admin.start_workflow(Pipeline.run, "x", id=HOSTILE_ID, task_queue=QUEUE)
+    await admin.start_workflow(Pipeline.run, "y", id="other-order", task_queue=QUEUE)
+    await wait_until(lambda: _waiting_for_signal(handle), timeout=20, what="a, b and c to complete before the signal")
+    reader = await create_key(admin, "reader")
+
+    # The list finds it by a query (and the other workflow is not shown).
+    await sign_in(page, server, "/namespaces/default/workflows?q=" + quote("WorkflowId = 'other-order'"), reader)
+    await expect(page.locator("#workflows tbody tr")).to_have_count(1)
+    await expect(page.locator("#workflows tbody a.wid")).to_have_text("other-order")
+    await page.fill("#query-form input", "WorkflowType = 'Pipeline' AND WorkflowId STARTS_WITH 'order-'")
+    await page.click("#query-form button")
+    await expect(page.locator("#workflows tbody tr")).to_have_count(1)
+    await expect(page.locator("#status-filters [data-status=Running]")).to_have_text("Running 1")
+
+    # The execution page: the hostile id is text, the events and the DAG are there.
+    await page.click("#workflows tbody a.wid")
+    await expect(page.locator("#summary h1")).to_have_text(HOSTILE_ID)
+    assert await page.evaluate("window.pwned") is None
+    assert await page.locator("main script, main img").count() == 0
+    history = (await handle.fetch_history()).events
+    await expect(page.locator("#timeline tr")).to_have_count(len(history))
+    await page.click("button[data-tab=DAG]")
+    await _expect_dag(page, admin, handle.id)
+
+    # A signal from another client shows up without a reload, and so does the rest.
+    await page.click("button[data-tab=Timeline]")
+    await handle.signal(Pipeline.proceed, "from another client")
+    await expect(page.locator("#timeline tr.ev-WorkflowExecutionSignaled")).to_have_count(1, timeout=5000)
+    await handle.result()
+    await expect(page.locator("#summary .badge")).to_have_text("COMPLETED", timeout=5000)
+    await expect(page.locator("#timeline tr")).to_have_count(len((await handle.fetch_history()).events))
+    await page.click("button[data-tab=DAG]")
+    await _expect_dag(page, admin, handle.id)
+    # Not one action button for a reader.
+    assert await page.locator("[data-action]").count() == 0
+
+
+async def _waiting_for_signal(handle: object) -> bool:
+    description = await handle.describe()  # type: ignore[attr-defined]
+    return sum(1 for node in description.dag if node.state == "COMPLETED") == 3
+
+
+async def _expect_dag(page: Page, admin: Client, workflow_id: str) -> None:
+    description = await admin.get_workflow_handle(workflow_id).describe()
+    edges = sorted((dep, node.activity_id) for node in description.dag for dep in node.depends_on)
+    await expect(page.locator("svg.dag .dag-node")).to_have_count(len(description.dag))
+    drawn = await page.eval_on_selector_all(
+        "svg.dag .dag-edge", "paths => paths.map(p => [p.dataset.from, p.dataset.to])"
+    )
+    assert sorted(map(tuple, drawn)) == edges
+    assert len(edges) >= 2  # b and c depend on a
+
+
+async def test_headers_and_forged_requests(server: FlowForgeServer, admin: Client) -> None:
+    reader = await create_key(admin, "reader")
+    async with aiohttp.ClientSession() as http:
+        async with http.get(base(server) + "/namespaces/default/workflows") as answer:
+            assert answer.status == 200
+            csp = answer.headers["Content-Security-Policy"]
+            assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+        terminate = base(server) + "/api/v1/WorkflowService/TerminateWorkflowExecution"
+        body = json.dumps({"namespace": "default", "execution": {"workflow_id": "w"}, "reason": "forged"})
+        # No key, a reader's key, and a cross-site form (text/plain) are all refused.
+        async with http.post(terminate, data=body, headers={"Content-Type": "application/json"}) as answer:
+            assert answer.status == 401
+        bearer = {"Content-Type": "application/json", "Authorization": f"Bearer {reader}"}
+        async with http.post(terminate, data=body, headers=bearer) as answer:
+            assert answer.status == 403
+            assert (await answer.json())["code"] == "PERMISSION_DENIED"
+        async with http.post(terminate, data=body, headers={**bearer, "Content-Type": "text/plain"}) as answer:
+            assert answer.status == 415
+        poll = base(server) + "/api/v1/WorkflowService/PollActivityTaskQueue"
+        async with http.post(poll, data="{}", headers=bearer) as answer:
+            assert answer.status == 403
