@@ -10,13 +10,14 @@ from typing import Any, TypeVar
 
 from flowforge._workflow_update_definition import _UPDATE_MARKER, _UpdateDefinition
 
-__all__ = ["defn", "query", "run", "signal"]
+__all__ = ["defn", "init", "query", "run", "signal"]
 
 ClassType = TypeVar("ClassType", bound=type)
 CallableType = TypeVar("CallableType", bound=Callable[..., Any])
 
 # Markers the decorators leave on methods; @defn collects them.
 _RUN_MARKER = "__flowforge_workflow_run__"
+_INIT_MARKER = "__flowforge_workflow_init__"
 _SIGNAL_MARKER = "__flowforge_signal_definition__"
 _QUERY_MARKER = "__flowforge_query_definition__"
 _DEFINITION_ATTRIBUTE = "__flowforge_workflow_definition__"
@@ -44,6 +45,8 @@ class _Definition:
     signals: Mapping[str, _SignalDefinition]
     queries: Mapping[str, _QueryDefinition]
     updates: Mapping[str, _UpdateDefinition] = dataclasses.field(default_factory=dict)
+    init_takes_arguments: bool = False
+    """``__init__`` is decorated with :func:`init`: it gets the run method's arguments."""
 
     @staticmethod
     def from_class(cls: type) -> _Definition:
@@ -93,7 +96,8 @@ class _Definition:
         signals = _collect_handlers(cls, members, _SIGNAL_MARKER, "signal")
         queries = _collect_handlers(cls, members, _QUERY_MARKER, "query")
         updates = _collect_handlers(cls, members, _UPDATE_MARKER, "update")
-        return _Definition(name, cls, run_fns[0], signals, queries, updates)
+        init_takes_arguments = getattr(members.get("__init__"), _INIT_MARKER, False)
+        return _Definition(name, cls, run_fns[0], signals, queries, updates, init_takes_arguments)
 
 
 def _collect_handlers(cls: type, members: Mapping[str, Any], marker: str, kind: str) -> dict[str, Any]:
@@ -138,6 +142,19 @@ def defn(cls: ClassType | None = None, *, name: str | None = None) -> Any:
         return workflow_cls
 
     return decorate(cls) if cls is not None else decorate
+
+
+def init(fn: CallableType) -> CallableType:
+    """Marks the workflow class's ``__init__`` as taking the run method's arguments (Temporal's
+    ``@workflow.init``), so state is set up from them before any signal or update handler runs.
+
+    Raises:
+        TypeError: The method is not ``__init__``.
+    """
+    if fn.__name__ != "__init__":
+        raise TypeError(f"@workflow.init goes on __init__, not on {fn.__qualname__}")
+    setattr(fn, _INIT_MARKER, True)
+    return fn
 
 
 def run(fn: CallableType) -> CallableType:

@@ -23,6 +23,42 @@ if TYPE_CHECKING:
 
 __all__ = ["WorkflowEnvironment"]
 
+# Options of Temporal's start_local / start_time_skipping that configure its downloaded dev
+# server or client extras: accepted (Temporal tests pass them) and not needed here.
+_TEMPORAL_ONLY_OPTIONS = frozenset(
+    {
+        "interceptors",
+        "plugins",
+        "default_workflow_query_reject_condition",
+        "retry_config",
+        "rpc_metadata",
+        "identity",
+        "tls",
+        "download_dest_dir",
+        "ui",
+        "ui_port",
+        "runtime",
+        "search_attributes",
+        "dev_server_existing_path",
+        "dev_server_database_filename",
+        "dev_server_log_format",
+        "dev_server_log_level",
+        "dev_server_download_version",
+        "dev_server_extra_args",
+        "dev_server_download_ttl",
+        "test_server_existing_path",
+        "test_server_download_version",
+        "test_server_extra_args",
+        "test_server_download_ttl",
+    }
+)
+
+
+def _check_temporal_options(options: dict[str, Any]) -> None:
+    unknown = sorted(set(options) - _TEMPORAL_ONLY_OPTIONS)
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s) {', '.join(unknown)} (neither FlowForge's nor Temporal's)")
+
 
 class WorkflowEnvironment:
     """A FlowForge server for tests, with a connected :attr:`client`.
@@ -92,6 +128,7 @@ class WorkflowEnvironment:
         data_converter: DataConverter = default_converter,
         ip: str = "127.0.0.1",
         port: int = 0,
+        **temporal_options: Any,
     ) -> _StartingEnvironment:
         """Starts a server in this process on a temporary SQLite file; time is real.
 
@@ -100,13 +137,18 @@ class WorkflowEnvironment:
             data_converter: The client's converter (workers on the client use it too).
             ip: The address the server listens on.
             port: Its port; 0 picks a free one.
+            **temporal_options: Temporal's options for its downloaded dev server
+                (``dev_server_*``, ``download_dest_dir``, ``ui``, ``runtime``, ...), accepted
+                so Temporal tests run unchanged; they change nothing here.
 
         Returns:
             An async context manager (or awaitable) giving the started environment.
 
         Raises:
             OSError: The server could not listen on ``ip:port``.
+            TypeError: An option that is neither FlowForge's nor Temporal's (a typo).
         """
+        _check_temporal_options(temporal_options)
         return _StartingEnvironment(lambda: _start(namespace, data_converter, ip, port, time_skipping=False))
 
     @staticmethod
@@ -116,6 +158,7 @@ class WorkflowEnvironment:
         data_converter: DataConverter = default_converter,
         ip: str = "127.0.0.1",
         port: int = 0,
+        **temporal_options: Any,
     ) -> _StartingEnvironment:
         """Starts a server like :meth:`start_local`, on a clock that skips ahead.
 
@@ -134,6 +177,7 @@ class WorkflowEnvironment:
         that sleeps 30 days thus completes in milliseconds. Arguments as for
         :meth:`start_local`.
         """
+        _check_temporal_options(temporal_options)
         return _StartingEnvironment(lambda: _start(namespace, data_converter, ip, port, time_skipping=True))
 
 

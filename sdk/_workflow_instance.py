@@ -171,6 +171,7 @@ class WorkflowInstance(_Runtime):
         self._info: workflow.Info | None = None
         self._memo = common_pb2.Memo()
         self._input = common_pb2.Payloads()
+        self._run_args: Sequence[Any] = ()
         self._run_task: asyncio.Task[Any] | None = None
         self._cancel_requested = False
         self._closed = False
@@ -426,6 +427,7 @@ class WorkflowInstance(_Runtime):
         payloads = schema.payloads_from_json(attributes.get("input"))
         self._input = payloads
         args = self._converter.from_payloads(payloads, self._definition.run_arg_types())
+        self._run_args = args
         if self._interceptors:
             self._inbound = workflow_chain(self._interceptors, _RootInbound(self), _RootOutbound(self))
         run = ExecuteWorkflowInput(self._definition.cls, self._definition.name, args, _headers(attributes))
@@ -440,7 +442,8 @@ class WorkflowInstance(_Runtime):
         """The instance of the workflow class, made on first use inside the loop
         (by the run method or a signal handler, whichever runs first)."""
         if self._object is None:
-            self._object = self._definition.cls()
+            args = self._run_args if self._definition.init_takes_arguments else ()
+            self._object = self._definition.cls(*args)
         return self._object
 
     def _request_cancel(self) -> None:
@@ -662,6 +665,9 @@ class WorkflowInstance(_Runtime):
 
     def workflow_random(self) -> random.Random:
         return self._random
+
+    def workflow_instance(self) -> Any:
+        return self._workflow_object()
 
     def workflow_all_handlers_finished(self) -> bool:
         return self._updates.all_handlers_finished

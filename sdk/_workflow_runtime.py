@@ -117,6 +117,9 @@ class _Runtime(abc.ABC):
     def workflow_all_handlers_finished(self) -> bool: ...
 
     @abc.abstractmethod
+    def workflow_instance(self) -> Any: ...
+
+    @abc.abstractmethod
     def workflow_wait_condition(self, fn: Callable[[], bool]) -> asyncio.Future[None]: ...
 
     @abc.abstractmethod

@@ -21,7 +21,7 @@ import os
 import socket
 import typing
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Concatenate, Required, TypedDict, Unpack, overload
 
@@ -152,6 +152,23 @@ __all__ = [
     "WorkflowUpdateHandle",
     "WorkflowUpdateStage",
 ]
+
+
+class _ScheduleListing(AsyncIterator[ScheduleDescription]):
+    """The schedules of :meth:`Client.list_schedules`: an async iterator that may also be awaited first."""
+
+    def __init__(self, schedules: AsyncIterator[ScheduleDescription]) -> None:
+        self._schedules = schedules
+
+    def __aiter__(self) -> _ScheduleListing:
+        return self
+
+    async def __anext__(self) -> ScheduleDescription:
+        return await self._schedules.__anext__()
+
+    def __await__(self) -> Generator[Any, None, _ScheduleListing]:
+        yield from ()
+        return self
 
 
 class _StartWorkflowOptions(TypedDict, total=False):
@@ -721,12 +738,16 @@ class Client(
         """A handle to an existing schedule; no call is made."""
         return ScheduleHandle(self, id)
 
-    async def list_schedules(self, *, page_size: int = _LIST_PAGE_SIZE) -> AsyncIterator[ScheduleDescription]:
-        """Iterates over the namespace's schedules in id order (use ``async for``).
+    def list_schedules(self, *, page_size: int = _LIST_PAGE_SIZE) -> _ScheduleListing:
+        """Iterates over the namespace's schedules in id order: ``async for s in client.list_schedules()``,
+        or Temporal's ``async for s in await client.list_schedules()``.
 
         Raises:
-            RPCError: The server refused the listing.
+            RPCError: The server refused the listing (when iterated).
         """
+        return _ScheduleListing(self._schedules(page_size))
+
+    async def _schedules(self, page_size: int) -> AsyncIterator[ScheduleDescription]:
         request = workflow_service_pb2.ListSchedulesRequest(namespace=self._namespace, page_size=page_size)
         while True:
             response = await self._workflow_service.call("ListSchedules", request)

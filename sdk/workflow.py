@@ -27,9 +27,9 @@ import asyncio
 import logging
 import random as _random
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from flowforge._activity_calls import ActivityCancellationType, ActivityHandle, execute_activity, start_activity
 from flowforge._activity_method_calls import (
@@ -51,6 +51,7 @@ from flowforge._workflow_definition import (
 from flowforge._workflow_definition import (
     _workflow_type_and_result_hint,
     defn,
+    init,
     query,
     run,
     signal,
@@ -60,6 +61,8 @@ from flowforge._workflow_unsafe import unsafe
 from flowforge._workflow_update_definition import update
 from flowforge.common import _NO_ARGUMENT, SearchAttributeValue
 from flowforge.exceptions import NonDeterminismError as NondeterminismError
+
+_T = TypeVar("_T")
 
 __all__ = [
     "ActivityCancellationType",
@@ -71,6 +74,7 @@ __all__ = [
     "ParentClosePolicy",
     "ParentInfo",
     "all_handlers_finished",
+    "as_completed",
     "continue_as_new",
     "defn",
     "deprecate_patch",
@@ -80,6 +84,8 @@ __all__ = [
     "execute_local_activity",
     "execute_local_activity_method",
     "info",
+    "init",
+    "instance",
     "logger",
     "memo",
     "memo_value",
@@ -99,6 +105,7 @@ __all__ = [
     "update",
     "upsert_search_attributes",
     "uuid4",
+    "wait",
     "wait_condition",
 ]
 
@@ -112,6 +119,37 @@ def all_handlers_finished() -> bool:
     """Whether every accepted update's handler has finished; wait for it before the run returns
     (``await workflow.wait_condition(workflow.all_handlers_finished)``) so no update is cut off."""
     return _Runtime.current().workflow_all_handlers_finished()
+
+
+def instance() -> Any:
+    """The workflow class's instance running this code (Temporal's ``workflow.instance()``)."""
+    return _Runtime.current().workflow_instance()
+
+
+async def wait(
+    fs: Iterable[asyncio.Future[_T]],
+    *,
+    timeout: timedelta | float | None = None,
+    return_when: str = asyncio.ALL_COMPLETED,
+) -> tuple[set[asyncio.Future[_T]], set[asyncio.Future[_T]]]:
+    """``asyncio.wait`` for workflow code (Temporal's ``workflow.wait``): the timeout is a durable
+    timer. Iterate the returned sets in an order of your own (e.g. the order you started the
+    tasks in), not the sets' order, which is not the same on replay.
+
+    Returns:
+        The done and the pending futures.
+    """
+    _Runtime.current()
+    return await asyncio.wait(fs, timeout=_seconds(timeout) if timeout is not None else None, return_when=return_when)
+
+
+def as_completed(
+    fs: Iterable[Awaitable[_T]], *, timeout: timedelta | float | None = None
+) -> Iterator[asyncio.Future[_T]]:
+    """``asyncio.as_completed`` for workflow code (Temporal's ``workflow.as_completed``): awaitables
+    in the order they finish, which replay reproduces; the timeout is a durable timer."""
+    _Runtime.current()
+    return asyncio.as_completed(fs, timeout=_seconds(timeout) if timeout is not None else None)
 
 
 def now() -> datetime:
