@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from urllib.parse import quote
 
 import aiohttp
@@ -17,7 +18,7 @@ from playwright.async_api import Page, expect
 from flowforge import Client
 from flowforge.server import FlowForgeServer
 from tests.console._app import QUEUE, Pipeline, step
-from tests.console.conftest import create_key
+from tests.console.conftest import console_server, create_key
 from tests.integration._reliability import fast_worker
 from testsupport.waiting import wait_until
 
@@ -121,3 +122,27 @@ async def test_headers_and_forged_requests(server: FlowForgeServer, admin: Clien
         poll = base(server) + "/api/v1/WorkflowService/PollActivityTaskQueue"
         async with http.post(poll, data="{}", headers=bearer) as answer:
             assert answer.status == 403
+
+
+@pytest.mark.postgres
+async def test_the_page_works_against_a_postgresql_replica_pair(postgres_dsn: str, tmp_path: Path, page: Page) -> None:
+    replicas = [console_server(postgres_dsn, tmp_path / "admin.key") for _ in range(2)]
+    for replica in replicas:
+        await replica.start()
+    try:
+        key = (tmp_path / "admin.key").read_text().strip()
+        client = await Client.connect(f"127.0.0.1:{replicas[0].port}", api_key=key)
+        async with fast_worker(client, QUEUE, workflows=[Pipeline], activities=[step]):
+            handle = await client.start_workflow(Pipeline.run, "p", id="replicated", task_queue=QUEUE)
+            await wait_until(lambda: _waiting_for_signal(handle), timeout=20, what="the run to wait for its signal")
+            # The page is served by the other replica; the signal goes through the first.
+            await sign_in(page, replicas[1], execution_path("replicated"), key)
+            await expect(page.locator("#summary h1")).to_have_text("replicated")
+            await handle.signal(Pipeline.proceed, "through replica 0")
+            await expect(page.locator("#timeline tr.ev-WorkflowExecutionSignaled")).to_have_count(1, timeout=5000)
+            await handle.result()
+            await expect(page.locator("#summary .badge")).to_have_text("COMPLETED", timeout=5000)
+        await client.close()
+    finally:
+        for replica in replicas:
+            await replica.stop()

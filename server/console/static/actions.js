@@ -2,7 +2,7 @@
 // the caller's roles allow the RPC (from /api/v1/whoami); the server checks anyway.
 
 import { can, jsonPayloads, rpc } from './api.js';
-import { errorBox, h, replace } from './dom.js';
+import { errorBox, h, path, replace } from './dom.js';
 
 /**
  * Opens the confirmation dialog. fields: [{name, label, kind: 'text'|'json'|'select', options, value}].
@@ -50,7 +50,7 @@ function parseJson(text) {
 }
 
 /** The action buttons of an execution page. */
-export function executionActions({ me, namespace }, execution, describe, events, refresh) {
+export function executionActions({ me, namespace, navigate }, execution, describe, events, refresh) {
   const running = describe.status === 'WORKFLOW_EXECUTION_STATUS_RUNNING';
   const base = { namespace, execution, identity: 'console' };
   const act = (method, body) => async (values, reason) => {
@@ -73,8 +73,11 @@ export function executionActions({ me, namespace }, execution, describe, events,
     act('TerminateWorkflowExecution', (v, reason) => ({ ...base, reason }))));
   const completions = events.filter((e) => e.event_type === 'WorkflowTaskCompleted');
   add('ResetWorkflowExecution', 'Reset', () => confirmAction('Reset', 'Start a new run that keeps the history up to the chosen workflow task.',
-    [{ name: 'event', label: 'Reset to', kind: 'select', options: completions.map((e) => [String(e.event_id), `event ${e.event_id} (${e.event_time})`]) }],
-    act('ResetWorkflowExecution', (v, reason) => ({ ...base, workflow_task_finish_event_id: Number(v.event), reason }))), completions.length > 0);
+    [{ name: 'event', label: 'Reset to the workflow task completed at', kind: 'select', options: completions.map((e) => [String(e.event_id), `event ${e.event_id} (${e.event_time})`]) }],
+    async (v, reason) => {
+      const answer = await rpc('ResetWorkflowExecution', { ...base, event_id: Number(v.event), reason }, { reason });
+      navigate(path('namespaces', namespace, 'workflows', execution.workflow_id, answer.run_id));
+    }), completions.length > 0);
   add('PauseWorkflowExecution', 'Pause', () => confirmAction('Pause', 'Nothing of the run is dispatched while paused.', [],
     act('PauseWorkflowExecution', (v, reason) => ({ ...base, reason }))));
   add('UnpauseWorkflowExecution', 'Unpause', () => confirmAction('Unpause', 'Dispatch the run again.', [],

