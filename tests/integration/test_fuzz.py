@@ -10,6 +10,8 @@ and runs a workflow. The seed is fixed and the count bounded, so a failure repea
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import random
 import time
 from collections.abc import AsyncIterator
@@ -18,7 +20,8 @@ import grpc
 import pytest
 from google.protobuf import message_factory
 
-from flowforge.api.v1 import access_pb2, workflow_service_pb2
+import flowforge.api.v1
+from flowforge.api.v1 import workflow_service_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.server import FlowForgeServer, ServerConfig
 from testsupport.fuzz_messages import random_bytes, random_message
@@ -37,10 +40,12 @@ REPORT_HOSTILITY = 0.03
 CALL_DEADLINE_S = 1.5
 UNCLEAR = {grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN}
 
+# Every service of every module of the package: a new service is fuzzed without a change here.
 METHODS = [
     (service.full_name, method)
-    for file in (workflow_service_pb2.DESCRIPTOR, access_pb2.DESCRIPTOR)
-    for service in file.services_by_name.values()
+    for module in pkgutil.iter_modules(flowforge.api.v1.__path__)
+    if module.name.endswith("_pb2")
+    for service in importlib.import_module(f"flowforge.api.v1.{module.name}").DESCRIPTOR.services_by_name.values()
     for method in service.methods
 ]
 
