@@ -15,6 +15,8 @@ import logging
 import time
 from collections.abc import Hashable
 
+from flowforge.server.errors import ServiceError
+
 __all__ = ["HeldItem", "Quarantine"]
 
 log = logging.getLogger("flowforge.server.quarantine")
@@ -59,9 +61,14 @@ class Quarantine:
         reason = f"{type(error).__name__}: {error}"[:500]
         held = self._held.pop(item, None)
         failures = 1 if held is None else held.failures + 1
-        backoff = min(_FIRST_BACKOFF_S * 2 ** (failures - 1), _MAX_BACKOFF_S)
+        # A refusal (a quota) is retried at the first backoff; a failure backs off further each time.
+        refused = isinstance(error, ServiceError)
+        backoff = _FIRST_BACKOFF_S if refused else min(_FIRST_BACKOFF_S * 2 ** (failures - 1), _MAX_BACKOFF_S)
         self._held[item] = HeldItem(self.loop, item, reason, failures, time.monotonic() + backoff)
-        if held is None:
+        if held is None and refused:
+            # A refusal with a reason (a quota, a limit), not a bug: no traceback.
+            log.warning("%s: %r was refused and is held aside (retried in %.0fs): %s", self.loop, item, backoff, reason)
+        elif held is None:
             log.error(
                 "%s: %r failed and is held aside (retried in %.0fs): %s",
                 self.loop,
