@@ -234,6 +234,9 @@ class EagerWorkflowTasks(Protocol):
     def release_eager_slot(self) -> None:
         """Gives back a reserved slot no task came for."""
 
+    def cached_event_id(self, run_id: str) -> int:
+        """The last event of ``run_id`` its cached instance processed (0: not cached)."""
+
     def run_eager(self, task: workflow_service_pb2.PollWorkflowTaskQueueResponse) -> None:
         """Runs a workflow task leased eagerly in the reserved slot (freed when done)."""
 
@@ -574,7 +577,9 @@ class ActivityWorker:
         eager = self.eager_workflow_tasks
         reserved = rpc == "RespondActivityTaskCompleted" and eager is not None and eager.reserve_eager_slot()
         if reserved:
+            assert eager is not None
             request.eager_workflow_task_queue = self._task_queue
+            request.eager_workflow_task_cached_event_id = eager.cached_event_id(task.workflow_execution.run_id)
         try:
             response = await self._service.call(rpc, request)
         except RPCError as error:

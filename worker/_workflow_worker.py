@@ -63,6 +63,11 @@ class _RunCache:
         while len(self._instances) > self._capacity:
             self._instances.popitem(last=False)
 
+    def cached_event_id(self, run_id: str) -> int:
+        """The last event the run's cached instance processed; 0 if none is cached."""
+        instance = self._instances.get(run_id)
+        return 0 if instance is None else instance.last_event_id
+
     def put_if_absent(self, run_id: str, instance: WorkflowInstance) -> None:
         """Puts back an instance a query borrowed, unless a workflow task put a newer one meanwhile."""
         if run_id not in self._instances:
@@ -184,6 +189,11 @@ class WorkflowWorker:
 
     # Eager workflow tasks: handed back by an activity completion of this task queue.
 
+    def cached_event_id(self, run_id: str) -> int:
+        """Where this worker's cached instance of ``run_id`` stands (0: not cached), for
+        a report that asks for the run's next workflow task (sticky execution)."""
+        return self._cache.cached_event_id(run_id)
+
     def reserve_eager_slot(self) -> bool:
         """Takes a slot for a workflow task an activity completion may hand back."""
         return not self._stopping and self._slots.try_acquire(1) == 1
@@ -255,7 +265,9 @@ class WorkflowWorker:
             await self._fail(task, _Cause.WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE, error)
             return
         closed = any(command.WhichOneof("attributes") in _CLOSING_COMMANDS for command in commands)
-        completed, next_task = await self._complete(task, commands, ask_for_next_task=not closed)
+        completed, next_task = await self._complete(
+            task, commands, ask_for_next_task=not closed, cached_event_id=instance.last_event_id
+        )
         if completed and not closed:
             self._cache.put(run_id, instance)
         if next_task is not None:
@@ -286,10 +298,31 @@ class WorkflowWorker:
                     return cached, await loop.run_in_executor(self._executor, cached.activate, history)
                 except HistoryContinuityError as error:
                     logger.debug("%s: replaying from the start (%s)", _describe(task), error)
+            if history and history[0].event_id > 1:
+                # A sticky (incremental) history whose instance is gone: read the rest.
+                history = await self._history_before(execution, history[0].event_id) + history
             instance = self._new_instance(definition, task)
             return instance, await loop.run_in_executor(self._executor, instance.activate, history)
         finally:
             self._metrics.workflow_task_ran(task.workflow_type, time.monotonic() - began)
+
+    async def _history_before(
+        self, execution: common_pb2.WorkflowExecution, event_id: int
+    ) -> list[common_pb2.HistoryEvent]:
+        """The run's events before ``event_id``, read page by page (all are committed:
+        they come before what a workflow task handed out)."""
+        events: list[common_pb2.HistoryEvent] = []
+        while not events or events[-1].event_id < event_id - 1:
+            request = workflow_service_pb2.GetWorkflowExecutionHistoryRequest(
+                namespace=self._namespace,
+                execution=execution,
+                after_event_id=events[-1].event_id if events else 0,
+            )
+            page = list((await self._service.call("GetWorkflowExecutionHistory", request)).events)
+            if not page:
+                raise HistoryContinuityError(f"the server has no event before {event_id} of run {execution.run_id}")
+            events += page
+        return [e for e in events if e.event_id < event_id]
 
     async def _run_local_activities(
         self,
@@ -376,8 +409,12 @@ class WorkflowWorker:
         commands: Sequence[command_pb2.Command],
         *,
         ask_for_next_task: bool,
+        cached_event_id: int,
     ) -> tuple[bool, workflow_service_pb2.PollWorkflowTaskQueueResponse | None]:
         """Reports the commands; runs the activity tasks handed back eagerly.
+
+        The instance that ran the task is cached through ``cached_event_id`` once the
+        server accepts it, so a next task handed back needs only the events from there.
 
         Returns:
             Whether the server accepted the commands, and the run's next workflow
@@ -393,6 +430,7 @@ class WorkflowWorker:
             eager_activity_slots=eager_slots,
             worker_build_id=self._build_id,
             return_new_workflow_task=next_task_slot,
+            cached_event_id=cached_event_id if next_task_slot else 0,
         )
         try:
             response = await self._service.call("RespondWorkflowTaskCompleted", request)

@@ -7,6 +7,7 @@ from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.server.frontend._base import Context, ServiceBase, rpc
 from flowforge.server.frontend.protos import activity_task_proto, query_task_proto, workflow_task_proto
 from flowforge.server.frontend.validation import (
+    cached_event_id,
     eager_activity_slots,
     execution_key,
     name,
@@ -64,6 +65,7 @@ class TaskHandlers(ServiceBase):
             slots,
             name(request.worker_build_id, "worker_build_id", required=False),
             request.return_new_workflow_task,
+            cached_event_id(request.cached_event_id, "cached_event_id"),
         )
         response = pb.RespondWorkflowTaskCompletedResponse(
             activity_tasks=[activity_task_proto(t) for t in completion.activity_tasks]
@@ -117,6 +119,7 @@ class TaskHandlers(ServiceBase):
             request.result,
             name(request.identity, "identity", required=False),
             eager_queue,
+            cached_event_id(request.eager_workflow_task_cached_event_id, "eager_workflow_task_cached_event_id"),
         )
         if leased is None or not await self._hand_over(leased.token, context):
             return pb.RespondActivityTaskCompletedResponse()

@@ -191,6 +191,13 @@ def eager_activity_slots(requested: int) -> int:
     return min(requested, MAX_EAGER_ACTIVITY_SLOTS)
 
 
+def cached_event_id(value: int, field: str) -> int:
+    """A worker's sticky-cache position: an event id, or 0 for none."""
+    if value < 0:
+        raise InvalidArgument(f"{field} must be an event id (1 or more) or 0 for none, not {value}")
+    return value
+
+
 def workflow_task_failed_cause(number: int) -> WorkflowTaskFailedCause:
     try:
         cause = pb.WorkflowTaskFailedCause.Name(number).removeprefix("WORKFLOW_TASK_FAILED_CAUSE_")

@@ -114,10 +114,13 @@ class ActivityTasks(WorkflowTasks):
         result: common_pb2.Payloads,
         identity: str,
         eager_workflow_task_queue: str = "",
+        eager_workflow_task_cached_event_id: int = 0,
     ) -> LeasedWorkflowTask | None:
         """Records the completion. With ``eager_workflow_task_queue``, the workflow
         task it schedules on that queue is leased to the caller in the same
-        transaction and returned (one round trip instead of a completion and a poll)."""
+        transaction and returned (one round trip instead of a completion and a poll),
+        with the history from ``eager_workflow_task_cached_event_id`` on if the caller
+        keeps the run cached through that event (sticky execution)."""
         token = self._token(raw_token, namespace, TaskKind.ACTIVITY)
         self.check_payloads(result, "the activity result")
         return await self._record_activity_outcome(
@@ -126,6 +129,7 @@ class ActivityTasks(WorkflowTasks):
             EventType.ACTIVITY_TASK_COMPLETED,
             {"result": payloads_json(result), "identity": identity},
             eager_workflow_task_queue,
+            eager_workflow_task_cached_event_id,
         )
 
     async def fail_activity_task(
@@ -158,6 +162,7 @@ class ActivityTasks(WorkflowTasks):
         outcome_type: EventType,
         attributes: dict[str, Any],
         eager_workflow_task_queue: str = "",
+        cached_event_id: int = 0,
     ) -> LeasedWorkflowTask | None:
         """Ends the leased activity: its task row goes, Started + the outcome are
         delivered; returns the workflow task leased eagerly, if asked and scheduled."""
@@ -189,7 +194,7 @@ class ActivityTasks(WorkflowTasks):
             return started
 
         started = await self._transaction(body)
-        return None if started is None else await self._hand_out_workflow_task(started)
+        return None if started is None else await self._hand_out_workflow_task(started, cached_event_id)
 
     async def _activity_attempt_failed(
         self,

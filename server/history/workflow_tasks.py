@@ -73,12 +73,19 @@ class WorkflowTasks(Commands):
         started = await self._transaction(body, shielded=False)
         return None if started is None else await self._hand_out_workflow_task(started)
 
-    async def _hand_out_workflow_task(self, started: StartedWorkflowTask) -> LeasedWorkflowTask:
+    async def _hand_out_workflow_task(
+        self, started: StartedWorkflowTask, cached_event_id: int = 0
+    ) -> LeasedWorkflowTask:
         """The committed lease with its history, read after commit, outside the write
-        lock. Nothing can be appended meanwhile but a terminate, hence the bound."""
+        lock. Nothing can be appended meanwhile but a terminate, hence the bound.
+
+        Sticky execution: a worker that holds the run cached through
+        ``cached_event_id`` gets (and the store reads) only the history from that
+        event on; an id outside the stored history gets the whole of it."""
         task, row = started.task, started.execution
         self.on_new_deadline(task.lease_expires_us or 0)
-        events = await self.read(lambda tx: tx.read_events(row.namespace, row.run_id))
+        after = cached_event_id - 1 if 1 < cached_event_id < started.next_event_id else 0
+        events = await self.read(lambda tx: tx.read_events(row.namespace, row.run_id, after_event_id=after))
         history = [e for e in events if e.event_id < started.next_event_id] + started.transient
         return LeasedWorkflowTask(self._sign(task), row, task, history)
 
@@ -91,13 +98,15 @@ class WorkflowTasks(Commands):
         eager_activity_slots: int,
         worker_build_id: str = "",
         return_new_workflow_task: bool = False,
+        cached_event_id: int = 0,
     ) -> WorkflowTaskCompletion:
         """Records the commands of a workflow task; returns the activity tasks leased
         eagerly and, if asked for, the run's next workflow task when the completion
         schedules one at once (leased to the caller in the same transaction).
 
         ``worker_build_id`` (the build of the worker that ran the task) is recorded
-        in the WorkflowTaskCompleted event."""
+        in the WorkflowTaskCompleted event; the next task carries only the history
+        from ``cached_event_id`` on when the caller keeps the run cached through it."""
         token = self._token(raw_token, namespace, TaskKind.WORKFLOW)
         self._validator.validate(commands)
 
@@ -176,7 +185,9 @@ class WorkflowTasks(Commands):
             self.on_new_deadline(completed.deadline_us)
         return WorkflowTaskCompletion(
             [LeasedActivityTask(self._sign(t), t) for t in completed.activity_tasks],
-            None if completed.workflow_task is None else await self._hand_out_workflow_task(completed.workflow_task),
+            None
+            if completed.workflow_task is None
+            else await self._hand_out_workflow_task(completed.workflow_task, cached_event_id),
         )
 
     async def _refuse_over_limit(self, m: _Mutation, task: TaskRow, breach: LimitBreach, identity: str) -> _Completed:

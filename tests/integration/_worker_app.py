@@ -74,7 +74,26 @@ class StepTimerStep:
         return [first, second]
 
 
-WORKFLOWS = [OneStep, StepTimerStep]
+@workflow.defn
+class ManySteps:
+    """``steps`` activities one after another: many workflow tasks of one run."""
+
+    @workflow.run
+    async def run(self, params: dict) -> list:
+        results = []
+        for i in range(params["steps"]):
+            results.append(
+                await workflow.execute_activity(
+                    ledger_step,
+                    {**params, "key": f"{params['key']}/{i}"},
+                    start_to_close_timeout=timedelta(seconds=params.get("start_to_close", 10)),
+                    retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200)),
+                )
+            )
+        return results
+
+
+WORKFLOWS = [OneStep, StepTimerStep, ManySteps]
 ACTIVITIES = [ledger_step]
 
 

@@ -477,7 +477,7 @@ class PollWorkflowTaskQueueResponse(_message.Message):
     def __init__(self, task_token: _Optional[bytes] = ..., workflow_execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., workflow_type: _Optional[str] = ..., history: _Optional[_Iterable[_Union[_common_pb2.HistoryEvent, _Mapping]]] = ..., attempt: _Optional[int] = ..., task_queue: _Optional[str] = ..., query: _Optional[_Union[WorkflowQuery, _Mapping]] = ...) -> None: ...
 
 class RespondWorkflowTaskCompletedRequest(_message.Message):
-    __slots__ = ("namespace", "task_token", "commands", "identity", "eager_activity_slots", "worker_build_id", "return_new_workflow_task")
+    __slots__ = ("namespace", "task_token", "commands", "identity", "eager_activity_slots", "worker_build_id", "return_new_workflow_task", "cached_event_id")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     TASK_TOKEN_FIELD_NUMBER: _ClassVar[int]
     COMMANDS_FIELD_NUMBER: _ClassVar[int]
@@ -485,6 +485,7 @@ class RespondWorkflowTaskCompletedRequest(_message.Message):
     EAGER_ACTIVITY_SLOTS_FIELD_NUMBER: _ClassVar[int]
     WORKER_BUILD_ID_FIELD_NUMBER: _ClassVar[int]
     RETURN_NEW_WORKFLOW_TASK_FIELD_NUMBER: _ClassVar[int]
+    CACHED_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     task_token: bytes
     commands: _containers.RepeatedCompositeFieldContainer[_command_pb2.Command]
@@ -492,7 +493,8 @@ class RespondWorkflowTaskCompletedRequest(_message.Message):
     eager_activity_slots: int
     worker_build_id: str
     return_new_workflow_task: bool
-    def __init__(self, namespace: _Optional[str] = ..., task_token: _Optional[bytes] = ..., commands: _Optional[_Iterable[_Union[_command_pb2.Command, _Mapping]]] = ..., identity: _Optional[str] = ..., eager_activity_slots: _Optional[int] = ..., worker_build_id: _Optional[str] = ..., return_new_workflow_task: _Optional[bool] = ...) -> None: ...
+    cached_event_id: int
+    def __init__(self, namespace: _Optional[str] = ..., task_token: _Optional[bytes] = ..., commands: _Optional[_Iterable[_Union[_command_pb2.Command, _Mapping]]] = ..., identity: _Optional[str] = ..., eager_activity_slots: _Optional[int] = ..., worker_build_id: _Optional[str] = ..., return_new_workflow_task: _Optional[bool] = ..., cached_event_id: _Optional[int] = ...) -> None: ...
 
 class RespondWorkflowTaskCompletedResponse(_message.Message):
     __slots__ = ("activity_tasks", "workflow_task")
@@ -587,18 +589,20 @@ class RecordActivityTaskHeartbeatResponse(_message.Message):
     def __init__(self, cancel_requested: _Optional[bool] = ...) -> None: ...
 
 class RespondActivityTaskCompletedRequest(_message.Message):
-    __slots__ = ("namespace", "task_token", "result", "identity", "eager_workflow_task_queue")
+    __slots__ = ("namespace", "task_token", "result", "identity", "eager_workflow_task_queue", "eager_workflow_task_cached_event_id")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     TASK_TOKEN_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     EAGER_WORKFLOW_TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    EAGER_WORKFLOW_TASK_CACHED_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     task_token: bytes
     result: _common_pb2.Payloads
     identity: str
     eager_workflow_task_queue: str
-    def __init__(self, namespace: _Optional[str] = ..., task_token: _Optional[bytes] = ..., result: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., identity: _Optional[str] = ..., eager_workflow_task_queue: _Optional[str] = ...) -> None: ...
+    eager_workflow_task_cached_event_id: int
+    def __init__(self, namespace: _Optional[str] = ..., task_token: _Optional[bytes] = ..., result: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., identity: _Optional[str] = ..., eager_workflow_task_queue: _Optional[str] = ..., eager_workflow_task_cached_event_id: _Optional[int] = ...) -> None: ...
 
 class RespondActivityTaskCompletedResponse(_message.Message):
     __slots__ = ("workflow_task",)
