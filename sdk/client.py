@@ -88,6 +88,8 @@ from flowforge.common import (
     SearchAttributeIndexedValueType,
     SearchAttributeValue,
     WorkflowExecutionStatus,
+    WorkflowIDConflictPolicy,
+    WorkflowIDReusePolicy,
     _call_arguments,
     _search_attributes_to_proto,
     _set_workflow_timeouts,
@@ -186,6 +188,8 @@ class _StartWorkflowOptions(TypedDict, total=False):
     memo: Mapping[str, Any] | None
     result_type: Any
     cron_schedule: str
+    id_reuse_policy: WorkflowIDReusePolicy
+    id_conflict_policy: WorkflowIDConflictPolicy
 
 
 class Client(
@@ -397,6 +401,8 @@ class Client(
         memo: Mapping[str, Any] | None = None,
         result_type: Any = None,
         cron_schedule: str = "",
+        id_reuse_policy: WorkflowIDReusePolicy = WorkflowIDReusePolicy.UNSPECIFIED,
+        id_conflict_policy: WorkflowIDConflictPolicy = WorkflowIDConflictPolicy.UNSPECIFIED,
     ) -> WorkflowHandle[Any, Any]:
         """Starts a workflow execution (or, with ``start_signal``, signals it).
 
@@ -432,6 +438,12 @@ class Client(
                 starts at the next matching time and each run that completes or fails
                 continues as new (same id and input) to the next one, until the
                 execution is cancelled or terminated; ``result()`` follows the runs.
+            id_reuse_policy: Whether the id of a closed execution may be used again
+                (default: yes); ``REJECT_DUPLICATE`` / ``ALLOW_DUPLICATE_FAILED_ONLY`` make
+                such a start ``WorkflowAlreadyStartedError``.
+            id_conflict_policy: When the id has a running execution: ``FAIL`` (default,
+                ``WorkflowAlreadyStartedError``), ``USE_EXISTING`` (the handle points at it;
+                nothing starts) or ``TERMINATE_EXISTING`` (terminate it, then start).
 
         Returns:
             A handle to the started (or, with ``start_signal``, the signalled) run.
@@ -455,6 +467,12 @@ class Client(
         )
         _set_workflow_timeouts(request, execution_timeout, run_timeout, task_timeout)
         request.cron_schedule = cron_schedule
+        request.workflow_id_reuse_policy = typing.cast(
+            "workflow_service_pb2.WorkflowIdReusePolicy", WorkflowIDReusePolicy(id_reuse_policy).value
+        )
+        request.workflow_id_conflict_policy = typing.cast(
+            "workflow_service_pb2.WorkflowIdConflictPolicy", WorkflowIDConflictPolicy(id_conflict_policy).value
+        )
         if start_signal is not None:
             request.start_signal = _signal_name(start_signal)
             request.start_signal_input.CopyFrom(self._data_converter.to_payloads(start_signal_args))
@@ -531,6 +549,8 @@ class Client(
         memo: Mapping[str, Any] | None = None,
         result_type: Any = None,
         cron_schedule: str = "",
+        id_reuse_policy: WorkflowIDReusePolicy = WorkflowIDReusePolicy.UNSPECIFIED,
+        id_conflict_policy: WorkflowIDConflictPolicy = WorkflowIDConflictPolicy.UNSPECIFIED,
     ) -> Any:
         """Starts a workflow execution and waits for its result (Temporal's
         ``execute_workflow``): :meth:`start_workflow`, then ``handle.result()``.
@@ -563,6 +583,8 @@ class Client(
             memo=memo,
             result_type=result_type,
             cron_schedule=cron_schedule,
+            id_reuse_policy=id_reuse_policy,
+            id_conflict_policy=id_conflict_policy,
         )
         return await handle.result()
 

@@ -17,6 +17,7 @@ __all__ = [
     "SearchAttributeValue",
     "WorkflowExecutionStatus",
     "WorkflowIDConflictPolicy",
+    "WorkflowIDReusePolicy",
 ]
 
 
@@ -130,6 +131,21 @@ class WorkflowIDConflictPolicy(enum.IntEnum):
     """Return a handle to the running execution; start nothing."""
     TERMINATE_EXISTING = 3
     """Terminate the running execution, then start a new one."""
+
+
+class WorkflowIDReusePolicy(enum.IntEnum):
+    """Whether a start may reuse the id of a closed execution (Temporal's enum)."""
+
+    UNSPECIFIED = 0
+    """The default: ``ALLOW_DUPLICATE``."""
+    ALLOW_DUPLICATE = 1
+    """Any closed execution's id may be used again."""
+    ALLOW_DUPLICATE_FAILED_ONLY = 2
+    """Only the id of an execution that did not complete (failed, cancelled, terminated, timed out)."""
+    REJECT_DUPLICATE = 3
+    """Never: a start with the id of any earlier execution is ``WorkflowAlreadyStartedError``."""
+    TERMINATE_IF_RUNNING = 4
+    """Terminate a running execution of the id first (Temporal's older ``TERMINATE_EXISTING``)."""
 
 
 class SearchAttributeIndexedValueType(enum.IntEnum):

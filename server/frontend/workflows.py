@@ -11,6 +11,7 @@ from flowforge.server.frontend.describe import describe_response
 from flowforge.server.frontend.protos import event_proto
 from flowforge.server.frontend.validation import execution_key, history_page, name, seconds, start_signal, text
 from flowforge.server.history.cron import check_cron_schedule
+from flowforge.server.history.id_policies import known_enum
 
 __all__ = ["WorkflowHandlers"]
 
@@ -37,6 +38,12 @@ class WorkflowHandlers(ServiceBase):
             memo=request.memo,
             header=request.header,
             cron_schedule=check_cron_schedule(request.cron_schedule) if request.cron_schedule else "",
+            id_reuse_policy=known_enum(
+                request.workflow_id_reuse_policy, pb.WorkflowIdReusePolicy, "workflow_id_reuse_policy"
+            ),
+            id_conflict_policy=known_enum(
+                request.workflow_id_conflict_policy, pb.WorkflowIdConflictPolicy, "workflow_id_conflict_policy"
+            ),
         )
         return pb.StartWorkflowExecutionResponse(run_id=run_id, started=started)
 

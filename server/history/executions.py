@@ -12,6 +12,7 @@ from flowforge.server.errors import AlreadyExists, FailedPrecondition, NotFound
 from flowforge.server.history.cron import cron_delay_s
 from flowforge.server.history.data import StartSignal, header_attributes
 from flowforge.server.history.execution_limits import check_signal
+from flowforge.server.history.id_policies import apply_id_policies
 from flowforge.server.history.mutation import _Mutation, close_channel, new_run, run_channel
 from flowforge.server.history.run_close import RunClose
 from flowforge.server.history.visibility_writes import visibility_attributes
@@ -64,6 +65,8 @@ class Executions(RunClose):
         header: common_pb2.Header | None = None,
         cron_schedule: str = "",
         dag: DagJSON | None = None,
+        id_reuse_policy: int = 0,
+        id_conflict_policy: int = 0,
     ) -> tuple[str, bool]:
         """Starts a run; returns (run_id, started). A repeated request_id returns the
         first run with started=False; a running workflow id gives ALREADY_EXISTS.
@@ -81,6 +84,8 @@ class Executions(RunClose):
             header: Context from the caller (e.g. the trace context), recorded in
                 ``WorkflowExecutionStarted`` for the workflow's interceptors.
             cron_schedule: A checked cron expression: the run waits for its next time (cron.py).
+            id_reuse_policy: A ``WorkflowIdReusePolicy`` value (id_policies.py); 0 allows reuse.
+            id_conflict_policy: A ``WorkflowIdConflictPolicy`` value; 0 fails on a running execution.
             dag: The declarative DAG version the run executes instead of workflow code (dag_runs.py).
         """
         self.check_payloads(input, "the workflow input")
@@ -101,8 +106,20 @@ class Executions(RunClose):
                     await self._signal(tx, running, start_signal, identity)
                     await tx.insert_request_id(namespace, request_id, running.run_id, self.clock.now_us())
                     return _Started(running.run_id, False)
-            await self.admit_start(tx, namespace)
             now = self.clock.now_us()
+            existing = await apply_id_policies(
+                self,
+                tx,
+                namespace=namespace,
+                workflow_id=workflow_id,
+                reuse_policy=id_reuse_policy,
+                conflict_policy=id_conflict_policy,
+                now=now,
+            )
+            if existing is not None:
+                await tx.insert_request_id(namespace, request_id, existing, now)
+                return _Started(existing, False)
+            await self.admit_start(tx, namespace)
             m = new_run(
                 tx,
                 now,

@@ -26,6 +26,21 @@ class WorkflowTaskFailedCause(int, metaclass=_enum_type_wrapper.EnumTypeWrapper)
     WORKFLOW_TASK_FAILED_CAUSE_BAD_COMMAND: _ClassVar[WorkflowTaskFailedCause]
     WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND: _ClassVar[WorkflowTaskFailedCause]
 
+class WorkflowIdReusePolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    WORKFLOW_ID_REUSE_POLICY_UNSPECIFIED: _ClassVar[WorkflowIdReusePolicy]
+    WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE: _ClassVar[WorkflowIdReusePolicy]
+    WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY: _ClassVar[WorkflowIdReusePolicy]
+    WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE: _ClassVar[WorkflowIdReusePolicy]
+    WORKFLOW_ID_REUSE_POLICY_TERMINATE_IF_RUNNING: _ClassVar[WorkflowIdReusePolicy]
+
+class WorkflowIdConflictPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    WORKFLOW_ID_CONFLICT_POLICY_UNSPECIFIED: _ClassVar[WorkflowIdConflictPolicy]
+    WORKFLOW_ID_CONFLICT_POLICY_FAIL: _ClassVar[WorkflowIdConflictPolicy]
+    WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING: _ClassVar[WorkflowIdConflictPolicy]
+    WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING: _ClassVar[WorkflowIdConflictPolicy]
+
 class ScheduleOverlapPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     SCHEDULE_OVERLAP_POLICY_UNSPECIFIED: _ClassVar[ScheduleOverlapPolicy]
@@ -59,6 +74,15 @@ WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR: WorkflowTaskFailedCause
 WORKFLOW_TASK_FAILED_CAUSE_UNKNOWN_WORKFLOW_TYPE: WorkflowTaskFailedCause
 WORKFLOW_TASK_FAILED_CAUSE_BAD_COMMAND: WorkflowTaskFailedCause
 WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND: WorkflowTaskFailedCause
+WORKFLOW_ID_REUSE_POLICY_UNSPECIFIED: WorkflowIdReusePolicy
+WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE: WorkflowIdReusePolicy
+WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY: WorkflowIdReusePolicy
+WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE: WorkflowIdReusePolicy
+WORKFLOW_ID_REUSE_POLICY_TERMINATE_IF_RUNNING: WorkflowIdReusePolicy
+WORKFLOW_ID_CONFLICT_POLICY_UNSPECIFIED: WorkflowIdConflictPolicy
+WORKFLOW_ID_CONFLICT_POLICY_FAIL: WorkflowIdConflictPolicy
+WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING: WorkflowIdConflictPolicy
+WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING: WorkflowIdConflictPolicy
 SCHEDULE_OVERLAP_POLICY_UNSPECIFIED: ScheduleOverlapPolicy
 SCHEDULE_OVERLAP_POLICY_SKIP: ScheduleOverlapPolicy
 SCHEDULE_OVERLAP_POLICY_BUFFER_ONE: ScheduleOverlapPolicy
@@ -165,7 +189,7 @@ class ListNamespacesResponse(_message.Message):
     def __init__(self, namespaces: _Optional[_Iterable[_Union[Namespace, _Mapping]]] = ...) -> None: ...
 
 class StartWorkflowExecutionRequest(_message.Message):
-    __slots__ = ("namespace", "workflow_id", "workflow_type", "task_queue", "input", "request_id", "identity", "workflow_execution_timeout", "workflow_run_timeout", "workflow_task_timeout", "start_signal", "start_signal_input", "search_attributes", "memo", "header", "cron_schedule")
+    __slots__ = ("namespace", "workflow_id", "workflow_type", "task_queue", "input", "request_id", "identity", "workflow_execution_timeout", "workflow_run_timeout", "workflow_task_timeout", "start_signal", "start_signal_input", "search_attributes", "memo", "header", "cron_schedule", "workflow_id_reuse_policy", "workflow_id_conflict_policy")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_ID_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -182,6 +206,8 @@ class StartWorkflowExecutionRequest(_message.Message):
     MEMO_FIELD_NUMBER: _ClassVar[int]
     HEADER_FIELD_NUMBER: _ClassVar[int]
     CRON_SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_ID_REUSE_POLICY_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_ID_CONFLICT_POLICY_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     workflow_id: str
     workflow_type: str
@@ -198,7 +224,9 @@ class StartWorkflowExecutionRequest(_message.Message):
     memo: _common_pb2.Memo
     header: _common_pb2.Header
     cron_schedule: str
-    def __init__(self, namespace: _Optional[str] = ..., workflow_id: _Optional[str] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., request_id: _Optional[str] = ..., identity: _Optional[str] = ..., workflow_execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_run_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_task_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., start_signal: _Optional[str] = ..., start_signal_input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., search_attributes: _Optional[_Union[_common_pb2.SearchAttributes, _Mapping]] = ..., memo: _Optional[_Union[_common_pb2.Memo, _Mapping]] = ..., header: _Optional[_Union[_common_pb2.Header, _Mapping]] = ..., cron_schedule: _Optional[str] = ...) -> None: ...
+    workflow_id_reuse_policy: WorkflowIdReusePolicy
+    workflow_id_conflict_policy: WorkflowIdConflictPolicy
+    def __init__(self, namespace: _Optional[str] = ..., workflow_id: _Optional[str] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., request_id: _Optional[str] = ..., identity: _Optional[str] = ..., workflow_execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_run_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_task_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., start_signal: _Optional[str] = ..., start_signal_input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., search_attributes: _Optional[_Union[_common_pb2.SearchAttributes, _Mapping]] = ..., memo: _Optional[_Union[_common_pb2.Memo, _Mapping]] = ..., header: _Optional[_Union[_common_pb2.Header, _Mapping]] = ..., cron_schedule: _Optional[str] = ..., workflow_id_reuse_policy: _Optional[_Union[WorkflowIdReusePolicy, str]] = ..., workflow_id_conflict_policy: _Optional[_Union[WorkflowIdConflictPolicy, str]] = ...) -> None: ...
 
 class StartWorkflowExecutionResponse(_message.Message):
     __slots__ = ("run_id", "started")
