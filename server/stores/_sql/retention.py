@@ -18,6 +18,7 @@ PURGED_RUN_TABLES = (
     "memos",
     "activity_attempts",
     "dead_letters",
+    "dag_run_tasks",
 )
 #: Tables with a ``run_id`` that retention leaves alone, and why.
 KEPT_RUN_TABLES = {
