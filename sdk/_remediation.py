@@ -1,5 +1,5 @@
-"""The remediation calls of :class:`flowforge.client.Client` on executions: reset
-(docs/operations.md). They need the operator role and are audited with their reason."""
+"""The remediation calls of :class:`flowforge.client.Client` on executions: reset,
+pause and unpause (docs/operations.md). They need the operator role and are audited with their reason."""
 
 from __future__ import annotations
 
@@ -49,3 +49,34 @@ class _RemediationCalls:
             "ResetWorkflowExecution", request
         )
         return response.run_id
+
+    async def pause_workflow(self, workflow_id: str, *, reason: str, run_id: str | None = None) -> None:
+        """Holds the run (default the latest): no workflow task and no new activity task of
+        it is dispatched; running activities finish and their results, signals and fired
+        timers wait. ``describe().pause`` says by whom, why and since when.
+
+        Raises:
+            RPCError: ``FAILED_PRECONDITION`` if it is closed or already paused;
+                ``INVALID_ARGUMENT`` without a reason.
+        """
+        request = pb.PauseWorkflowExecutionRequest(
+            namespace=self._namespace,
+            execution=common_pb2.WorkflowExecution(workflow_id=workflow_id, run_id=run_id or ""),
+            reason=reason,
+            identity=self._identity,
+        )
+        await self._workflow_service.call("PauseWorkflowExecution", request)
+
+    async def unpause_workflow(self, workflow_id: str, *, reason: str, run_id: str | None = None) -> None:
+        """Releases a paused run: it goes on exactly where it was.
+
+        Raises:
+            RPCError: ``FAILED_PRECONDITION`` if it is closed or not paused.
+        """
+        request = pb.UnpauseWorkflowExecutionRequest(
+            namespace=self._namespace,
+            execution=common_pb2.WorkflowExecution(workflow_id=workflow_id, run_id=run_id or ""),
+            reason=reason,
+            identity=self._identity,
+        )
+        await self._workflow_service.call("UnpauseWorkflowExecution", request)

@@ -19,6 +19,7 @@ from flowforge.exceptions import RPCError
 __all__ = [
     "ActivityAttempt",
     "DagNode",
+    "PauseInfo",
     "PendingActivity",
     "PendingChildWorkflow",
     "PendingWorkflowTask",
@@ -44,6 +45,21 @@ def _status_from_proto(value: int) -> WorkflowExecutionStatus:
 
 def _failure_message(failure: common_pb2.Failure, present: bool) -> str | None:
     return failure.message if present else None
+
+
+@dataclasses.dataclass(frozen=True)
+class PauseInfo:
+    """Why a run is paused.
+
+    Attributes:
+        identity: Who paused it.
+        reason: Why.
+        pause_time: Since when (UTC).
+    """
+
+    identity: str
+    reason: str
+    pause_time: datetime | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -272,6 +288,7 @@ class WorkflowExecutionDescription(WorkflowExecution):
         continued_run_id: The run this one continued as new from, if any.
         activity_attempts: Every ended attempt of every activity of the run, in order:
             worker identity, start, end, outcome and failure.
+        pause: Set while an operator holds the run (``flowforge workflow pause``).
     """
 
     pending_activities: list[PendingActivity]
@@ -284,6 +301,7 @@ class WorkflowExecutionDescription(WorkflowExecution):
     parent_run_id: str | None = None
     continued_run_id: str | None = None
     activity_attempts: list[ActivityAttempt] = dataclasses.field(default_factory=list)
+    pause: PauseInfo | None = None
 
     @property
     def parent_id(self) -> str | None:
@@ -341,6 +359,15 @@ class WorkflowExecutionDescription(WorkflowExecution):
             ],
             origin=json.loads(proto.origin_json) if proto.origin_json else None,
             activity_attempts=[ActivityAttempt._from_proto(a) for a in proto.activity_attempts],
+            pause=(
+                PauseInfo(
+                    identity=proto.pause.identity,
+                    reason=proto.pause.reason,
+                    pause_time=_timestamp_to_datetime(proto.pause.pause_time, proto.pause.HasField("pause_time")),
+                )
+                if proto.HasField("pause")
+                else None
+            ),
             first_worker_build_id=proto.first_worker_build_id,
             pending_children=[
                 PendingChildWorkflow(

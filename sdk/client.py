@@ -66,6 +66,7 @@ from flowforge._workflow_definition import _signal_name, _workflow_type_and_resu
 from flowforge._workflow_executions import (
     ActivityAttempt,
     DagNode,
+    PauseInfo,
     PendingActivity,
     PendingChildWorkflow,
     PendingWorkflowTask,
@@ -118,6 +119,7 @@ __all__ = [
     "Interceptor",
     "NamespaceDescription",
     "OutboundInterceptor",
+    "PauseInfo",
     "PendingActivity",
     "PendingChildWorkflow",
     "PendingWorkflowTask",

@@ -75,10 +75,12 @@ __all__ = [
     "WorkflowExecutionCompletedAttributes",
     "WorkflowExecutionContinuedAsNewAttributes",
     "WorkflowExecutionFailedAttributes",
+    "WorkflowExecutionPausedAttributes",
     "WorkflowExecutionSignaledAttributes",
     "WorkflowExecutionStartedAttributes",
     "WorkflowExecutionTerminatedAttributes",
     "WorkflowExecutionTimedOutAttributes",
+    "WorkflowExecutionUnpausedAttributes",
     "WorkflowTaskCompletedAttributes",
     "WorkflowTaskFailedAttributes",
     "WorkflowTaskFailedCause",
@@ -129,6 +131,8 @@ class EventType(enum.StrEnum):
     ACTIVITY_TASK_CANCELED = "ActivityTaskCanceled"
     ACTIVITY_TASK_DEAD_LETTERED = "ActivityTaskDeadLettered"
     ACTIVITY_TASK_DEAD_LETTER_RETRIED = "ActivityTaskDeadLetterRetried"
+    WORKFLOW_EXECUTION_PAUSED = "WorkflowExecutionPaused"
+    WORKFLOW_EXECUTION_UNPAUSED = "WorkflowExecutionUnpaused"
     TIMER_STARTED = "TimerStarted"
     TIMER_FIRED = "TimerFired"
     TIMER_CANCELED = "TimerCanceled"
@@ -494,6 +498,21 @@ class ActivityTaskDeadLetterRetriedAttributes(TypedDict):
     identity: str
 
 
+class WorkflowExecutionPausedAttributes(TypedDict):
+    """An operator paused the run: nothing of it is dispatched until it is unpaused
+    (not delivered to workflow code)."""
+
+    reason: str
+    identity: str
+
+
+class WorkflowExecutionUnpausedAttributes(TypedDict):
+    """An operator unpaused the run (not delivered to workflow code)."""
+
+    reason: str
+    identity: str
+
+
 class MarkerRecordedAttributes(TypedDict):
     marker_name: str
     details: dict[str, PayloadsJSON]
@@ -681,6 +700,8 @@ EVENT_ATTRIBUTES: dict[EventType, type] = {
     EventType.ACTIVITY_TASK_CANCELED: ActivityTaskCanceledAttributes,
     EventType.ACTIVITY_TASK_DEAD_LETTERED: ActivityTaskDeadLetteredAttributes,
     EventType.ACTIVITY_TASK_DEAD_LETTER_RETRIED: ActivityTaskDeadLetterRetriedAttributes,
+    EventType.WORKFLOW_EXECUTION_PAUSED: WorkflowExecutionPausedAttributes,
+    EventType.WORKFLOW_EXECUTION_UNPAUSED: WorkflowExecutionUnpausedAttributes,
     EventType.TIMER_STARTED: TimerStartedAttributes,
     EventType.TIMER_FIRED: TimerFiredAttributes,
     EventType.TIMER_CANCELED: TimerCanceledAttributes,

@@ -13,7 +13,7 @@ from flowforge.cli.config import config
 from flowforge.cli.dag import dag
 from flowforge.cli.dlq import dlq
 from flowforge.cli.namespace import namespace
-from flowforge.cli.remediation import reset
+from flowforge.cli.remediation import pause, reset, unpause
 from flowforge.cli.schedule import schedule
 from flowforge.cli.search_attribute import search_attribute
 from flowforge.cli.server import server
@@ -95,7 +95,8 @@ for _group in (
     config,
 ):
     cli.add_command(_group)
-workflow.add_command(reset)
+for _command in (reset, pause, unpause):
+    workflow.add_command(_command)
 
 
 def _error(message: str) -> None:

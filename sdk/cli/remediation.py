@@ -1,4 +1,4 @@
-"""``flowforge workflow reset``: remediation of one execution (docs/operations.md)."""
+"""``flowforge workflow reset|pause|unpause``: remediation of one execution (docs/operations.md)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from flowforge.cli._output import emit_json, output_option
 if TYPE_CHECKING:
     from flowforge.client import Client
 
-__all__ = ["reset"]
+__all__ = ["pause", "reset", "unpause"]
 
 
 @click.command()
@@ -57,3 +57,30 @@ def reset(
         emit_json({"workflow_id": workflow_id, "run_id": new_run_id})
     else:
         click.echo(f"workflow {workflow_id} reset: new run {new_run_id}")
+
+
+def _hold_command(name: str, summary: str, done: str) -> click.Command:
+    """``workflow pause`` or ``workflow unpause``."""
+
+    @click.command(name=name, help=summary)
+    @click.option("--workflow-id", "-w", required=True, help="the workflow id")
+    @click.option("--run-id", "-r", default=None, help="a specific run (default: the latest)")
+    @click.option("--reason", required=True, help="why, recorded in history and the audit log")
+    @client_command
+    def command(connection: Connection, workflow_id: str, run_id: str | None, reason: str) -> None:
+        async def act(client: Client) -> None:
+            call = client.pause_workflow if name == "pause" else client.unpause_workflow
+            await call(workflow_id, reason=reason, run_id=run_id)
+
+        run(connection, act)
+        click.echo(f"workflow {workflow_id} {done}")
+
+    return command
+
+
+pause = _hold_command(
+    "pause",
+    "Hold an execution: no workflow task and no new activity task is dispatched (signals and timers wait).",
+    "paused",
+)
+unpause = _hold_command("unpause", "Release a paused execution: it goes on exactly where it was.", "unpaused")

@@ -392,6 +392,9 @@ def describe(connection: Connection, workflow_id: str, run_id: str | None, outpu
         rows.append(("Continued from", description.continued_run_id))
     if description.origin:
         rows.append(("Started by", json.dumps(description.origin)))
+    if description.pause:
+        pause = description.pause
+        rows.append(("Paused", f"since {stamp(pause.pause_time)} by {pause.identity}: {pause.reason}"))
     for name, value in rows:
         click.echo(f"{name + ':':<16}{value}")
     if description.pending_activities:

@@ -106,6 +106,8 @@ RPC_RULES: dict[str, RpcRule] = {
         "RequestCancelWorkflowExecution": _rule(Role.WRITER),
         "TerminateWorkflowExecution": _rule(Role.OPERATOR, audited=True),
         "ResetWorkflowExecution": _rule(Role.OPERATOR, audited=True),
+        "PauseWorkflowExecution": _rule(Role.OPERATOR, audited=True),
+        "UnpauseWorkflowExecution": _rule(Role.OPERATOR, audited=True),
         "PollWorkflowTaskQueue": _rule(Role.WORKER),
         "RespondWorkflowTaskCompleted": _TOKEN,
         "RespondWorkflowTaskFailed": _TOKEN,

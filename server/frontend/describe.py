@@ -21,6 +21,7 @@ from flowforge.api.schema import (
 from flowforge.api.v1 import common_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.server.frontend.protos import execution_fields
+from flowforge.server.history.mutation import HELD_US
 from flowforge.server.stores.base import ChildExecutionRow, ExecutionRow, HistoryEventRow, TaskRow
 
 __all__ = ["describe_response"]
@@ -53,6 +54,11 @@ def describe_response(
     _add_pending_activities(response, tasks)
     _add_pending_workflow_task(response, row)
     _add_lineage(response, events, children)
+    if row.paused and row.pause_note:
+        note = json.loads(row.pause_note)
+        response.pause.identity = note["identity"]
+        response.pause.reason = note["reason"]
+        response.pause.pause_time.FromMicroseconds(note["since_us"])
     return response
 
 
@@ -117,7 +123,7 @@ def _add_pending_activities(response: pb.DescribeWorkflowExecutionResponse, task
         )
         if task.last_heartbeat_us:
             pending.last_heartbeat_time.FromMicroseconds(task.last_heartbeat_us)
-        if task.state == TaskState.PENDING:
+        if task.state == TaskState.PENDING and task.visible_us < HELD_US:  # held: when unpaused
             pending.next_attempt_schedule_time.FromMicroseconds(task.visible_us)
         if task.last_failure:
             pending.last_failure.CopyFrom(failure_from_json(json.loads(task.last_failure)))

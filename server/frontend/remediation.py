@@ -1,4 +1,4 @@
-"""Remediation RPCs on executions: reset (docs/operations.md)."""
+"""Remediation RPCs on executions: reset, pause and unpause (docs/operations.md)."""
 
 from __future__ import annotations
 
@@ -26,3 +26,31 @@ class RemediationHandlers(ServiceBase):
             identity=name(request.identity, "identity", required=False),
         )
         return pb.ResetWorkflowExecutionResponse(run_id=new_run_id)
+
+    @rpc
+    async def PauseWorkflowExecution(
+        self, request: pb.PauseWorkflowExecutionRequest, context: Context
+    ) -> pb.PauseWorkflowExecutionResponse:
+        namespace, workflow_id, run_id = execution_key(request)
+        await self._engine.pause(
+            namespace,
+            workflow_id,
+            run_id,
+            reason=name(request.reason, "reason"),
+            identity=name(request.identity, "identity", required=False),
+        )
+        return pb.PauseWorkflowExecutionResponse()
+
+    @rpc
+    async def UnpauseWorkflowExecution(
+        self, request: pb.UnpauseWorkflowExecutionRequest, context: Context
+    ) -> pb.UnpauseWorkflowExecutionResponse:
+        namespace, workflow_id, run_id = execution_key(request)
+        await self._engine.unpause(
+            namespace,
+            workflow_id,
+            run_id,
+            reason=name(request.reason, "reason"),
+            identity=name(request.identity, "identity", required=False),
+        )
+        return pb.UnpauseWorkflowExecutionResponse()

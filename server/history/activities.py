@@ -15,6 +15,7 @@ from flowforge.server.errors import FailedPrecondition
 from flowforge.server.history.data import LeasedActivityTask, LeasedWorkflowTask
 from flowforge.server.history.dead_letters import PARKED_RETRY_STATES, attempt_base, park
 from flowforge.server.history.mutation import (
+    HELD_US,
     PREVIOUS_EVENT,
     Delivery,
     StartedWorkflowTask,
@@ -227,6 +228,9 @@ class ActivityTasks(WorkflowTasks):
                 decision = dataclasses.replace(decision, delay_s=None, retry_state=RetryState.CANCEL_REQUESTED)
         if decision is not None and decision.delay_s is not None:
             _schedule_retry(task, failure, options, now, decision.delay_s)
+            run = await tx.get_execution(task.namespace, task.run_id)
+            if run is not None and run.paused:  # the retry waits for the unpause (pauses.py)
+                task.visible_us, task.pending_deadline_us = HELD_US, None
             await tx.update_task(task)
             # Pollers re-check on their own within a second; no wake-up needed now.
             return

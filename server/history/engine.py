@@ -16,6 +16,7 @@ from flowforge.server.history.dag_runs import DagRuns
 from flowforge.server.history.dead_letters import DeadLetters
 from flowforge.server.history.executions import Executions
 from flowforge.server.history.namespaces import Namespaces
+from flowforge.server.history.pauses import Pauses
 from flowforge.server.history.queries import Queries
 from flowforge.server.history.resets import Resets
 from flowforge.server.history.run_close import RunClose
@@ -37,6 +38,7 @@ class HistoryEngine(
     Queries,  # queries.py: ask, lease to a poll, answer
     Resets,  # resets.py: a new run keeping history up to a workflow task
     DagRuns,  # dag_runs.py: declarative DAGs: versions, aliases, runs driven by the server
+    Pauses,  # pauses.py: hold a run's dispatch, release it
     Executions,  # executions.py: start, describe, history, cancel, terminate, signal
     RunClose,  # run_close.py: retry, continue-as-new, parent close policy, child outcomes
     VisibilityWrites,  # visibility_writes.py: search attributes, memos, list and count

@@ -56,11 +56,18 @@ _RECORDED_ONLY = frozenset(
         EventType.ACTIVITY_TASK_STARTED,
         EventType.ACTIVITY_TASK_DEAD_LETTERED,
         EventType.ACTIVITY_TASK_DEAD_LETTER_RETRIED,
+        EventType.WORKFLOW_EXECUTION_PAUSED,
+        EventType.WORKFLOW_EXECUTION_UNPAUSED,
     }
 )
 
 # An event to deliver: (type, attributes) or (type, attributes, its own time in µs).
 Delivery = tuple[EventType, Mapping[str, Any]] | tuple[EventType, Mapping[str, Any], int]
+
+
+#: The visible time of a paused run's queued task: never, until the run is unpaused
+#: (9999-12-31T23:59:59Z, the last time a protobuf Timestamp can hold).
+HELD_US = 253_402_300_799_000_000
 
 
 def us(seconds: float) -> int:
@@ -463,7 +470,10 @@ def new_task_row(
     pending_deadline_us: int | None = None,
     schedule_to_close_deadline_us: int | None = None,
 ) -> TaskRow:
-    """A pending task of the run, as scheduled (not leased yet)."""
+    """A pending task of the run, as scheduled (not leased yet); held while the run is paused."""
+    scheduled_us = visible_us
+    if row.paused:
+        visible_us, pending_deadline_us = HELD_US, None
     return TaskRow(
         task_id=None,
         namespace=row.namespace,
@@ -482,7 +492,7 @@ def new_task_row(
         activity_type=activity_type,
         input=input,
         options=options,
-        scheduled_us=visible_us,
+        scheduled_us=scheduled_us,
         started_us=None,
         pending_deadline_us=pending_deadline_us,
         schedule_to_close_deadline_us=schedule_to_close_deadline_us,

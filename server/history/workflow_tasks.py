@@ -215,7 +215,7 @@ class WorkflowTasks(Commands):
         for task in m.new_tasks:
             if len(leased) >= slots:
                 break
-            if task.kind == TaskKind.ACTIVITY and task.task_queue == m.row.task_queue:
+            if task.kind == TaskKind.ACTIVITY and task.task_queue == m.row.task_queue and task.visible_us <= m.now:
                 observe(TaskStarted(task.namespace, task.task_queue, "activity", 0.0))  # handed out as scheduled
                 task.state = TaskState.LEASED
                 task.fencing_token = 1

@@ -95,6 +95,10 @@ class ExecutionRow:
     cancel_requested: int
     dag_digest: str | None = None
     """The DAG version a declarative run executes (server/history/dag_runs.py); None for code."""
+    paused: int = 0
+    """1 while an operator holds the run (docs/operations.md): its queued tasks are held."""
+    pause_note: str | None = None
+    """While paused: JSON ``{"identity", "reason", "since_us"}``."""
 
 
 @dataclasses.dataclass

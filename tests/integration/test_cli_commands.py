@@ -150,6 +150,12 @@ class Session:
         ok("namespace", "create", name, "--start-rate", "1")
         return name
 
+    def paused_waiter(self) -> str:
+        """A running ``Waiter`` execution, paused."""
+        workflow_id = self.waiter()
+        ok("workflow", "pause", "--workflow-id", workflow_id, "--reason", "to unpause")
+        return workflow_id
+
     def completed_echo(self) -> str:
         """An ``Echo`` execution that completed (``workflow execute`` waits for it)."""
         args = _workflow_args(self)
@@ -379,6 +385,18 @@ CASES: dict[str, Case] = {
         json=lambda value, args: value["workflow_id"] == args[3] and len(value["run_id"]) == 36,
         bad=["workflow", "reset", "--workflow-id", "w", "--reason", "no point"],
         names="--event-id",
+    ),
+    "workflow pause": Case(
+        args=lambda s: ["workflow", "pause", "--workflow-id", s.waiter(), "--reason", "cli test"],
+        text=_contains("workflow {3} paused"),
+        bad=["workflow", "pause", "--workflow-id", "w"],
+        names="--reason",
+    ),
+    "workflow unpause": Case(
+        args=lambda s: ["workflow", "unpause", "--workflow-id", s.paused_waiter(), "--reason", "cli test"],
+        text=_contains("workflow {3} unpaused"),
+        bad=["workflow", "unpause", "--reason", "no id"],
+        names="--workflow-id",
     ),
     "dlq list": Case(
         prepare=Session.parked,

@@ -1,7 +1,7 @@
 """Every event a real server writes matches the typed history schema (``flowforge.api.schema``).
 
 Workflows exercise activities (completed, failed, timed out, cancelled, parked in the
-dead-letter store, retried from it and discarded), timers (fired,
+dead-letter store, retried from it and discarded; its run paused and unpaused), timers (fired,
 cancelled), signals, markers, search-attribute upserts, a failed workflow task, children
 (completed, failed, cancelled, terminated, timed out, retried, a duplicate id, signalled
 before and after they closed), continue-as-new, cancel and terminate, on SQLite and
@@ -218,6 +218,8 @@ async def test_every_event_the_server_writes_is_declared_with_its_attributes(sdk
         assert await handle.result() == {"continued_from": handle.run_id}
         parks = await sdk_client.start_workflow(Parks.run, id="parks", task_queue=QUEUE)
         first = await _parked(sdk_client, "parks", attempt=1)
+        await sdk_client.pause_workflow("parks", reason="schema check")
+        await sdk_client.unpause_workflow("parks", reason="schema check")
         await sdk_client.retry_dead_letters(first.id, reason="schema check")
         second = await _parked(sdk_client, "parks", attempt=2)
         await sdk_client.discard_dead_letters(second.id, reason="schema check")

@@ -204,6 +204,17 @@ async def record_remediation(client: Client) -> None:
         await client.reset_workflow("reset-first", reset_type="first", reason="ledger service restored")
         await client.get_workflow_handle("reset-first").result()
         await _save(client, "reset-first")
+        remediation.REACHABLE.add("paused")
+        handle = await client.start_workflow(
+            remediation.Reconcile.run, "paused", id="paused", task_queue=remediation.TASK_QUEUE
+        )
+        await client.pause_workflow("paused", reason="ledger maintenance")
+        await handle.signal(remediation.Reconcile.note, "ops paged")
+        while len((await handle.fetch_history()).events) < 4:  # the timer fires while paused, or the task ran
+            await asyncio.sleep(0.05)
+        await client.unpause_workflow("paused", reason="maintenance over")
+        await handle.result()
+        await _save(client, "paused")
 
 
 # Payload storage: a history whose payloads are references, with the blobs beside it.

@@ -5,7 +5,8 @@ beside it and signals may come in. ``python -m tests.replay.record remediation``
 one execution whose activity was parked and retried after the fix, one whose parked
 activity was discarded (the workflow handles the ``ActivityError``), and the new run of
 an execution reset to its first workflow task while its activity was parked (its
-signal re-delivered, the activity run again once the service is back).
+signal re-delivered, the activity run again once the service is back), and one paused
+while its signal arrived, then unpaused.
 """
 
 from __future__ import annotations

@@ -23,17 +23,28 @@ _sym_db = _symbol_database.Default()
 
 
 from flowforge.api.v1 import common_pb2 as flowforge_dot_api_dot_v1_dot_common__pb2
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"flowforge/api/v1/remediation.proto\x12\x10\x66lowforge.api.v1\x1a\x1d\x66lowforge/api/v1/common.proto\"\xb2\x01\n\x1dResetWorkflowExecutionRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x36\n\texecution\x18\x02 \x01(\x0b\x32#.flowforge.api.v1.WorkflowExecution\x12\x10\n\x08\x65vent_id\x18\x03 \x01(\x03\x12\x12\n\nreset_type\x18\x04 \x01(\t\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x10\n\x08identity\x18\x06 \x01(\t\"0\n\x1eResetWorkflowExecutionResponse\x12\x0e\n\x06run_id\x18\x01 \x01(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"flowforge/api/v1/remediation.proto\x12\x10\x66lowforge.api.v1\x1a\x1d\x66lowforge/api/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb2\x01\n\x1dResetWorkflowExecutionRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x36\n\texecution\x18\x02 \x01(\x0b\x32#.flowforge.api.v1.WorkflowExecution\x12\x10\n\x08\x65vent_id\x18\x03 \x01(\x03\x12\x12\n\nreset_type\x18\x04 \x01(\t\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x10\n\x08identity\x18\x06 \x01(\t\"0\n\x1eResetWorkflowExecutionResponse\x12\x0e\n\x06run_id\x18\x01 \x01(\t\"\x8c\x01\n\x1dPauseWorkflowExecutionRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x36\n\texecution\x18\x02 \x01(\x0b\x32#.flowforge.api.v1.WorkflowExecution\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x10\n\x08identity\x18\x04 \x01(\t\" \n\x1ePauseWorkflowExecutionResponse\"\x8e\x01\n\x1fUnpauseWorkflowExecutionRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x36\n\texecution\x18\x02 \x01(\x0b\x32#.flowforge.api.v1.WorkflowExecution\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x10\n\x08identity\x18\x04 \x01(\t\"\"\n UnpauseWorkflowExecutionResponse\"]\n\tPauseInfo\x12\x10\n\x08identity\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12.\n\npause_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestampb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'flowforge.api.v1.remediation_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_RESETWORKFLOWEXECUTIONREQUEST']._serialized_start=88
-  _globals['_RESETWORKFLOWEXECUTIONREQUEST']._serialized_end=266
-  _globals['_RESETWORKFLOWEXECUTIONRESPONSE']._serialized_start=268
-  _globals['_RESETWORKFLOWEXECUTIONRESPONSE']._serialized_end=316
+  _globals['_RESETWORKFLOWEXECUTIONREQUEST']._serialized_start=121
+  _globals['_RESETWORKFLOWEXECUTIONREQUEST']._serialized_end=299
+  _globals['_RESETWORKFLOWEXECUTIONRESPONSE']._serialized_start=301
+  _globals['_RESETWORKFLOWEXECUTIONRESPONSE']._serialized_end=349
+  _globals['_PAUSEWORKFLOWEXECUTIONREQUEST']._serialized_start=352
+  _globals['_PAUSEWORKFLOWEXECUTIONREQUEST']._serialized_end=492
+  _globals['_PAUSEWORKFLOWEXECUTIONRESPONSE']._serialized_start=494
+  _globals['_PAUSEWORKFLOWEXECUTIONRESPONSE']._serialized_end=526
+  _globals['_UNPAUSEWORKFLOWEXECUTIONREQUEST']._serialized_start=529
+  _globals['_UNPAUSEWORKFLOWEXECUTIONREQUEST']._serialized_end=671
+  _globals['_UNPAUSEWORKFLOWEXECUTIONRESPONSE']._serialized_start=673
+  _globals['_UNPAUSEWORKFLOWEXECUTIONRESPONSE']._serialized_end=707
+  _globals['_PAUSEINFO']._serialized_start=709
+  _globals['_PAUSEINFO']._serialized_end=802
 # @@protoc_insertion_point(module_scope)

@@ -291,7 +291,7 @@ class DescribeWorkflowExecutionRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ...) -> None: ...
 
 class DescribeWorkflowExecutionResponse(_message.Message):
-    __slots__ = ("execution", "workflow_type", "task_queue", "status", "start_time", "close_time", "history_length", "pending_activities", "pending_workflow_task", "dag", "origin_json", "first_worker_build_id", "search_attributes", "memo", "pending_children", "parent_execution", "continued_execution_run_id", "activity_attempts")
+    __slots__ = ("execution", "workflow_type", "task_queue", "status", "start_time", "close_time", "history_length", "pending_activities", "pending_workflow_task", "dag", "origin_json", "first_worker_build_id", "search_attributes", "memo", "pending_children", "parent_execution", "continued_execution_run_id", "activity_attempts", "pause")
     EXECUTION_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_TYPE_FIELD_NUMBER: _ClassVar[int]
     TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
@@ -310,6 +310,7 @@ class DescribeWorkflowExecutionResponse(_message.Message):
     PARENT_EXECUTION_FIELD_NUMBER: _ClassVar[int]
     CONTINUED_EXECUTION_RUN_ID_FIELD_NUMBER: _ClassVar[int]
     ACTIVITY_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    PAUSE_FIELD_NUMBER: _ClassVar[int]
     execution: _common_pb2.WorkflowExecution
     workflow_type: str
     task_queue: str
@@ -328,7 +329,8 @@ class DescribeWorkflowExecutionResponse(_message.Message):
     parent_execution: _common_pb2.WorkflowExecution
     continued_execution_run_id: str
     activity_attempts: _containers.RepeatedCompositeFieldContainer[_dead_letters_pb2.ActivityAttempt]
-    def __init__(self, execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.WorkflowExecutionStatus, str]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., close_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., history_length: _Optional[int] = ..., pending_activities: _Optional[_Iterable[_Union[PendingActivity, _Mapping]]] = ..., pending_workflow_task: _Optional[_Union[PendingWorkflowTask, _Mapping]] = ..., dag: _Optional[_Iterable[_Union[DagNode, _Mapping]]] = ..., origin_json: _Optional[str] = ..., first_worker_build_id: _Optional[str] = ..., search_attributes: _Optional[_Union[_common_pb2.SearchAttributes, _Mapping]] = ..., memo: _Optional[_Union[_common_pb2.Memo, _Mapping]] = ..., pending_children: _Optional[_Iterable[_Union[PendingChildExecution, _Mapping]]] = ..., parent_execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., continued_execution_run_id: _Optional[str] = ..., activity_attempts: _Optional[_Iterable[_Union[_dead_letters_pb2.ActivityAttempt, _Mapping]]] = ...) -> None: ...
+    pause: _remediation_pb2.PauseInfo
+    def __init__(self, execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.WorkflowExecutionStatus, str]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., close_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., history_length: _Optional[int] = ..., pending_activities: _Optional[_Iterable[_Union[PendingActivity, _Mapping]]] = ..., pending_workflow_task: _Optional[_Union[PendingWorkflowTask, _Mapping]] = ..., dag: _Optional[_Iterable[_Union[DagNode, _Mapping]]] = ..., origin_json: _Optional[str] = ..., first_worker_build_id: _Optional[str] = ..., search_attributes: _Optional[_Union[_common_pb2.SearchAttributes, _Mapping]] = ..., memo: _Optional[_Union[_common_pb2.Memo, _Mapping]] = ..., pending_children: _Optional[_Iterable[_Union[PendingChildExecution, _Mapping]]] = ..., parent_execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., continued_execution_run_id: _Optional[str] = ..., activity_attempts: _Optional[_Iterable[_Union[_dead_letters_pb2.ActivityAttempt, _Mapping]]] = ..., pause: _Optional[_Union[_remediation_pb2.PauseInfo, _Mapping]] = ...) -> None: ...
 
 class PendingChildExecution(_message.Message):
     __slots__ = ("workflow_id", "run_id", "workflow_type", "initiated_event_id", "parent_close_policy")

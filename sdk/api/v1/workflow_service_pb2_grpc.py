@@ -105,6 +105,16 @@ class WorkflowServiceStub:
                 request_serializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.ResetWorkflowExecutionRequest.SerializeToString,
                 response_deserializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.ResetWorkflowExecutionResponse.FromString,
                 _registered_method=True)
+        self.PauseWorkflowExecution = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/PauseWorkflowExecution',
+                request_serializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.PauseWorkflowExecutionRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.PauseWorkflowExecutionResponse.FromString,
+                _registered_method=True)
+        self.UnpauseWorkflowExecution = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/UnpauseWorkflowExecution',
+                request_serializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseWorkflowExecutionRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseWorkflowExecutionResponse.FromString,
+                _registered_method=True)
         self.PollWorkflowTaskQueue = channel.unary_unary(
                 '/flowforge.api.v1.WorkflowService/PollWorkflowTaskQueue',
                 request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.PollWorkflowTaskQueueRequest.SerializeToString,
@@ -377,6 +387,21 @@ class WorkflowServiceServicer:
     def ResetWorkflowExecution(self, request, context):
         """Temporal's reset: a new run keeping the history up to a workflow task, which it
         runs again; signals after that point are re-delivered, the running run terminated.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PauseWorkflowExecution(self, request, context):
+        """Holds the run: no workflow task and no new activity task of it is dispatched
+        (running activities finish; their results, signals and fired timers wait).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnpauseWorkflowExecution(self, request, context):
+        """Releases a paused run: it goes on exactly where it was.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -712,6 +737,16 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.ResetWorkflowExecution,
                     request_deserializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.ResetWorkflowExecutionRequest.FromString,
                     response_serializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.ResetWorkflowExecutionResponse.SerializeToString,
+            ),
+            'PauseWorkflowExecution': grpc.unary_unary_rpc_method_handler(
+                    servicer.PauseWorkflowExecution,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.PauseWorkflowExecutionRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.PauseWorkflowExecutionResponse.SerializeToString,
+            ),
+            'UnpauseWorkflowExecution': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnpauseWorkflowExecution,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseWorkflowExecutionRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseWorkflowExecutionResponse.SerializeToString,
             ),
             'PollWorkflowTaskQueue': grpc.unary_unary_rpc_method_handler(
                     servicer.PollWorkflowTaskQueue,
@@ -1225,6 +1260,60 @@ class WorkflowService:
             '/flowforge.api.v1.WorkflowService/ResetWorkflowExecution',
             flowforge_dot_api_dot_v1_dot_remediation__pb2.ResetWorkflowExecutionRequest.SerializeToString,
             flowforge_dot_api_dot_v1_dot_remediation__pb2.ResetWorkflowExecutionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PauseWorkflowExecution(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/PauseWorkflowExecution',
+            flowforge_dot_api_dot_v1_dot_remediation__pb2.PauseWorkflowExecutionRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_remediation__pb2.PauseWorkflowExecutionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnpauseWorkflowExecution(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/UnpauseWorkflowExecution',
+            flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseWorkflowExecutionRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseWorkflowExecutionResponse.FromString,
             options,
             channel_credentials,
             insecure,
