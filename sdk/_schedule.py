@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Callable, Mapping, Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
@@ -43,6 +44,7 @@ __all__ = [
     "Schedule",
     "ScheduleActionResult",
     "ScheduleActionStartWorkflow",
+    "ScheduleBackfill",
     "ScheduleDescription",
     "ScheduleHandle",
     "ScheduleInfo",
@@ -52,6 +54,8 @@ __all__ = [
     "SchedulePolicy",
     "ScheduleSpec",
     "ScheduleState",
+    "ScheduleUpdate",
+    "ScheduleUpdateInput",
     "SchedulerLeaderChange",
     "SchedulerStatus",
 ]
@@ -443,6 +447,35 @@ def _status(proto: pb.GetSchedulerStatusResponse) -> SchedulerStatus:
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class ScheduleBackfill:
+    """A past time range whose fires a backfill takes (Temporal's ``ScheduleBackfill``).
+
+    Attributes:
+        start_at: The range's start (timezone-aware).
+        end_at: Its end, included.
+        overlap: Overrides the schedule's overlap policy for these fires.
+    """
+
+    start_at: datetime
+    end_at: datetime
+    overlap: ScheduleOverlapPolicy | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ScheduleUpdateInput:
+    """What an updater of :meth:`ScheduleHandle.update` is given: the schedule as it is now."""
+
+    description: ScheduleDescription
+
+
+@dataclasses.dataclass(frozen=True)
+class ScheduleUpdate:
+    """What an updater of :meth:`ScheduleHandle.update` returns: the schedule as it should be."""
+
+    schedule: Schedule
+
+
 class ScheduleHandle:
     """A schedule on the server; no call is made until a method is awaited.
 
@@ -484,14 +517,47 @@ class ScheduleHandle:
         """Fires now, paused or not; ``overlap`` overrides the schedule's policy."""
         await self._patch(trigger=pb.ScheduleTrigger(overlap=_overlap_value(overlap)))
 
-    async def backfill(self, start: datetime, end: datetime, *, overlap: ScheduleOverlapPolicy | None = None) -> None:
-        """Fires every nominal time of the spec in ``[start, end]`` (timezone-aware),
-        at most 1000; ``overlap`` overrides the schedule's policy. Times that already
-        fired are not started again."""
-        backfill = pb.ScheduleBackfill(overlap=_overlap_value(overlap))
-        backfill.start_time.CopyFrom(_timestamp_of(start, "start"))
-        backfill.end_time.CopyFrom(_timestamp_of(end, "end"))
-        await self._patch(backfills=[backfill])
+    async def backfill(
+        self,
+        *ranges: ScheduleBackfill | datetime,
+        end: datetime | None = None,
+        overlap: ScheduleOverlapPolicy | None = None,
+    ) -> None:
+        """Fires every nominal time of the spec in each range, at most 1000 per range;
+        ``overlap`` overrides the schedule's policy. Times that already fired are not
+        started again. Either Temporal's ``backfill(ScheduleBackfill(start_at, end_at), ...)``
+        or ``backfill(start, end)`` (timezone-aware datetimes).
+
+        Raises:
+            TypeError: Neither form.
+        """
+        if len(ranges) == 2 and all(isinstance(r, datetime) for r in ranges) and end is None:
+            ranges = (ScheduleBackfill(cast(datetime, ranges[0]), cast(datetime, ranges[1]), overlap),)
+        elif len(ranges) == 1 and isinstance(ranges[0], datetime) and end is not None:
+            ranges = (ScheduleBackfill(ranges[0], end, overlap),)
+        if not ranges or not all(isinstance(r, ScheduleBackfill) for r in ranges):
+            raise TypeError("pass ScheduleBackfill(start_at, end_at) ranges, or a start and an end datetime")
+        backfills = []
+        for r in cast(tuple[ScheduleBackfill, ...], ranges):
+            backfill = pb.ScheduleBackfill(overlap=_overlap_value(r.overlap if r.overlap is not None else overlap))
+            backfill.start_time.CopyFrom(_timestamp_of(r.start_at, "start"))
+            backfill.end_time.CopyFrom(_timestamp_of(r.end_at, "end"))
+            backfills.append(backfill)
+        await self._patch(backfills=backfills)
+
+    async def update(
+        self, updater: Callable[[ScheduleUpdateInput], ScheduleUpdate | Awaitable[ScheduleUpdate | None] | None]
+    ) -> None:
+        """Changes the schedule (Temporal's ``update``): ``updater`` gets the current description
+        and returns a :class:`ScheduleUpdate` with the new schedule (or ``None`` to change
+        nothing); spec, action, policies and state are replaced, and the new spec fires from now on.
+        """
+        update = updater(ScheduleUpdateInput(await self.describe()))
+        if inspect.isawaitable(update):
+            update = await update
+        if update is None:
+            return
+        await self._patch(schedule=_schedule_to_proto(update.schedule, self._client))
 
     async def delete(self) -> None:
         """Deletes the schedule; executions it started keep running."""

@@ -48,6 +48,7 @@ from flowforge._schedule import (
     Schedule,
     ScheduleActionResult,
     ScheduleActionStartWorkflow,
+    ScheduleBackfill,
     ScheduleDescription,
     ScheduleHandle,
     ScheduleInfo,
@@ -59,6 +60,8 @@ from flowforge._schedule import (
     SchedulerStatus,
     ScheduleSpec,
     ScheduleState,
+    ScheduleUpdate,
+    ScheduleUpdateInput,
 )
 from flowforge._task_queues import TaskQueueBacklog, TaskQueueDescription, TaskQueuePoller, _TaskQueueCalls
 from flowforge._tls import TLSConfig, open_channel
@@ -129,6 +132,7 @@ __all__ = [
     "Schedule",
     "ScheduleActionResult",
     "ScheduleActionStartWorkflow",
+    "ScheduleBackfill",
     "ScheduleDescription",
     "ScheduleHandle",
     "ScheduleInfo",
@@ -138,6 +142,8 @@ __all__ = [
     "SchedulePolicy",
     "ScheduleSpec",
     "ScheduleState",
+    "ScheduleUpdate",
+    "ScheduleUpdateInput",
     "SchedulerLeaderChange",
     "SchedulerStatus",
     "SignalWorkflowInput",

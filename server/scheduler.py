@@ -150,10 +150,7 @@ class Schedules:
         note: str,
     ) -> None:
         rule = _spec_rule(spec)
-        if policy["overlap"] not in OVERLAP_POLICIES:
-            raise InvalidArgument(f"unknown overlap policy {policy['overlap']!r}; one of {', '.join(OVERLAP_POLICIES)}")
-        if policy["misfire"] not in MISFIRE_POLICIES:
-            raise InvalidArgument(f"unknown misfire policy {policy['misfire']!r}; one of {', '.join(MISFIRE_POLICIES)}")
+        _check_policy(policy)
         await self._engine.ensure_namespace(namespace)
         now = self._engine.clock.now_us()
         row = ScheduleRow(
@@ -223,11 +220,17 @@ class Schedules:
         note: str = "",
         trigger: str | None = None,
         backfills: tuple[tuple[int, int, str], ...] = (),
+        replacement: tuple[dict[str, Any], dict[str, Any], dict[str, Any], bool, str] | None = None,
     ) -> None:
         """Pauses or unpauses (with a note), queues a manual trigger (its overlap
-        policy, "" for the schedule's) and backfills ((start_us, end_us, overlap))."""
+        policy, "" for the schedule's) and backfills ((start_us, end_us, overlap)), or
+        replaces the definition ((spec, action, policy, paused, note)): the new spec fires
+        from now on."""
         if pause and unpause:
             raise InvalidArgument("pause and unpause cannot be asked together")
+        if replacement is not None:
+            _spec_rule(replacement[0])
+            _check_policy(replacement[2])
         for overlap in (trigger, *(b[2] for b in backfills)):
             if overlap and overlap not in OVERLAP_POLICIES:
                 raise InvalidArgument(f"unknown overlap policy {overlap!r}; one of {', '.join(OVERLAP_POLICIES)}")
@@ -237,6 +240,11 @@ class Schedules:
             row = await self._get(tx, namespace, schedule_id)
             now = self._engine.clock.now_us()
             state = json.loads(row.state)
+            if replacement is not None:
+                spec, action, policy, paused, replaced_note = replacement
+                row.spec, row.action, row.policy = json.dumps(spec), json.dumps(action), json.dumps(policy)
+                row.paused, row.note = int(paused), replaced_note
+                row.cursor_us = max(row.cursor_us, now)  # the new spec does not fire the past
             if pause or unpause:
                 row.paused = int(pause)
                 row.note = note
@@ -263,6 +271,14 @@ class Schedules:
 
         await self._engine.transaction(body)
         self._wake()
+
+
+def _check_policy(policy: dict[str, Any]) -> None:
+    """INVALID_ARGUMENT for an unknown overlap or misfire policy."""
+    if policy["overlap"] not in OVERLAP_POLICIES:
+        raise InvalidArgument(f"unknown overlap policy {policy['overlap']!r}; one of {', '.join(OVERLAP_POLICIES)}")
+    if policy["misfire"] not in MISFIRE_POLICIES:
+        raise InvalidArgument(f"unknown misfire policy {policy['misfire']!r}; one of {', '.join(MISFIRE_POLICIES)}")
 
 
 class _Pass:

@@ -3,6 +3,8 @@ scheduler's status."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.server.errors import InvalidArgument
 from flowforge.server.frontend import schedule_requests
@@ -18,14 +20,20 @@ class ScheduleHandlers(ServiceBase):
     async def CreateSchedule(self, request: pb.CreateScheduleRequest, context: Context) -> pb.CreateScheduleResponse:
         namespace, schedule_id = schedule_key(request)
         schedule = request.schedule
-        schedule_requests.require_action(schedule)
-        self._engine.check_payloads(schedule.action.input, "the schedule's workflow input")
-        await self._engine.check_visibility(namespace, schedule.action.search_attributes, schedule.action.memo)
-        spec, action, policy = schedule_requests.documents(schedule)
+        spec, action, policy = await self._checked_documents(namespace, schedule)
         await self._schedules.create(
             namespace, schedule_id, spec, action, policy, schedule.state.paused, text(schedule.state.note, "note")
         )
         return pb.CreateScheduleResponse()
+
+    async def _checked_documents(
+        self, namespace: str, schedule: pb.Schedule
+    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """The stored spec, action and policy of a schedule a create or an update gives."""
+        schedule_requests.require_action(schedule)
+        self._engine.check_payloads(schedule.action.input, "the schedule's workflow input")
+        await self._engine.check_visibility(namespace, schedule.action.search_attributes, schedule.action.memo)
+        return schedule_requests.documents(schedule)
 
     @rpc
     async def DescribeSchedule(
@@ -52,8 +60,13 @@ class ScheduleHandlers(ServiceBase):
         namespace, schedule_id = schedule_key(request)
         backfills = schedule_requests.backfills(request)
         trigger = schedule_requests.patch_trigger(request)
-        if not (request.pause or request.unpause or trigger is not None or backfills):
-            raise InvalidArgument("nothing to do: set pause, unpause, trigger or backfills")
+        replacement = None
+        if request.HasField("schedule"):
+            spec, action, policy = await self._checked_documents(namespace, request.schedule)
+            state = request.schedule.state
+            replacement = (spec, action, policy, state.paused, text(state.note, "schedule.state.note"))
+        if not (request.pause or request.unpause or trigger is not None or backfills or replacement):
+            raise InvalidArgument("nothing to do: set pause, unpause, trigger, backfills or schedule")
         await self._schedules.update(
             namespace,
             schedule_id,
@@ -62,6 +75,7 @@ class ScheduleHandlers(ServiceBase):
             note=text(request.note, "note"),
             trigger=trigger,
             backfills=backfills,
+            replacement=replacement,
         )
         return pb.PatchScheduleResponse()
 

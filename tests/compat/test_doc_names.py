@@ -79,8 +79,10 @@ def _resolve(span: str) -> Any:
             except ModuleNotFoundError:
                 raise AssertionError(f"{'.'.join(path[:depth])} has no {part!r}") from None
             continue
-        if not hasattr(value, part) and isinstance(value, type) and part in value.__init__.__code__.co_names:
-            return value  # an attribute each instance sets in __init__ (handle.id)
+        if not hasattr(value, part) and isinstance(value, type):
+            fields = getattr(value, "__dataclass_fields__", {})
+            if part in fields or part in value.__init__.__code__.co_names:
+                return value  # a field, or an attribute each instance sets in __init__ (handle.id)
         assert hasattr(value, part), f"{'.'.join(path[:depth])} has no {part!r}"
         value = getattr(value, part)
     return value

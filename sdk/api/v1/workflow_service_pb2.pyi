@@ -869,7 +869,7 @@ class ScheduleBackfill(_message.Message):
     def __init__(self, start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., overlap: _Optional[_Union[ScheduleOverlapPolicy, str]] = ...) -> None: ...
 
 class PatchScheduleRequest(_message.Message):
-    __slots__ = ("namespace", "schedule_id", "pause", "unpause", "note", "trigger", "backfills", "identity")
+    __slots__ = ("namespace", "schedule_id", "pause", "unpause", "note", "trigger", "backfills", "identity", "schedule")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     SCHEDULE_ID_FIELD_NUMBER: _ClassVar[int]
     PAUSE_FIELD_NUMBER: _ClassVar[int]
@@ -878,6 +878,7 @@ class PatchScheduleRequest(_message.Message):
     TRIGGER_FIELD_NUMBER: _ClassVar[int]
     BACKFILLS_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     schedule_id: str
     pause: bool
@@ -886,7 +887,8 @@ class PatchScheduleRequest(_message.Message):
     trigger: ScheduleTrigger
     backfills: _containers.RepeatedCompositeFieldContainer[ScheduleBackfill]
     identity: str
-    def __init__(self, namespace: _Optional[str] = ..., schedule_id: _Optional[str] = ..., pause: _Optional[bool] = ..., unpause: _Optional[bool] = ..., note: _Optional[str] = ..., trigger: _Optional[_Union[ScheduleTrigger, _Mapping]] = ..., backfills: _Optional[_Iterable[_Union[ScheduleBackfill, _Mapping]]] = ..., identity: _Optional[str] = ...) -> None: ...
+    schedule: Schedule
+    def __init__(self, namespace: _Optional[str] = ..., schedule_id: _Optional[str] = ..., pause: _Optional[bool] = ..., unpause: _Optional[bool] = ..., note: _Optional[str] = ..., trigger: _Optional[_Union[ScheduleTrigger, _Mapping]] = ..., backfills: _Optional[_Iterable[_Union[ScheduleBackfill, _Mapping]]] = ..., identity: _Optional[str] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ...) -> None: ...
 
 class PatchScheduleResponse(_message.Message):
     __slots__ = ()
