@@ -7,10 +7,11 @@ connect a :class:`Client`, run a :class:`flowforge.worker.Worker`.
 
 from flowforge import activity, workflow
 from flowforge.client import Client, WorkflowHandle
-from flowforge.common import RetryPolicy, WorkflowExecutionStatus
+from flowforge.common import Priority, RetryPolicy, WorkflowExecutionStatus
 
 __all__ = [
     "Client",
+    "Priority",
     "RetryPolicy",
     "WorkflowExecutionStatus",
     "WorkflowHandle",

@@ -12,7 +12,7 @@ from typing import Any, TypedDict, Unpack, overload
 
 from flowforge._workflow_runtime import _Runtime
 from flowforge.api.v1 import common_pb2
-from flowforge.common import _NO_ARGUMENT, RetryPolicy
+from flowforge.common import _NO_ARGUMENT, Priority, RetryPolicy
 from flowforge.types import (
     CallableAsyncNoParam,
     CallableAsyncSingleParam,
@@ -89,6 +89,8 @@ class _ActivityCall:
     headers: dict[str, common_pb2.Payload] = dataclasses.field(default_factory=dict)
     """Set by workflow outbound interceptors (e.g. the trace context); sent as the command's header."""
     dead_letter: bool = False
+    priority: Priority | None = None
+    concurrency_key: str | None = None
 
 
 class _ActivityOptions(TypedDict, total=False):
@@ -102,6 +104,8 @@ class _ActivityOptions(TypedDict, total=False):
     retry_policy: RetryPolicy | None
     cancellation_type: ActivityCancellationType
     dead_letter: bool
+    priority: Priority | None
+    concurrency_key: str | None
 
 
 # Overloads (as Temporal's): an @activity.defn function gives the handle its result
@@ -161,6 +165,8 @@ def start_activity(
     retry_policy: RetryPolicy | None = None,
     cancellation_type: ActivityCancellationType = ActivityCancellationType.TRY_CANCEL,
     dead_letter: bool = False,
+    priority: Priority | None = None,
+    concurrency_key: str | None = None,
 ) -> ActivityHandle[Any]:
     """Schedules an activity and returns its handle without waiting for it.
 
@@ -187,6 +193,8 @@ def start_activity(
             start_to_close_timeout=start_to_close_timeout,
             heartbeat_timeout=heartbeat_timeout,
             dead_letter=dead_letter,
+            priority=priority,
+            concurrency_key=concurrency_key,
         )
     )
 
@@ -246,6 +254,8 @@ async def execute_activity(
     retry_policy: RetryPolicy | None = None,
     cancellation_type: ActivityCancellationType = ActivityCancellationType.TRY_CANCEL,
     dead_letter: bool = False,
+    priority: Priority | None = None,
+    concurrency_key: str | None = None,
 ) -> Any:
     """Runs an activity and returns its result.
 
@@ -268,6 +278,11 @@ async def execute_activity(
             it in the dead-letter store instead of raising: the workflow keeps
             waiting until an operator retries it (``flowforge dlq retry``) or
             discards it (``flowforge dlq discard``: then ``ActivityError``).
+        priority: Its dispatch order; unset fields are the workflow's
+            (docs/flow-control.md).
+        concurrency_key: At most the key's fleet-wide limit (``flowforge limit
+            set --key K --max-running N``) of the namespace's activities with this
+            key run at once; the others wait for a slot without using attempts.
 
     Returns:
         The activity's result, decoded using the function's return type hint.
@@ -292,6 +307,8 @@ async def execute_activity(
         retry_policy=retry_policy,
         cancellation_type=cancellation_type,
         dead_letter=dead_letter,
+        priority=priority,
+        concurrency_key=concurrency_key,
     )
 
 

@@ -13,7 +13,7 @@ from typing import Any, Concatenate, Generic, TypedDict, Unpack, overload
 from flowforge._workflow_definition import _signal_name, _workflow_type_and_result_hint
 from flowforge._workflow_runtime import _Runtime, _uuid4
 from flowforge.api.v1 import common_pb2
-from flowforge.common import _NO_ARGUMENT, RetryPolicy, SearchAttributeValue
+from flowforge.common import _NO_ARGUMENT, Priority, RetryPolicy, SearchAttributeValue
 from flowforge.types import (
     MethodAsyncNoParam,
     MethodAsyncSingleParam,
@@ -142,6 +142,7 @@ class _ChildWorkflowCall:
     search_attributes: Mapping[str, SearchAttributeValue] | None = None
     memo: Mapping[str, Any] | None = None
     retry_policy: RetryPolicy | None = None
+    priority: Priority | None = None
     headers: dict[str, common_pb2.Payload] = dataclasses.field(default_factory=dict)
     """Set by workflow outbound interceptors (e.g. the trace context); sent as the command's header."""
 
@@ -158,6 +159,7 @@ class _ChildWorkflowOptions(TypedDict, total=False):
     search_attributes: Mapping[str, SearchAttributeValue] | None
     memo: Mapping[str, Any] | None
     retry_policy: RetryPolicy | None
+    priority: Priority | None
 
 
 # Overloads (as Temporal's): the child's run method gives the handle its result type
@@ -209,6 +211,7 @@ async def start_child_workflow(
     search_attributes: Mapping[str, SearchAttributeValue] | None = None,
     memo: Mapping[str, Any] | None = None,
     retry_policy: RetryPolicy | None = None,
+    priority: Priority | None = None,
 ) -> ChildWorkflowHandle[Any, Any]:
     """Starts a child workflow and returns its handle once it has started.
 
@@ -242,6 +245,7 @@ async def start_child_workflow(
             search_attributes=search_attributes,
             memo=memo,
             retry_policy=retry_policy,
+            priority=priority,
             execution_timeout=execution_timeout,
             run_timeout=run_timeout,
             task_timeout=task_timeout,
@@ -306,6 +310,7 @@ async def execute_child_workflow(
     search_attributes: Mapping[str, SearchAttributeValue] | None = None,
     memo: Mapping[str, Any] | None = None,
     retry_policy: RetryPolicy | None = None,
+    priority: Priority | None = None,
 ) -> Any:
     """Runs a child workflow and returns its result.
 
@@ -331,6 +336,7 @@ async def execute_child_workflow(
             timeout) is followed by a new run after the policy's backoff, until one
             succeeds, the attempts run out or the execution timeout passes; this
             workflow hears only of the last run. ``None``: no retries.
+        priority: The child's dispatch order; unset fields are this workflow's.
 
     Returns:
         The child's result.
@@ -355,5 +361,6 @@ async def execute_child_workflow(
         search_attributes=search_attributes,
         memo=memo,
         retry_policy=retry_policy,
+        priority=priority,
     )
     return await handle

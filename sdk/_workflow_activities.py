@@ -74,7 +74,10 @@ class Activities:
             depends_on_activity_ids=[str(seq) for seq in dependencies],
             cancellation_type=call.cancellation_type.value,
             dead_letter=call.dead_letter,
+            concurrency_key=call.concurrency_key or "",
         )
+        if call.priority is not None:
+            attributes.priority.CopyFrom(call.priority.to_proto())
         for field in _TIMEOUT_FIELDS:
             timeout = getattr(call, field)
             if timeout is not None:

@@ -87,6 +87,8 @@ class Children:
             attributes.search_attributes.CopyFrom(_search_attributes_to_proto(call.search_attributes))
         for name, value in (call.memo or {}).items():
             attributes.memo.fields[name].CopyFrom(self._converter.to_payload(value))
+        if call.priority is not None:
+            attributes.priority.CopyFrom(call.priority.to_proto())
         for field, timeout in (
             (attributes.workflow_execution_timeout, call.execution_timeout),
             (attributes.workflow_run_timeout, call.run_timeout),

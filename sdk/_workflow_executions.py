@@ -199,6 +199,8 @@ class PendingActivity:
         next_attempt_schedule_time: When the next retry is due (UTC), if waiting.
         last_failure: The message of the previous attempt's failure, if any.
         last_worker_identity: The worker that leased it last.
+        waiting_reason: Why it is held back rather than handed to a worker, e.g.
+            ``"waiting for a slot of concurrency key payments-api"``; empty if it is not.
     """
 
     activity_id: str
@@ -209,6 +211,7 @@ class PendingActivity:
     next_attempt_schedule_time: datetime | None
     last_failure: str | None
     last_worker_identity: str
+    waiting_reason: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -342,6 +345,7 @@ class WorkflowExecutionDescription(WorkflowExecution):
                     ),
                     last_failure=_failure_message(a.last_failure, a.HasField("last_failure")),
                     last_worker_identity=a.last_worker_identity,
+                    waiting_reason=a.waiting_reason,
                 )
                 for a in proto.pending_activities
             ],

@@ -41,6 +41,7 @@ from flowforge._client_interceptors import (
 from flowforge._dags import DagVersion, _DagCalls
 from flowforge._dead_letters import DeadLetter, DeadLetterList, _DeadLetterCalls
 from flowforge._event_triggers import EventTrigger, PublishEventResult, TriggeredWorkflow, _EventTriggerCalls
+from flowforge._flow_control import ConcurrencyLimit, _FlowControlCalls
 from flowforge._namespaces import NamespaceDescription, _NamespaceCalls
 from flowforge._remediation import _RemediationCalls
 from flowforge._rpc import MAX_MESSAGE_BYTES, RPCRetryConfig, WorkflowServiceClient
@@ -89,6 +90,7 @@ from flowforge.api.v1 import common_pb2, workflow_service_pb2
 from flowforge.common import (
     _LIST_PAGE_SIZE,
     _NO_ARGUMENT,
+    Priority,
     SearchAttributeIndexedValueType,
     SearchAttributeValue,
     WorkflowExecutionStatus,
@@ -113,6 +115,7 @@ __all__ = [
     "ActivityAttempt",
     "AsyncActivityHandle",
     "Client",
+    "ConcurrencyLimit",
     "DagNode",
     "DagVersion",
     "DeadLetter",
@@ -198,6 +201,7 @@ class _StartWorkflowOptions(TypedDict, total=False):
     cron_schedule: str
     id_reuse_policy: WorkflowIDReusePolicy
     id_conflict_policy: WorkflowIDConflictPolicy
+    priority: Priority | None
 
 
 class Client(
@@ -205,6 +209,7 @@ class Client(
     _EventTriggerCalls,
     _TaskQueueCalls,
     _DeadLetterCalls,
+    _FlowControlCalls,
     _UpdateWithStartCalls,
     _AsyncActivityCalls,
     _RemediationCalls,
@@ -411,6 +416,7 @@ class Client(
         cron_schedule: str = "",
         id_reuse_policy: WorkflowIDReusePolicy = WorkflowIDReusePolicy.UNSPECIFIED,
         id_conflict_policy: WorkflowIDConflictPolicy = WorkflowIDConflictPolicy.UNSPECIFIED,
+        priority: Priority | None = None,
     ) -> WorkflowHandle[Any, Any]:
         """Starts a workflow execution (or, with ``start_signal``, signals it).
 
@@ -452,6 +458,8 @@ class Client(
             id_conflict_policy: When the id has a running execution: ``FAIL`` (default,
                 ``WorkflowAlreadyStartedError``), ``USE_EXISTING`` (the handle points at it;
                 nothing starts) or ``TERMINATE_EXISTING`` (terminate it, then start).
+            priority: The run's dispatch order, inherited by its activities and
+                children (docs/flow-control.md); default priority 3, no fairness key.
 
         Returns:
             A handle to the started (or, with ``start_signal``, the signalled) run.
@@ -490,6 +498,8 @@ class Client(
             request.search_attributes.CopyFrom(_search_attributes_to_proto(search_attributes))
         for name, value in (memo or {}).items():
             request.memo.fields[name].CopyFrom(self._data_converter.to_payload(value))
+        if priority is not None:
+            request.priority.CopyFrom(priority.to_proto())
 
         async def send(header: common_pb2.Header) -> workflow_service_pb2.StartWorkflowExecutionResponse:
             request.header.CopyFrom(header)
@@ -559,6 +569,7 @@ class Client(
         cron_schedule: str = "",
         id_reuse_policy: WorkflowIDReusePolicy = WorkflowIDReusePolicy.UNSPECIFIED,
         id_conflict_policy: WorkflowIDConflictPolicy = WorkflowIDConflictPolicy.UNSPECIFIED,
+        priority: Priority | None = None,
     ) -> Any:
         """Starts a workflow execution and waits for its result (Temporal's
         ``execute_workflow``): :meth:`start_workflow`, then ``handle.result()``.
@@ -593,6 +604,7 @@ class Client(
             cron_schedule=cron_schedule,
             id_reuse_policy=id_reuse_policy,
             id_conflict_policy=id_conflict_policy,
+            priority=priority,
         )
         return await handle.result()
 

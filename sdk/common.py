@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+import typing
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 from flowforge.api.v1 import common_pb2
 
 __all__ = [
+    "Priority",
     "RetryPolicy",
     "SearchAttributeIndexedValueType",
     "SearchAttributeValue",
@@ -69,6 +71,44 @@ class RetryPolicy:
         if self.maximum_interval is not None:
             proto.maximum_interval.FromTimedelta(self.maximum_interval)
         return proto
+
+
+@dataclasses.dataclass(frozen=True)
+class Priority:
+    """The order in which task queues hand out a workflow's or activity's tasks
+    (Temporal's ``Priority``; docs/flow-control.md). A field left ``None`` is
+    inherited: activities and child workflows take their workflow's, a workflow
+    the default (priority 3, no fairness key)."""
+
+    priority_key: int | None = None
+    """1 runs first, 5 last; within a queue a lower key is always handed out first."""
+
+    fairness_key: str | None = None
+    """Tasks of one priority are shared among fairness keys (e.g. tenant ids) in
+    proportion to their weights, so one key's backlog cannot starve another's."""
+
+    fairness_weight: float | None = None
+    """This key's share relative to other keys (default 1)."""
+
+    default: typing.ClassVar[Priority]
+    """No field set: everything inherited."""
+
+    def __post_init__(self) -> None:
+        if self.priority_key is not None and not 1 <= self.priority_key <= 5:
+            raise ValueError("Priority.priority_key must be 1 (first) to 5 (last)")
+        if self.fairness_weight is not None and not (math.isfinite(self.fairness_weight) and self.fairness_weight > 0):
+            raise ValueError("Priority.fairness_weight must be a positive number")
+
+    def to_proto(self) -> common_pb2.Priority:
+        """The wire form (unset fields are 0 or empty: inherited)."""
+        return common_pb2.Priority(
+            priority_key=self.priority_key or 0,
+            fairness_key=self.fairness_key or "",
+            fairness_weight=self.fairness_weight or 0.0,
+        )
+
+
+Priority.default = Priority()
 
 
 # How many entries a list call asks the server for per page, unless told.

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Hashable
 
 from flowforge.server._tasks import cancel_and_wait
@@ -55,6 +56,8 @@ class Timekeeper:
         self.tasks_held = Quarantine("timekeeper: expired task")
         self.runs_held = Quarantine("timekeeper: run timeout")
         self.timers_held = Quarantine("timekeeper: timer")
+        self.keys_held = Quarantine("timekeeper: concurrency key")
+        self._last_slot_sweep = 0.0
         engine.on_new_deadline = self.deadline_added
         # A virtual clock that jumps ahead may pass every deadline we sleep towards.
         engine.clock.add_jump_listener(self._wake.set)
@@ -102,16 +105,19 @@ class Timekeeper:
         engine = self._engine
         now = self._engine.clock.now_us()
 
-        async def due(tx: Transaction) -> tuple[list[TimerRow], list[int], list[tuple[str, str]]]:
+        async def due(
+            tx: Transaction,
+        ) -> tuple[list[TimerRow], list[int], list[tuple[str, str]], list[tuple[str, str]]]:
             return (
                 await tx.due_timers(now, 1),
                 await tx.expired_task_ids(now, _BATCH + len(self.tasks_held)),
                 await tx.expired_run_ids(now, _BATCH + len(self.runs_held)),
+                await tx.keys_with_held_tasks(_BATCH),
             )
 
         # Looked at first, so an idle pass takes no write lock. Held items are read
         # too and skipped, so the batch still holds _BATCH items to handle.
-        timers, task_ids, runs = await engine.read(due)
+        timers, task_ids, runs, held_keys = await engine.read(due)
         fired = await self._fire_timers() if timers else 0
         task_ids = [t for t in task_ids if not self.tasks_held.is_held(t)]
         runs = [r for r in runs if not self.runs_held.is_held(r)]
@@ -119,6 +125,14 @@ class Timekeeper:
             await self._handle(self.tasks_held, task_id, engine.expire_task(task_id))
         for namespace, run_id in runs:
             await self._handle(self.runs_held, (namespace, run_id), engine.time_out_execution(namespace, run_id))
+        # Slots freed without a report (a run closed with an activity leased): flow_control.py.
+        # Reports release slots themselves, so this safety net runs at most once a second.
+        if held_keys and time.monotonic() - self._last_slot_sweep >= 1.0:
+            self._last_slot_sweep = time.monotonic()
+        else:
+            held_keys = []
+        for namespace, key in held_keys:
+            await self._handle(self.keys_held, (namespace, key), engine.release_held_slots(namespace, key))
         return fired >= self._timer_batch or max(len(task_ids), len(runs)) >= _BATCH
 
     @staticmethod

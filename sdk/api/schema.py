@@ -51,6 +51,7 @@ __all__ = [
     "OriginJSON",
     "ParentClosePolicy",
     "PayloadsJSON",
+    "PriorityJSON",
     "QueryState",
     "RequestCancelExternalWorkflowExecutionInitiatedAttributes",
     "RetryInitiator",
@@ -323,6 +324,16 @@ class RetryPolicyJSON(TypedDict):
     full_jitter: bool
 
 
+class PriorityJSON(TypedDict):
+    """A task's dispatch order as recorded in history (docs/flow-control.md), with
+    inherited values filled in."""
+
+    priority_key: int
+    """1 (first) to 5 (last)."""
+    fairness_key: str
+    fairness_weight: float
+
+
 class OriginJSON(TypedDict, total=False):
     """What started a run besides a direct request (``origin`` of its started event)."""
 
@@ -373,6 +384,7 @@ class WorkflowExecutionStartedAttributes(TypedDict):
     origin: NotRequired[OriginJSON]
     header: NotRequired[HeaderJSON]
     dag: NotRequired[DagJSON]
+    priority: NotRequired[PriorityJSON]
 
 
 class WorkflowTaskScheduledAttributes(TypedDict):
@@ -428,6 +440,9 @@ class ActivityTaskScheduledAttributes(TypedDict):
     header: NotRequired[HeaderJSON]
     dead_letter: NotRequired[bool]
     """True: parked in the dead-letter store instead of failing (ActivityTaskDeadLettered)."""
+    priority: NotRequired[PriorityJSON]
+    concurrency_key: NotRequired[str]
+    """At most the key's limit of such activities are leased at once (docs/flow-control.md)."""
 
 
 class ActivityTaskStartedAttributes(TypedDict):

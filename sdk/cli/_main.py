@@ -12,6 +12,7 @@ from flowforge.cli.access import apikey, audit, token_key
 from flowforge.cli.config import config
 from flowforge.cli.dag import dag
 from flowforge.cli.dlq import dlq
+from flowforge.cli.limit import limit
 from flowforge.cli.namespace import namespace
 from flowforge.cli.remediation import pause, reset, unpause
 from flowforge.cli.schedule import schedule
@@ -85,6 +86,7 @@ for _group in (
     schedule,
     task_queue,
     dlq,
+    limit,
     trigger,
     event,
     search_attribute,

@@ -400,9 +400,9 @@ def describe(connection: Connection, workflow_id: str, run_id: str | None, outpu
     if description.pending_activities:
         click.echo("\nPending activities:")
         emit_table(
-            ("ACTIVITY ID", "TYPE", "STATE", "ATTEMPT", "LAST FAILURE"),
+            ("ACTIVITY ID", "TYPE", "STATE", "ATTEMPT", "LAST FAILURE", "WAITING"),
             (
-                (a.activity_id, a.activity_type, a.state, a.attempt, a.last_failure or "-")
+                (a.activity_id, a.activity_type, a.state, a.attempt, a.last_failure or "-", a.waiting_reason or "-")
                 for a in description.pending_activities
             ),
         )

@@ -144,6 +144,8 @@ RPC_RULES: dict[str, RpcRule] = {
         "DescribeDeadLetter": _rule(Role.READER),
         "RetryDeadLetters": _rule(Role.OPERATOR, audited=True),
         "DiscardDeadLetters": _rule(Role.OPERATOR, audited=True),
+        "SetConcurrencyLimit": _rule(Role.OPERATOR, audited=True),
+        "ListConcurrencyLimits": _rule(Role.READER),
     }.items()
 } | {
     _ACCESS_SERVICE + name: rule

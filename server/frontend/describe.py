@@ -21,6 +21,7 @@ from flowforge.api.schema import (
 from flowforge.api.v1 import common_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.server.frontend.protos import execution_fields
+from flowforge.server.history.flow_control import waiting_reason
 from flowforge.server.history.mutation import HELD_US
 from flowforge.server.stores.base import ChildExecutionRow, ExecutionRow, HistoryEventRow, TaskRow
 
@@ -120,6 +121,7 @@ def _add_pending_activities(response: pb.DescribeWorkflowExecutionResponse, task
             state=_pending_state(task, retrying_shown=False),
             attempt=task.attempt,
             last_worker_identity=task.identity,
+            waiting_reason=waiting_reason(task),
         )
         if task.last_heartbeat_us:
             pending.last_heartbeat_time.FromMicroseconds(task.last_heartbeat_us)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from flowforge.api.v1 import workflow_service_pb2_grpc as pb_grpc
 from flowforge.server.frontend.dags import DagHandlers
 from flowforge.server.frontend.dead_letters import DeadLetterHandlers
+from flowforge.server.frontend.flow_control import FlowControlHandlers
 from flowforge.server.frontend.namespaces import NamespaceHandlers
 from flowforge.server.frontend.remediation import RemediationHandlers
 from flowforge.server.frontend.schedules import ScheduleHandlers
@@ -30,6 +31,7 @@ class WorkflowService(
     DeadLetterHandlers,
     RemediationHandlers,
     DagHandlers,
+    FlowControlHandlers,
     pb_grpc.WorkflowServiceServicer,
 ):
     """gRPC ``flowforge.api.v1.WorkflowService`` over one history engine (constructed

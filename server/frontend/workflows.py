@@ -11,6 +11,8 @@ from flowforge.server.frontend.describe import describe_response
 from flowforge.server.frontend.protos import event_proto
 from flowforge.server.frontend.validation import execution_key, history_page, name, seconds, start_signal, text
 from flowforge.server.history.cron import check_cron_schedule
+from flowforge.server.history.data import DEFAULT_PRIORITY
+from flowforge.server.history.flow_control import priority_from_proto
 from flowforge.server.history.id_policies import known_enum
 
 __all__ = ["WorkflowHandlers"]
@@ -44,6 +46,7 @@ class WorkflowHandlers(ServiceBase):
             id_conflict_policy=known_enum(
                 request.workflow_id_conflict_policy, pb.WorkflowIdConflictPolicy, "workflow_id_conflict_policy"
             ),
+            priority=priority_from_proto(request.priority, DEFAULT_PRIORITY),
         )
         return pb.StartWorkflowExecutionResponse(run_id=run_id, started=started)
 

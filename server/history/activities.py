@@ -40,16 +40,16 @@ class ActivityTasks(WorkflowTasks):
     async def try_lease_activity_task(
         self, namespace: str, task_queue: str, identity: str
     ) -> LeasedActivityTask | None:
-        """Leases the oldest visible activity task of the queue, or returns None.
-        Touches only the task row: starting an activity writes no history."""
+        """Leases the queue's next visible activity task in dispatch order (flow_control.py),
+        or returns None. Touches only the task row: starting an activity writes no history."""
 
         async def body(tx: Transaction) -> TaskRow | None:
             if not await self.activity_slot_free(tx, namespace):
                 return None  # the namespace's max_concurrent_activities: the task waits
-            now = self.clock.now_us()
-            task = await tx.lease_next_task(namespace, TaskKind.ACTIVITY, task_queue, now)
+            task = await self.next_dispatchable(tx, namespace, TaskKind.ACTIVITY, task_queue)
             if task is None:
                 return None
+            now = self.clock.now_us()
             observe(TaskStarted(namespace, task_queue, "activity", max(0, now - task.visible_us) / 1e6))
             task.state = TaskState.LEASED
             task.fencing_token += 1
@@ -82,6 +82,7 @@ class ActivityTasks(WorkflowTasks):
                 task.lease_expires_us = None
                 task.identity = ""
                 await tx.update_task(task)
+                await self.release_slots(tx, task.namespace, task.concurrency_key)
                 tx.notify_after_commit(queue_channel(task.namespace, task.kind, task.task_queue))
                 return
             row = await self._execution_of(tx, task)
@@ -173,6 +174,7 @@ class ActivityTasks(WorkflowTasks):
             row = await self._execution_of(tx, task)
             m = _Mutation(tx, row, self.clock.now_us())
             await tx.delete_task(task.task_id or 0)
+            await self.release_slots(tx, task.namespace, task.concurrency_key)
             outcome = "completed" if outcome_type == EventType.ACTIVITY_TASK_COMPLETED else "canceled"
             observe(ActivityAttemptEnded(task.namespace, task.activity_type or "", outcome))
             await _record_attempt(tx, task, identity, outcome, None, m.now)
@@ -210,6 +212,8 @@ class ActivityTasks(WorkflowTasks):
         """Retries the activity per its policy, or records its final failure."""
         now = self.clock.now_us()
         observe(ActivityAttemptEnded(task.namespace, task.activity_type or "", _attempt_outcome(failure, timed_out)))
+        # A leased task holds a slot of its concurrency key until this transaction.
+        freed_key = task.concurrency_key if task.state == TaskState.LEASED else None
         if task.state == TaskState.LEASED:
             outcome_name = "timed_out" if timed_out else "failed"
             await _record_attempt(tx, task, identity, outcome_name, failure_json(failure), now)
@@ -232,11 +236,13 @@ class ActivityTasks(WorkflowTasks):
             if run is not None and run.paused:  # the retry waits for the unpause (pauses.py)
                 task.visible_us, task.pending_deadline_us = HELD_US, None
             await tx.update_task(task)
+            await self.release_slots(tx, task.namespace, freed_key)
             # Pollers re-check on their own within a second; no wake-up needed now.
             return
         row = await self._execution_of(tx, task)
         m = _Mutation(tx, row, now)
         await tx.delete_task(task.task_id or 0)
+        await self.release_slots(tx, task.namespace, freed_key)
         retry_state = final_retry_state or (decision.retry_state if decision else RetryState.TIMEOUT)
         started: Delivery | None = None
         if task.state == TaskState.LEASED:

@@ -26,8 +26,9 @@ from flowforge.api.schema import (
 )
 from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.server.history.command_state import Applying, StartedChild
-from flowforge.server.history.data import StartSignal, header_attributes
+from flowforge.server.history.data import StartSignal, TaskPriority, header_attributes
 from flowforge.server.history.executions import Executions
+from flowforge.server.history.flow_control import priority_from_proto
 from flowforge.server.history.mutation import new_run
 from flowforge.server.history.visibility_writes import stored_values, visibility_attributes
 from flowforge.server.retries import StoredRetryPolicy
@@ -99,6 +100,7 @@ class ChildCommands(Executions):
                 **header_attributes(a.header),
                 **visibility_attributes(a.search_attributes, a.memo),
             },
+            priority=priority_from_proto(a.priority, TaskPriority.of_run(parent)),
         )
         applying.running_workflow_ids.add(a.workflow_id)
         link = ChildExecutionRow(

@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from flowforge.api.schema import duration_s
 from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.server.errors import InvalidArgument
+from flowforge.server.history.data import DEFAULT_PRIORITY
+from flowforge.server.history.flow_control import priority_from_proto
 from flowforge.server.history.input_checks import (
     check_failure,
     check_name,
@@ -103,6 +105,8 @@ class CommandValidator:
         check_name(where, "task_queue", a.task_queue, required=False)
         if a.HasField("retry_policy"):
             _retry_policy(where, a.retry_policy)
+        priority_from_proto(a.priority, DEFAULT_PRIORITY, where)
+        check_name(where, "concurrency_key", a.concurrency_key, required=False)
         self._payloads(a.input, f"the input of activity {a.activity_type!r}")
 
     def _start_timer(self, where: str, command: command_pb2.Command) -> None:
@@ -131,6 +135,7 @@ class CommandValidator:
         check_name(where, "workflow_id", a.workflow_id, required=True)
         check_name(where, "workflow_type", a.workflow_type, required=True)
         check_name(where, "task_queue", a.task_queue, required=False)
+        priority_from_proto(a.priority, DEFAULT_PRIORITY, where)
         _not_negative(where, a, ("workflow_execution_timeout", "workflow_run_timeout", "workflow_task_timeout"))
         if a.parent_close_policy not in common_pb2.ParentClosePolicy.values():
             raise InvalidArgument(f"{where}: unknown parent_close_policy {a.parent_close_policy}")

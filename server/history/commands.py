@@ -41,6 +41,8 @@ from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.server.errors import InvalidArgument
 from flowforge.server.history.child_commands import ChildCommands
 from flowforge.server.history.command_state import Applying
+from flowforge.server.history.data import TaskPriority
+from flowforge.server.history.flow_control import priority_from_proto
 from flowforge.server.history.mutation import _Mutation, activity_task_row, us
 from flowforge.server.history.visibility_writes import stored_values
 from flowforge.server.retries import StoredRetryPolicy
@@ -62,6 +64,8 @@ _ACTIVITY_OPTIONS = (
     "cancellation_type",
     "header",
     "dead_letter",
+    "priority",
+    "concurrency_key",
 )
 _CHILD_COMMANDS = ("request_cancel_external_workflow_execution", "signal_external_workflow_execution")
 
@@ -198,6 +202,11 @@ class Commands(ChildCommands):
             scheduled["header"] = message_to_json_dict(a.header)
         if a.dead_letter:
             scheduled["dead_letter"] = True
+        priority = priority_from_proto(a.priority, TaskPriority.of_run(row))
+        if a.HasField("priority"):
+            scheduled["priority"] = priority.to_json()
+        if a.concurrency_key:
+            scheduled["concurrency_key"] = a.concurrency_key
         schedule_activity(m, scheduled, a.input)
 
     def _request_cancel_activity_task(self, applying: Applying, command: command_pb2.Command) -> None:

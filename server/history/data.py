@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import dataclasses
 
-from flowforge.api.schema import HeaderJSON, WorkflowExecutionSignaledAttributes, message_to_json_dict, payloads_json
+from flowforge.api.schema import (
+    HeaderJSON,
+    PriorityJSON,
+    WorkflowExecutionSignaledAttributes,
+    message_to_json_dict,
+    payloads_json,
+)
 from flowforge.api.v1 import common_pb2
 from flowforge.server.history.execution_limits import ExecutionLimits
 from flowforge.server.stores.base import ExecutionRow, HistoryEventRow, QueryRow, TaskRow
 
 __all__ = [
+    "DEFAULT_PRIORITY",
     "EngineConfig",
     "LeasedActivityTask",
     "LeasedQuery",
     "LeasedWorkflowTask",
     "StartSignal",
+    "TaskPriority",
     "WorkflowTaskCompletion",
     "header_attributes",
 ]
@@ -95,3 +103,34 @@ class WorkflowTaskCompletion:
 
     activity_tasks: list[LeasedActivityTask]
     workflow_task: LeasedWorkflowTask | None
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskPriority:
+    """A task's place in its queue's dispatch order (docs/flow-control.md): the lowest
+    ``priority_key`` first, then ``fairness_key`` values in proportion to their weights."""
+
+    priority_key: int = 3
+    fairness_key: str = ""
+    fairness_weight: float = 1.0
+
+    def to_json(self) -> PriorityJSON:
+        """As recorded in history (``priority`` of started and scheduled events)."""
+        return {
+            "priority_key": self.priority_key,
+            "fairness_key": self.fairness_key,
+            "fairness_weight": self.fairness_weight,
+        }
+
+    @classmethod
+    def of_run(cls, row: ExecutionRow) -> TaskPriority:
+        """The run's priority, which its tasks inherit."""
+        return cls(row.priority_key, row.fairness_key, row.fairness_weight)
+
+    @classmethod
+    def from_json(cls, value: PriorityJSON | None) -> TaskPriority:
+        """The priority recorded in history; the default where none was."""
+        return DEFAULT_PRIORITY if value is None else cls(**value)
+
+
+DEFAULT_PRIORITY = TaskPriority()

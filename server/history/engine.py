@@ -15,6 +15,7 @@ from flowforge.server.history.core import EngineCore
 from flowforge.server.history.dag_runs import DagRuns
 from flowforge.server.history.dead_letters import DeadLetters
 from flowforge.server.history.executions import Executions
+from flowforge.server.history.flow_control import FlowControl
 from flowforge.server.history.namespaces import Namespaces
 from flowforge.server.history.pauses import Pauses
 from flowforge.server.history.queries import Queries
@@ -44,6 +45,7 @@ class HistoryEngine(
     VisibilityWrites,  # visibility_writes.py: search attributes, memos, list and count
     Namespaces,  # namespaces.py: create, update, describe, list; quotas at admission
     DeadLetters,  # dead_letters.py: parked activities listed, retried, discarded
+    FlowControl,  # flow_control.py: dispatch order, concurrency limits per key
     EngineCore,  # core.py: transactions, reads, limits, the namespace check, fencing
 ):
     """Executions, their history and their tasks, on top of a :class:`Store`.

@@ -10,7 +10,7 @@ from flowforge.api.schema import DagJSON, EventType, ExecutionStatus
 from flowforge.api.v1 import common_pb2
 from flowforge.server.errors import AlreadyExists, FailedPrecondition, NotFound
 from flowforge.server.history.cron import cron_delay_s
-from flowforge.server.history.data import StartSignal, header_attributes
+from flowforge.server.history.data import DEFAULT_PRIORITY, StartSignal, TaskPriority, header_attributes
 from flowforge.server.history.execution_limits import check_signal
 from flowforge.server.history.id_policies import apply_id_policies
 from flowforge.server.history.mutation import _Mutation, close_channel, new_run, run_channel
@@ -67,6 +67,7 @@ class Executions(RunClose):
         dag: DagJSON | None = None,
         id_reuse_policy: int = 0,
         id_conflict_policy: int = 0,
+        priority: TaskPriority = DEFAULT_PRIORITY,
     ) -> tuple[str, bool]:
         """Starts a run; returns (run_id, started). A repeated request_id returns the
         first run with started=False; a running workflow id gives ALREADY_EXISTS.
@@ -87,6 +88,7 @@ class Executions(RunClose):
             id_reuse_policy: A ``WorkflowIdReusePolicy`` value (id_policies.py); 0 allows reuse.
             id_conflict_policy: A ``WorkflowIdConflictPolicy`` value; 0 fails on a running execution.
             dag: The declarative DAG version the run executes instead of workflow code (dag_runs.py).
+            priority: The run's dispatch order, inherited by its tasks (docs/flow-control.md).
         """
         self.check_payloads(input, "the workflow input")
         if start_signal is not None:
@@ -146,6 +148,7 @@ class Executions(RunClose):
                 if start_signal
                 else (),
                 dag_digest=dag["digest"] if dag else None,
+                priority=priority,
             )
             run_id = m.row.run_id
             values = await self._stored_values(tx, namespace, search_attributes)

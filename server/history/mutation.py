@@ -33,6 +33,7 @@ from flowforge.api.schema import (
     payloads_json,
 )
 from flowforge.api.v1 import common_pb2
+from flowforge.server.history.data import DEFAULT_PRIORITY, TaskPriority
 from flowforge.server.observations import TaskStarted, WorkflowClosed, observe
 from flowforge.server.stores.base import ExecutionRow, HistoryEventRow, TaskRow, TimerRow, Transaction
 
@@ -399,6 +400,8 @@ class _Mutation:
         # A closed run's parked activities can be neither retried nor discarded.
         await tx.delete_run_dead_letters(closed)
         new_tasks = [task for m in mutations for task in m.new_tasks]
+        if any(task.fairness_key for task in new_tasks):
+            await tx.assign_fair_passes(new_tasks)
         if len(mutations) == 1:
             for task in new_tasks:
                 await tx.insert_task(task)
@@ -452,6 +455,9 @@ def activity_task_row(
         options=dumps(dict(options)),
         pending_deadline_us=min((d for d in (s2c_deadline, s2s_deadline) if d is not None), default=None),
         schedule_to_close_deadline_us=s2c_deadline,
+        # Its own priority if the event records one, else the run's (docs/flow-control.md).
+        priority=TaskPriority.from_json(options["priority"]) if "priority" in options else None,
+        concurrency_key=options.get("concurrency_key"),
     )
 
 
@@ -469,8 +475,12 @@ def new_task_row(
     options: str = "{}",
     pending_deadline_us: int | None = None,
     schedule_to_close_deadline_us: int | None = None,
+    priority: TaskPriority | None = None,
+    concurrency_key: str | None = None,
 ) -> TaskRow:
-    """A pending task of the run, as scheduled (not leased yet); held while the run is paused."""
+    """A pending task of the run, as scheduled (not leased yet); held while the run is
+    paused. ``priority`` defaults to the run's (docs/flow-control.md)."""
+    priority = priority or TaskPriority.of_run(row)
     scheduled_us = visible_us
     if row.paused:
         visible_us, pending_deadline_us = HELD_US, None
@@ -502,6 +512,10 @@ def new_task_row(
         retry_delays="[]",
         identity="",
         cancel_requested=0,
+        priority_key=priority.priority_key,
+        fairness_key=priority.fairness_key,
+        fairness_weight=priority.fairness_weight,
+        concurrency_key=concurrency_key or None,
     )
 
 
@@ -525,6 +539,7 @@ def new_run(
     first_events: Sequence[tuple[EventType, Mapping[str, Any]]] = (),
     first_task_delay_s: float = 0.0,
     dag_digest: str | None = None,
+    priority: TaskPriority = DEFAULT_PRIORITY,
 ) -> _Mutation:
     """A new run with its WorkflowExecutionStarted and first workflow task, to be saved.
 
@@ -574,6 +589,9 @@ def new_run(
         deadline_kind=deadline_kind,
         cancel_requested=0,
         dag_digest=dag_digest,
+        priority_key=priority.priority_key,
+        fairness_key=priority.fairness_key,
+        fairness_weight=priority.fairness_weight,
     )
     m = _Mutation(tx, row, now, new=True)
     attributes: dict[str, Any] = {
@@ -591,6 +609,8 @@ def new_run(
     }
     if execution_expiration_us is not None:
         attributes["workflow_execution_expiration_us"] = execution_expiration_us
+    if priority != DEFAULT_PRIORITY:
+        attributes["priority"] = priority.to_json()
     m.append(EventType.WORKFLOW_EXECUTION_STARTED, {**attributes, **started})
     for event_type, event_attributes in first_events:
         m.append(event_type, event_attributes)

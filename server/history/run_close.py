@@ -28,6 +28,7 @@ from flowforge.api.schema import (
 )
 from flowforge.api.v1 import common_pb2
 from flowforge.server.history.cron import cron_delay_s
+from flowforge.server.history.data import TaskPriority
 from flowforge.server.history.mutation import _Mutation, new_run
 from flowforge.server.history.visibility_writes import VisibilityWrites, visibility_attributes
 from flowforge.server.retries import StoredRetryPolicy, decide_retry
@@ -194,6 +195,7 @@ class RunClose(VisibilityWrites):
             run_id=continued["new_execution_run_id"],
             execution_expiration_us=started.get("workflow_execution_expiration_us"),
             first_task_delay_s=first_task_delay_s,
+            priority=TaskPriority.of_run(row),
         )
         await new.save()
         values = await self._stored_values(m.tx, row.namespace, search_attributes)

@@ -22,6 +22,7 @@ from flowforge.server.history.command_validation import CLOSE_COMMANDS, CommandV
 from flowforge.server.history.commands import DEADLINE_COMMANDS, Commands
 from flowforge.server.history.data import LeasedActivityTask, LeasedWorkflowTask, WorkflowTaskCompletion
 from flowforge.server.history.execution_limits import LimitBreach, check_completion
+from flowforge.server.history.flow_control import FlowControl
 from flowforge.server.history.mutation import StartedWorkflowTask, _Mutation, activity_lease_expiry
 from flowforge.server.observations import TaskStarted, observe
 from flowforge.server.stores.base import TaskRow, Transaction
@@ -40,7 +41,7 @@ class _Completed:
     deadline_us: int | None = None
 
 
-class WorkflowTasks(Commands):
+class WorkflowTasks(Commands, FlowControl):
     """The workflow task of a run, from its lease to its completion or failure."""
 
     @functools.cached_property
@@ -50,11 +51,11 @@ class WorkflowTasks(Commands):
     async def try_lease_workflow_task(
         self, namespace: str, task_queue: str, identity: str
     ) -> LeasedWorkflowTask | None:
-        """Leases the oldest visible workflow task of the queue, or returns None."""
+        """Leases the queue's next visible workflow task in dispatch order, or returns None."""
 
         async def body(tx: Transaction) -> StartedWorkflowTask | None:
             now = self.clock.now_us()
-            task = await tx.lease_next_task(namespace, TaskKind.WORKFLOW, task_queue, now)
+            task = await self.next_dispatchable(tx, namespace, TaskKind.WORKFLOW, task_queue)
             if task is None:
                 return None
             row = await tx.get_execution(namespace, task.run_id)
@@ -215,7 +216,13 @@ class WorkflowTasks(Commands):
         for task in m.new_tasks:
             if len(leased) >= slots:
                 break
-            if task.kind == TaskKind.ACTIVITY and task.task_queue == m.row.task_queue and task.visible_us <= m.now:
+            # A task with a concurrency key goes through its queue, where its limit is kept.
+            if (
+                task.kind == TaskKind.ACTIVITY
+                and task.task_queue == m.row.task_queue
+                and task.visible_us <= m.now
+                and not task.concurrency_key
+            ):
                 observe(TaskStarted(task.namespace, task.task_queue, "activity", 0.0))  # handed out as scheduled
                 task.state = TaskState.LEASED
                 task.fencing_token = 1

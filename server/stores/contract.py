@@ -15,6 +15,7 @@ from flowforge.server.stores.rows import (
     AuditRow,
     ChildExecutionRow,
     CompiledQuery,
+    ConcurrencyLimitRow,
     DagAliasRow,
     DagRunTaskRow,
     DagVersionRow,
@@ -40,6 +41,7 @@ __all__ = [
     "ActivityRecordOperations",
     "DagOperations",
     "ExecutionOperations",
+    "FlowControlOperations",
     "LeaseOperations",
     "LifecycleOutboxOperations",
     "LimitOperations",
@@ -291,6 +293,45 @@ class TaskOperations(abc.ABC):
         progress), else the earliest visible time of a pending task (now or past
         when one is ready, future during a retry backoff); None when there is
         no work at all."""
+
+
+class FlowControlOperations(abc.ABC):
+    """Fair dispatch passes and fleet-wide concurrency limits per key (docs/flow-control.md)."""
+
+    @abc.abstractmethod
+    async def assign_fair_passes(self, rows: list[TaskRow]) -> None:
+        """Sets ``fair_pass`` of each new task that has a fairness key (stride scheduling):
+        its key's pass, or the queue's virtual time if the key fell behind it, plus
+        ``1 / fairness_weight``; the key's pass becomes that. Tasks without a key keep 0."""
+
+    @abc.abstractmethod
+    async def advance_fair_clock(self, namespace: str, kind: str, task_queue: str, fair_pass: float) -> None:
+        """Moves the queue's virtual time up to ``fair_pass`` (a task of that pass was leased)."""
+
+    @abc.abstractmethod
+    async def lock_concurrency_limit(self, namespace: str, concurrency_key: str) -> int:
+        """The key's max_running (0: no limit), its row locked until commit so leases
+        and slot releases of the key take turns across replicas."""
+
+    @abc.abstractmethod
+    async def count_leased_with_key(self, namespace: str, concurrency_key: str) -> int:
+        """How many tasks of the key are leased now."""
+
+    @abc.abstractmethod
+    async def held_tasks(self, namespace: str, concurrency_key: str, limit: int) -> list[TaskRow]:
+        """Up to ``limit`` held tasks of the key in dispatch order (priority, pass, arrival)."""
+
+    @abc.abstractmethod
+    async def keys_with_held_tasks(self, limit: int) -> list[tuple[str, str]]:
+        """(namespace, concurrency key) pairs that have held tasks, at most ``limit``."""
+
+    @abc.abstractmethod
+    async def set_concurrency_limit(self, namespace: str, concurrency_key: str, max_running: int, now_us: int) -> None:
+        """Sets the key's limit; 0 removes it."""
+
+    @abc.abstractmethod
+    async def list_concurrency_limits(self, namespace: str) -> list[ConcurrencyLimitRow]:
+        """The namespace's limits by key, with their leased (running) and held (waiting) counts."""
 
 
 class TimerOperations(abc.ABC):
@@ -624,6 +665,7 @@ class Transaction(
     AccessOperations,
     ExecutionOperations,
     TaskOperations,
+    FlowControlOperations,
     TimerOperations,
     QueryOperations,
     LineageOperations,

@@ -19,6 +19,7 @@ __all__ = [
     "AuditRow",
     "ChildExecutionRow",
     "CompiledQuery",
+    "ConcurrencyLimitRow",
     "DagAliasRow",
     "DagRunTaskRow",
     "DagVersionRow",
@@ -99,6 +100,10 @@ class ExecutionRow:
     """1 while an operator holds the run (docs/operations.md): its queued tasks are held."""
     pause_note: str | None = None
     """While paused: JSON ``{"identity", "reason", "since_us"}``."""
+    # Flow control (docs/flow-control.md): the run's priority, inherited by its tasks.
+    priority_key: int = 3
+    fairness_key: str = ""
+    fairness_weight: float = 1.0
 
 
 @dataclasses.dataclass
@@ -156,6 +161,14 @@ class TaskRow:
     retry_delays: str
     identity: str
     cancel_requested: int
+    # Flow control (docs/flow-control.md): dispatch order and holds.
+    priority_key: int = 3
+    fairness_key: str = ""
+    fairness_weight: float = 1.0
+    fair_pass: float = 0.0
+    concurrency_key: str | None = None
+    held: str | None = None
+    held_since_us: int | None = None
 
 
 @dataclasses.dataclass
@@ -435,3 +448,16 @@ class DagRunTaskRow:
     waiting: int
     scheduled_event_id: int = 0
     completed_event_id: int = 0
+
+
+@dataclasses.dataclass
+class ConcurrencyLimitRow:
+    """A fleet-wide limit on the leased tasks of one concurrency key (table
+    ``concurrency_limits``), with the key's leased and held tasks when listed."""
+
+    namespace: str
+    concurrency_key: str
+    max_running: int
+    update_us: int
+    running: int = 0
+    waiting: int = 0

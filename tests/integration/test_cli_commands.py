@@ -162,6 +162,11 @@ class Session:
         ok("workflow", "execute", *args)
         return args[args.index("--workflow-id") + 1]
 
+    def concurrency_limit(self) -> str:
+        """A limit of 3 on the key ``cli-limited``."""
+        ok("limit", "set", "--key", "cli-limited", "--max-running", "3")
+        return "cli-limited"
+
     def parked(self) -> str:
         """A ``Parks`` execution's activity, once parked in the dead-letter store; returns its id."""
         workflow_id = self.fresh("parks")
@@ -434,6 +439,22 @@ CASES: dict[str, Case] = {
         json=lambda value, args: value == {"ids": [args[3]], "count": 1},
         bad=["dlq", "discard", "--reason", "no target"],
         names="--id",
+    ),
+    "limit set": Case(
+        args=lambda s: ["limit", "set", "--key", s.fresh("key"), "--max-running", "2", "--reason", "partner allows 2"],
+        text=_contains("at most 2 activities of key {3} run at once"),
+        bad=["limit", "set", "--key", "k", "--max-running", "-1"],
+        names="--max-running",
+    ),
+    "limit list": Case(
+        prepare=Session.concurrency_limit,
+        args=lambda s: ["limit", "list"],
+        text=_contains("KEY", "MAX RUNNING", "cli-limited", "3"),
+        json=lambda value, args: any(
+            row["concurrency_key"] == "cli-limited" and row["max_running"] == 3 and row["running"] == 0 for row in value
+        ),
+        bad=["limit", "list", "--output", "xml"],
+        names="--output",
     ),
     "event publish": Case(
         args=lambda s: ["event", "publish", "--id", s.fresh("evt"), "--source", "cli", "--type", "t", "--data", "{}"],

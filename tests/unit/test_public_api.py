@@ -7,7 +7,15 @@ import importlib
 import pytest
 
 EXPORTS = {
-    "flowforge": ["Client", "RetryPolicy", "WorkflowExecutionStatus", "WorkflowHandle", "activity", "workflow"],
+    "flowforge": [
+        "Client",
+        "Priority",
+        "RetryPolicy",
+        "WorkflowExecutionStatus",
+        "WorkflowHandle",
+        "activity",
+        "workflow",
+    ],
     "flowforge.worker": [
         "ActivityInboundInterceptor",
         "ExecuteActivityInput",

@@ -41,7 +41,7 @@ class Command(_message.Message):
     def __init__(self, schedule_activity_task: _Optional[_Union[ScheduleActivityTaskCommandAttributes, _Mapping]] = ..., start_timer: _Optional[_Union[StartTimerCommandAttributes, _Mapping]] = ..., cancel_timer: _Optional[_Union[CancelTimerCommandAttributes, _Mapping]] = ..., request_cancel_activity_task: _Optional[_Union[RequestCancelActivityTaskCommandAttributes, _Mapping]] = ..., complete_workflow_execution: _Optional[_Union[CompleteWorkflowExecutionCommandAttributes, _Mapping]] = ..., fail_workflow_execution: _Optional[_Union[FailWorkflowExecutionCommandAttributes, _Mapping]] = ..., cancel_workflow_execution: _Optional[_Union[CancelWorkflowExecutionCommandAttributes, _Mapping]] = ..., record_marker: _Optional[_Union[RecordMarkerCommandAttributes, _Mapping]] = ..., upsert_workflow_search_attributes: _Optional[_Union[UpsertWorkflowSearchAttributesCommandAttributes, _Mapping]] = ..., start_child_workflow_execution: _Optional[_Union[StartChildWorkflowExecutionCommandAttributes, _Mapping]] = ..., request_cancel_external_workflow_execution: _Optional[_Union[RequestCancelExternalWorkflowExecutionCommandAttributes, _Mapping]] = ..., continue_as_new_workflow_execution: _Optional[_Union[ContinueAsNewWorkflowExecutionCommandAttributes, _Mapping]] = ..., signal_external_workflow_execution: _Optional[_Union[SignalExternalWorkflowExecutionCommandAttributes, _Mapping]] = ...) -> None: ...
 
 class ScheduleActivityTaskCommandAttributes(_message.Message):
-    __slots__ = ("activity_id", "activity_type", "task_queue", "input", "schedule_to_close_timeout", "schedule_to_start_timeout", "start_to_close_timeout", "heartbeat_timeout", "retry_policy", "depends_on_activity_ids", "cancellation_type", "header", "dead_letter")
+    __slots__ = ("activity_id", "activity_type", "task_queue", "input", "schedule_to_close_timeout", "schedule_to_start_timeout", "start_to_close_timeout", "heartbeat_timeout", "retry_policy", "depends_on_activity_ids", "cancellation_type", "header", "dead_letter", "priority", "concurrency_key")
     ACTIVITY_ID_FIELD_NUMBER: _ClassVar[int]
     ACTIVITY_TYPE_FIELD_NUMBER: _ClassVar[int]
     TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
@@ -55,6 +55,8 @@ class ScheduleActivityTaskCommandAttributes(_message.Message):
     CANCELLATION_TYPE_FIELD_NUMBER: _ClassVar[int]
     HEADER_FIELD_NUMBER: _ClassVar[int]
     DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     activity_id: str
     activity_type: str
     task_queue: str
@@ -68,7 +70,9 @@ class ScheduleActivityTaskCommandAttributes(_message.Message):
     cancellation_type: _common_pb2.ActivityCancellationType
     header: _common_pb2.Header
     dead_letter: bool
-    def __init__(self, activity_id: _Optional[str] = ..., activity_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., schedule_to_close_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., schedule_to_start_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., start_to_close_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., heartbeat_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., retry_policy: _Optional[_Union[_common_pb2.RetryPolicy, _Mapping]] = ..., depends_on_activity_ids: _Optional[_Iterable[str]] = ..., cancellation_type: _Optional[_Union[_common_pb2.ActivityCancellationType, str]] = ..., header: _Optional[_Union[_common_pb2.Header, _Mapping]] = ..., dead_letter: _Optional[bool] = ...) -> None: ...
+    priority: _common_pb2.Priority
+    concurrency_key: str
+    def __init__(self, activity_id: _Optional[str] = ..., activity_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., schedule_to_close_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., schedule_to_start_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., start_to_close_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., heartbeat_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., retry_policy: _Optional[_Union[_common_pb2.RetryPolicy, _Mapping]] = ..., depends_on_activity_ids: _Optional[_Iterable[str]] = ..., cancellation_type: _Optional[_Union[_common_pb2.ActivityCancellationType, str]] = ..., header: _Optional[_Union[_common_pb2.Header, _Mapping]] = ..., dead_letter: _Optional[bool] = ..., priority: _Optional[_Union[_common_pb2.Priority, _Mapping]] = ..., concurrency_key: _Optional[str] = ...) -> None: ...
 
 class StartTimerCommandAttributes(_message.Message):
     __slots__ = ("timer_id", "start_to_fire_timeout")
@@ -130,7 +134,7 @@ class UpsertWorkflowSearchAttributesCommandAttributes(_message.Message):
     def __init__(self, search_attributes: _Optional[_Union[_common_pb2.SearchAttributes, _Mapping]] = ...) -> None: ...
 
 class StartChildWorkflowExecutionCommandAttributes(_message.Message):
-    __slots__ = ("workflow_id", "workflow_type", "task_queue", "input", "workflow_execution_timeout", "workflow_run_timeout", "workflow_task_timeout", "parent_close_policy", "retry_policy", "search_attributes", "memo", "header")
+    __slots__ = ("workflow_id", "workflow_type", "task_queue", "input", "workflow_execution_timeout", "workflow_run_timeout", "workflow_task_timeout", "parent_close_policy", "retry_policy", "search_attributes", "memo", "header", "priority")
     WORKFLOW_ID_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_TYPE_FIELD_NUMBER: _ClassVar[int]
     TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
@@ -143,6 +147,7 @@ class StartChildWorkflowExecutionCommandAttributes(_message.Message):
     SEARCH_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
     MEMO_FIELD_NUMBER: _ClassVar[int]
     HEADER_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
     workflow_id: str
     workflow_type: str
     task_queue: str
@@ -155,7 +160,8 @@ class StartChildWorkflowExecutionCommandAttributes(_message.Message):
     search_attributes: _common_pb2.SearchAttributes
     memo: _common_pb2.Memo
     header: _common_pb2.Header
-    def __init__(self, workflow_id: _Optional[str] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., workflow_execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_run_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_task_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., parent_close_policy: _Optional[_Union[_common_pb2.ParentClosePolicy, str]] = ..., retry_policy: _Optional[_Union[_common_pb2.RetryPolicy, _Mapping]] = ..., search_attributes: _Optional[_Union[_common_pb2.SearchAttributes, _Mapping]] = ..., memo: _Optional[_Union[_common_pb2.Memo, _Mapping]] = ..., header: _Optional[_Union[_common_pb2.Header, _Mapping]] = ...) -> None: ...
+    priority: _common_pb2.Priority
+    def __init__(self, workflow_id: _Optional[str] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., workflow_execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_run_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_task_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., parent_close_policy: _Optional[_Union[_common_pb2.ParentClosePolicy, str]] = ..., retry_policy: _Optional[_Union[_common_pb2.RetryPolicy, _Mapping]] = ..., search_attributes: _Optional[_Union[_common_pb2.SearchAttributes, _Mapping]] = ..., memo: _Optional[_Union[_common_pb2.Memo, _Mapping]] = ..., header: _Optional[_Union[_common_pb2.Header, _Mapping]] = ..., priority: _Optional[_Union[_common_pb2.Priority, _Mapping]] = ...) -> None: ...
 
 class RequestCancelExternalWorkflowExecutionCommandAttributes(_message.Message):
     __slots__ = ("workflow_id", "run_id", "child_workflow_only")

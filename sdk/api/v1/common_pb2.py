@@ -26,7 +26,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x66lowforge/api/v1/common.proto\x12\x10\x66lowforge.api.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x83\x01\n\x07Payload\x12\x39\n\x08metadata\x18\x01 \x03(\x0b\x32\'.flowforge.api.v1.Payload.MetadataEntry\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\"7\n\x08Payloads\x12+\n\x08payloads\x18\x01 \x03(\x0b\x32\x19.flowforge.api.v1.Payload\"8\n\x11WorkflowExecution\x12\x13\n\x0bworkflow_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\"\xe6\x01\n\x0bRetryPolicy\x12\x33\n\x10initial_interval\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x1b\n\x13\x62\x61\x63koff_coefficient\x18\x02 \x01(\x01\x12\x33\n\x10maximum_interval\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x18\n\x10maximum_attempts\x18\x04 \x01(\x05\x12!\n\x19non_retryable_error_types\x18\x05 \x03(\t\x12\x13\n\x0b\x66ull_jitter\x18\x06 \x01(\x08\"\xc4\x04\n\x07\x46\x61ilure\x12\x0f\n\x07message\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x15\n\rnon_retryable\x18\x03 \x01(\x08\x12\x13\n\x0bstack_trace\x18\x04 \x01(\t\x12+\n\x07\x64\x65tails\x18\x05 \x01(\x0b\x32\x1a.flowforge.api.v1.Payloads\x12(\n\x05\x63\x61use\x18\x06 \x01(\x0b\x32\x19.flowforge.api.v1.Failure\x12\x33\n\x0ctimeout_type\x18\x07 \x01(\x0e\x32\x1d.flowforge.api.v1.TimeoutType\x12\x0e\n\x06source\x18\x08 \x01(\t\x12\x44\n\x15\x61\x63tivity_failure_info\x18\t \x01(\x0b\x32%.flowforge.api.v1.ActivityFailureInfo\x12\x62\n%child_workflow_execution_failure_info\x18\x14 \x01(\x0b\x32\x33.flowforge.api.v1.ChildWorkflowExecutionFailureInfo\x12\x33\n\x10next_retry_delay\x18\x15 \x01(\x0b\x32\x19.google.protobuf.Duration\x12<\n\x08\x63\x61tegory\x18\x16 \x01(\x0e\x32*.flowforge.api.v1.ApplicationErrorCategory\x12\x35\n\x12\x65ncoded_attributes\x18\x1e \x01(\x0b\x32\x19.flowforge.api.v1.Payload\"r\n\x13\x41\x63tivityFailureInfo\x12\x15\n\ractivity_type\x18\x01 \x01(\t\x12\x13\n\x0b\x61\x63tivity_id\x18\x02 \x01(\t\x12\x1a\n\x12scheduled_event_id\x18\x03 \x01(\x03\x12\x13\n\x0bretry_state\x18\x04 \x01(\t\"}\n\x0cHistoryEvent\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\x03\x12\x12\n\nevent_type\x18\x02 \x01(\t\x12.\n\nevent_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x17\n\x0f\x61ttributes_json\x18\x04 \x01(\t\"\xb1\x01\n\x14SearchAttributeValue\x12\x17\n\rkeyword_value\x18\x01 \x01(\tH\x00\x12\x13\n\tint_value\x18\x02 \x01(\x03H\x00\x12\x16\n\x0c\x64ouble_value\x18\x03 \x01(\x01H\x00\x12\x14\n\nbool_value\x18\x04 \x01(\x08H\x00\x12\x34\n\x0e\x64\x61tetime_value\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampH\x00\x42\x07\n\x05value\"\xbf\x01\n\x10SearchAttributes\x12M\n\x0eindexed_fields\x18\x01 \x03(\x0b\x32\x35.flowforge.api.v1.SearchAttributes.IndexedFieldsEntry\x1a\\\n\x12IndexedFieldsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x35\n\x05value\x18\x02 \x01(\x0b\x32&.flowforge.api.v1.SearchAttributeValue:\x02\x38\x01\"\x88\x01\n\x06Header\x12\x34\n\x06\x66ields\x18\x01 \x03(\x0b\x32$.flowforge.api.v1.Header.FieldsEntry\x1aH\n\x0b\x46ieldsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12(\n\x05value\x18\x02 \x01(\x0b\x32\x19.flowforge.api.v1.Payload:\x02\x38\x01\"\x84\x01\n\x04Memo\x12\x32\n\x06\x66ields\x18\x01 \x03(\x0b\x32\".flowforge.api.v1.Memo.FieldsEntry\x1aH\n\x0b\x46ieldsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12(\n\x05value\x18\x02 \x01(\x0b\x32\x19.flowforge.api.v1.Payload:\x02\x38\x01\"\xd9\x01\n!ChildWorkflowExecutionFailureInfo\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12?\n\x12workflow_execution\x18\x02 \x01(\x0b\x32#.flowforge.api.v1.WorkflowExecution\x12\x15\n\rworkflow_type\x18\x03 \x01(\t\x12\x1a\n\x12initiated_event_id\x18\x04 \x01(\x03\x12\x18\n\x10started_event_id\x18\x05 \x01(\x03\x12\x13\n\x0bretry_state\x18\x06 \x01(\t*\xb0\x01\n\x0bTimeoutType\x12\x1c\n\x18TIMEOUT_TYPE_UNSPECIFIED\x10\x00\x12\x1f\n\x1bTIMEOUT_TYPE_START_TO_CLOSE\x10\x01\x12\"\n\x1eTIMEOUT_TYPE_SCHEDULE_TO_START\x10\x02\x12\"\n\x1eTIMEOUT_TYPE_SCHEDULE_TO_CLOSE\x10\x03\x12\x1a\n\x16TIMEOUT_TYPE_HEARTBEAT\x10\x04*m\n\x18\x41pplicationErrorCategory\x12*\n&APPLICATION_ERROR_CATEGORY_UNSPECIFIED\x10\x00\x12%\n!APPLICATION_ERROR_CATEGORY_BENIGN\x10\x01*\xe5\x02\n\x17WorkflowExecutionStatus\x12)\n%WORKFLOW_EXECUTION_STATUS_UNSPECIFIED\x10\x00\x12%\n!WORKFLOW_EXECUTION_STATUS_RUNNING\x10\x01\x12\'\n#WORKFLOW_EXECUTION_STATUS_COMPLETED\x10\x02\x12$\n WORKFLOW_EXECUTION_STATUS_FAILED\x10\x03\x12&\n\"WORKFLOW_EXECUTION_STATUS_CANCELED\x10\x04\x12(\n$WORKFLOW_EXECUTION_STATUS_TERMINATED\x10\x05\x12.\n*WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW\x10\x06\x12\'\n#WORKFLOW_EXECUTION_STATUS_TIMED_OUT\x10\x07*\xd5\x01\n\x18\x41\x63tivityCancellationType\x12*\n&ACTIVITY_CANCELLATION_TYPE_UNSPECIFIED\x10\x00\x12)\n%ACTIVITY_CANCELLATION_TYPE_TRY_CANCEL\x10\x01\x12:\n6ACTIVITY_CANCELLATION_TYPE_WAIT_CANCELLATION_COMPLETED\x10\x02\x12&\n\"ACTIVITY_CANCELLATION_TYPE_ABANDON\x10\x03*\xcf\x01\n\x10IndexedValueType\x12\"\n\x1eINDEXED_VALUE_TYPE_UNSPECIFIED\x10\x00\x12\x1e\n\x1aINDEXED_VALUE_TYPE_KEYWORD\x10\x01\x12\x1a\n\x16INDEXED_VALUE_TYPE_INT\x10\x02\x12\x1d\n\x19INDEXED_VALUE_TYPE_DOUBLE\x10\x03\x12\x1b\n\x17INDEXED_VALUE_TYPE_BOOL\x10\x04\x12\x1f\n\x1bINDEXED_VALUE_TYPE_DATETIME\x10\x05*\xa4\x01\n\x11ParentClosePolicy\x12#\n\x1fPARENT_CLOSE_POLICY_UNSPECIFIED\x10\x00\x12!\n\x1dPARENT_CLOSE_POLICY_TERMINATE\x10\x01\x12\x1f\n\x1bPARENT_CLOSE_POLICY_ABANDON\x10\x02\x12&\n\"PARENT_CLOSE_POLICY_REQUEST_CANCEL\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x66lowforge/api/v1/common.proto\x12\x10\x66lowforge.api.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x83\x01\n\x07Payload\x12\x39\n\x08metadata\x18\x01 \x03(\x0b\x32\'.flowforge.api.v1.Payload.MetadataEntry\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\"7\n\x08Payloads\x12+\n\x08payloads\x18\x01 \x03(\x0b\x32\x19.flowforge.api.v1.Payload\"8\n\x11WorkflowExecution\x12\x13\n\x0bworkflow_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\"O\n\x08Priority\x12\x14\n\x0cpriority_key\x18\x01 \x01(\x05\x12\x14\n\x0c\x66\x61irness_key\x18\x02 \x01(\t\x12\x17\n\x0f\x66\x61irness_weight\x18\x03 \x01(\x02\"\xe6\x01\n\x0bRetryPolicy\x12\x33\n\x10initial_interval\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x1b\n\x13\x62\x61\x63koff_coefficient\x18\x02 \x01(\x01\x12\x33\n\x10maximum_interval\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x18\n\x10maximum_attempts\x18\x04 \x01(\x05\x12!\n\x19non_retryable_error_types\x18\x05 \x03(\t\x12\x13\n\x0b\x66ull_jitter\x18\x06 \x01(\x08\"\xc4\x04\n\x07\x46\x61ilure\x12\x0f\n\x07message\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x15\n\rnon_retryable\x18\x03 \x01(\x08\x12\x13\n\x0bstack_trace\x18\x04 \x01(\t\x12+\n\x07\x64\x65tails\x18\x05 \x01(\x0b\x32\x1a.flowforge.api.v1.Payloads\x12(\n\x05\x63\x61use\x18\x06 \x01(\x0b\x32\x19.flowforge.api.v1.Failure\x12\x33\n\x0ctimeout_type\x18\x07 \x01(\x0e\x32\x1d.flowforge.api.v1.TimeoutType\x12\x0e\n\x06source\x18\x08 \x01(\t\x12\x44\n\x15\x61\x63tivity_failure_info\x18\t \x01(\x0b\x32%.flowforge.api.v1.ActivityFailureInfo\x12\x62\n%child_workflow_execution_failure_info\x18\x14 \x01(\x0b\x32\x33.flowforge.api.v1.ChildWorkflowExecutionFailureInfo\x12\x33\n\x10next_retry_delay\x18\x15 \x01(\x0b\x32\x19.google.protobuf.Duration\x12<\n\x08\x63\x61tegory\x18\x16 \x01(\x0e\x32*.flowforge.api.v1.ApplicationErrorCategory\x12\x35\n\x12\x65ncoded_attributes\x18\x1e \x01(\x0b\x32\x19.flowforge.api.v1.Payload\"r\n\x13\x41\x63tivityFailureInfo\x12\x15\n\ractivity_type\x18\x01 \x01(\t\x12\x13\n\x0b\x61\x63tivity_id\x18\x02 \x01(\t\x12\x1a\n\x12scheduled_event_id\x18\x03 \x01(\x03\x12\x13\n\x0bretry_state\x18\x04 \x01(\t\"}\n\x0cHistoryEvent\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\x03\x12\x12\n\nevent_type\x18\x02 \x01(\t\x12.\n\nevent_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x17\n\x0f\x61ttributes_json\x18\x04 \x01(\t\"\xb1\x01\n\x14SearchAttributeValue\x12\x17\n\rkeyword_value\x18\x01 \x01(\tH\x00\x12\x13\n\tint_value\x18\x02 \x01(\x03H\x00\x12\x16\n\x0c\x64ouble_value\x18\x03 \x01(\x01H\x00\x12\x14\n\nbool_value\x18\x04 \x01(\x08H\x00\x12\x34\n\x0e\x64\x61tetime_value\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampH\x00\x42\x07\n\x05value\"\xbf\x01\n\x10SearchAttributes\x12M\n\x0eindexed_fields\x18\x01 \x03(\x0b\x32\x35.flowforge.api.v1.SearchAttributes.IndexedFieldsEntry\x1a\\\n\x12IndexedFieldsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x35\n\x05value\x18\x02 \x01(\x0b\x32&.flowforge.api.v1.SearchAttributeValue:\x02\x38\x01\"\x88\x01\n\x06Header\x12\x34\n\x06\x66ields\x18\x01 \x03(\x0b\x32$.flowforge.api.v1.Header.FieldsEntry\x1aH\n\x0b\x46ieldsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12(\n\x05value\x18\x02 \x01(\x0b\x32\x19.flowforge.api.v1.Payload:\x02\x38\x01\"\x84\x01\n\x04Memo\x12\x32\n\x06\x66ields\x18\x01 \x03(\x0b\x32\".flowforge.api.v1.Memo.FieldsEntry\x1aH\n\x0b\x46ieldsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12(\n\x05value\x18\x02 \x01(\x0b\x32\x19.flowforge.api.v1.Payload:\x02\x38\x01\"\xd9\x01\n!ChildWorkflowExecutionFailureInfo\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12?\n\x12workflow_execution\x18\x02 \x01(\x0b\x32#.flowforge.api.v1.WorkflowExecution\x12\x15\n\rworkflow_type\x18\x03 \x01(\t\x12\x1a\n\x12initiated_event_id\x18\x04 \x01(\x03\x12\x18\n\x10started_event_id\x18\x05 \x01(\x03\x12\x13\n\x0bretry_state\x18\x06 \x01(\t*\xb0\x01\n\x0bTimeoutType\x12\x1c\n\x18TIMEOUT_TYPE_UNSPECIFIED\x10\x00\x12\x1f\n\x1bTIMEOUT_TYPE_START_TO_CLOSE\x10\x01\x12\"\n\x1eTIMEOUT_TYPE_SCHEDULE_TO_START\x10\x02\x12\"\n\x1eTIMEOUT_TYPE_SCHEDULE_TO_CLOSE\x10\x03\x12\x1a\n\x16TIMEOUT_TYPE_HEARTBEAT\x10\x04*m\n\x18\x41pplicationErrorCategory\x12*\n&APPLICATION_ERROR_CATEGORY_UNSPECIFIED\x10\x00\x12%\n!APPLICATION_ERROR_CATEGORY_BENIGN\x10\x01*\xe5\x02\n\x17WorkflowExecutionStatus\x12)\n%WORKFLOW_EXECUTION_STATUS_UNSPECIFIED\x10\x00\x12%\n!WORKFLOW_EXECUTION_STATUS_RUNNING\x10\x01\x12\'\n#WORKFLOW_EXECUTION_STATUS_COMPLETED\x10\x02\x12$\n WORKFLOW_EXECUTION_STATUS_FAILED\x10\x03\x12&\n\"WORKFLOW_EXECUTION_STATUS_CANCELED\x10\x04\x12(\n$WORKFLOW_EXECUTION_STATUS_TERMINATED\x10\x05\x12.\n*WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW\x10\x06\x12\'\n#WORKFLOW_EXECUTION_STATUS_TIMED_OUT\x10\x07*\xd5\x01\n\x18\x41\x63tivityCancellationType\x12*\n&ACTIVITY_CANCELLATION_TYPE_UNSPECIFIED\x10\x00\x12)\n%ACTIVITY_CANCELLATION_TYPE_TRY_CANCEL\x10\x01\x12:\n6ACTIVITY_CANCELLATION_TYPE_WAIT_CANCELLATION_COMPLETED\x10\x02\x12&\n\"ACTIVITY_CANCELLATION_TYPE_ABANDON\x10\x03*\xcf\x01\n\x10IndexedValueType\x12\"\n\x1eINDEXED_VALUE_TYPE_UNSPECIFIED\x10\x00\x12\x1e\n\x1aINDEXED_VALUE_TYPE_KEYWORD\x10\x01\x12\x1a\n\x16INDEXED_VALUE_TYPE_INT\x10\x02\x12\x1d\n\x19INDEXED_VALUE_TYPE_DOUBLE\x10\x03\x12\x1b\n\x17INDEXED_VALUE_TYPE_BOOL\x10\x04\x12\x1f\n\x1bINDEXED_VALUE_TYPE_DATETIME\x10\x05*\xa4\x01\n\x11ParentClosePolicy\x12#\n\x1fPARENT_CLOSE_POLICY_UNSPECIFIED\x10\x00\x12!\n\x1dPARENT_CLOSE_POLICY_TERMINATE\x10\x01\x12\x1f\n\x1bPARENT_CLOSE_POLICY_ABANDON\x10\x02\x12&\n\"PARENT_CLOSE_POLICY_REQUEST_CANCEL\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,18 +41,18 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_HEADER_FIELDSENTRY']._serialized_options = b'8\001'
   _globals['_MEMO_FIELDSENTRY']._loaded_options = None
   _globals['_MEMO_FIELDSENTRY']._serialized_options = b'8\001'
-  _globals['_TIMEOUTTYPE']._serialized_start=2293
-  _globals['_TIMEOUTTYPE']._serialized_end=2469
-  _globals['_APPLICATIONERRORCATEGORY']._serialized_start=2471
-  _globals['_APPLICATIONERRORCATEGORY']._serialized_end=2580
-  _globals['_WORKFLOWEXECUTIONSTATUS']._serialized_start=2583
-  _globals['_WORKFLOWEXECUTIONSTATUS']._serialized_end=2940
-  _globals['_ACTIVITYCANCELLATIONTYPE']._serialized_start=2943
-  _globals['_ACTIVITYCANCELLATIONTYPE']._serialized_end=3156
-  _globals['_INDEXEDVALUETYPE']._serialized_start=3159
-  _globals['_INDEXEDVALUETYPE']._serialized_end=3366
-  _globals['_PARENTCLOSEPOLICY']._serialized_start=3369
-  _globals['_PARENTCLOSEPOLICY']._serialized_end=3533
+  _globals['_TIMEOUTTYPE']._serialized_start=2374
+  _globals['_TIMEOUTTYPE']._serialized_end=2550
+  _globals['_APPLICATIONERRORCATEGORY']._serialized_start=2552
+  _globals['_APPLICATIONERRORCATEGORY']._serialized_end=2661
+  _globals['_WORKFLOWEXECUTIONSTATUS']._serialized_start=2664
+  _globals['_WORKFLOWEXECUTIONSTATUS']._serialized_end=3021
+  _globals['_ACTIVITYCANCELLATIONTYPE']._serialized_start=3024
+  _globals['_ACTIVITYCANCELLATIONTYPE']._serialized_end=3237
+  _globals['_INDEXEDVALUETYPE']._serialized_start=3240
+  _globals['_INDEXEDVALUETYPE']._serialized_end=3447
+  _globals['_PARENTCLOSEPOLICY']._serialized_start=3450
+  _globals['_PARENTCLOSEPOLICY']._serialized_end=3614
   _globals['_PAYLOAD']._serialized_start=117
   _globals['_PAYLOAD']._serialized_end=248
   _globals['_PAYLOAD_METADATAENTRY']._serialized_start=201
@@ -61,28 +61,30 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PAYLOADS']._serialized_end=305
   _globals['_WORKFLOWEXECUTION']._serialized_start=307
   _globals['_WORKFLOWEXECUTION']._serialized_end=363
-  _globals['_RETRYPOLICY']._serialized_start=366
-  _globals['_RETRYPOLICY']._serialized_end=596
-  _globals['_FAILURE']._serialized_start=599
-  _globals['_FAILURE']._serialized_end=1179
-  _globals['_ACTIVITYFAILUREINFO']._serialized_start=1181
-  _globals['_ACTIVITYFAILUREINFO']._serialized_end=1295
-  _globals['_HISTORYEVENT']._serialized_start=1297
-  _globals['_HISTORYEVENT']._serialized_end=1422
-  _globals['_SEARCHATTRIBUTEVALUE']._serialized_start=1425
-  _globals['_SEARCHATTRIBUTEVALUE']._serialized_end=1602
-  _globals['_SEARCHATTRIBUTES']._serialized_start=1605
-  _globals['_SEARCHATTRIBUTES']._serialized_end=1796
-  _globals['_SEARCHATTRIBUTES_INDEXEDFIELDSENTRY']._serialized_start=1704
-  _globals['_SEARCHATTRIBUTES_INDEXEDFIELDSENTRY']._serialized_end=1796
-  _globals['_HEADER']._serialized_start=1799
-  _globals['_HEADER']._serialized_end=1935
-  _globals['_HEADER_FIELDSENTRY']._serialized_start=1863
-  _globals['_HEADER_FIELDSENTRY']._serialized_end=1935
-  _globals['_MEMO']._serialized_start=1938
-  _globals['_MEMO']._serialized_end=2070
-  _globals['_MEMO_FIELDSENTRY']._serialized_start=1863
-  _globals['_MEMO_FIELDSENTRY']._serialized_end=1935
-  _globals['_CHILDWORKFLOWEXECUTIONFAILUREINFO']._serialized_start=2073
-  _globals['_CHILDWORKFLOWEXECUTIONFAILUREINFO']._serialized_end=2290
+  _globals['_PRIORITY']._serialized_start=365
+  _globals['_PRIORITY']._serialized_end=444
+  _globals['_RETRYPOLICY']._serialized_start=447
+  _globals['_RETRYPOLICY']._serialized_end=677
+  _globals['_FAILURE']._serialized_start=680
+  _globals['_FAILURE']._serialized_end=1260
+  _globals['_ACTIVITYFAILUREINFO']._serialized_start=1262
+  _globals['_ACTIVITYFAILUREINFO']._serialized_end=1376
+  _globals['_HISTORYEVENT']._serialized_start=1378
+  _globals['_HISTORYEVENT']._serialized_end=1503
+  _globals['_SEARCHATTRIBUTEVALUE']._serialized_start=1506
+  _globals['_SEARCHATTRIBUTEVALUE']._serialized_end=1683
+  _globals['_SEARCHATTRIBUTES']._serialized_start=1686
+  _globals['_SEARCHATTRIBUTES']._serialized_end=1877
+  _globals['_SEARCHATTRIBUTES_INDEXEDFIELDSENTRY']._serialized_start=1785
+  _globals['_SEARCHATTRIBUTES_INDEXEDFIELDSENTRY']._serialized_end=1877
+  _globals['_HEADER']._serialized_start=1880
+  _globals['_HEADER']._serialized_end=2016
+  _globals['_HEADER_FIELDSENTRY']._serialized_start=1944
+  _globals['_HEADER_FIELDSENTRY']._serialized_end=2016
+  _globals['_MEMO']._serialized_start=2019
+  _globals['_MEMO']._serialized_end=2151
+  _globals['_MEMO_FIELDSENTRY']._serialized_start=1944
+  _globals['_MEMO_FIELDSENTRY']._serialized_end=2016
+  _globals['_CHILDWORKFLOWEXECUTIONFAILUREINFO']._serialized_start=2154
+  _globals['_CHILDWORKFLOWEXECUTIONFAILUREINFO']._serialized_end=2371
 # @@protoc_insertion_point(module_scope)

@@ -116,6 +116,16 @@ class WorkflowExecution(_message.Message):
     run_id: str
     def __init__(self, workflow_id: _Optional[str] = ..., run_id: _Optional[str] = ...) -> None: ...
 
+class Priority(_message.Message):
+    __slots__ = ("priority_key", "fairness_key", "fairness_weight")
+    PRIORITY_KEY_FIELD_NUMBER: _ClassVar[int]
+    FAIRNESS_KEY_FIELD_NUMBER: _ClassVar[int]
+    FAIRNESS_WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    priority_key: int
+    fairness_key: str
+    fairness_weight: float
+    def __init__(self, priority_key: _Optional[int] = ..., fairness_key: _Optional[str] = ..., fairness_weight: _Optional[float] = ...) -> None: ...
+
 class RetryPolicy(_message.Message):
     __slots__ = ("initial_interval", "backoff_coefficient", "maximum_interval", "maximum_attempts", "non_retryable_error_types", "full_jitter")
     INITIAL_INTERVAL_FIELD_NUMBER: _ClassVar[int]

@@ -5,6 +5,7 @@ from flowforge.api.v1 import common_pb2 as _common_pb2
 from flowforge.api.v1 import dag_pb2 as _dag_pb2
 from flowforge.api.v1 import dead_letters_pb2 as _dead_letters_pb2
 from flowforge.api.v1 import event_pb2 as _event_pb2
+from flowforge.api.v1 import flow_control_pb2 as _flow_control_pb2
 from flowforge.api.v1 import remediation_pb2 as _remediation_pb2
 from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
@@ -189,7 +190,7 @@ class ListNamespacesResponse(_message.Message):
     def __init__(self, namespaces: _Optional[_Iterable[_Union[Namespace, _Mapping]]] = ...) -> None: ...
 
 class StartWorkflowExecutionRequest(_message.Message):
-    __slots__ = ("namespace", "workflow_id", "workflow_type", "task_queue", "input", "request_id", "identity", "workflow_execution_timeout", "workflow_run_timeout", "workflow_task_timeout", "start_signal", "start_signal_input", "search_attributes", "memo", "header", "cron_schedule", "workflow_id_reuse_policy", "workflow_id_conflict_policy")
+    __slots__ = ("namespace", "workflow_id", "workflow_type", "task_queue", "input", "request_id", "identity", "workflow_execution_timeout", "workflow_run_timeout", "workflow_task_timeout", "start_signal", "start_signal_input", "search_attributes", "memo", "header", "cron_schedule", "workflow_id_reuse_policy", "workflow_id_conflict_policy", "priority")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_ID_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -208,6 +209,7 @@ class StartWorkflowExecutionRequest(_message.Message):
     CRON_SCHEDULE_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_ID_REUSE_POLICY_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_ID_CONFLICT_POLICY_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     workflow_id: str
     workflow_type: str
@@ -226,7 +228,8 @@ class StartWorkflowExecutionRequest(_message.Message):
     cron_schedule: str
     workflow_id_reuse_policy: WorkflowIdReusePolicy
     workflow_id_conflict_policy: WorkflowIdConflictPolicy
-    def __init__(self, namespace: _Optional[str] = ..., workflow_id: _Optional[str] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., request_id: _Optional[str] = ..., identity: _Optional[str] = ..., workflow_execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_run_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_task_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., start_signal: _Optional[str] = ..., start_signal_input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., search_attributes: _Optional[_Union[_common_pb2.SearchAttributes, _Mapping]] = ..., memo: _Optional[_Union[_common_pb2.Memo, _Mapping]] = ..., header: _Optional[_Union[_common_pb2.Header, _Mapping]] = ..., cron_schedule: _Optional[str] = ..., workflow_id_reuse_policy: _Optional[_Union[WorkflowIdReusePolicy, str]] = ..., workflow_id_conflict_policy: _Optional[_Union[WorkflowIdConflictPolicy, str]] = ...) -> None: ...
+    priority: _common_pb2.Priority
+    def __init__(self, namespace: _Optional[str] = ..., workflow_id: _Optional[str] = ..., workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., request_id: _Optional[str] = ..., identity: _Optional[str] = ..., workflow_execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_run_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_task_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., start_signal: _Optional[str] = ..., start_signal_input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., search_attributes: _Optional[_Union[_common_pb2.SearchAttributes, _Mapping]] = ..., memo: _Optional[_Union[_common_pb2.Memo, _Mapping]] = ..., header: _Optional[_Union[_common_pb2.Header, _Mapping]] = ..., cron_schedule: _Optional[str] = ..., workflow_id_reuse_policy: _Optional[_Union[WorkflowIdReusePolicy, str]] = ..., workflow_id_conflict_policy: _Optional[_Union[WorkflowIdConflictPolicy, str]] = ..., priority: _Optional[_Union[_common_pb2.Priority, _Mapping]] = ...) -> None: ...
 
 class StartWorkflowExecutionResponse(_message.Message):
     __slots__ = ("run_id", "started")
@@ -253,7 +256,7 @@ class DagNode(_message.Message):
     def __init__(self, activity_id: _Optional[str] = ..., activity_type: _Optional[str] = ..., scheduled_event_id: _Optional[int] = ..., depends_on_activity_ids: _Optional[_Iterable[str]] = ..., state: _Optional[str] = ..., attempt: _Optional[int] = ...) -> None: ...
 
 class PendingActivity(_message.Message):
-    __slots__ = ("activity_id", "activity_type", "state", "attempt", "last_heartbeat_time", "next_attempt_schedule_time", "last_failure", "last_worker_identity")
+    __slots__ = ("activity_id", "activity_type", "state", "attempt", "last_heartbeat_time", "next_attempt_schedule_time", "last_failure", "last_worker_identity", "waiting_reason")
     ACTIVITY_ID_FIELD_NUMBER: _ClassVar[int]
     ACTIVITY_TYPE_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -262,6 +265,7 @@ class PendingActivity(_message.Message):
     NEXT_ATTEMPT_SCHEDULE_TIME_FIELD_NUMBER: _ClassVar[int]
     LAST_FAILURE_FIELD_NUMBER: _ClassVar[int]
     LAST_WORKER_IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    WAITING_REASON_FIELD_NUMBER: _ClassVar[int]
     activity_id: str
     activity_type: str
     state: str
@@ -270,7 +274,8 @@ class PendingActivity(_message.Message):
     next_attempt_schedule_time: _timestamp_pb2.Timestamp
     last_failure: _common_pb2.Failure
     last_worker_identity: str
-    def __init__(self, activity_id: _Optional[str] = ..., activity_type: _Optional[str] = ..., state: _Optional[str] = ..., attempt: _Optional[int] = ..., last_heartbeat_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., next_attempt_schedule_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_failure: _Optional[_Union[_common_pb2.Failure, _Mapping]] = ..., last_worker_identity: _Optional[str] = ...) -> None: ...
+    waiting_reason: str
+    def __init__(self, activity_id: _Optional[str] = ..., activity_type: _Optional[str] = ..., state: _Optional[str] = ..., attempt: _Optional[int] = ..., last_heartbeat_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., next_attempt_schedule_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_failure: _Optional[_Union[_common_pb2.Failure, _Mapping]] = ..., last_worker_identity: _Optional[str] = ..., waiting_reason: _Optional[str] = ...) -> None: ...
 
 class PendingWorkflowTask(_message.Message):
     __slots__ = ("state", "attempt", "last_failure")

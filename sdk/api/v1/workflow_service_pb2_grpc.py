@@ -6,6 +6,7 @@ import warnings
 from flowforge.api.v1 import dag_pb2 as flowforge_dot_api_dot_v1_dot_dag__pb2
 from flowforge.api.v1 import dead_letters_pb2 as flowforge_dot_api_dot_v1_dot_dead__letters__pb2
 from flowforge.api.v1 import event_pb2 as flowforge_dot_api_dot_v1_dot_event__pb2
+from flowforge.api.v1 import flow_control_pb2 as flowforge_dot_api_dot_v1_dot_flow__control__pb2
 from flowforge.api.v1 import remediation_pb2 as flowforge_dot_api_dot_v1_dot_remediation__pb2
 from flowforge.api.v1 import workflow_service_pb2 as flowforge_dot_api_dot_v1_dot_workflow__service__pb2
 
@@ -294,6 +295,16 @@ class WorkflowServiceStub:
                 '/flowforge.api.v1.WorkflowService/DiscardDeadLetters',
                 request_serializer=flowforge_dot_api_dot_v1_dot_dead__letters__pb2.DiscardDeadLettersRequest.SerializeToString,
                 response_deserializer=flowforge_dot_api_dot_v1_dot_dead__letters__pb2.DiscardDeadLettersResponse.FromString,
+                _registered_method=True)
+        self.SetConcurrencyLimit = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/SetConcurrencyLimit',
+                request_serializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.SetConcurrencyLimitRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.SetConcurrencyLimitResponse.FromString,
+                _registered_method=True)
+        self.ListConcurrencyLimits = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/ListConcurrencyLimits',
+                request_serializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListConcurrencyLimitsRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListConcurrencyLimitsResponse.FromString,
                 _registered_method=True)
 
 
@@ -675,6 +686,21 @@ class WorkflowServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetConcurrencyLimit(self, request, context):
+        """Flow control (docs/flow-control.md): fleet-wide limits per concurrency key.
+        Sets (or, with max_running 0, removes) the namespace's limit on one key; operator role, audited.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListConcurrencyLimits(self, request, context):
+        """The namespace's limits with their running and waiting tasks; reader role.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkflowServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -927,6 +953,16 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.DiscardDeadLetters,
                     request_deserializer=flowforge_dot_api_dot_v1_dot_dead__letters__pb2.DiscardDeadLettersRequest.FromString,
                     response_serializer=flowforge_dot_api_dot_v1_dot_dead__letters__pb2.DiscardDeadLettersResponse.SerializeToString,
+            ),
+            'SetConcurrencyLimit': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetConcurrencyLimit,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.SetConcurrencyLimitRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.SetConcurrencyLimitResponse.SerializeToString,
+            ),
+            'ListConcurrencyLimits': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListConcurrencyLimits,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListConcurrencyLimitsRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListConcurrencyLimitsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -2286,6 +2322,60 @@ class WorkflowService:
             '/flowforge.api.v1.WorkflowService/DiscardDeadLetters',
             flowforge_dot_api_dot_v1_dot_dead__letters__pb2.DiscardDeadLettersRequest.SerializeToString,
             flowforge_dot_api_dot_v1_dot_dead__letters__pb2.DiscardDeadLettersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetConcurrencyLimit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/SetConcurrencyLimit',
+            flowforge_dot_api_dot_v1_dot_flow__control__pb2.SetConcurrencyLimitRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_flow__control__pb2.SetConcurrencyLimitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListConcurrencyLimits(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/ListConcurrencyLimits',
+            flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListConcurrencyLimitsRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListConcurrencyLimitsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -14,6 +14,7 @@ from flowforge.server.stores._sql.access import AccessSQL
 from flowforge.server.stores._sql.activity_records import ActivityRecordSQL
 from flowforge.server.stores._sql.dags import DagSQL
 from flowforge.server.stores._sql.executions import ExecutionSQL, update_executions_sql
+from flowforge.server.stores._sql.flow_control import FlowControlSQL
 from flowforge.server.stores._sql.leases import LeaseSQL
 from flowforge.server.stores._sql.limits import LimitSQL
 from flowforge.server.stores._sql.lineage import LineageSQL
@@ -36,6 +37,7 @@ class SQLTransaction(
     AccessSQL,
     ExecutionSQL,
     TaskSQL,
+    FlowControlSQL,
     TimerSQL,
     QuerySQL,
     LineageSQL,

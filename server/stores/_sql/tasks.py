@@ -60,7 +60,8 @@ class TaskSQL(SQLCore, TaskOperations):
         return await self._one(
             TaskRow,
             f"{_SELECT_TASK} WHERE namespace = ? AND kind = ? AND task_queue = ? AND state = 'PENDING'"
-            f" AND visible_us <= ? ORDER BY visible_us, task_id LIMIT 1{self.skip_locked_clause}",
+            " AND held IS NULL AND visible_us <= ? ORDER BY priority_key, fair_pass, visible_us, task_id"
+            f" LIMIT 1{self.skip_locked_clause}",
             (namespace, kind, task_queue, now_us),
         )
 
@@ -70,7 +71,7 @@ class TaskSQL(SQLCore, TaskOperations):
     async def count_visible_tasks(self, namespace: str, kind: str, task_queue: str, now_us: int, limit: int) -> int:
         record = await self._fetchone(
             "SELECT COUNT(*) FROM (SELECT 1 FROM tasks WHERE namespace = ? AND kind = ? AND task_queue = ?"
-            " AND state = 'PENDING' AND visible_us <= ? LIMIT ?) AS visible",
+            " AND state = 'PENDING' AND held IS NULL AND visible_us <= ? LIMIT ?) AS visible",
             (namespace, kind, task_queue, now_us, limit),
         )
         assert record is not None
@@ -79,7 +80,7 @@ class TaskSQL(SQLCore, TaskOperations):
     async def task_queue_backlogs(
         self, now_us: int, *, namespace: str | None = None, task_queue: str | None = None
     ) -> list[TaskQueueBacklogRow]:
-        conditions: list[str] = ["state = 'PENDING'", "visible_us <= ?"]
+        conditions: list[str] = ["state = 'PENDING'", "held IS NULL", "visible_us <= ?"]
         params: list[object] = [now_us]
         for column, value in (("namespace", namespace), ("task_queue", task_queue)):
             if value is not None:

@@ -1,0 +1,54 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class SetConcurrencyLimitRequest(_message.Message):
+    __slots__ = ("namespace", "concurrency_key", "max_running", "reason", "identity")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    MAX_RUNNING_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    concurrency_key: str
+    max_running: int
+    reason: str
+    identity: str
+    def __init__(self, namespace: _Optional[str] = ..., concurrency_key: _Optional[str] = ..., max_running: _Optional[int] = ..., reason: _Optional[str] = ..., identity: _Optional[str] = ...) -> None: ...
+
+class SetConcurrencyLimitResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListConcurrencyLimitsRequest(_message.Message):
+    __slots__ = ("namespace",)
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    def __init__(self, namespace: _Optional[str] = ...) -> None: ...
+
+class ConcurrencyLimit(_message.Message):
+    __slots__ = ("concurrency_key", "max_running", "running", "waiting", "update_time")
+    CONCURRENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    MAX_RUNNING_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    WAITING_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    concurrency_key: str
+    max_running: int
+    running: int
+    waiting: int
+    update_time: _timestamp_pb2.Timestamp
+    def __init__(self, concurrency_key: _Optional[str] = ..., max_running: _Optional[int] = ..., running: _Optional[int] = ..., waiting: _Optional[int] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListConcurrencyLimitsResponse(_message.Message):
+    __slots__ = ("limits",)
+    LIMITS_FIELD_NUMBER: _ClassVar[int]
+    limits: _containers.RepeatedCompositeFieldContainer[ConcurrencyLimit]
+    def __init__(self, limits: _Optional[_Iterable[_Union[ConcurrencyLimit, _Mapping]]] = ...) -> None: ...

@@ -1,0 +1,165 @@
+"""Flow control (docs/flow-control.md): a task's priority and fairness key, and the
+fleet-wide concurrency limits per key.
+
+Polls lease in the order of the ``ix_tasks_dispatch_order`` index: the lowest
+priority key, then the lowest fair pass (stride scheduling per fairness key, kept
+in the store), then arrival. A task whose concurrency key is at its limit is
+*held*: taken out of that order (``held``) until a slot of its key frees, so it
+never reaches a worker and never blocks the tasks behind it. Leases and releases
+of one key take turns on the key's limit row, so no interleaving of replicas leases
+more than the limit or leaves a task held while a slot is free; the timekeeper also
+releases slots every pass, for the ways a slot frees without a report (a run closed
+with a leased activity).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from flowforge.api.v1 import common_pb2
+from flowforge.server.errors import InvalidArgument
+from flowforge.server.history.core import EngineCore
+from flowforge.server.history.data import TaskPriority
+from flowforge.server.history.input_checks import check_name
+from flowforge.server.history.mutation import queue_channel, us
+from flowforge.server.stores.base import TaskRow, Transaction
+from flowforge.server.stores.rows import ConcurrencyLimitRow
+
+__all__ = [
+    "HELD_FOR_CONCURRENCY",
+    "FlowControl",
+    "priority_from_proto",
+    "waiting_reason",
+]
+
+#: Why a task is held: its concurrency key has no free slot.
+HELD_FOR_CONCURRENCY = "concurrency"
+# Held tasks one lease transaction passes over before it gives up (the poll looks again).
+_HOLDS_PER_LEASE = 64
+# Held tasks released at once when their key has no limit (any more).
+_RELEASE_BATCH = 100
+_MAX_FAIRNESS_WEIGHT = 1000.0
+
+
+def priority_from_proto(
+    priority: common_pb2.Priority, inherited: TaskPriority, where: str = "the priority"
+) -> TaskPriority:
+    """``priority`` with its unset fields taken from ``inherited``.
+
+    Raises:
+        InvalidArgument: a priority key outside 1..5, a bad weight or key.
+    """
+    key = priority.priority_key
+    if key and not 1 <= key <= 5:
+        raise InvalidArgument(f"{where}: priority_key is {key}; it must be 1 (first) to 5 (last), or 0 to inherit")
+    weight = priority.fairness_weight
+    if weight and not (math.isfinite(weight) and 0 < weight <= _MAX_FAIRNESS_WEIGHT):
+        raise InvalidArgument(
+            f"{where}: fairness_weight is {weight}; it must be above 0 and at most {_MAX_FAIRNESS_WEIGHT:g}"
+        )
+    check_name(where, "fairness_key", priority.fairness_key, required=False)
+    return TaskPriority(
+        priority_key=key or inherited.priority_key,
+        fairness_key=priority.fairness_key or inherited.fairness_key,
+        fairness_weight=float(weight) if weight else inherited.fairness_weight,
+    )
+
+
+def waiting_reason(task: TaskRow) -> str:
+    """Why a pending task is not handed out, for describe; empty when it is not held."""
+    if task.held == HELD_FOR_CONCURRENCY:
+        return f"waiting for a slot of concurrency key {task.concurrency_key}"
+    return ""
+
+
+class FlowControl(EngineCore):
+    """Dispatch order bookkeeping and concurrency limits, inside lease and report transactions."""
+
+    async def dispatchable(self, tx: Transaction, task: TaskRow, now: int, saturated: set[str]) -> bool:
+        """Inside a lease's transaction, with ``task`` locked: whether it may be leased
+        now. If its key is at its limit it is held instead (and False returned);
+        ``saturated`` remembers such keys for the rest of the transaction."""
+        key = task.concurrency_key
+        if key:
+            if key not in saturated:
+                limit = await tx.lock_concurrency_limit(task.namespace, key)
+                if limit and await tx.count_leased_with_key(task.namespace, key) >= limit:
+                    saturated.add(key)
+            if key in saturated:
+                task.held = HELD_FOR_CONCURRENCY
+                task.held_since_us = now
+                # Waiting for a slot does not count against schedule-to-start.
+                task.pending_deadline_us = task.schedule_to_close_deadline_us
+                await tx.update_task(task)
+                return False
+        if task.fairness_key:
+            await tx.advance_fair_clock(task.namespace, task.kind, task.task_queue, task.fair_pass)
+        return True
+
+    async def next_dispatchable(self, tx: Transaction, namespace: str, kind: str, task_queue: str) -> TaskRow | None:
+        """Locks the next task of the queue that may be leased now, holding the ones
+        over their key's limit on the way; None if there is none (or too many held)."""
+        now = self.clock.now_us()
+        saturated: set[str] = set()
+        for _ in range(_HOLDS_PER_LEASE):
+            task = await tx.lease_next_task(namespace, kind, task_queue, now)
+            if task is None or await self.dispatchable(tx, task, now, saturated):
+                return task
+        return None
+
+    async def release_slots(self, tx: Transaction, namespace: str, concurrency_key: str | None) -> None:
+        """After a task of ``concurrency_key`` stopped being leased (in the same
+        transaction): hands its slot, and any other free one, to the best held tasks."""
+        if not concurrency_key:
+            return
+        limit = await tx.lock_concurrency_limit(namespace, concurrency_key)
+        free = limit - await tx.count_leased_with_key(namespace, concurrency_key) if limit else _RELEASE_BATCH
+        if free <= 0:
+            return
+        now = self.clock.now_us()
+        channels: set[tuple[str, str, str]] = set()
+        for task in await tx.held_tasks(namespace, concurrency_key, free):
+            options = json.loads(task.options)
+            task.held = None
+            task.held_since_us = None
+            schedule_to_start = options.get("schedule_to_start_timeout") or 0
+            task.pending_deadline_us = min(
+                (
+                    d
+                    for d in (
+                        task.schedule_to_close_deadline_us,
+                        now + us(schedule_to_start) if schedule_to_start else None,
+                    )
+                    if d is not None
+                ),
+                default=None,
+            )
+            await tx.update_task(task)
+            channels.add((task.namespace, task.kind, task.task_queue))
+        for channel in channels:
+            tx.notify_after_commit(queue_channel(*channel))
+
+    async def release_held_slots(self, namespace: str, concurrency_key: str) -> None:
+        """Hands the free slots of a key with held tasks to them (the timekeeper's
+        safety net, for slots freed without a report)."""
+        await self._transaction(lambda tx: self.release_slots(tx, namespace, concurrency_key))
+
+    async def set_concurrency_limit(self, namespace: str, concurrency_key: str, max_running: int) -> None:
+        """Sets the namespace's limit on ``concurrency_key`` (0 removes it); tasks
+        held under a lower limit are released at once if slots are now free."""
+        await self.ensure_namespace(namespace)
+        check_name("the limit", "concurrency_key", concurrency_key, required=True)
+        if max_running < 0:
+            raise InvalidArgument(f"max_running is {max_running}; it must be 0 (no limit) or more")
+
+        async def body(tx: Transaction) -> None:
+            await tx.set_concurrency_limit(namespace, concurrency_key, max_running, self.clock.now_us())
+            await self.release_slots(tx, namespace, concurrency_key)
+
+        await self._transaction(body)
+
+    async def list_concurrency_limits(self, namespace: str) -> list[ConcurrencyLimitRow]:
+        """The namespace's limits with their leased and held task counts."""
+        await self.ensure_namespace(namespace)
+        return await self.read(lambda tx: tx.list_concurrency_limits(namespace))

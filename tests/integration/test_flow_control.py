@@ -1,0 +1,204 @@
+"""Flow control end to end on both stores (docs/flow-control.md): a fleet-wide
+concurrency limit per key holds across three workers of ten slots each while every
+task completes, describe says why a task waits, a slot held by a worker that died
+is reused once its lease expires, priority reaches activities through
+``execute_activity(priority=...)``, and limit changes are audited."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import timedelta
+
+import grpc
+import pytest
+
+from flowforge import Client, Priority, activity, workflow
+from flowforge.api.v1 import common_pb2 as pb_common
+from flowforge.api.v1 import workflow_service_pb2 as pb
+from flowforge.exceptions import RPCError
+from flowforge.server import FlowForgeServer
+from flowforge.worker import Worker
+from tests.integration._protocol import seconds
+from testsupport.waiting import wait_until
+
+KEY = "partner-api"
+TASKS = 200
+
+
+class _Gauge:
+    """How many activities of the key run now, and the most seen at once."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.peak = 0
+        self.done = 0
+
+
+_gauge = _Gauge()
+
+
+@activity.defn
+async def call_partner(n: int) -> int:
+    _gauge.running += 1
+    _gauge.peak = max(_gauge.peak, _gauge.running)
+    try:
+        await asyncio.sleep(0.005)
+        return n
+    finally:
+        _gauge.running -= 1
+        _gauge.done += 1
+
+
+@workflow.defn
+class FanOut:
+    @workflow.run
+    async def run(self, count: int) -> int:
+        results = await asyncio.gather(
+            *(
+                workflow.execute_activity(
+                    call_partner,
+                    n,
+                    start_to_close_timeout=timedelta(seconds=30),
+                    concurrency_key=KEY,
+                    priority=Priority(priority_key=2),
+                )
+                for n in range(count)
+            )
+        )
+        return sum(results)
+
+
+@workflow.defn
+class Pair:
+    @workflow.run
+    async def run(self) -> list[int]:
+        return list(
+            await asyncio.gather(
+                *(
+                    workflow.execute_activity(
+                        call_partner,
+                        n,
+                        start_to_close_timeout=timedelta(seconds=2),
+                        concurrency_key=KEY,
+                    )
+                    for n in range(2)
+                )
+            )
+        )
+
+
+async def test_a_limit_of_two_holds_across_three_workers_and_every_task_completes(server: FlowForgeServer) -> None:
+    client = await Client.connect(f"127.0.0.1:{server.port}")
+    queue = f"limited-{uuid.uuid4().hex[:8]}"
+    global _gauge
+    _gauge = _Gauge()
+    try:
+        await client.set_concurrency_limit(KEY, 2, reason="the partner allows 2 concurrent calls")
+        workers = [
+            Worker(
+                client, task_queue=queue, workflows=[FanOut], activities=[call_partner], max_concurrent_activities=10
+            )
+            for _ in range(3)
+        ]
+        async with workers[0], workers[1], workers[2]:
+            handles = [
+                await client.start_workflow(FanOut.run, TASKS // 4, id=f"fan-{queue}-{i}", task_queue=queue)
+                for i in range(4)
+            ]
+
+            async def waiting_shown() -> bool:
+                described = await handles[0].describe()
+                return any(
+                    a.waiting_reason == f"waiting for a slot of concurrency key {KEY}"
+                    for a in described.pending_activities
+                )
+
+            await wait_until(waiting_shown, timeout=60, what="describe to show an activity waiting for a slot")
+            limits = await client.list_concurrency_limits()
+            assert [(x.concurrency_key, x.max_running) for x in limits] == [(KEY, 2)]
+            assert limits[0].running <= 2
+            results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 240)
+        assert results == [sum(range(TASKS // 4))] * 4
+        assert _gauge.done == TASKS
+        assert _gauge.peak <= 2, f"{_gauge.peak} activities of the key ran at once"
+        assert _gauge.peak == 2, "the limit was used"
+    finally:
+        await client.close()
+
+
+async def test_a_slot_held_by_a_dead_worker_is_reused_when_its_lease_expires(server: FlowForgeServer) -> None:
+    client = await Client.connect(f"127.0.0.1:{server.port}")
+    queue = f"dead-{uuid.uuid4().hex[:8]}"
+    global _gauge
+    _gauge = _Gauge()
+    try:
+        await client.set_concurrency_limit(KEY, 1)
+        async with Worker(client, task_queue=queue, workflows=[Pair], activities=[]):
+            handle = await client.start_workflow(Pair.run, id=f"pair-{queue}", task_queue=queue)
+            # A worker takes one activity and dies: its slot stays taken until the
+            # start-to-close timeout (2 s) expires the lease.
+            stub = client.workflow_service
+            dead: pb.PollActivityTaskQueueResponse = await stub.call(
+                "PollActivityTaskQueue",
+                pb.PollActivityTaskQueueRequest(
+                    namespace="default", task_queue=queue, identity="doomed", poll_timeout=seconds(30)
+                ),
+            )
+            assert dead.task_token
+            async with Worker(client, task_queue=queue, activities=[call_partner]):
+                assert sorted(await asyncio.wait_for(handle.result(), 60)) == [0, 1]
+        assert _gauge.peak == 1
+    finally:
+        await client.close()
+
+
+async def test_limits_are_validated_and_audited(server: FlowForgeServer) -> None:
+    client = await Client.connect(f"127.0.0.1:{server.port}")
+    try:
+        with pytest.raises(RPCError) as refused:
+            await client.set_concurrency_limit("", 2)
+        assert refused.value.status == grpc.StatusCode.INVALID_ARGUMENT
+        with pytest.raises(RPCError) as refused:
+            await client.set_concurrency_limit("k", -1)
+        assert refused.value.status == grpc.StatusCode.INVALID_ARGUMENT
+        await client.set_concurrency_limit("audited-key", 5, reason="downstream allows 5")
+        await client.set_concurrency_limit("audited-key", 0, reason="downstream scaled")
+        assert await client.list_concurrency_limits() == []
+        async with server.store.read() as tx:
+            rows = await tx.list_audit_rows(after_seq=0, limit=500)
+        entries = [(r.action, r.target, r.reason, r.details) for r in rows if r.action == "SetConcurrencyLimit"]
+        assert (
+            "SetConcurrencyLimit",
+            "concurrency_key:audited-key",
+            "downstream allows 5",
+            '{"max_running":5}',
+        ) in entries
+        assert (
+            "SetConcurrencyLimit",
+            "concurrency_key:audited-key",
+            "downstream scaled",
+            '{"max_running":0}',
+        ) in entries
+    finally:
+        await client.close()
+
+
+async def test_a_bad_priority_is_refused_with_invalid_argument(server: FlowForgeServer) -> None:
+    client = await Client.connect(f"127.0.0.1:{server.port}")
+    try:
+        for bad in (
+            pb_common.Priority(priority_key=9),
+            pb_common.Priority(fairness_weight=-1),
+            pb_common.Priority(fairness_key="x" * 5000),
+        ):
+            request = pb.StartWorkflowExecutionRequest(
+                namespace="default", workflow_id=f"bad-{uuid.uuid4()}", workflow_type="W", task_queue="q", priority=bad
+            )
+            with pytest.raises(RPCError) as refused:
+                await client.workflow_service.call("StartWorkflowExecution", request)
+            assert refused.value.status == grpc.StatusCode.INVALID_ARGUMENT, refused.value
+        with pytest.raises(ValueError, match="priority_key"):
+            Priority(priority_key=0)
+    finally:
+        await client.close()
