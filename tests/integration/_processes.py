@@ -93,6 +93,26 @@ class ServerProcess:
         self._log.flush()
 
 
+ADMIN_KEY_FILE = "admin.key"
+"""Where :func:`auth_server` has the server write its bootstrapped admin key, in its workdir."""
+
+
+def auth_server(
+    store_url: str, workdir: Path, *, name: str = "server", api_key_cache_s: float | None = None
+) -> ServerProcess:
+    """A :class:`ServerProcess` with authentication on; on its first start it writes an admin
+    key for all namespaces to ``workdir / ADMIN_KEY_FILE``. Not started yet."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    cache = ("--api-key-cache", str(api_key_cache_s)) if api_key_cache_s is not None else ()
+    return ServerProcess(
+        store_url,
+        workdir,
+        name=name,
+        insecure_no_auth=False,
+        extra_args=("--bootstrap-admin-key-file", str(workdir / ADMIN_KEY_FILE), *cache),
+    )
+
+
 class WorkerProcess:
     """A worker of tests/integration/_worker_app.py in a child process."""
 

@@ -3,7 +3,7 @@
 - ``server``: a server in this process; ``sdk_client`` is an SDK client of it, ``wire``
   raw gRPC stubs (a module may override ``server``, e.g. with the webhook on).
 - ``server_process``: ``flowforge server start`` in a child process (kill -9 at will);
-  ``client`` is an SDK client of it.
+  ``client`` is an SDK client of it. ``auth_server_process`` is one with authentication on.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from flowforge import Client
 from flowforge.server import FlowForgeServer, ServerConfig
-from tests.integration._processes import ServerProcess
+from tests.integration._processes import ServerProcess, auth_server
 from tests.integration._protocol import Wire
 
 
@@ -48,6 +48,15 @@ async def wire(server: FlowForgeServer) -> AsyncIterator[Wire]:
 def server_process(store_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
     """``flowforge server start`` in its own process on a fresh store; kill -9 and restart it at will."""
     process = ServerProcess(store_url, tmp_path)
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def auth_server_process(store_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
+    """``server_process`` with authentication on; its admin key is in ``tmp_path / ADMIN_KEY_FILE``."""
+    process = auth_server(store_url, tmp_path)
     process.start()
     yield process
     process.stop()

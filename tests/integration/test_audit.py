@@ -8,7 +8,6 @@ import json
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,22 +17,12 @@ import pytest
 from flowforge import Client
 from flowforge.api.v1 import access_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
-from tests.integration._processes import ServerProcess, _env
+from tests.integration._processes import ADMIN_KEY_FILE, ServerProcess, _env
 
 
-@pytest.fixture
-def server(store_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
-    process = ServerProcess(
-        store_url, tmp_path, insecure_no_auth=False, extra_args=("--bootstrap-admin-key-file", str(tmp_path / "admin"))
-    )
-    process.start()
-    yield process
-    process.stop()
-
-
-def flowforge(server: ServerProcess, key: str, *args: str) -> subprocess.CompletedProcess[str]:
+def flowforge(auth_server_process: ServerProcess, key: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "flowforge.cli", *args, "--address", server.address],
+        [sys.executable, "-m", "flowforge.cli", *args, "--address", auth_server_process.address],
         capture_output=True,
         text=True,
         timeout=60,
@@ -41,14 +30,14 @@ def flowforge(server: ServerProcess, key: str, *args: str) -> subprocess.Complet
     )
 
 
-async def _act(server: ServerProcess, admin_key: str) -> str:
+async def _act(auth_server_process: ServerProcess, admin_key: str) -> str:
     """Audited actions by an admin and an operator; returns the operator key's id."""
-    admin = await Client.connect(server.address, api_key=admin_key)
+    admin = await Client.connect(auth_server_process.address, api_key=admin_key)
     created = await admin.workflow_service.call(
         "CreateApiKey",
         access_pb2.CreateApiKeyRequest(namespace="default", role="operator", name="ops", reason="on call"),
     )
-    operator = await Client.connect(server.address, api_key=created.key)
+    operator = await Client.connect(auth_server_process.address, api_key=created.key)
     await operator.workflow_service.call(
         "StartWorkflowExecution",
         pb.StartWorkflowExecutionRequest(namespace="default", workflow_id="w1", workflow_type="wf", task_queue="q"),
@@ -80,10 +69,10 @@ async def _tamper(store_url: str, statement: str) -> None:
         await connection.close()
 
 
-async def test_actions_are_appended_with_the_principal(server: ServerProcess, tmp_path: Path) -> None:
-    admin_key = (tmp_path / "admin").read_text().strip()
-    operator_id = await _act(server, admin_key)
-    listed = flowforge(server, admin_key, "audit", "list", "--output", "json")
+async def test_actions_are_appended_with_the_principal(auth_server_process: ServerProcess, tmp_path: Path) -> None:
+    admin_key = (tmp_path / ADMIN_KEY_FILE).read_text().strip()
+    operator_id = await _act(auth_server_process, admin_key)
+    listed = flowforge(auth_server_process, admin_key, "audit", "list", "--output", "json")
     assert listed.returncode == 0, listed.stderr
     rows: list[dict[str, Any]] = json.loads(listed.stdout)
     summary = [(r["seq"], r["action"], r["namespace"], r["target"], r["reason"]) for r in reversed(rows)]
@@ -94,7 +83,7 @@ async def test_actions_are_appended_with_the_principal(server: ServerProcess, tm
         (4, "RegisterNamespace", "payments", "", ""),
     ]
     assert rows[1]["principal"].startswith(f"apikey:{operator_id}")
-    verified = flowforge(server, admin_key, "audit", "verify")
+    verified = flowforge(auth_server_process, admin_key, "audit", "verify")
     assert verified.returncode == 0 and "audit log intact: 4 rows" in verified.stdout, verified
 
 
@@ -108,24 +97,26 @@ async def test_actions_are_appended_with_the_principal(server: ServerProcess, tm
     ],
 )
 async def test_verify_fails_naming_the_row_after_an_edit_or_a_delete(
-    server: ServerProcess, store_url: str, tmp_path: Path, statement: str, bad_row: str
+    auth_server_process: ServerProcess, store_url: str, tmp_path: Path, statement: str, bad_row: str
 ) -> None:
-    admin_key = (tmp_path / "admin").read_text().strip()
-    await _act(server, admin_key)
-    assert flowforge(server, admin_key, "audit", "verify").returncode == 0
+    admin_key = (tmp_path / ADMIN_KEY_FILE).read_text().strip()
+    await _act(auth_server_process, admin_key)
+    assert flowforge(auth_server_process, admin_key, "audit", "verify").returncode == 0
     await _tamper(store_url, statement)
-    verified = flowforge(server, admin_key, "audit", "verify")
+    verified = flowforge(auth_server_process, admin_key, "audit", "verify")
     assert verified.returncode == 1
     assert verified.stderr.startswith("error: audit log broken at row") and bad_row in verified.stderr, verified.stderr
 
 
-async def test_a_key_of_one_namespace_is_refused_the_audit_log(server: ServerProcess, tmp_path: Path) -> None:
-    admin_key = (tmp_path / "admin").read_text().strip()
+async def test_a_key_of_one_namespace_is_refused_the_audit_log(
+    auth_server_process: ServerProcess, tmp_path: Path
+) -> None:
+    admin_key = (tmp_path / ADMIN_KEY_FILE).read_text().strip()
     created = flowforge(
-        server, admin_key, "apikey", "create", "--namespace", "default", "--role", "admin", "-o", "json"
+        auth_server_process, admin_key, "apikey", "create", "--namespace", "default", "--role", "admin", "-o", "json"
     )
     namespace_admin = json.loads(created.stdout)["key"]
-    refused = flowforge(server, namespace_admin, "audit", "verify")
+    refused = flowforge(auth_server_process, namespace_admin, "audit", "verify")
     assert refused.returncode == 1 and "PERMISSION_DENIED" in refused.stderr
-    listed = json.loads(flowforge(server, namespace_admin, "audit", "list", "-o", "json").stdout)
+    listed = json.loads(flowforge(auth_server_process, namespace_admin, "audit", "list", "-o", "json").stdout)
     assert {r["namespace"] for r in listed} == {"default"}  # its own namespace's rows only

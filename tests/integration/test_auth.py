@@ -25,7 +25,7 @@ from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.exceptions import RPCError
 from flowforge.server.auth.roles import RPC_RULES, NamespaceSource, Role
 from flowforge.server.tokens import TaskToken, TokenKey, TokenSigner
-from tests.integration._processes import ServerProcess
+from tests.integration._processes import ADMIN_KEY_FILE, ServerProcess, auth_server
 from tests.integration._protocol import complete_workflow, seconds
 from testsupport.waiting import wait_until
 
@@ -38,33 +38,18 @@ _METHODS: dict[str, MethodDescriptor] = {
 }
 
 
-def auth_server(store_url: str, workdir: Path, *, name: str = "server", cache_s: float = 0.5) -> ServerProcess:
-    workdir.mkdir(parents=True, exist_ok=True)
-    return ServerProcess(
-        store_url,
-        workdir,
-        name=name,
-        insecure_no_auth=False,
-        extra_args=(
-            "--bootstrap-admin-key-file",
-            str(workdir / "admin.key"),
-            "--api-key-cache",
-            str(cache_s),
-        ),
-    )
-
-
 @pytest.fixture
-def server(store_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
-    process = auth_server(store_url, tmp_path)
+def auth_server_process(store_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
+    """conftest.py's, with a short key cache (revocations take effect within 0.5 s)."""
+    process = auth_server(store_url, tmp_path, api_key_cache_s=0.5)
     process.start()
     yield process
     process.stop()
 
 
 @pytest.fixture
-async def admin(server: ServerProcess, tmp_path: Path) -> AsyncIterator[Client]:
-    client = await Client.connect(server.address, api_key=(tmp_path / "admin.key").read_text().strip())
+async def admin(auth_server_process: ServerProcess, tmp_path: Path) -> AsyncIterator[Client]:
+    client = await Client.connect(auth_server_process.address, api_key=(tmp_path / ADMIN_KEY_FILE).read_text().strip())
     for namespace in (ALPHA, BETA):
         await client.workflow_service.call("RegisterNamespace", pb.RegisterNamespaceRequest(name=namespace))
     yield client
@@ -107,13 +92,13 @@ def request_for(method: str, namespace: str) -> Any:
 
 
 async def test_bootstrap_key_file_is_private_and_made_once(
-    server: ServerProcess, admin: Client, tmp_path: Path
+    auth_server_process: ServerProcess, admin: Client, tmp_path: Path
 ) -> None:
-    key_file = tmp_path / "admin.key"
+    key_file = tmp_path / ADMIN_KEY_FILE
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
     first = key_file.read_text()
-    server.stop()
-    server.start()
+    auth_server_process.stop()
+    auth_server_process.start()
     assert key_file.read_text() == first  # an admin key exists: nothing new
     keys = await admin.workflow_service.call("ListApiKeys", access_pb2.ListApiKeysRequest())
     assert [(k.namespace, k.role) for k in keys.api_keys] == [("*", "admin")]
@@ -126,12 +111,14 @@ async def test_a_key_for_a_namespace_that_does_not_exist_is_refused(admin: Clien
     assert await status_of(admin, "CreateApiKey", request) == grpc.StatusCode.INVALID_ARGUMENT
 
 
-async def test_no_key_a_wrong_key_and_a_garbage_token_are_unauthenticated(server: ServerProcess, admin: Client) -> None:
+async def test_no_key_a_wrong_key_and_a_garbage_token_are_unauthenticated(
+    auth_server_process: ServerProcess, admin: Client
+) -> None:
     _, key = await create_key(admin, ALPHA, "admin")
     wrong_secret = key[:-4] + ("AAAA" if not key.endswith("AAAA") else "BBBB")
     request = pb.ListWorkflowExecutionsRequest(namespace=ALPHA)
     for credential in (None, wrong_secret, "ffk_0123456789abcdef_" + "x" * 43, "ffk_short", "not.a.jwt"):
-        client = await Client.connect(server.address, api_key=credential)
+        client = await Client.connect(auth_server_process.address, api_key=credential)
         try:
             assert await status_of(client, "ListWorkflowExecutions", request) == grpc.StatusCode.UNAUTHENTICATED
             assert (
@@ -147,10 +134,12 @@ async def test_no_key_a_wrong_key_and_a_garbage_token_are_unauthenticated(server
 
 
 @pytest.mark.parametrize("role", [r.value for r in Role])
-async def test_each_role_can_do_exactly_its_row_of_the_table(server: ServerProcess, admin: Client, role: str) -> None:
+async def test_each_role_can_do_exactly_its_row_of_the_table(
+    auth_server_process: ServerProcess, admin: Client, role: str
+) -> None:
     _, key = await create_key(admin, ALPHA, role)
     granted = Role(role)
-    client = await Client.connect(server.address, api_key=key)
+    client = await Client.connect(auth_server_process.address, api_key=key)
     try:
         wrong = []
         for method, rule in RPC_RULES.items():
@@ -163,9 +152,11 @@ async def test_each_role_can_do_exactly_its_row_of_the_table(server: ServerProce
         await client.close()
 
 
-async def test_a_key_of_one_namespace_is_denied_in_another_for_every_rpc(server: ServerProcess, admin: Client) -> None:
+async def test_a_key_of_one_namespace_is_denied_in_another_for_every_rpc(
+    auth_server_process: ServerProcess, admin: Client
+) -> None:
     _, key = await create_key(admin, ALPHA, "admin")
-    client = await Client.connect(server.address, api_key=key)
+    client = await Client.connect(auth_server_process.address, api_key=key)
     try:
         denied = {
             method: await status_of(client, method.rpartition("/")[2], request_for(method, BETA))
@@ -178,13 +169,15 @@ async def test_a_key_of_one_namespace_is_denied_in_another_for_every_rpc(server:
 
 
 async def test_polling_and_completing_a_task_of_another_namespace_is_denied(
-    server: ServerProcess, admin: Client
+    auth_server_process: ServerProcess, admin: Client
 ) -> None:
     """With a real task token of beta: a worker key of alpha can neither poll beta nor report its task."""
     writer_id, beta_writer = await create_key(admin, BETA, "writer")
     _, beta_worker = await create_key(admin, BETA, "worker")
     _, alpha_worker = await create_key(admin, ALPHA, "worker")
-    clients = [await Client.connect(server.address, api_key=k) for k in (beta_writer, beta_worker, alpha_worker)]
+    clients = [
+        await Client.connect(auth_server_process.address, api_key=k) for k in (beta_writer, beta_worker, alpha_worker)
+    ]
     writer, worker, intruder = clients
     try:
         start = pb.StartWorkflowExecutionRequest(
@@ -218,9 +211,9 @@ async def test_polling_and_completing_a_task_of_another_namespace_is_denied(
             await client.close()
 
 
-async def test_global_rpcs_show_only_what_the_caller_may_see(server: ServerProcess, admin: Client) -> None:
+async def test_global_rpcs_show_only_what_the_caller_may_see(auth_server_process: ServerProcess, admin: Client) -> None:
     _, reader = await create_key(admin, ALPHA, "reader")
-    client = await Client.connect(server.address, api_key=reader)
+    client = await Client.connect(auth_server_process.address, api_key=reader)
     try:
         listed = await client.workflow_service.call("ListNamespaces", pb.ListNamespacesRequest())
         assert [n.name for n in listed.namespaces] == [ALPHA]
@@ -232,9 +225,9 @@ async def test_global_rpcs_show_only_what_the_caller_may_see(server: ServerProce
         await client.close()
 
 
-async def test_a_revoked_or_expired_key_stops_working(server: ServerProcess, admin: Client) -> None:
+async def test_a_revoked_or_expired_key_stops_working(auth_server_process: ServerProcess, admin: Client) -> None:
     key_id, key = await create_key(admin, ALPHA, "reader")
-    client = await Client.connect(server.address, api_key=key)
+    client = await Client.connect(auth_server_process.address, api_key=key)
     request = pb.ListWorkflowExecutionsRequest(namespace=ALPHA)
     try:
         assert await status_of(client, "ListWorkflowExecutions", request) == grpc.StatusCode.OK
@@ -248,17 +241,19 @@ async def test_a_revoked_or_expired_key_stops_working(server: ServerProcess, adm
         "CreateApiKey",
         access_pb2.CreateApiKeyRequest(namespace=ALPHA, role="reader", expires_in=seconds(1)),
     )
-    client = await Client.connect(server.address, api_key=short.key)
+    client = await Client.connect(auth_server_process.address, api_key=short.key)
     try:
         await wait_until(lambda: _unauthenticated(client, request), timeout=10, what="the key to expire")
     finally:
         await client.close()
 
 
-async def test_a_client_switches_to_a_new_key_without_reconnecting(server: ServerProcess, admin: Client) -> None:
+async def test_a_client_switches_to_a_new_key_without_reconnecting(
+    auth_server_process: ServerProcess, admin: Client
+) -> None:
     old_id, old_key = await create_key(admin, ALPHA, "reader")
     _, new_key = await create_key(admin, ALPHA, "reader")
-    client = await Client.connect(server.address, namespace=ALPHA, api_key=old_key)
+    client = await Client.connect(auth_server_process.address, namespace=ALPHA, api_key=old_key)
     request = pb.ListWorkflowExecutionsRequest(namespace=ALPHA)
     try:
         client.api_key = new_key
@@ -277,12 +272,14 @@ async def _unauthenticated(client: Client, request: Any) -> bool:
 
 @pytest.mark.postgres
 async def test_a_revoked_key_stops_working_on_every_replica(postgres_dsn: str, tmp_path: Path) -> None:
-    replicas = [auth_server(postgres_dsn, tmp_path / name, name=name, cache_s=1.0) for name in ("a", "b")]
+    replicas = [auth_server(postgres_dsn, tmp_path / name, name=name, api_key_cache_s=1.0) for name in ("a", "b")]
     for replica in replicas:
         replica.start()
     try:
         admin_key = next(
-            (tmp_path / n / "admin.key").read_text().strip() for n in "ab" if (tmp_path / n / "admin.key").exists()
+            (tmp_path / n / ADMIN_KEY_FILE).read_text().strip()
+            for n in "ab"
+            if (tmp_path / n / ADMIN_KEY_FILE).exists()
         )
         admin = await Client.connect(replicas[0].address, api_key=admin_key)
         key_id, key = await create_key(admin, "default", "reader")

@@ -8,12 +8,10 @@ import asyncio
 import os
 import secrets
 import time
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import grpc
-import pytest
 
 from flowforge import Client, workflow
 from flowforge.api.v1 import access_pb2
@@ -21,7 +19,7 @@ from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.exceptions import RPCError
 from flowforge.server.tokens import TaskToken, TokenKey, TokenSigner
 from flowforge.worker import Worker
-from tests.integration._processes import ServerProcess
+from tests.integration._processes import ADMIN_KEY_FILE, ServerProcess
 from testsupport.credentials import JwtIssuer
 from testsupport.workloads import SingleActivity, noop
 
@@ -36,16 +34,6 @@ class Sleeper:
         began = workflow.now()
         await workflow.sleep(timedelta(seconds=TIMER_S))
         return (workflow.now() - began).total_seconds()
-
-
-@pytest.fixture
-def server(store_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
-    process = ServerProcess(
-        store_url, tmp_path, insecure_no_auth=False, extra_args=("--bootstrap-admin-key-file", str(tmp_path / "admin"))
-    )
-    process.start()
-    yield process
-    process.stop()
 
 
 async def _flood(address: str, stop: asyncio.Event, refused: list[grpc.StatusCode]) -> None:
@@ -70,9 +58,9 @@ async def _flood(address: str, stop: asyncio.Event, refused: list[grpc.StatusCod
 
 
 async def test_a_flood_of_bad_credentials_is_refused_while_a_tenant_keeps_working(
-    server: ServerProcess, tmp_path: Path
+    auth_server_process: ServerProcess, tmp_path: Path
 ) -> None:
-    admin = await Client.connect(server.address, api_key=(tmp_path / "admin").read_text().strip())
+    admin = await Client.connect(auth_server_process.address, api_key=(tmp_path / ADMIN_KEY_FILE).read_text().strip())
     await admin.workflow_service.call("RegisterNamespace", pb.RegisterNamespaceRequest(name="tenant"))
     keys = {}
     for role in ("writer", "worker"):
@@ -80,10 +68,10 @@ async def test_a_flood_of_bad_credentials_is_refused_while_a_tenant_keeps_workin
             "CreateApiKey", access_pb2.CreateApiKeyRequest(namespace="tenant", role=role)
         )
         keys[role] = created.key
-    tenant = await Client.connect(server.address, namespace="tenant", api_key=keys["writer"])
-    worker_client = await Client.connect(server.address, namespace="tenant", api_key=keys["worker"])
+    tenant = await Client.connect(auth_server_process.address, namespace="tenant", api_key=keys["writer"])
+    worker_client = await Client.connect(auth_server_process.address, namespace="tenant", api_key=keys["worker"])
     stop, refused = asyncio.Event(), []
-    flooders = [asyncio.create_task(_flood(server.address, stop, refused)) for _ in range(FLOOD_CALLERS)]
+    flooders = [asyncio.create_task(_flood(auth_server_process.address, stop, refused)) for _ in range(FLOOD_CALLERS)]
     try:
         async with Worker(worker_client, task_queue="q", workflows=[Sleeper, SingleActivity], activities=[noop]):
             while len(refused) < 200:  # the flood is on
