@@ -8,8 +8,6 @@ Without a browser the tests are skipped, except under ``CI=true``, where they fa
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -20,28 +18,19 @@ from flowforge import Client
 from flowforge.api.v1 import access_pb2
 from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.server.auth.setup import AuthConfig
-
-
-def _chromium() -> str | None:
-    """The chromium executable, installed with apt-get when it is missing."""
-    found = shutil.which("chromium")
-    if found is None and shutil.which("apt-get") is not None:
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], env=env, check=False, capture_output=True)
-        found = shutil.which("chromium")
-    return found
+from testsupport.chromium import LAUNCH_ARGS, find_chromium
 
 
 @pytest.fixture(scope="session")
 async def browser() -> AsyncIterator[Browser]:
-    executable = _chromium()
+    executable = find_chromium()
     if executable is None:
         message = "Debian's chromium is not installed and `apt-get install -y chromium` did not install it"
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)
     async with async_playwright() as playwright:
-        instance = await playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        instance = await playwright.chromium.launch(executable_path=executable, args=LAUNCH_ARGS)
         yield instance
         await instance.close()
 

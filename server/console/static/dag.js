@@ -26,7 +26,7 @@ export function dagNodes(describe, events) {
     const took = t.start ? duration(t.start, t.end) : '';
     return {
       id: n.activity_id, kind: 'activity', label: n.activity_type, state: n.state || 'SCHEDULED',
-      sub: `${n.activity_id} · #${n.attempt || 1}${Number(n.attempt) > 1 ? ' retries' : ''}${took ? ` · ${took}` : ''}`,
+      sub: [n.activity_id, Number(n.attempt) > 1 && `attempt ${n.attempt}`, took].filter(Boolean).join(' · '),
       deps: n.depends_on_activity_ids || [],
     };
   });

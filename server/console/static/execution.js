@@ -86,9 +86,11 @@ export async function executionPage(context, workflowId, runId) {
   tabs.Timeline.querySelector('table').replaceChild(timeline, tabs.Timeline.querySelector('tbody'));
   const tabBar = h('div', { class: 'tabs', role: 'tablist' });
   const tabBody = h('div', { class: 'tab-body' });
-  let current = 'Timeline';
+  // The tab is in the address (#dag, #history), so it can be linked to.
+  let current = Object.keys(tabs).find((name) => `#${name.toLowerCase()}` === location.hash) || 'Timeline';
   const show = (name) => {
     current = name;
+    history.replaceState(null, '', name === 'Timeline' ? location.pathname + location.search : `#${name.toLowerCase()}`);
     if (name === 'History' && !full.childElementCount) full.append(...events.map(fullEntry));
     replace(tabBody, tabs[name]);
     for (const button of tabBar.children) button.setAttribute('aria-selected', String(button.dataset.tab === name));

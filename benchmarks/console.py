@@ -1,0 +1,109 @@
+"""How fast the console's execution page loads a long history, in headless Chromium.
+
+    python -m benchmarks.console [--events 2000] [--runs 5] [--dag-width 22 --dag-depth 9]
+
+Makes an execution with ``--events`` events (an ``Inbox`` run and its signals) and a
+DAG of ``1 + width * depth + 1`` activities, then opens each execution page ``--runs``
+times in a fresh browser context (nothing cached) and prints one JSON line: the time
+from navigation to the whole timeline drawn (every event row) and to the DAG drawn, as
+median and max, and the bytes the page transferred. Measured, not asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import time
+
+from playwright.async_api import Browser, async_playwright
+
+from benchmarks._console_demo import QUEUE, Chains, long_history, start_server, transform
+from flowforge import Client
+from flowforge.worker import Worker
+from testsupport.chromium import LAUNCH_ARGS, find_chromium
+
+
+async def _load(browser: Browser, url: str, ready: str) -> tuple[float, int]:
+    """Seconds until ``ready`` (a JS condition) holds after navigating to ``url``; bytes received."""
+    context = await browser.new_context()
+    page = await context.new_page()
+    started = time.perf_counter()
+    await page.goto(url)
+    await page.wait_for_function(ready, timeout=30_000)
+    elapsed = time.perf_counter() - started
+    received = await page.evaluate(
+        "() => performance.getEntries().reduce((sum, e) => sum + (e.encodedBodySize || 0), 0)"
+    )
+    await context.close()
+    return elapsed, int(received)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=2000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--dag-width", type=int, default=22)
+    parser.add_argument("--dag-depth", type=int, default=9)
+    args = parser.parse_args()
+    executable = find_chromium()
+    if executable is None:
+        raise SystemExit("chromium is not installed and apt-get could not install it")
+    server = await start_server()
+    client = await Client.connect(f"127.0.0.1:{server.port}")
+    try:
+        await long_history(client, "long-history", args.events)
+        async with Worker(client, task_queue=QUEUE, workflows=[Chains], activities=[transform]):
+            dag = await client.start_workflow(
+                Chains.run, args=[args.dag_width, args.dag_depth], id="dag", task_queue=QUEUE
+            )
+            await dag.result()
+        nodes = 2 + args.dag_width * args.dag_depth
+        base = f"http://127.0.0.1:{server.http_port}/namespaces/default/workflows"
+        async with async_playwright() as playwright:
+            browser = await playwright.chromium.launch(executable_path=executable, args=LAUNCH_ARGS)
+            history = [
+                await _load(
+                    browser,
+                    f"{base}/long-history",
+                    f"() => document.querySelectorAll('#timeline tr').length >= {args.events}",
+                )
+                for _ in range(args.runs)
+            ]
+            drawn = [
+                await _load(
+                    browser,
+                    f"{base}/dag#dag",
+                    f"() => document.querySelectorAll('svg.dag .kind-activity').length === {nodes}",
+                )
+                for _ in range(args.runs)
+            ]
+            await browser.close()
+    finally:
+        await client.close()
+        await server.stop()
+    print(
+        json.dumps(
+            {
+                "events": args.events,
+                "history_page_s": {
+                    "median": round(statistics.median(t for t, _ in history), 3),
+                    "max": round(max(t for t, _ in history), 3),
+                },
+                "history_page_bytes": history[0][1],
+                "dag_nodes": nodes,
+                "dag_page_s": {
+                    "median": round(statistics.median(t for t, _ in drawn), 3),
+                    "max": round(max(t for t, _ in drawn), 3),
+                },
+                "cpus": os.cpu_count(),
+                "load_average": [round(x, 2) for x in os.getloadavg()],
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,75 @@
+"""Takes the console screenshots shown in the README and docs/console.md.
+
+    python -m scripts.console_screenshots [--out docs/console]
+
+Starts an in-memory server with a few executions (a finished DAG of parallel chains
+with a retried step, runs waiting for signals, a run that failed its retries and was
+terminated) and saves the workflow list, an execution's timeline, its DAG and the
+execution page on a phone-sized screen as PNG files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+from playwright.async_api import async_playwright
+
+from benchmarks._console_demo import QUEUE, Chains, Inbox, long_history, start_server, transform
+from flowforge import Client
+from flowforge.worker import Worker
+from testsupport.chromium import LAUNCH_ARGS, find_chromium
+
+
+async def _seed(client: Client) -> None:
+    async with Worker(client, task_queue=QUEUE, workflows=[Chains, Inbox], activities=[transform]):
+        for index, (width, depth) in enumerate([(4, 3), (3, 2), (6, 4)]):
+            await (
+                await client.start_workflow(Chains.run, args=[width, depth], id=f"etl-{index}", task_queue=QUEUE)
+            ).result()
+        inbox = await client.start_workflow(Inbox.run, id="support-ticket-42", task_queue=QUEUE)
+        await inbox.signal(Inbox.message, "customer: the parcel never came")
+        await inbox.signal(Inbox.message, "agent: refund issued")
+        stuck = await client.start_workflow(Inbox.run, id="support-ticket-41", task_queue=QUEUE)
+        await stuck.terminate("closed by the night shift")
+    await long_history(client, "audit-trail-7", 60)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("docs/console"))
+    args = parser.parse_args()
+    executable = find_chromium()
+    if executable is None:
+        raise SystemExit("chromium is not installed and apt-get could not install it")
+    args.out.mkdir(parents=True, exist_ok=True)
+    server = await start_server()
+    client = await Client.connect(f"127.0.0.1:{server.port}")
+    try:
+        await _seed(client)
+        base = f"http://127.0.0.1:{server.http_port}/namespaces/default/workflows"
+        async with async_playwright() as playwright:
+            browser = await playwright.chromium.launch(executable_path=executable, args=LAUNCH_ARGS)
+            shots = [
+                ("workflows.png", base, "#workflows tbody tr", {"width": 1280, "height": 640}),
+                ("execution.png", f"{base}/etl-0", "#timeline tr", {"width": 1280, "height": 900}),
+                ("dag.png", f"{base}/etl-0#dag", "svg.dag .dag-node", {"width": 1280, "height": 900}),
+                ("phone.png", f"{base}/support-ticket-42", "#timeline tr", {"width": 390, "height": 844}),
+            ]
+            for name, url, ready, viewport in shots:
+                page = await browser.new_page(viewport=viewport, device_scale_factor=1)
+                await page.goto(url)
+                await page.wait_for_selector(ready)
+                await page.wait_for_timeout(300)  # the counts and the live note settle
+                await page.screenshot(path=str(args.out / name), full_page=name == "dag.png")
+                await page.close()
+                print(args.out / name)
+            await browser.close()
+    finally:
+        await client.close()
+        await server.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
