@@ -12,6 +12,7 @@ from flowforge._worker_interceptors import (
     WorkflowInterceptorClassInput,
     WorkflowOutboundInterceptor,
 )
+from flowforge.worker._shared_state import SharedStateManager
 from flowforge.worker._worker import Worker
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "ExecuteWorkflowInput",
     "HandleSignalInput",
     "Interceptor",
+    "SharedStateManager",
     "StartActivityInput",
     "StartChildWorkflowInput",
     "Worker",

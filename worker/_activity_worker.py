@@ -38,6 +38,7 @@ from flowforge.worker._polling import (
     start_handler,
     start_pollers,
 )
+from flowforge.worker._shared_state import SharedStateManager
 from flowforge.worker._thread_cancellation import ThreadInterrupter
 
 logger = logging.getLogger(__name__)
@@ -208,6 +209,8 @@ class _RunningActivity:
         self.cancel_reason: _CancelReason | None = None
         # Set for a synchronous activity in a thread pool the worker was given (Temporal's setup).
         self.interrupter: ThreadInterrupter | None = None
+        # Set for a synchronous activity in a process pool: tells the child it is cancelled.
+        self.cancel_in_process: Callable[[], None] | None = None
 
     def cancel(self, reason: _CancelReason) -> None:
         """Requests cancellation; the first reason given is the one reported."""
@@ -218,6 +221,8 @@ class _RunningActivity:
         if self.interrupter is not None:
             # Temporal's way: CancelledError raised inside the activity's thread.
             self.interrupter.interrupt()
+        if self.cancel_in_process is not None:
+            self.cancel_in_process()
         if self.execution is None:
             return
         # A thread cannot be stopped from outside: only at shutdown does the worker stop waiting for it.
@@ -255,6 +260,8 @@ class ActivityWorker:
         max_concurrent_polls: How many polls may be open at once.
         executor: Runs synchronous activities; the worker creates (and later shuts
             down) a thread pool of ``max_concurrent_activities`` threads when None.
+        interceptors: Worker interceptors.
+        shared_state_manager: Carries heartbeats and cancellation to a process pool's activities.
     """
 
     def __init__(
@@ -270,6 +277,7 @@ class ActivityWorker:
         max_concurrent_polls: int,
         executor: concurrent.futures.Executor | None,
         interceptors: Sequence[Interceptor] = (),
+        shared_state_manager: SharedStateManager | None = None,
         metrics: WorkerMetrics | None = None,
     ) -> None:
         self._service = service
@@ -288,6 +296,7 @@ class ActivityWorker:
         # activities); there, cancellation is raised in the activity's thread as Temporal does.
         # In the worker's default pool a synchronous activity checks activity.is_cancelled().
         self._interrupts_threads = isinstance(executor, concurrent.futures.ThreadPoolExecutor)
+        self._shared_state = shared_state_manager
         self.slots = TaskSlots(max_concurrent_activities, lambda delta: self._metrics.slots_changed("activity", delta))
         self._pollers: list[asyncio.Task[None]] = []
         self._handlers: set[asyncio.Task[None]] = set()
@@ -434,6 +443,7 @@ class ActivityWorker:
         context = contextvars.copy_context()
         context.run(activity._current_context.set, running.context)
         execution: asyncio.Future[Any]
+        release: Callable[[], None] | None = None  # a process pool's heartbeat channel
         if self._interceptors:
             root = _RootActivityInbound(self._executor, definition.is_async, running.interrupter)
             chain = activity_chain(self._interceptors, root)
@@ -450,6 +460,11 @@ class ActivityWorker:
             )
         else:
             call = _threaded_call(self._executor, running.interrupter, context, definition.fn, args)
+            if self._shared_state is not None and not isinstance(self._executor, concurrent.futures.ThreadPoolExecutor):
+                assert running.context is not None
+                call, running.cancel_in_process, release = self._shared_state.call(
+                    definition.fn, args, running.context.info, heartbeater.record
+                )
             execution = loop.run_in_executor(self._executor, call)
         running.execution = execution
         began = time.monotonic()
@@ -466,6 +481,8 @@ class ActivityWorker:
                 await asyncio.wait({execution})
         finally:
             heartbeating.cancel()
+            if release is not None:
+                release()
             self._running.pop(handler, None)
             if not execution.done():
                 execution.cancel()

@@ -23,6 +23,7 @@ from flowforge._worker_interceptors import Interceptor
 from flowforge.client import Client
 from flowforge.worker._activity_worker import ActivityWorker
 from flowforge.worker._metrics import WorkerMetrics
+from flowforge.worker._shared_state import SharedStateManager
 from flowforge.worker._workflow_worker import WorkflowWorker
 
 logger = logging.getLogger(__name__)
@@ -131,8 +132,11 @@ class Worker:
             shutdown before it is cancelled.
         identity: The worker's identity, recorded in history; the client's by default.
         activity_executor: Runs synchronous activities; by default a thread pool
-            the worker creates and shuts down. It must run callables in threads of
-            this process (the activity context travels in context variables).
+            the worker creates and shuts down. A ``ThreadPoolExecutor`` you pass gets
+            cancellation raised inside the activity's thread (Temporal's behaviour); a
+            ``ProcessPoolExecutor`` needs ``shared_state_manager``.
+        shared_state_manager: For a process pool (Temporal's ``SharedStateManager``):
+            carries heartbeats and cancellation between the worker and the pool's processes.
         meter: The OpenTelemetry meter of the worker's own metrics (slots used, poll,
             activity and workflow-task latency, cache hits; docs/observability.md); the
             global meter provider's by default.
@@ -166,11 +170,15 @@ class Worker:
         build_id: str | None = None,
         interceptors: Sequence[Interceptor] = (),
         meter: Meter | None = None,
+        shared_state_manager: SharedStateManager | None = None,
     ) -> None:
         if not task_queue:
             raise ValueError("task_queue must not be empty")
         if not workflows and not activities:
             raise ValueError("a worker needs at least one workflow or activity")
+        in_threads = activity_executor is None or isinstance(activity_executor, concurrent.futures.ThreadPoolExecutor)
+        if not in_threads and shared_state_manager is None:
+            raise ValueError("an activity_executor other than a ThreadPoolExecutor needs shared_state_manager")
         _require_positive(
             max_concurrent_activities=max_concurrent_activities,
             max_concurrent_workflow_tasks=max_concurrent_workflow_tasks,
@@ -209,6 +217,7 @@ class Worker:
                 executor=activity_executor,
                 interceptors=worker_interceptors,
                 metrics=metrics,
+                shared_state_manager=shared_state_manager,
             )
         if workflow_definitions:
             self._workflow_worker = WorkflowWorker(

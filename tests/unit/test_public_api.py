@@ -22,6 +22,7 @@ EXPORTS = {
         "ExecuteWorkflowInput",
         "HandleSignalInput",
         "Interceptor",
+        "SharedStateManager",
         "StartActivityInput",
         "StartChildWorkflowInput",
         "Worker",
