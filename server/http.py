@@ -18,6 +18,9 @@ __all__ = ["HttpListener"]
 
 log = logging.getLogger("flowforge.server.http")
 
+# How long a stop lets requests in flight finish before cancelling them.
+_SHUTDOWN_S = 1.0
+
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -47,7 +50,8 @@ class HttpListener:
 
     async def start(self) -> None:
         """Binds the port and serves; OSError naming the port if it is taken."""
-        runner = web.AppRunner(self._app, access_log=None, handle_signals=False)
+        # A console page parks a long-poll for up to 25 s: stopping must not wait for it.
+        runner = web.AppRunner(self._app, access_log=None, handle_signals=False, shutdown_timeout=_SHUTDOWN_S)
         await runner.setup()
         family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
         try:

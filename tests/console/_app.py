@@ -1,12 +1,14 @@
-"""The workflow the console tests look at: a small DAG (a, then b and c from a's
-result, then d from both) that waits for a ``proceed`` signal before d."""
+"""The workflows the console tests look at: a small DAG (a, then b and c from a's
+result, then d from both) that waits for a ``proceed`` signal before d, and a checkout
+whose charge is parked in the dead-letter store."""
 
 from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
 
-from flowforge import activity, workflow
+from flowforge import RetryPolicy, activity, workflow
+from flowforge.exceptions import ActivityError, ApplicationError
 
 QUEUE = "console"
 _TIMEOUT = timedelta(seconds=20)
@@ -35,3 +37,29 @@ class Pipeline:
         )
         await workflow.wait_condition(lambda: bool(self.notes))
         return await workflow.execute_activity(step, b + c, start_to_close_timeout=_TIMEOUT)
+
+
+@activity.defn
+async def charge(order: str) -> str:
+    """Fails its first two attempts (the cause is "fixed" by the third)."""
+    if activity.info().attempt < 3:
+        raise ApplicationError(f"card declined for {order}", type="Declined")
+    return f"charged {order}"
+
+
+@workflow.defn
+class Checkout:
+    """Charges with dead-lettering after two attempts; a discard fails into the workflow."""
+
+    @workflow.run
+    async def run(self, order: str) -> str:
+        try:
+            return await workflow.execute_activity(
+                charge,
+                order,
+                start_to_close_timeout=_TIMEOUT,
+                retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=10), maximum_attempts=2),
+                dead_letter=True,
+            )
+        except ActivityError:
+            return "discarded"

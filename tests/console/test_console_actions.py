@@ -15,7 +15,7 @@ from flowforge import Client
 from flowforge.api.v1 import access_pb2
 from flowforge.client import WorkflowExecutionStatus
 from flowforge.server import FlowForgeServer
-from tests.console._app import QUEUE, Pipeline, step
+from tests.console._app import QUEUE, Checkout, Pipeline, charge, step
 from tests.console.conftest import create_key
 from tests.console.test_console import base, sign_in
 from tests.integration._reliability import fast_worker
@@ -24,7 +24,7 @@ from testsupport.waiting import wait_until
 
 @pytest.fixture
 async def worker(admin: Client) -> AsyncIterator[None]:
-    async with fast_worker(admin, QUEUE, workflows=[Pipeline], activities=[step]):
+    async with fast_worker(admin, QUEUE, workflows=[Pipeline, Checkout], activities=[step, charge]):
         yield
 
 
@@ -90,6 +90,49 @@ async def test_each_action_changes_the_execution_and_is_audited(
     ]:
         assert expected in audited, (expected, audited)
     assert all(r.principal.startswith("apikey:") for r in records if r.reason == "customer called")
+
+
+async def test_pause_unpause_and_dead_letters_from_the_console(
+    server: FlowForgeServer, admin: Client, worker: None, page: Page
+) -> None:
+    pipeline = await admin.start_workflow(Pipeline.run, "p", id="act-pause", task_queue=QUEUE)
+    await wait_until(lambda: _waiting(pipeline), timeout=20, what="the run to wait for its signal")
+    retried = await admin.start_workflow(Checkout.run, "o-1", id="checkout-1", task_queue=QUEUE)
+    discarded = await admin.start_workflow(Checkout.run, "o-2", id="checkout-2", task_queue=QUEUE)
+    operator = await create_key(admin, "operator")
+    await sign_in(page, server, "/namespaces/default/workflows", operator)
+
+    await open_execution(page, server, "act-pause")
+    await act(page, "PauseWorkflowExecution", "investigating a double charge")
+    await expect(page.locator("#paused")).to_contain_text("investigating a double charge")
+    paused = (await pipeline.describe()).pause
+    assert paused is not None and paused.reason == "investigating a double charge"
+    await act(page, "UnpauseWorkflowExecution", "all clear")
+    await expect(page.locator("#paused")).to_have_count(0)
+    await expect(page.locator("#actions [data-action=PauseWorkflowExecution]")).to_be_visible()
+
+    await page.goto(base(server) + "/namespaces/default/dead-letters")
+    await expect(page.locator("#dead-letters tbody tr")).to_have_count(2, timeout=15000)
+    await page.click("#dead-letters tr:has-text('checkout-1') [data-action=retry]")
+    await page.fill("dialog [name=reason]", "card limit raised")
+    await page.click("dialog #confirm")
+    assert await retried.result() == "charged o-1"
+    await expect(page.locator("#dead-letters tbody tr")).to_have_count(1)
+    await page.click("#dead-letters tr:has-text('checkout-2') [data-action=discard]")
+    await page.fill("dialog [name=reason]", "customer gave up")
+    await page.click("dialog #confirm")
+    assert await discarded.result() == "discarded"
+    await expect(page.locator("#dead-letters tbody tr")).to_have_count(0)
+
+    records = (await admin.workflow_service.call("ListAuditLog", access_pb2.ListAuditLogRequest(page_size=100))).records
+    reasons = {(r.action, r.reason) for r in records}
+    for expected in [
+        ("PauseWorkflowExecution", "investigating a double charge"),
+        ("UnpauseWorkflowExecution", "all clear"),
+        ("RetryDeadLetters", "card limit raised"),
+        ("DiscardDeadLetters", "customer gave up"),
+    ]:
+        assert expected in reasons, (expected, reasons)
 
 
 async def _waiting(handle: object) -> bool:

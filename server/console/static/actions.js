@@ -78,9 +78,9 @@ export function executionActions({ me, namespace, navigate }, execution, describ
       const answer = await rpc('ResetWorkflowExecution', { ...base, event_id: Number(v.event), reason }, { reason });
       navigate(path('namespaces', namespace, 'workflows', execution.workflow_id, answer.run_id));
     }), completions.length > 0);
-  add('PauseWorkflowExecution', 'Pause', () => confirmAction('Pause', 'Nothing of the run is dispatched while paused.', [],
-    act('PauseWorkflowExecution', (v, reason) => ({ ...base, reason }))));
+  add('PauseWorkflowExecution', 'Pause', () => confirmAction('Pause', 'Nothing of the run is dispatched while paused; signals and fired timers wait.', [],
+    act('PauseWorkflowExecution', (v, reason) => ({ ...base, reason }))), running && !describe.pause);
   add('UnpauseWorkflowExecution', 'Unpause', () => confirmAction('Unpause', 'Dispatch the run again.', [],
-    act('UnpauseWorkflowExecution', (v, reason) => ({ ...base, reason }))));
+    act('UnpauseWorkflowExecution', (v, reason) => ({ ...base, reason }))), running && Boolean(describe.pause));
   return buttons;
 }

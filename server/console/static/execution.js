@@ -136,6 +136,7 @@ export async function executionPage(context, workflowId, runId) {
         h('dt', {}, 'Started'), h('dd', {}, time(d.start_time)),
         h('dt', {}, 'Closed'), h('dd', {}, d.close_time ? `${time(d.close_time)} (${duration(d.start_time, d.close_time)})` : '—'),
         h('dt', {}, 'Events'), h('dd', { id: 'history-length' }, d.history_length || events.length),
+        d.pause ? [h('dt', {}, 'Paused'), h('dd', { id: 'paused' }, `since ${time(d.pause.pause_time)} by ${d.pause.identity || '?'}: ${d.pause.reason || ''}`)] : null,
         d.origin_json ? [h('dt', {}, 'Origin'), h('dd', { class: 'mono' }, d.origin_json)] : null),
       links.length ? h('ul', { class: 'links' }, links) : null);
     const io = [h('h2', {}, 'Input'), pretty(showPayloads(first.input))];
@@ -200,9 +201,11 @@ export async function executionPage(context, workflowId, runId) {
 
 /** Why a pending activity waits, from what describe says about it. */
 function waiting(p, d) {
-  const known = new Set(['activity_id', 'activity_type', 'state', 'attempt', 'last_heartbeat_time', 'next_attempt_schedule_time', 'last_failure', 'last_worker_identity']);
+  const known = new Set(['activity_id', 'activity_type', 'state', 'attempt', 'last_heartbeat_time', 'next_attempt_schedule_time', 'last_failure', 'last_worker_identity', 'waiting_reason']);
   const reasons = [];
-  if (p.next_attempt_schedule_time) reasons.push(`retry backoff until ${time(p.next_attempt_schedule_time)}`);
+  if (d.pause) reasons.push('the run is paused');
+  if (p.waiting_reason) reasons.push(p.waiting_reason); // a concurrency slot, an open breaker, ...
+  else if (p.next_attempt_schedule_time) reasons.push(`retry backoff until ${time(p.next_attempt_schedule_time)}`);
   else if (p.state === 'SCHEDULED') reasons.push(`waiting for a worker on ${d.task_queue}`);
   else if (p.state === 'STARTED') reasons.push(`running on ${p.last_worker_identity || 'a worker'}${p.last_heartbeat_time ? `, heartbeat ${time(p.last_heartbeat_time)}` : ''}`);
   // Fields other features add (a concurrency slot, an open breaker, a pause): shown as they come.
