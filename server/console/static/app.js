@@ -5,7 +5,7 @@ import { ApiError, apiKey, setApiKey, whoami } from './api.js';
 import { errorBox, h, link, path, replace } from './dom.js';
 import { workflowList } from './workflows.js';
 import { executionPage } from './execution.js';
-import { auditPage, deadLettersPage, namespacesPage, schedulerPage, schedulesPage, taskQueuesPage } from './pages.js';
+import { auditPage, deadLettersPage, limitsPage, namespacesPage, schedulerPage, schedulesPage, taskQueuesPage } from './pages.js';
 
 const main = document.getElementById('main');
 let me = null;
@@ -19,7 +19,7 @@ function drawNav(namespace) {
   const ns = (...rest) => path('namespaces', namespace, ...rest);
   replace(document.getElementById('nav'),
     link(ns('workflows'), 'Workflows'), link(ns('schedules'), 'Schedules'), link(ns('task-queues'), 'Task queues'),
-    link(ns('dead-letters'), 'Dead letters'), link('/namespaces', 'Namespaces'), link('/audit', 'Audit'),
+    link(ns('dead-letters'), 'Dead letters'), link(ns('limits'), 'Limits'), link('/namespaces', 'Namespaces'), link('/audit', 'Audit'),
     link('/scheduler', 'Scheduler'));
   const who = document.getElementById('who');
   replace(who, me ? me.name : '');
@@ -72,6 +72,7 @@ async function route() {
       schedules: () => schedulesPage(context, rest[0]),
       'task-queues': () => taskQueuesPage(context, rest[0]),
       'dead-letters': () => deadLettersPage(context),
+      limits: () => limitsPage(context),
     }[section];
   } else if (first === 'namespaces') {
     page = () => namespacesPage(context);

@@ -96,14 +96,41 @@ export async function deadLettersPage({ namespace, main, me }) {
   return null;
 }
 
-export async function namespacesPage({ main }) {
-  const answer = await rpc('ListNamespaces', {});
-  const rows = (answer.namespaces || []).map((n) => h('tr', {},
-    h('td', {}, link(path('namespaces', n.name, 'workflows'), n.name)), h('td', {}, n.retention || ''),
-    h('td', { class: 'num' }, n.max_running_executions || '—'), h('td', { class: 'num' }, n.start_rate || '—'),
-    h('td', { class: 'num' }, n.max_concurrent_activities || '—'), h('td', {}, n.description || '')));
-  replace(main, h('h1', {}, 'Namespaces'),
-    table(['Namespace', 'Retention', 'Max running', 'Starts /s', 'Max activities', 'Description'], rows, { id: 'namespaces' }));
+export async function namespacesPage({ main, me }) {
+  const draw = async () => {
+    const answer = await rpc('ListNamespaces', {});
+    const edit = (n) => () => confirmAction(`Quotas of ${n.name}`, 'Empty means unchanged; 0 removes a quota.', [
+      { name: 'retention', label: 'Retention (seconds)', value: String(parseFloat(n.retention || '0') || '') },
+      { name: 'running', label: 'Max running executions', value: String(n.max_running_executions || '') },
+      { name: 'rate', label: 'Starts per second', value: String(n.start_rate || '') },
+      { name: 'activities', label: 'Max concurrent activities', value: String(n.max_concurrent_activities || '') },
+    ], async (v, reason) => {
+      const number = (text) => (text.trim() === '' ? undefined : Number(text));
+      await rpc('UpdateNamespace', {
+        name: n.name, retention: v.retention.trim() ? `${Number(v.retention)}s` : undefined,
+        max_running_executions: number(v.running), start_rate: number(v.rate), max_concurrent_activities: number(v.activities),
+      }, { reason });
+      await draw();
+    });
+    const rows = (answer.namespaces || []).map((n) => h('tr', { 'data-namespace': n.name },
+      h('td', {}, link(path('namespaces', n.name, 'workflows'), n.name)), h('td', {}, n.retention || ''),
+      h('td', { class: 'num' }, n.max_running_executions || '—'), h('td', { class: 'num' }, n.start_rate || '—'),
+      h('td', { class: 'num' }, n.max_concurrent_activities || '—'), h('td', {}, n.description || ''),
+      h('td', {}, can(me, 'UpdateNamespace', n.name) ? h('button', { type: 'button', 'data-action': 'quotas', onclick: edit(n) }, 'Quotas') : null)));
+    replace(main, h('h1', {}, 'Namespaces'),
+      table(['Namespace', 'Retention', 'Max running', 'Starts /s', 'Max activities', 'Description', ''], rows, { id: 'namespaces' }));
+  };
+  await draw();
+  return null;
+}
+
+export async function limitsPage({ namespace, main }) {
+  const answer = await rpc('ListConcurrencyLimits', { namespace });
+  const rows = (answer.limits || []).map((l) => h('tr', {},
+    h('td', { class: 'mono' }, l.concurrency_key), h('td', { class: 'num' }, l.running || 0), h('td', { class: 'num' }, l.max_running || 0),
+    h('td', { class: 'num' }, l.waiting || 0), h('td', {}, time(l.update_time))));
+  replace(main, h('h1', {}, 'Concurrency limits ', h('small', { class: 'muted' }, namespace)),
+    table(['Key', 'Running', 'Max running', 'Waiting', 'Updated'], rows, { id: 'limits' }));
   return null;
 }
 
