@@ -38,6 +38,7 @@ from flowforge.exceptions import ActivityError
 from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.server.history import EngineConfig
 from flowforge.server.history.execution_limits import ExecutionLimits
+from flowforge.server.stores.base import Transaction
 from flowforge.worker import Worker
 from tests.integration._protocol import Wire, schedule_activity, seconds, start_timer
 from testsupport.waiting import wait_until
@@ -53,6 +54,9 @@ MAX_PAYLOAD_BYTES = 256 * 1024
 MAX_PARKED_POLLS = 16
 MAX_SIGNALS = 20
 ATTACKER_MAX_RUNNING = 4
+# The poison timer, run timeout and activity lease fall due this long after they are
+# made: after their rows are corrupted, so it is the corrupt rows that are handled.
+POISON_DUE_S = 3.0
 MAX_HISTORY_EVENTS = 400
 
 
@@ -318,9 +322,13 @@ async def test_poison_items_are_held_aside_and_do_not_stall_the_timekeeper(arena
     # A timer whose run cannot be loaded, a run timeout likewise, an activity lease whose options are garbage.
     timer_run, token = await _attacker_workflow_task(wire, "poison-timer")
     await wire.stub.RespondWorkflowTaskCompleted(
-        pb.RespondWorkflowTaskCompletedRequest(namespace=ATTACKER, task_token=token, commands=[start_timer("t", 0.3)])
+        pb.RespondWorkflowTaskCompletedRequest(
+            namespace=ATTACKER, task_token=token, commands=[start_timer("t", POISON_DUE_S)]
+        )
     )
-    timeout_run, token = await _attacker_workflow_task(wire, "poison-timeout", workflow_run_timeout=seconds(1))
+    timeout_run, token = await _attacker_workflow_task(
+        wire, "poison-timeout", workflow_run_timeout=seconds(POISON_DUE_S)
+    )
     await wire.stub.RespondWorkflowTaskCompleted(
         pb.RespondWorkflowTaskCompletedRequest(namespace=ATTACKER, task_token=token)
     )
@@ -329,7 +337,9 @@ async def test_poison_items_are_held_aside_and_do_not_stall_the_timekeeper(arena
         pb.RespondWorkflowTaskCompletedRequest(
             namespace=ATTACKER,
             task_token=token,
-            commands=[schedule_activity("a", start_to_close=0.5, retry=common_pb2.RetryPolicy(maximum_attempts=1))],
+            commands=[
+                schedule_activity("a", start_to_close=POISON_DUE_S, retry=common_pb2.RetryPolicy(maximum_attempts=1))
+            ],
         )
     )
     # And on a queue of its own, a pending activity task whose row is garbage, ahead of a good one.
@@ -345,7 +355,8 @@ async def test_poison_items_are_held_aside_and_do_not_stall_the_timekeeper(arena
         pb.PollActivityTaskQueueRequest(namespace=ATTACKER, task_queue=QUEUE, identity="a", poll_timeout=seconds(10))
     )
     assert leased.task_token
-    async with arena.server.store.transaction() as tx:
+
+    async def corrupt(tx: Transaction) -> None:
         for run_id in (timer_run, timeout_run):
             row = await tx.get_execution(ATTACKER, run_id)
             assert row is not None
@@ -355,6 +366,9 @@ async def test_poison_items_are_held_aside_and_do_not_stall_the_timekeeper(arena
             (task,) = await tx.get_activity_tasks(run_id, [activity_id])
             task.options = "{this is not JSON"
             await tx.update_task(task)
+
+    # Retried on a concurrency conflict (the engine may write one of these runs meanwhile).
+    await arena.server.engine.transaction(corrupt)
 
     async def attack() -> None:
         # The poll is not failed by the garbage task for good: it is set aside, the good one delivered.
