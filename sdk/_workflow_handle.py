@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, cast, overload
 
@@ -179,18 +179,30 @@ class WorkflowHandle(Generic[SelfType, ReturnType]):
         Raises:
             RPCError: ``NOT_FOUND`` for an unknown execution, or another refusal.
         """
+        return WorkflowHistory(workflow_id=self.id, events=[event async for event in self.fetch_history_events()])
+
+    async def fetch_history_events(self, *, page_size: int = 0) -> AsyncIterator[HistoryEvent]:
+        """The run's history events one by one, fetched a page at a time (Temporal's
+        ``fetch_history_events``; use ``async for``).
+
+        Args:
+            page_size: Events per page; the server's default when 0.
+
+        Raises:
+            RPCError: ``NOT_FOUND`` for an unknown execution, or another refusal.
+        """
         request = workflow_service_pb2.GetWorkflowExecutionHistoryRequest(
-            namespace=self._client.namespace, execution=self._execution()
+            namespace=self._client.namespace, execution=self._execution(), maximum_page_size=page_size
         )
-        events: list[HistoryEvent] = []
         while True:
             response = await self._client.workflow_service.call("GetWorkflowExecutionHistory", request)
-            events.extend(HistoryEvent.from_proto(event) for event in response.events)
+            for event in response.events:
+                yield HistoryEvent.from_proto(event)
             # Later pages must come from the same run even when the handle names none.
             if response.run_id:
                 request.execution.run_id = response.run_id
             if not response.has_more or not response.events:
-                return WorkflowHistory(workflow_id=self.id, events=events)
+                return
             request.after_event_id = response.events[-1].event_id
 
     async def execute_update(

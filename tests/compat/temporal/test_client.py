@@ -43,3 +43,15 @@ async def test_execute_workflow_by_name_with_result_type(client: Client) -> None
             "GreetingWorkflow", "Ada", id=f"hello-{uuid.uuid4()}", task_queue=task_queue, result_type=str
         )
         assert await handle.result() == "Hello, Ada!"
+
+
+async def test_fetch_history_events_pages_through_the_history(client: Client) -> None:
+    task_queue = f"hello-{uuid.uuid4()}"
+    async with Worker(client, task_queue=task_queue, workflows=[GreetingWorkflow], activities=[compose_greeting]):
+        handle = await client.start_workflow(
+            GreetingWorkflow.run, "Ada", id=f"hello-{uuid.uuid4()}", task_queue=task_queue
+        )
+        await handle.result()
+    events = [event async for event in handle.fetch_history_events(page_size=2)]
+    assert events[0].event_type == "WorkflowExecutionStarted" and events[-1].event_type == "WorkflowExecutionCompleted"
+    assert [e.event_id for e in events] == list(range(1, len(events) + 1))
