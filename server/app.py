@@ -97,6 +97,9 @@ class ServerConfig:
     """Who may call (API keys, JWTs, roles; docs/security.md). Off by default: the dev server."""
     tls: TLSFiles | None = None
     """Serve gRPC over TLS (mTLS with ``client_ca``); None = plaintext."""
+    console_codec_endpoint: str | None = None
+    """A remote codec server the console's pages decode payloads with, from the browser
+    (Temporal's ``POST {url}/decode``; docs/console.md); None = payloads shown encoded."""
 
 
 def open_store(url: str) -> Store:
@@ -208,7 +211,12 @@ class FlowForgeServer:
             self.health.attach(http)
             self.engine.metrics.attach(http, self._refresh_queue_gauges)
             servicers = {"WorkflowService": service, "AccessService": access_service}
-            Console(interceptor, servicers, auth_required=self.config.auth.required).attach(http)
+            Console(
+                interceptor,
+                servicers,
+                auth_required=self.config.auth.required,
+                codec_endpoint=self.config.console_codec_endpoint,
+            ).attach(http)
             try:
                 await http.start()
             except OSError:

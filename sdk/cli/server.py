@@ -114,6 +114,11 @@ def _serving_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                 show_default=True,
                 help="json: one object a line with the ids where known (docs/observability.md)",
             ),
+            click.option(
+                "--console-codec-endpoint",
+                metavar="URL",
+                help="codec server the console's pages decode payloads with, in the browser (docs/console.md)",
+            ),
             # tests: the bound port is written here once the server listens
             click.option("--ready-file", type=click.Path(dir_okay=False, path_type=Path), hidden=True),
             *_AUTH_OPTIONS,
@@ -178,6 +183,7 @@ def _serve(
     log_level: str,
     log_format: Literal["text", "json"],
     otlp_endpoint: str | None,
+    console_codec_endpoint: str | None,
     ready_file: Path | None,
     dev: bool,
     webhook: bool,
@@ -222,6 +228,14 @@ def _serve(
             f"{otlp_endpoint!r} is not an http(s) URL; e.g. http://localhost:4318", param_hint="'--otlp-endpoint'"
         )
 
+    if console_codec_endpoint is not None:
+        from flowforge.server.console.routes import codec_origin
+
+        try:
+            codec_origin(console_codec_endpoint)
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="'--console-codec-endpoint'") from None
+
     configure(format=log_format, level=log_level)
     instance = FlowForgeServer(
         ServerConfig(
@@ -241,6 +255,7 @@ def _serve(
             ),
             auth=auth,
             tls=tls,
+            console_codec_endpoint=console_codec_endpoint,
         )
     )
     asyncio.run(instance.serve(ready_file=str(ready_file) if ready_file else None))

@@ -23,14 +23,9 @@ from flowforge.server.http import HttpListener
 __all__ = ["Console"]
 
 _CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self';"
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'{codec};"
     " base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
-_HEADERS = {
-    "Content-Security-Policy": _CSP,
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-}
 # Paths the page shell answers; its scripts read the rest of the path.
 _PAGES = ("/", "/namespaces", "/namespaces/{rest:.+}", "/audit", "/scheduler")
 # Reasons are bounded like the RPCs' own (validation.text).
@@ -52,6 +47,18 @@ class _StaticFiles:
                 self.files[entry.name] = (body, kind, hashlib.sha256(body).hexdigest()[:16])
 
 
+def codec_origin(url: str) -> str:
+    """The origin (``scheme://host[:port]``) of a codec endpoint URL, for the CSP.
+
+    Raises:
+        ValueError: not an http(s) URL, or one with characters a policy cannot hold.
+    """
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc or any(c in url for c in " ;,'\"\n"):
+        raise ValueError(f"{url!r} is not an http(s) URL of a codec server, e.g. https://codec.example.com")
+    return f"{parsed.scheme}://{parsed.netloc}"
+
+
 class Console:
     """The console on one server process.
 
@@ -59,11 +66,27 @@ class Console:
         interceptor: The gRPC server's authentication interceptor (same keys, roles, audit).
         servicers: ``WorkflowService`` and ``AccessService`` servicers by service name.
         auth_required: Whether callers need credentials (the page asks for a key then).
+        codec_endpoint: A remote codec server (Temporal's protocol: ``POST {url}/decode``)
+            the pages send encoded payloads to from the browser; the server never sees them decoded.
     """
 
-    def __init__(self, interceptor: AuthInterceptor, servicers: dict[str, object], *, auth_required: bool) -> None:
+    def __init__(
+        self,
+        interceptor: AuthInterceptor,
+        servicers: dict[str, object],
+        *,
+        auth_required: bool,
+        codec_endpoint: str | None = None,
+    ) -> None:
         self._bridge = RpcBridge(interceptor, servicers)
         self._auth_required = auth_required
+        self._codec_endpoint = codec_endpoint.rstrip("/") if codec_endpoint else None
+        codec = f" {codec_origin(codec_endpoint)}" if codec_endpoint else ""
+        self._headers = {
+            "Content-Security-Policy": _CSP.format(codec=codec),
+            "X-Content-Type-Options": "nosniff",
+            "Referrer-Policy": "no-referrer",
+        }
         self._static = _StaticFiles()
 
     def attach(self, http: HttpListener) -> None:
@@ -83,9 +106,9 @@ class Console:
     def _serve(self, name: str, request: web.Request, *, cache: str) -> web.StreamResponse:
         found = self._static.files.get(name)
         if found is None:
-            raise web.HTTPNotFound(text="no such console file", headers=_HEADERS)
+            raise web.HTTPNotFound(text="no such console file", headers=self._headers)
         body, kind, etag = found
-        headers = {**_HEADERS, "ETag": f'"{etag}"', "Cache-Control": cache}
+        headers = {**self._headers, "ETag": f'"{etag}"', "Cache-Control": cache}
         if request.headers.get("If-None-Match") == f'"{etag}"':
             return web.Response(status=304, headers=headers)
         return web.Response(body=body, content_type=kind, charset="utf-8", headers=headers)
@@ -94,14 +117,15 @@ class Console:
         try:
             principal = await self._bridge.principal(request.headers.get("Authorization"))
         except ConsoleError as error:
-            return _json(error.to_json(), status=error.http_status)
+            return self._json(error.to_json(), status=error.http_status)
         grants = {namespace: sorted(role.value for role in roles) for namespace, roles in principal.grants.items()}
-        return _json(
+        return self._json(
             {
                 "name": principal.name,
                 "grants": grants,
                 "auth_required": self._auth_required,
                 "rules": self._bridge.rules(),
+                "codec_endpoint": self._codec_endpoint,
             },
             status=200,
         )
@@ -109,7 +133,7 @@ class Console:
     async def _rpc(self, request: web.Request) -> web.StreamResponse:
         # Only JSON: a cross-site form cannot send it without a preflight, which is never answered.
         if request.content_type != "application/json":
-            return _json({"code": "INVALID_ARGUMENT", "message": "send application/json"}, status=415)
+            return self._json({"code": "INVALID_ARGUMENT", "message": "send application/json"}, status=415)
         try:
             answer = await self._bridge.call(
                 request.match_info["service"],
@@ -119,14 +143,13 @@ class Console:
                 reason=urllib.parse.unquote(request.headers.get("X-FlowForge-Reason", ""))[:_MAX_REASON],
             )
         except ConsoleError as error:
-            return _json(error.to_json(), status=error.http_status)
-        return _json(answer, status=200)
+            return self._json(error.to_json(), status=error.http_status)
+        return self._json(answer, status=200)
 
-
-def _json(body: object, *, status: int) -> web.Response:
-    return web.Response(
-        text=json.dumps(body, separators=(",", ":")),
-        status=status,
-        content_type="application/json",
-        headers={**_HEADERS, "Cache-Control": "no-store"},
-    )
+    def _json(self, body: object, *, status: int) -> web.Response:
+        return web.Response(
+            text=json.dumps(body, separators=(",", ":")),
+            status=status,
+            content_type="application/json",
+            headers={**self._headers, "Cache-Control": "no-store"},
+        )

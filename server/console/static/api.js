@@ -100,3 +100,25 @@ export function jsonPayloads(value) {
   const data = btoa(String.fromCharCode(...new TextEncoder().encode(JSON.stringify(value))));
   return { payloads: [{ metadata: { encoding: btoa('json/plain') }, data }] };
 }
+
+let codec = null;
+
+/** Decode payloads with this remote codec server (null: show them encoded). */
+export function useCodec(endpoint, namespace) {
+  codec = endpoint ? { endpoint, namespace } : null;
+}
+
+export function codecEnabled() {
+  return codec !== null;
+}
+
+/** Payload list decoded by the codec server (Temporal's protocol: POST {endpoint}/decode). */
+export async function decodeRemote(payloads) {
+  const response = await fetch(`${codec.endpoint}/decode`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'X-Namespace': codec.namespace },
+    body: JSON.stringify({ payloads }),
+  });
+  if (!response.ok) throw new Error(`the codec server answered ${response.status}`);
+  return (await response.json()).payloads || [];
+}

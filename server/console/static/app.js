@@ -1,7 +1,7 @@
 // The router: each path draws its page into <main>; links marked data-route move
 // without a reload. With authentication on, it asks for an API key first.
 
-import { ApiError, apiKey, setApiKey, whoami } from './api.js';
+import { ApiError, apiKey, setApiKey, useCodec, whoami } from './api.js';
 import { errorBox, h, link, path, replace } from './dom.js';
 import { workflowList } from './workflows.js';
 import { executionPage } from './execution.js';
@@ -62,6 +62,7 @@ async function route() {
   }
   const namespace = namespaceOf(parts);
   sessionStorage.setItem('flowforge.namespace', namespace);
+  useCodec(me.codec_endpoint, namespace);
   drawNav(namespace);
   const context = { me, namespace, main, params: new URLSearchParams(location.search), navigate };
   const [first, , section, ...rest] = parts;

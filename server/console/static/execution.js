@@ -2,7 +2,7 @@
 // (live: a long-poll on its history that the server parks on the run's notifier), the
 // DAG, compact and full history, the history JSON for the Replayer, and the actions.
 
-import { rpc, showPayloads } from './api.js';
+import { codecEnabled, decodePayload, decodeRemote, rpc, showPayloads } from './api.js';
 import { dagNodes, dagSvg } from './dag.js';
 import { executionActions } from './actions.js';
 import { duration, errorBox, h, link, path, pretty, replace, status, table, time } from './dom.js';
@@ -35,6 +35,20 @@ function summary(e) {
     a.workflow_type && e.event_type !== 'WorkflowExecutionStarted' && a.workflow_type, a.workflow_id && e.event_type !== 'WorkflowExecutionStarted' && a.workflow_id,
     a.attempt > 1 && `attempt ${a.attempt}`, a.failure && (a.failure.message || 'failure'), a.reason, a.identity];
   return bits.filter(Boolean).join(' · ');
+}
+
+/** Payloads as pretty JSON; encoded ones are sent to the codec server, if one is set. */
+function payloadBlock(payloads) {
+  const block = pretty(showPayloads(payloads));
+  const list = (payloads && payloads.payloads) || [];
+  if (codecEnabled() && list.some((p) => decodePayload(p).encoded)) {
+    decodeRemote(list).then((decoded) => {
+      replace(block, JSON.stringify(showPayloads({ payloads: decoded }), null, 2));
+      block.classList.add('decoded');
+      block.title = 'decoded by the codec server, in this browser';
+    }, (error) => block.append(`\n(${error.message})`));
+  }
+  return block;
 }
 
 async function readHistory(namespace, execution, after) {
@@ -139,8 +153,8 @@ export async function executionPage(context, workflowId, runId) {
         d.pause ? [h('dt', {}, 'Paused'), h('dd', { id: 'paused' }, `since ${time(d.pause.pause_time)} by ${d.pause.identity || '?'}: ${d.pause.reason || ''}`)] : null,
         d.origin_json ? [h('dt', {}, 'Origin'), h('dd', { class: 'mono' }, d.origin_json)] : null),
       links.length ? h('ul', { class: 'links' }, links) : null);
-    const io = [h('h2', {}, 'Input'), pretty(showPayloads(first.input))];
-    if (closing && closing.attrs.result) io.push(h('h2', {}, 'Result'), pretty(showPayloads(closing.attrs.result)));
+    const io = [h('h2', {}, 'Input'), payloadBlock(first.input)];
+    if (closing && closing.attrs.result) io.push(h('h2', {}, 'Result'), payloadBlock(closing.attrs.result));
     if (closing && closing.attrs.failure) io.push(h('h2', {}, 'Failure'), pretty(readable(closing.attrs.failure)));
     const attributes = readable((d.search_attributes || {}).indexed_fields || {});
     const memo = readable((d.memo || {}).fields || {});

@@ -44,7 +44,7 @@ export async function workflowList({ namespace, main, params, navigate }) {
     replace(body, list.map((e) => h('tr', {},
       h('td', {}, link(path('namespaces', namespace, 'workflows', e.execution.workflow_id, e.execution.run_id), e.execution.workflow_id, { class: 'wid' })),
       h('td', {}, e.workflow_type), h('td', {}, status(e.status)), h('td', {}, time(e.start_time)),
-      h('td', {}, e.close_time ? time(e.close_time) : duration(e.start_time)), h('td', { class: 'num' }, e.history_length || 0))));
+      h('td', {}, e.close_time ? time(e.close_time) : `running ${duration(e.start_time)}`), h('td', { class: 'num' }, e.history_length || 0))));
   };
   const heads = columns.map(([title], index) => h('th', {}, h('button', {
     type: 'button', class: 'sort', onclick: () => {
