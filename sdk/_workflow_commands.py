@@ -352,15 +352,24 @@ def close_command(
     )
 
 
-def cron_continuation(command: command_pb2.Command, input: common_pb2.Payloads) -> command_pb2.Command:
+def cron_continuation(
+    command: command_pb2.Command, input: common_pb2.Payloads, last_completion_result: common_pb2.Payloads | None
+) -> command_pb2.Command:
     """For a cron execution, the command closing a run: a run that completed or failed
-    continues as new with the same input (the server delays it to the next cron time);
-    a cancelled run, or one that continued as new itself, closes as it asked."""
-    if command.WhichOneof("attributes") not in ("complete_workflow_execution", "fail_workflow_execution"):
+    continues as new with the same input (the server delays it to the next cron time),
+    carrying the last successful result and this run's failure; a cancelled run, or one
+    that continued as new itself, closes as it asked."""
+    kind = command.WhichOneof("attributes")
+    if kind not in ("complete_workflow_execution", "fail_workflow_execution"):
         return command
-    return command_pb2.Command(
-        continue_as_new_workflow_execution=command_pb2.ContinueAsNewWorkflowExecutionCommandAttributes(input=input)
-    )
+    attributes = command_pb2.ContinueAsNewWorkflowExecutionCommandAttributes(input=input)
+    if kind == "complete_workflow_execution":
+        attributes.last_completion_result.CopyFrom(command.complete_workflow_execution.result)
+    else:
+        attributes.last_failure.CopyFrom(command.fail_workflow_execution.failure)
+        if last_completion_result is not None:
+            attributes.last_completion_result.CopyFrom(last_completion_result)
+    return command_pb2.Command(continue_as_new_workflow_execution=attributes)
 
 
 def _is_cancellation(error: exceptions.FailureError) -> bool:

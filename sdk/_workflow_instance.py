@@ -83,6 +83,7 @@ from flowforge.common import _search_attributes_from_proto, _search_attributes_t
 from flowforge.converter import (
     DataConverter,
     default_converter,
+    failure_to_error,
 )
 
 __all__ = ["HistoryContinuityError", "WorkflowInstance"]
@@ -172,6 +173,9 @@ class WorkflowInstance(_Runtime):
         self._memo = common_pb2.Memo()
         self._input = common_pb2.Payloads()
         self._run_args: Sequence[Any] = ()
+        # Cron on start: what the previous runs left (workflow.get_last_completion_result / get_last_failure).
+        self._last_completion_result: common_pb2.Payloads | None = None
+        self._last_failure: common_pb2.Failure | None = None
         self._run_task: asyncio.Task[Any] | None = None
         self._cancel_requested = False
         self._closed = False
@@ -426,6 +430,10 @@ class WorkflowInstance(_Runtime):
         self._memo = schema.json_dict_to_message(attributes.get("memo"), common_pb2.Memo)
         payloads = schema.payloads_from_json(attributes.get("input"))
         self._input = payloads
+        if "last_completion_result" in attributes:
+            self._last_completion_result = schema.payloads_from_json(attributes["last_completion_result"])
+        if "last_failure" in attributes:
+            self._last_failure = schema.failure_from_json(attributes["last_failure"])
         args = self._converter.from_payloads(payloads, self._definition.run_arg_types())
         self._run_args = args
         if self._interceptors:
@@ -466,7 +474,7 @@ class WorkflowInstance(_Runtime):
         self._closed = True
         command = close_command(task, cancel_requested=self._cancel_requested, converter=self._converter)
         if self._info is not None and self._info.cron_schedule:
-            command = cron_continuation(command, self._input)
+            command = cron_continuation(command, self._input, self._last_completion_result)
         self._commands.append(command)
 
     # ----------------------------------------------------------------- signals and queries
@@ -668,6 +676,15 @@ class WorkflowInstance(_Runtime):
 
     def workflow_instance(self) -> Any:
         return self._workflow_object()
+
+    def workflow_last_completion_result(self, type_hint: Any) -> Any:
+        payloads = self._last_completion_result
+        if payloads is None or not payloads.payloads:
+            return None
+        return self._converter.from_payload(payloads.payloads[0], type_hint)
+
+    def workflow_last_failure(self) -> BaseException | None:
+        return failure_to_error(self._last_failure, self._converter) if self._last_failure is not None else None
 
     def workflow_all_handlers_finished(self) -> bool:
         return self._updates.all_handlers_finished

@@ -83,6 +83,8 @@ __all__ = [
     "execute_child_workflow",
     "execute_local_activity",
     "execute_local_activity_method",
+    "get_last_completion_result",
+    "get_last_failure",
     "info",
     "init",
     "instance",
@@ -119,6 +121,17 @@ def all_handlers_finished() -> bool:
     """Whether every accepted update's handler has finished; wait for it before the run returns
     (``await workflow.wait_condition(workflow.all_handlers_finished)``) so no update is cut off."""
     return _Runtime.current().workflow_all_handlers_finished()
+
+
+def get_last_completion_result(type_hint: Any = None) -> Any:
+    """The result of the last successful run of this cron execution (``start_workflow(cron_schedule=...)``),
+    decoded with ``type_hint``; ``None`` in the first run or outside cron (Temporal's call)."""
+    return _Runtime.current().workflow_last_completion_result(type_hint)
+
+
+def get_last_failure() -> BaseException | None:
+    """The failure of the previous run of this cron execution if it failed, else ``None`` (Temporal's call)."""
+    return _Runtime.current().workflow_last_failure()
 
 
 def instance() -> Any:

@@ -370,6 +370,8 @@ class WorkflowExecutionStartedAttributes(TypedDict):
     first_execution_run_id: str
     request_id: NotRequired[str]
     cron_schedule: NotRequired[str]
+    last_completion_result: NotRequired[PayloadsJSON]
+    last_failure: NotRequired[FailureJSON]
     workflow_execution_expiration_us: NotRequired[int]
     continued_execution_run_id: NotRequired[str]
     parent_workflow_namespace: NotRequired[str]
@@ -600,6 +602,8 @@ class WorkflowExecutionContinuedAsNewAttributes(TypedDict):
     workflow_run_timeout: float
     workflow_task_timeout: float
     workflow_task_completed_event_id: int
+    last_completion_result: NotRequired[PayloadsJSON]
+    last_failure: NotRequired[FailureJSON]
 
 
 class StartChildWorkflowExecutionInitiatedAttributes(TypedDict):

@@ -162,6 +162,8 @@ class CommandValidator:
         check_name(where, "task_queue", a.task_queue, required=False)
         _not_negative(where, a, ("workflow_run_timeout", "workflow_task_timeout"))
         self._payloads(a.input, "the input of the continued run")
+        self._payloads(a.last_completion_result, "the last completion result of the continued run")
+        check_failure(a.last_failure, "the last failure of the continued run", self._max_bytes)
 
 
 def _retry_policy(where: str, policy: common_pb2.RetryPolicy) -> None:

@@ -320,6 +320,10 @@ class Commands(ChildCommands):
             "workflow_task_timeout": duration_s(a.workflow_task_timeout) or row.wft_timeout_s,
             "workflow_task_completed_event_id": applying.completed_id,
         }
+        if a.HasField("last_completion_result"):
+            continued["last_completion_result"] = payloads_json(a.last_completion_result)
+        if a.HasField("last_failure"):
+            continued["last_failure"] = failure_json(a.last_failure)
         _close(applying, EventType.WORKFLOW_EXECUTION_CONTINUED_AS_NEW, continued, ExecutionStatus.CONTINUED_AS_NEW)
 
 

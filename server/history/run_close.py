@@ -189,6 +189,8 @@ class RunClose(VisibilityWrites):
             started={
                 **carried,
                 "continued_execution_run_id": row.run_id,
+                # Cron on start: what the next run reads with get_last_completion_result / get_last_failure.
+                **{key: continued[key] for key in ("last_completion_result", "last_failure") if key in continued},
                 **visibility_attributes(search_attributes, memo),
                 **(extra or {}),
             },

@@ -60,6 +60,8 @@ EXPORTS = {
         "execute_child_workflow",
         "execute_local_activity",
         "execute_local_activity_method",
+        "get_last_completion_result",
+        "get_last_failure",
         "info",
         "init",
         "instance",

@@ -188,15 +188,19 @@ class SignalExternalWorkflowExecutionCommandAttributes(_message.Message):
     def __init__(self, workflow_id: _Optional[str] = ..., run_id: _Optional[str] = ..., signal_name: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., child_workflow_only: _Optional[bool] = ...) -> None: ...
 
 class ContinueAsNewWorkflowExecutionCommandAttributes(_message.Message):
-    __slots__ = ("workflow_type", "task_queue", "input", "workflow_run_timeout", "workflow_task_timeout")
+    __slots__ = ("workflow_type", "task_queue", "input", "workflow_run_timeout", "workflow_task_timeout", "last_completion_result", "last_failure")
     WORKFLOW_TYPE_FIELD_NUMBER: _ClassVar[int]
     TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_RUN_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_TASK_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    LAST_COMPLETION_RESULT_FIELD_NUMBER: _ClassVar[int]
+    LAST_FAILURE_FIELD_NUMBER: _ClassVar[int]
     workflow_type: str
     task_queue: str
     input: _common_pb2.Payloads
     workflow_run_timeout: _duration_pb2.Duration
     workflow_task_timeout: _duration_pb2.Duration
-    def __init__(self, workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., workflow_run_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_task_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    last_completion_result: _common_pb2.Payloads
+    last_failure: _common_pb2.Failure
+    def __init__(self, workflow_type: _Optional[str] = ..., task_queue: _Optional[str] = ..., input: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., workflow_run_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., workflow_task_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., last_completion_result: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., last_failure: _Optional[_Union[_common_pb2.Failure, _Mapping]] = ...) -> None: ...

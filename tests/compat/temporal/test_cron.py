@@ -16,19 +16,19 @@ runs: list[str] = []
 
 
 @activity.defn
-async def record_run(run_id: str) -> None:
-    runs.append(run_id)
+async def record_run(what: str) -> None:
+    runs.append(what)
 
 
 @workflow.defn
 class Heartbeat:
     @workflow.run
-    async def run(self, label: str) -> str:
+    async def run(self, label: str) -> int:
         assert workflow.info().cron_schedule == "*/5 * * * *"
-        await workflow.execute_activity(
-            record_run, workflow.info().run_id, start_to_close_timeout=timedelta(seconds=10)
-        )
-        return label
+        assert workflow.get_last_failure() is None
+        previous = workflow.get_last_completion_result(int) or 0
+        await workflow.execute_activity(record_run, f"{label} {previous}", start_to_close_timeout=timedelta(seconds=10))
+        return previous + 1
 
 
 async def test_cron_schedule_runs_each_time_with_the_same_id_and_input() -> None:
@@ -42,7 +42,8 @@ async def test_cron_schedule_runs_each_time_with_the_same_id_and_input() -> None
             await env.sleep(timedelta(minutes=16))
             # The latest run of the chain (the handle names the first one).
             await env.client.get_workflow_handle(handle.id).terminate(reason="enough")
-        assert len(runs) == len(set(runs)) >= 3
+        # Each run saw the previous run's result: 0, 1, 2, ...
+        assert len(runs) >= 3 and runs == [f"beat {count}" for count in range(len(runs))]
         executions = [e async for e in env.client.list_workflows(f"WorkflowId = '{handle.id}'")]
         statuses = sorted(e.status for e in executions)
         assert statuses.count(WorkflowExecutionStatus.CONTINUED_AS_NEW) >= 3
