@@ -54,7 +54,7 @@ class Matching:
         self._parked: collections.Counter[str] = collections.Counter()
         self._max_parked_polls = max_parked_polls
         #: Tasks whose lease failed unexpectedly, set aside with the reason (server/quarantine.py).
-        self.held = Quarantine("matching: task")
+        self.held = Quarantine("matching: task", engine.metrics)
         #: Recent pollers and dispatches of each queue (DescribeTaskQueue).
         self.activity = TaskQueueActivity(engine.clock)
 

@@ -72,6 +72,12 @@ class ServerMetrics:
             buckets=_WAIT_BUCKETS,
             registry=r,
         )
+        self.held_items = Gauge(
+            "flowforge_held_items",
+            "Items a background loop holds aside because handling them failed (server/quarantine.py), by loop.",
+            ("loop",),
+            registry=r,
+        )
         self.workflow_closed = Counter(
             "flowforge_workflow_closed",
             "Runs closed, by workflow type and WorkflowExecutionStatus name.",

@@ -5,7 +5,8 @@ own. When one fails, :meth:`Quarantine.hold` records why, logs it once, and keep
 item out of the loop's next passes for a backoff (30 s, doubling to 10 min), after
 which it is tried again: a transient failure heals by itself, a poison pill costs one
 attempt per backoff instead of stalling the loop. :meth:`Quarantine.held` lists what
-is held and why (the visible reason).
+is held and why (the visible reason), and the ``flowforge_held_items`` gauge counts them
+per loop.
 """
 
 from __future__ import annotations
@@ -13,9 +14,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING
 
 from flowforge.server.errors import ServiceError
+
+if TYPE_CHECKING:
+    from flowforge.server.metrics import ServerMetrics
 
 __all__ = ["HeldItem", "Quarantine"]
 
@@ -43,12 +48,17 @@ class Quarantine:
     """The items one background loop holds aside.
 
     Args:
-        loop: The loop's name, in log lines and :class:`HeldItem`.
+        loop: The loop's name, in log lines, :class:`HeldItem` and the gauge's label.
+        metrics: The server's metrics, whose ``flowforge_held_items`` gauge counts the held items.
     """
 
-    def __init__(self, loop: str) -> None:
+    def __init__(self, loop: str, metrics: ServerMetrics | None = None) -> None:
         self.loop = loop
         self._held: dict[Hashable, HeldItem] = {}
+        # Set to how many items are held after each change.
+        self._on_count: Callable[[float], None] = (
+            metrics.held_items.labels(loop).set if metrics is not None else lambda _count: None
+        )
 
     def is_held(self, item: Hashable) -> bool:
         """Whether the loop should skip ``item`` in this pass."""
@@ -81,6 +91,7 @@ class Quarantine:
             log.warning("%s: %r failed again (%d times); retried in %.0fs", self.loop, item, failures, backoff)
         while len(self._held) > MAX_HELD:
             self._held.pop(next(iter(self._held)))
+        self._on_count(len(self._held))
 
     def backoff_s(self, item: Hashable) -> float:
         """Seconds until a held ``item`` is tried again (0 when it is not held)."""
@@ -91,6 +102,7 @@ class Quarantine:
         """``item`` was handled: it is held no more."""
         if self._held.pop(item, None) is not None:
             log.info("%s: %r was handled after all", self.loop, item)
+            self._on_count(len(self._held))
 
     def held(self) -> list[HeldItem]:
         """What is held, oldest first."""

@@ -469,7 +469,7 @@ class Scheduler:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         #: Schedules whose processing failed, held aside with the reason (server/quarantine.py).
-        self.held = Quarantine("scheduler: schedule")
+        self.held = Quarantine("scheduler: schedule", engine.metrics)
         # A virtual clock that jumps ahead (time skipping) may pass fire times we sleep towards.
         engine.clock.add_jump_listener(self.wake)
 

@@ -53,10 +53,10 @@ class Timekeeper:
         self._planned_wake_us = 0
         self._task: asyncio.Task[None] | None = None
         #: Expired tasks, timed-out runs and due timers whose handling failed, held aside.
-        self.tasks_held = Quarantine("timekeeper: expired task")
-        self.runs_held = Quarantine("timekeeper: run timeout")
-        self.timers_held = Quarantine("timekeeper: timer")
-        self.keys_held = Quarantine("timekeeper: concurrency key")
+        self.tasks_held = Quarantine("timekeeper: expired task", engine.metrics)
+        self.runs_held = Quarantine("timekeeper: run timeout", engine.metrics)
+        self.timers_held = Quarantine("timekeeper: timer", engine.metrics)
+        self.keys_held = Quarantine("timekeeper: concurrency key", engine.metrics)
         self._last_slot_sweep = 0.0
         engine.on_new_deadline = self.deadline_added
         # A virtual clock that jumps ahead may pass every deadline we sleep towards.

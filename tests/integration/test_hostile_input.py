@@ -390,5 +390,8 @@ async def test_poison_items_are_held_aside_and_do_not_stall_the_timekeeper(arena
     for quarantine in (timekeeper.timers_held, timekeeper.runs_held, timekeeper.tasks_held):
         (held,) = quarantine.held()
         assert "JSON" in held.reason or "Expecting" in held.reason, held.reason
+    metrics = arena.server.engine.metrics.registry
+    for loop in ("timekeeper: timer", "timekeeper: run timeout", "timekeeper: expired task", "matching: task"):
+        assert metrics.get_sample_value("flowforge_held_items", {"loop": loop}) == 1, loop
     assert timer_run in str(timekeeper.timers_held.held()[0].item)
     assert timeout_run in str(timekeeper.runs_held.held()[0].item)
