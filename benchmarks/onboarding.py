@@ -137,7 +137,8 @@ class Target:
 
     def pids(self) -> list[int]:
         """The processes working for the benchmark besides this one, now."""
-        pids = list(self.server_pids)
+        # With --processes the server pid is a supervisor; its children serve.
+        pids = [*self.server_pids, *(child for pid in self.server_pids for child in _children(pid))]
         if self.postmaster_pid is not None:
             pids += [self.postmaster_pid, *_children(self.postmaster_pid)]
         return pids
@@ -232,9 +233,13 @@ def trace_to(endpoint: str) -> TracingInterceptor:
 
 
 @contextlib.contextmanager
-def server_process(store: str, otlp_endpoint: str | None = None) -> Iterator[tuple[str, int]]:
-    """``flowforge server start`` on ``store``; yields its address and pid."""
+def server_process(
+    store: str, otlp_endpoint: str | None = None, processes: int = 1, uvloop: bool = False
+) -> Iterator[tuple[str, int]]:
+    """``flowforge server start [--processes N] [--uvloop]`` on ``store``; yields its address and pid."""
     tracing = ["--otlp-endpoint", otlp_endpoint] if otlp_endpoint else []
+    tracing += ["--processes", str(processes)] if processes > 1 else []
+    tracing += ["--uvloop"] if uvloop else []
     with tempfile.TemporaryDirectory() as tmp:
         process, address = start_server(
             ["start", "--store", store, "--insecure-no-auth", *tracing], os.path.join(tmp, "ready"), timeout_s=60
@@ -247,14 +252,18 @@ def server_process(store: str, otlp_endpoint: str | None = None) -> Iterator[tup
 
 
 @contextlib.contextmanager
-def target(store: str, replicas: int = 1, otlp_endpoint: str | None = None) -> Iterator[Target]:
-    """``replicas`` server processes on one fresh store of kind ``store`` (or a given URL)."""
+def target(
+    store: str, replicas: int = 1, otlp_endpoint: str | None = None, processes: int = 1, uvloop: bool = False
+) -> Iterator[Target]:
+    """``replicas`` servers of ``processes`` processes each on one fresh store of kind
+    ``store`` (or a given URL); each process is an address (one client and worker each)."""
     with store_url(store) as (url, postmaster), contextlib.ExitStack() as stack:
         pg_dsn = url if url.startswith(("postgresql://", "postgres://")) else None
-        if replicas > 1 and pg_dsn is None:
+        if (replicas > 1 or processes > 1) and pg_dsn is None:
             raise SystemExit("several replicas need PostgreSQL: a SQLite file admits one server")
-        servers = [stack.enter_context(server_process(url, otlp_endpoint)) for _ in range(replicas)]
-        yield Target([address for address, _ in servers], pg_dsn, [pid for _, pid in servers], postmaster, url)
+        servers = [stack.enter_context(server_process(url, otlp_endpoint, processes, uvloop)) for _ in range(replicas)]
+        addresses = [address for address, _ in servers for _ in range(processes)]
+        yield Target(addresses, pg_dsn, [pid for _, pid in servers], postmaster, url)
 
 
 async def pg_txid(dsn: str | None) -> int | None:
@@ -345,7 +354,8 @@ async def measure(
     for client in clients:
         await client.close()
     result: dict[str, Any] = {
-        "replicas": len(where.addresses),
+        "replicas": len(where.server_pids) or 1,
+        "clients": len(where.addresses),
         "workflows": count,
         "concurrency": concurrency,
         "seconds": round(elapsed, 3),
@@ -401,6 +411,13 @@ def main() -> None:
         help="server processes on the one store (PostgreSQL only), each with a worker",
     )
     parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="processes per server (flowforge server start --processes; PostgreSQL only), a worker each",
+    )
+    parser.add_argument("--uvloop", action="store_true", help="servers on uvloop (flowforge server start --uvloop)")
+    parser.add_argument(
         "--cooling-off",
         type=float,
         default=0.0,
@@ -411,9 +428,14 @@ def main() -> None:
     load_before, code_before = load_average(), code_version()
     with contextlib.ExitStack() as stack:
         sink = stack.enter_context(span_sink()) if args.tracing else None
-        where = Target([args.address]) if args.address else stack.enter_context(target(args.store, args.replicas, sink))
+        where = (
+            Target([args.address])
+            if args.address
+            else stack.enter_context(target(args.store, args.replicas, sink, args.processes, args.uvloop))
+        )
         result = asyncio.run(measure(where, args.workflows, args.concurrency, args.cooling_off, sink))
     result["tracing"] = args.tracing
+    result["uvloop"] = args.uvloop
     if args.address:
         result["store"] = "external"
     else:

@@ -298,6 +298,9 @@ class Client(
         options = [
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            # Each client its own connection (gRPC would share one between equal
+            # channels), so clients spread over server processes sharing a port.
+            ("grpc.use_local_subchannel_pool", 1),
         ]
         channel = open_channel(target_host, tls, options)
         if connect_timeout is not None and not lazy:

@@ -63,6 +63,9 @@ class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 7233
     """0 picks a free port (see :attr:`FlowForgeServer.port`)."""
+    reuse_port: bool = False
+    """Bind the gRPC port with ``SO_REUSEPORT``, beside the other processes of
+    ``flowforge server start --processes N`` (off: a second server on the port fails)."""
     engine: EngineConfig = dataclasses.field(default_factory=EngineConfig)
     poll_recheck_interval_s: float = 1.0
     max_parked_polls: int = MAX_PARKED_POLLS
@@ -159,7 +162,7 @@ class FlowForgeServer:
             options=[
                 ("grpc.max_receive_message_length", max_request_bytes(self.config.engine.max_payload_bytes)),
                 ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
-                ("grpc.so_reuseport", 0),
+                ("grpc.so_reuseport", 1 if self.config.reuse_port else 0),
             ],
         )
         service = WorkflowService(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import importlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -119,6 +121,12 @@ def _serving_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                 metavar="URL",
                 help="codec server the console's pages decode payloads with, in the browser (docs/console.md)",
             ),
+            click.option(
+                "--uvloop",
+                "use_uvloop",
+                is_flag=True,
+                help="run the event loop on uvloop (pip install uvloop; docs/performance.md has its effect)",
+            ),
             # tests: the bound port is written here once the server listens
             click.option("--ready-file", type=click.Path(dir_okay=False, path_type=Path), hidden=True),
             *_AUTH_OPTIONS,
@@ -162,10 +170,39 @@ def start_dev(db: Path, in_memory: bool, webhook: bool, **options: Any) -> None:
     default=None,
     help=_HTTP_PORT_HELP + "; none unless given",
 )
+@click.option(
+    "--processes",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="server processes sharing the gRPC port (SO_REUSEPORT), one core each; PostgreSQL only;"
+    " process i serves HTTP on --http-port + i",
+)
 @_serving_options
-def start(store: str, **options: Any) -> None:
+def start(store: str, processes: int, **options: Any) -> None:
     """A server replica on a shared store (PostgreSQL)."""
-    _serve(store, dev=False, webhook=True, **options)
+    if processes == 1:
+        _serve(store, dev=False, webhook=True, **options)
+        return
+    if not store.startswith(("postgresql://", "postgres://")):
+        raise click.BadParameter(
+            "several processes need PostgreSQL: a SQLite file admits one server process (it has one writer)",
+            param_hint="'--processes'",
+        )
+    from flowforge.logging import configure
+    from flowforge.server.processes import run_processes
+
+    configure(format=options["log_format"], level=options["log_level"])
+    port, http_port, ready_file = options.pop("port"), options.pop("http_port"), options.pop("ready_file")
+    serve = functools.partial(_serve, store, dev=False, webhook=True, **options)
+    run_processes(
+        processes,
+        serve,
+        host=options["ip"],
+        port=port,
+        http_port=http_port,
+        ready_file=str(ready_file) if ready_file else None,
+    )
 
 
 def _serve(
@@ -184,7 +221,7 @@ def _serve(
     log_format: Literal["text", "json"],
     otlp_endpoint: str | None,
     console_codec_endpoint: str | None,
-    ready_file: Path | None,
+    ready_file: Path | str | None,
     dev: bool,
     webhook: bool,
     insecure_no_auth: bool,
@@ -197,6 +234,8 @@ def _serve(
     tls_cert: Path | None,
     tls_key: Path | None,
     tls_client_ca: Path | None,
+    use_uvloop: bool,
+    reuse_port: bool = False,
 ) -> None:
     from flowforge.server import EngineConfig, FlowForgeServer, SchedulerConfig, ServerConfig
     from flowforge.server.auth.setup import AuthConfig, TLSFiles, choose_auth
@@ -242,6 +281,7 @@ def _serve(
             store=store,
             host=ip,
             port=port,
+            reuse_port=reuse_port,
             engine=EngineConfig(max_payload_bytes=max_payload_bytes),
             http_port=http_port,
             otlp_endpoint=otlp_endpoint,
@@ -258,7 +298,15 @@ def _serve(
             console_codec_endpoint=console_codec_endpoint,
         )
     )
-    asyncio.run(instance.serve(ready_file=str(ready_file) if ready_file else None))
+    loop_factory = None
+    if use_uvloop:
+        try:
+            # Imported by name: uvloop is optional and has no place in the type check.
+            loop_factory = importlib.import_module("uvloop").new_event_loop
+        except ImportError:
+            raise click.UsageError("--uvloop needs uvloop: pip install uvloop") from None
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        runner.run(instance.serve(ready_file=str(ready_file) if ready_file else None))
 
 
 def _read_webhook_secrets(path: Path) -> dict[str, str]:
