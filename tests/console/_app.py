@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Any
 
 from flowforge import RetryPolicy, activity, workflow
+from flowforge.client import WorkflowHandle
 from flowforge.exceptions import ActivityError, ApplicationError
 
 QUEUE = "console"
@@ -63,3 +65,9 @@ class Checkout:
             )
         except ActivityError:
             return "discarded"
+
+
+async def waiting_for_signal(handle: WorkflowHandle[Any, Any]) -> bool:
+    """Whether a ``Pipeline`` run has completed a, b and c and waits for its signal."""
+    description = await handle.describe()
+    return sum(1 for node in description.dag if node.state == "COMPLETED") == 3

@@ -17,7 +17,7 @@ from playwright.async_api import Page, expect
 
 from flowforge import Client
 from flowforge.server import FlowForgeServer
-from tests.console._app import QUEUE, Pipeline, step
+from tests.console._app import QUEUE, Pipeline, step, waiting_for_signal
 from tests.console.conftest import console_server, create_key
 from tests.integration._reliability import fast_worker
 from testsupport.waiting import wait_until
@@ -50,7 +50,7 @@ async def test_list_execution_dag_and_live_timeline(
 ) -> None:
     handle = await admin.start_workflow(Pipeline.run, "x", id=HOSTILE_ID, task_queue=QUEUE)
     await admin.start_workflow(Pipeline.run, "y", id="other-order", task_queue=QUEUE)
-    await wait_until(lambda: _waiting_for_signal(handle), timeout=20, what="a, b and c to complete before the signal")
+    await wait_until(lambda: waiting_for_signal(handle), timeout=20, what="a, b and c to complete before the signal")
     reader = await create_key(admin, "reader")
 
     # The list finds it by a query (and the other workflow is not shown).
@@ -83,11 +83,6 @@ async def test_list_execution_dag_and_live_timeline(
     await _expect_dag(page, admin, handle.id)
     # Not one action button for a reader.
     assert await page.locator("[data-action]").count() == 0
-
-
-async def _waiting_for_signal(handle: object) -> bool:
-    description = await handle.describe()  # type: ignore[attr-defined]
-    return sum(1 for node in description.dag if node.state == "COMPLETED") == 3
 
 
 async def _expect_dag(page: Page, admin: Client, workflow_id: str) -> None:
@@ -134,7 +129,7 @@ async def test_the_page_works_against_a_postgresql_replica_pair(postgres_dsn: st
         client = await Client.connect(f"127.0.0.1:{replicas[0].port}", api_key=key)
         async with fast_worker(client, QUEUE, workflows=[Pipeline], activities=[step]):
             handle = await client.start_workflow(Pipeline.run, "p", id="replicated", task_queue=QUEUE)
-            await wait_until(lambda: _waiting_for_signal(handle), timeout=20, what="the run to wait for its signal")
+            await wait_until(lambda: waiting_for_signal(handle), timeout=20, what="the run to wait for its signal")
             # The page is served by the other replica; the signal goes through the first.
             await sign_in(page, replicas[1], execution_path("replicated"), key)
             await expect(page.locator("#summary h1")).to_have_text("replicated")

@@ -15,7 +15,7 @@ from flowforge import Client
 from flowforge.api.v1 import access_pb2
 from flowforge.client import WorkflowExecutionStatus
 from flowforge.server import FlowForgeServer
-from tests.console._app import QUEUE, Checkout, Pipeline, charge, step
+from tests.console._app import QUEUE, Checkout, Pipeline, charge, step, waiting_for_signal
 from tests.console.conftest import create_key
 from tests.console.test_console import base, sign_in
 from tests.integration._reliability import fast_worker
@@ -54,7 +54,7 @@ async def test_each_action_changes_the_execution_and_is_audited(
         for name in ("signal", "cancel", "terminate")
     }
     for handle in handles.values():
-        await wait_until(lambda h=handle: _waiting(h), timeout=20, what=f"{handle.id} to wait for its signal")
+        await wait_until(lambda h=handle: waiting_for_signal(h), timeout=20, what=f"{handle.id} to wait for its signal")
     operator = await create_key(admin, "operator")
     await sign_in(page, server, "/namespaces/default/workflows", operator)
     await expect(page.locator("#workflows tbody tr")).to_have_count(3)
@@ -96,7 +96,7 @@ async def test_pause_unpause_and_dead_letters_from_the_console(
     server: FlowForgeServer, admin: Client, worker: None, page: Page
 ) -> None:
     pipeline = await admin.start_workflow(Pipeline.run, "p", id="act-pause", task_queue=QUEUE)
-    await wait_until(lambda: _waiting(pipeline), timeout=20, what="the run to wait for its signal")
+    await wait_until(lambda: waiting_for_signal(pipeline), timeout=20, what="the run to wait for its signal")
     retried = await admin.start_workflow(Checkout.run, "o-1", id="checkout-1", task_queue=QUEUE)
     discarded = await admin.start_workflow(Checkout.run, "o-2", id="checkout-2", task_queue=QUEUE)
     operator = await create_key(admin, "operator")
@@ -133,11 +133,6 @@ async def test_pause_unpause_and_dead_letters_from_the_console(
         ("DiscardDeadLetters", "customer gave up"),
     ]:
         assert expected in reasons, (expected, reasons)
-
-
-async def _waiting(handle: object) -> bool:
-    description = await handle.describe()  # type: ignore[attr-defined]
-    return sum(1 for node in description.dag if node.state == "COMPLETED") == 3
 
 
 async def _status(handle: object, status: WorkflowExecutionStatus) -> bool:
