@@ -43,7 +43,7 @@ from flowforge._dead_letters import DeadLetter, DeadLetterList, _DeadLetterCalls
 from flowforge._event_triggers import EventTrigger, PublishEventResult, TriggeredWorkflow, _EventTriggerCalls
 from flowforge._flow_control import ConcurrencyLimit, _FlowControlCalls
 from flowforge._namespaces import NamespaceDescription, _NamespaceCalls
-from flowforge._remediation import _RemediationCalls
+from flowforge._remediation import BatchOperation, _RemediationCalls
 from flowforge._rpc import MAX_MESSAGE_BYTES, RPCRetryConfig, WorkflowServiceClient
 from flowforge._schedule import (
     Schedule,
@@ -114,6 +114,7 @@ from flowforge.types import (
 __all__ = [
     "ActivityAttempt",
     "AsyncActivityHandle",
+    "BatchOperation",
     "Client",
     "ConcurrencyLimit",
     "DagNode",

@@ -18,6 +18,7 @@ from grpc_reflection.v1alpha import reflection
 from flowforge.api.v1 import access_pb2, access_pb2_grpc, workflow_service_pb2, workflow_service_pb2_grpc
 from flowforge.server.auth.service import AccessService
 from flowforge.server.auth.setup import AuthConfig, TLSFiles, bootstrap_admin_key, build_interceptor, server_credentials
+from flowforge.server.batches import BatchRunner
 from flowforge.server.clock import Clock, SystemClock
 from flowforge.server.console import Console
 from flowforge.server.events import EventRouter
@@ -129,6 +130,7 @@ class FlowForgeServer:
         #: Long polls on the task queues (its ``held`` tasks: leases that failed, set aside).
         self.matching = Matching(self.engine, config.poll_recheck_interval_s, config.max_parked_polls)
         self.retention = RetentionSweeper(self.engine, interval_s=config.retention_sweep_interval_s)
+        self.batches = BatchRunner(self.engine)
         self.events = EventRouter(
             self.engine,
             dedupe_window_s=config.event_dedupe_window_s,
@@ -151,6 +153,7 @@ class FlowForgeServer:
         await self.engine.start()
         self.timekeeper.start()
         self.retention.start()
+        self.batches.start()
         self.scheduler.start()
         if self.config.auth.required and self.config.auth.bootstrap_admin_key_file:
             await bootstrap_admin_key(self.store, self.config.clock, self.config.auth.bootstrap_admin_key_file)
@@ -254,6 +257,7 @@ class FlowForgeServer:
         await self.scheduler.stop()
         await self.timekeeper.stop()
         await self.retention.stop()
+        await self.batches.stop()
         await self.store.close()
         if self.tracing is not None:
             await asyncio.to_thread(self.tracing.shutdown)  # exports the last spans

@@ -9,6 +9,7 @@ from importlib import metadata
 import click
 
 from flowforge.cli.access import apikey, audit, token_key
+from flowforge.cli.batch import batch
 from flowforge.cli.config import config
 from flowforge.cli.dag import dag
 from flowforge.cli.dlq import dlq
@@ -87,6 +88,7 @@ for _group in (
     task_queue,
     dlq,
     limit,
+    batch,
     trigger,
     event,
     search_attribute,

@@ -18,12 +18,14 @@ from flowforge.server.errors import InvalidArgument
 from flowforge.server.events import PublishedEvent, trigger_row
 from flowforge.server.frontend._base import Context
 from flowforge.server.history import StartSignal
+from flowforge.server.history.batches import BATCH_OPERATIONS
 from flowforge.server.history.resets import RESET_TYPES
 from flowforge.server.stores.base import EventTriggerRow
 from flowforge.server.stores.rows import DeadLetterFilter
 
 __all__ = [
     "ExecutionKey",
+    "batch_start",
     "dead_letter_filter",
     "dead_letter_target",
     "eager_activity_slots",
@@ -369,3 +371,30 @@ def reset_point(request: remediation_pb2.ResetWorkflowExecutionRequest) -> tuple
     if request.reset_type and request.reset_type not in RESET_TYPES:
         raise InvalidArgument(f"reset_type must be one of {', '.join(RESET_TYPES)}, not {request.reset_type!r}")
     return request.event_id, request.reset_type
+
+
+MAX_BATCH_RPS = 10_000.0
+DEFAULT_BATCH_RPS = 50.0
+
+
+def batch_start(
+    request: remediation_pb2.StartBatchOperationRequest,
+) -> tuple[str, str, str, dict[str, str], float]:
+    """(namespace, operation, query, arguments, rps) of a batch: a known operation, a
+    query (an empty one would act on every execution), its arguments, a sane rate."""
+    namespace = name(request.namespace, "namespace")
+    if request.operation not in BATCH_OPERATIONS:
+        raise InvalidArgument(f"operation must be one of {', '.join(BATCH_OPERATIONS)}, not {request.operation!r}")
+    query = name(request.query, "query")
+    arguments: dict[str, str] = {}
+    if request.operation == "signal":
+        arguments["signal_name"] = name(request.signal_name, "signal_name")
+        arguments["input"] = base64.b64encode(request.signal_input.SerializeToString()).decode()
+    elif request.operation == "reset":
+        if request.reset_type not in RESET_TYPES:
+            raise InvalidArgument(f"reset_type must be one of {', '.join(RESET_TYPES)} for a batch reset")
+        arguments["reset_type"] = request.reset_type
+    rps = request.rps or DEFAULT_BATCH_RPS
+    if not 0 < rps <= MAX_BATCH_RPS:
+        raise InvalidArgument(f"rps must be between 0 and {MAX_BATCH_RPS:g}")
+    return namespace, request.operation, query, arguments, rps

@@ -9,6 +9,7 @@ from __future__ import annotations
 from flowforge.api.schema import TaskKind
 from flowforge.server.history.activities import ActivityTasks
 from flowforge.server.history.async_completion import AsyncCompletion
+from flowforge.server.history.batches import Batches
 from flowforge.server.history.child_commands import ChildCommands
 from flowforge.server.history.commands import Commands
 from flowforge.server.history.core import EngineCore
@@ -37,6 +38,7 @@ class HistoryEngine(
     Commands,  # commands.py: load -> apply (the command table) -> save (validation: command_validation.py)
     ChildCommands,  # child_commands.py: start, signal and cancel children
     Queries,  # queries.py: ask, lease to a poll, answer
+    Batches,  # batches.py: one operation over the executions a query matched, tracked as a job
     Resets,  # resets.py: a new run keeping history up to a workflow task
     DagRuns,  # dag_runs.py: declarative DAGs: versions, aliases, runs driven by the server
     Pauses,  # pauses.py: hold a run's dispatch, release it

@@ -38,8 +38,18 @@ PauseNote = dict[str, Any]
 class Pauses(Executions):
     """Holding a run's dispatch, and releasing it."""
 
-    async def pause(self, namespace: str, workflow_id: str, run_id: str, *, reason: str, identity: str) -> None:
-        """Holds the run: no workflow task and no new activity task of it is dispatched."""
+    async def pause(
+        self,
+        namespace: str,
+        workflow_id: str,
+        run_id: str,
+        *,
+        reason: str,
+        identity: str,
+        tx: Transaction | None = None,
+    ) -> None:
+        """Holds the run: no workflow task and no new activity task of it is dispatched.
+        Joins ``tx`` when given (a batch)."""
         await self.ensure_namespace(namespace)
 
         async def body(tx: Transaction) -> None:
@@ -57,7 +67,7 @@ class Pauses(Executions):
                     await tx.update_task(task)
             await m.save()
 
-        await self._transaction(body)
+        await (body(tx) if tx is not None else self._transaction(body))
 
     async def unpause(self, namespace: str, workflow_id: str, run_id: str, *, reason: str, identity: str) -> None:
         """Releases the run's held tasks; it goes on exactly where it was."""

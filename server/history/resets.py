@@ -77,9 +77,11 @@ class Resets(Executions):
         reset_type: str,
         reason: str,
         identity: str,
+        tx: Transaction | None = None,
     ) -> str:
         """Resets the run (the latest of ``workflow_id`` without ``run_id``) to the workflow
-        task ``event_id`` names, or to its ``first`` or ``last`` one; returns the new run's id."""
+        task ``event_id`` names, or to its ``first`` or ``last`` one; returns the new run's id.
+        Joins ``tx`` when given (a batch)."""
         await self.ensure_namespace(namespace)
 
         async def body(tx: Transaction) -> str:
@@ -102,7 +104,7 @@ class Resets(Executions):
             await _copy_visibility(tx, namespace, base.run_id, new_run_id)
             return new_run_id
 
-        return await self._transaction(body)
+        return await (body(tx) if tx is not None else self._transaction(body))
 
 
 def _reset_point(events: list[HistoryEventRow], event_id: int, reset_type: str) -> int:

@@ -13,6 +13,7 @@ from flowforge.server.stores.rows import (
     ActivityAttemptRow,
     ApiKeyRow,
     AuditRow,
+    BatchJobRow,
     ChildExecutionRow,
     CompiledQuery,
     ConcurrencyLimitRow,
@@ -39,6 +40,7 @@ from flowforge.server.stores.rows import (
 __all__ = [
     "AccessOperations",
     "ActivityRecordOperations",
+    "BatchOperations",
     "DagOperations",
     "ExecutionOperations",
     "FlowControlOperations",
@@ -131,6 +133,28 @@ class ActivityRecordOperations(abc.ABC):
     @abc.abstractmethod
     async def delete_run_dead_letters(self, run_ids: list[str]) -> None:
         """Deletes the dead letters of runs that closed."""
+
+
+class BatchOperations(abc.ABC):
+    """Batch jobs (docs/operations.md)."""
+
+    @abc.abstractmethod
+    async def insert_batch_job(self, row: BatchJobRow) -> None: ...
+
+    @abc.abstractmethod
+    async def get_batch_job(self, namespace: str, job_id: str, *, for_update: bool = False) -> BatchJobRow | None: ...
+
+    @abc.abstractmethod
+    async def update_batch_job(self, row: BatchJobRow) -> None:
+        """Writes its state, counts, cursor and update time."""
+
+    @abc.abstractmethod
+    async def list_batch_jobs(self, namespace: str, limit: int) -> list[BatchJobRow]:
+        """The namespace's jobs, newest first."""
+
+    @abc.abstractmethod
+    async def running_batch_jobs(self, limit: int) -> list[BatchJobRow]:
+        """Jobs of every namespace still running, oldest first."""
 
 
 class RetentionOperations(abc.ABC):
@@ -678,6 +702,7 @@ class Transaction(
     RetentionOperations,
     ActivityRecordOperations,
     LimitOperations,
+    BatchOperations,
 ):
     """The operations the engine performs inside one atomic transaction.
 

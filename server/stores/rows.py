@@ -17,6 +17,7 @@ __all__ = [
     "ActivityAttemptRow",
     "ApiKeyRow",
     "AuditRow",
+    "BatchJobRow",
     "ChildExecutionRow",
     "CompiledQuery",
     "ConcurrencyLimitRow",
@@ -198,6 +199,31 @@ class ActivityAttemptRow:
     ended_us: int
     outcome: str
     failure: str | None
+
+
+@dataclasses.dataclass
+class BatchJobRow:
+    """A batch operation over the executions a query matched (table ``batch_jobs``)."""
+
+    id: str
+    namespace: str
+    operation: str
+    """``cancel``, ``terminate``, ``signal``, ``reset`` or ``pause``."""
+    query: str
+    reason: str
+    identity: str
+    arguments: str
+    """JSON: ``signal_name`` and ``input`` (base64 Payloads) for a signal, ``reset_type`` for a reset."""
+    rps: float
+    state: str
+    """``RUNNING`` or ``COMPLETED``."""
+    total: int
+    done: int
+    failed: int
+    cursor_start_us: int | None
+    cursor_run_id: str | None
+    create_us: int
+    update_us: int
 
 
 @dataclasses.dataclass

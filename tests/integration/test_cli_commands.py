@@ -156,6 +156,13 @@ class Session:
         ok("workflow", "pause", "--workflow-id", workflow_id, "--reason", "to unpause")
         return workflow_id
 
+    def batch_job(self) -> str:
+        """A batch terminate job (over nothing: it completes at once); returns its id."""
+        query = f"WorkflowId = '{self.fresh('nobody')}'"
+        started = ok("batch", "terminate", "--query", query, "--reason", "cli test", "--output", "json")
+        job_id: str = json.loads(started.out)["job_id"]
+        return job_id
+
     def completed_echo(self) -> str:
         """An ``Echo`` execution that completed (``workflow execute`` waits for it)."""
         args = _workflow_args(self)
@@ -402,6 +409,78 @@ CASES: dict[str, Case] = {
         text=_contains("workflow {3} unpaused"),
         bad=["workflow", "unpause", "--reason", "no id"],
         names="--workflow-id",
+    ),
+    "batch describe": Case(
+        args=lambda s: ["batch", "describe", "--job-id", s.batch_job()],
+        text=_contains("JOB ID", "{3}", "terminate"),
+        json=lambda value, args: value["job_id"] == args[3] and value["operation"] == "terminate",
+        bad=["batch", "describe"],
+        names="--job-id",
+    ),
+    "batch list": Case(
+        prepare=Session.batch_job,
+        args=lambda s: ["batch", "list"],
+        text=_contains("JOB ID", "OPERATION", "terminate"),
+        json=lambda value, args: (
+            bool(value) and all({"job_id", "operation", "state", "done"} <= j.keys() for j in value)
+        ),
+        bad=["batch", "list", "--output", "yaml"],
+        names="--output",
+    ),
+    "batch cancel": Case(
+        args=lambda s: ["batch", "cancel", "--query", f"WorkflowId = '{s.fresh('nobody')}'", "--reason", "cli test"],
+        text=_contains("batch cancel started: job "),
+        json=lambda value, args: len(value["job_id"]) == 32,
+        bad=["batch", "cancel", "--query", "WorkflowType = 'x'"],
+        names="--reason",
+    ),
+    "batch terminate": Case(
+        args=lambda s: ["batch", "terminate", "--query", f"WorkflowId = '{s.fresh('nobody')}'", "--reason", "cli test"],
+        text=_contains("batch terminate started: job "),
+        json=lambda value, args: len(value["job_id"]) == 32,
+        bad=["batch", "terminate", "--query", "WorkflowType = 'x'"],
+        names="--reason",
+    ),
+    "batch signal": Case(
+        args=lambda s: [
+            "batch",
+            "signal",
+            "--query",
+            f"WorkflowId = '{s.fresh('nobody')}'",
+            "--reason",
+            "cli test",
+            "--name",
+            "nudge",
+            "--input",
+            "1",
+        ],
+        text=_contains("batch signal started: job "),
+        json=lambda value, args: len(value["job_id"]) == 32,
+        bad=["batch", "signal", "--query", "WorkflowType = 'x'", "--name", "nudge", "--input", "1"],
+        names="--reason",
+    ),
+    "batch reset": Case(
+        args=lambda s: [
+            "batch",
+            "reset",
+            "--query",
+            f"WorkflowId = '{s.fresh('nobody')}'",
+            "--reason",
+            "cli test",
+            "--type",
+            "last",
+        ],
+        text=_contains("batch reset started: job "),
+        json=lambda value, args: len(value["job_id"]) == 32,
+        bad=["batch", "reset", "--query", "WorkflowType = 'x'", "--type", "last"],
+        names="--reason",
+    ),
+    "batch pause": Case(
+        args=lambda s: ["batch", "pause", "--query", f"WorkflowId = '{s.fresh('nobody')}'", "--reason", "cli test"],
+        text=_contains("batch pause started: job "),
+        json=lambda value, args: len(value["job_id"]) == 32,
+        bad=["batch", "pause", "--query", "WorkflowType = 'x'"],
+        names="--reason",
     ),
     "dlq list": Case(
         prepare=Session.parked,

@@ -24,14 +24,16 @@ QUEUE = "pause"
 #: How long the test watches a paused run to see that nothing of it is dispatched.
 HOLD_S = 1.5
 STARTED: collections.Counter[str] = collections.Counter()
+#: Set by the test once the run is paused: a first attempt ends (fails) only then.
+PAUSED: dict[str, asyncio.Event] = collections.defaultdict(asyncio.Event)
 
 
 @activity.defn
 async def flaky(key: str) -> str:
-    """Its first attempt fails after a moment; the retry succeeds."""
+    """Its first attempt fails once the test paused the run; the retry succeeds."""
     STARTED[key] += 1
-    await asyncio.sleep(0.2)
     if activity.info().attempt == 1:
+        await asyncio.wait_for(PAUSED[key.rsplit("/", 1)[0]].wait(), DEADLINE_S)
         raise ApplicationError("first attempt fails")
     return f"{key} attempt {activity.info().attempt}"
 
@@ -73,6 +75,7 @@ async def test_pause_holds_dispatch_while_timers_and_signals_arrive_and_unpause_
         handle = await sdk_client.start_workflow(Paced.run, key, id=key, task_queue=QUEUE)
         await wait_until(lambda: STARTED[f"{key}/1"] == 1, timeout=DEADLINE_S, what="the first attempt to start")
         await sdk_client.pause_workflow(key, reason="downstream maintenance")
+        PAUSED[key].set()
         described = await handle.describe()
         assert described.pause is not None and described.pause.reason == "downstream maintenance"
         assert described.pause.identity and described.pause.pause_time is not None

@@ -26,7 +26,7 @@ from flowforge.api.v1 import common_pb2 as flowforge_dot_api_dot_v1_dot_common__
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"flowforge/api/v1/remediation.proto\x12\x10\x66lowforge.api.v1\x1a\x1d\x66lowforge/api/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb2\x01\n\x1dResetWorkflowExecutionRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x36\n\texecution\x18\x02 \x01(\x0b\x32#.flowforge.api.v1.WorkflowExecution\x12\x10\n\x08\x65vent_id\x18\x03 \x01(\x03\x12\x12\n\nreset_type\x18\x04 \x01(\t\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x10\n\x08identity\x18\x06 \x01(\t\"0\n\x1eResetWorkflowExecutionResponse\x12\x0e\n\x06run_id\x18\x01 \x01(\t\"\x8c\x01\n\x1dPauseWorkflowExecutionRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x36\n\texecution\x18\x02 \x01(\x0b\x32#.flowforge.api.v1.WorkflowExecution\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x10\n\x08identity\x18\x04 \x01(\t\" \n\x1ePauseWorkflowExecutionResponse\"\x8e\x01\n\x1fUnpauseWorkflowExecutionRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x36\n\texecution\x18\x02 \x01(\x0b\x32#.flowforge.api.v1.WorkflowExecution\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x10\n\x08identity\x18\x04 \x01(\t\"\"\n UnpauseWorkflowExecutionResponse\"]\n\tPauseInfo\x12\x10\n\x08identity\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12.\n\npause_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestampb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"flowforge/api/v1/remediation.proto\x12\x10\x66lowforge.api.v1\x1a\x1d\x66lowforge/api/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb2\x01\n\x1dResetWorkflowExecutionRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x36\n\texecution\x18\x02 \x01(\x0b\x32#.flowforge.api.v1.WorkflowExecution\x12\x10\n\x08\x65vent_id\x18\x03 \x01(\x03\x12\x12\n\nreset_type\x18\x04 \x01(\t\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x10\n\x08identity\x18\x06 \x01(\t\"0\n\x1eResetWorkflowExecutionResponse\x12\x0e\n\x06run_id\x18\x01 \x01(\t\"\x8c\x01\n\x1dPauseWorkflowExecutionRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x36\n\texecution\x18\x02 \x01(\x0b\x32#.flowforge.api.v1.WorkflowExecution\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x10\n\x08identity\x18\x04 \x01(\t\" \n\x1ePauseWorkflowExecutionResponse\"\x8e\x01\n\x1fUnpauseWorkflowExecutionRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x36\n\texecution\x18\x02 \x01(\x0b\x32#.flowforge.api.v1.WorkflowExecution\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x10\n\x08identity\x18\x04 \x01(\t\"\"\n UnpauseWorkflowExecutionResponse\"]\n\tPauseInfo\x12\x10\n\x08identity\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12.\n\npause_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x8f\x02\n\x0e\x42\x61tchOperation\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x11\n\toperation\x18\x02 \x01(\t\x12\r\n\x05query\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x10\n\x08identity\x18\x05 \x01(\t\x12\r\n\x05state\x18\x06 \x01(\t\x12\r\n\x05total\x18\x07 \x01(\x03\x12\x0c\n\x04\x64one\x18\x08 \x01(\x03\x12\x0e\n\x06\x66\x61iled\x18\t \x01(\x03\x12\x0b\n\x03rps\x18\n \x01(\x01\x12/\n\x0b\x63reate_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xdb\x01\n\x1aStartBatchOperationRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\toperation\x18\x02 \x01(\t\x12\r\n\x05query\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x10\n\x08identity\x18\x05 \x01(\t\x12\x13\n\x0bsignal_name\x18\x06 \x01(\t\x12\x30\n\x0csignal_input\x18\x07 \x01(\x0b\x32\x1a.flowforge.api.v1.Payloads\x12\x12\n\nreset_type\x18\x08 \x01(\t\x12\x0b\n\x03rps\x18\t \x01(\x01\"-\n\x1bStartBatchOperationResponse\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"B\n\x1d\x44\x65scribeBatchOperationRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\"U\n\x1e\x44\x65scribeBatchOperationResponse\x12\x33\n\toperation\x18\x01 \x01(\x0b\x32 .flowforge.api.v1.BatchOperation\">\n\x1aListBatchOperationsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\"S\n\x1bListBatchOperationsResponse\x12\x34\n\noperations\x18\x01 \x03(\x0b\x32 .flowforge.api.v1.BatchOperationb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -47,4 +47,18 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_UNPAUSEWORKFLOWEXECUTIONRESPONSE']._serialized_end=707
   _globals['_PAUSEINFO']._serialized_start=709
   _globals['_PAUSEINFO']._serialized_end=802
+  _globals['_BATCHOPERATION']._serialized_start=805
+  _globals['_BATCHOPERATION']._serialized_end=1076
+  _globals['_STARTBATCHOPERATIONREQUEST']._serialized_start=1079
+  _globals['_STARTBATCHOPERATIONREQUEST']._serialized_end=1298
+  _globals['_STARTBATCHOPERATIONRESPONSE']._serialized_start=1300
+  _globals['_STARTBATCHOPERATIONRESPONSE']._serialized_end=1345
+  _globals['_DESCRIBEBATCHOPERATIONREQUEST']._serialized_start=1347
+  _globals['_DESCRIBEBATCHOPERATIONREQUEST']._serialized_end=1413
+  _globals['_DESCRIBEBATCHOPERATIONRESPONSE']._serialized_start=1415
+  _globals['_DESCRIBEBATCHOPERATIONRESPONSE']._serialized_end=1500
+  _globals['_LISTBATCHOPERATIONSREQUEST']._serialized_start=1502
+  _globals['_LISTBATCHOPERATIONSREQUEST']._serialized_end=1564
+  _globals['_LISTBATCHOPERATIONSRESPONSE']._serialized_start=1566
+  _globals['_LISTBATCHOPERATIONSRESPONSE']._serialized_end=1649
 # @@protoc_insertion_point(module_scope)

@@ -116,6 +116,21 @@ class WorkflowServiceStub:
                 request_serializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseWorkflowExecutionRequest.SerializeToString,
                 response_deserializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseWorkflowExecutionResponse.FromString,
                 _registered_method=True)
+        self.StartBatchOperation = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/StartBatchOperation',
+                request_serializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.StartBatchOperationRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.StartBatchOperationResponse.FromString,
+                _registered_method=True)
+        self.DescribeBatchOperation = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/DescribeBatchOperation',
+                request_serializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.DescribeBatchOperationRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.DescribeBatchOperationResponse.FromString,
+                _registered_method=True)
+        self.ListBatchOperations = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/ListBatchOperations',
+                request_serializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.ListBatchOperationsRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.ListBatchOperationsResponse.FromString,
+                _registered_method=True)
         self.PollWorkflowTaskQueue = channel.unary_unary(
                 '/flowforge.api.v1.WorkflowService/PollWorkflowTaskQueue',
                 request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.PollWorkflowTaskQueueRequest.SerializeToString,
@@ -413,6 +428,28 @@ class WorkflowServiceServicer:
 
     def UnpauseWorkflowExecution(self, request, context):
         """Releases a paused run: it goes on exactly where it was.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StartBatchOperation(self, request, context):
+        """Starts a server-side job applying one operation to every execution a query matches,
+        rate-limited, resumed after a restart, each execution audited under the job.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeBatchOperation(self, request, context):
+        """A batch job's progress.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListBatchOperations(self, request, context):
+        """The namespace's batch jobs, newest first.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -773,6 +810,21 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.UnpauseWorkflowExecution,
                     request_deserializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseWorkflowExecutionRequest.FromString,
                     response_serializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseWorkflowExecutionResponse.SerializeToString,
+            ),
+            'StartBatchOperation': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartBatchOperation,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.StartBatchOperationRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.StartBatchOperationResponse.SerializeToString,
+            ),
+            'DescribeBatchOperation': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeBatchOperation,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.DescribeBatchOperationRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.DescribeBatchOperationResponse.SerializeToString,
+            ),
+            'ListBatchOperations': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListBatchOperations,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.ListBatchOperationsRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.ListBatchOperationsResponse.SerializeToString,
             ),
             'PollWorkflowTaskQueue': grpc.unary_unary_rpc_method_handler(
                     servicer.PollWorkflowTaskQueue,
@@ -1350,6 +1402,87 @@ class WorkflowService:
             '/flowforge.api.v1.WorkflowService/UnpauseWorkflowExecution',
             flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseWorkflowExecutionRequest.SerializeToString,
             flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseWorkflowExecutionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartBatchOperation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/StartBatchOperation',
+            flowforge_dot_api_dot_v1_dot_remediation__pb2.StartBatchOperationRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_remediation__pb2.StartBatchOperationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeBatchOperation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/DescribeBatchOperation',
+            flowforge_dot_api_dot_v1_dot_remediation__pb2.DescribeBatchOperationRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_remediation__pb2.DescribeBatchOperationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListBatchOperations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/ListBatchOperations',
+            flowforge_dot_api_dot_v1_dot_remediation__pb2.ListBatchOperationsRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_remediation__pb2.ListBatchOperationsResponse.FromString,
             options,
             channel_credentials,
             insecure,

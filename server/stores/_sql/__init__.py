@@ -12,6 +12,7 @@ import abc
 
 from flowforge.server.stores._sql.access import AccessSQL
 from flowforge.server.stores._sql.activity_records import ActivityRecordSQL
+from flowforge.server.stores._sql.batches import BatchSQL
 from flowforge.server.stores._sql.dags import DagSQL
 from flowforge.server.stores._sql.executions import ExecutionSQL, update_executions_sql
 from flowforge.server.stores._sql.flow_control import FlowControlSQL
@@ -50,6 +51,7 @@ class SQLTransaction(
     RetentionSQL,
     ActivityRecordSQL,
     LimitSQL,
+    BatchSQL,
     Transaction,
     abc.ABC,
 ):
