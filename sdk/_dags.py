@@ -124,7 +124,7 @@ class _DagCalls:
         input: Any = None,
         *,
         id: str,
-        task_queue: str,
+        task_queue: str | None = None,
         version: str | None = None,
         alias: str | None = None,
         execution_timeout: timedelta | None = None,
@@ -136,7 +136,8 @@ class _DagCalls:
             name: The DAG's name.
             input: The run's input (``$.input``).
             id: The workflow id.
-            task_queue: Where the activities run unless the definition names a queue.
+            task_queue: Where the activities run unless a task names its own queue
+                (default: the definition's ``task_queue``).
             version: The digest to run; or ``alias``, resolved once now (default ``"latest"``).
             execution_timeout: How long the run may take.
 
@@ -151,7 +152,7 @@ class _DagCalls:
             digest=version or "",
             alias="" if version else alias or "latest",
             workflow_id=id,
-            task_queue=task_queue,
+            task_queue=task_queue or "",
             input=self._data_converter.to_payloads([input]),
             request_id=request_id or str(uuid.uuid4()),
             identity=self._identity,

@@ -150,7 +150,7 @@ def delete(connection: Connection, version: str, reason: str) -> None:
 @_VERSION_OPTION
 @click.option("--alias", help="the alias to resolve, once, now [default: latest]")
 @click.option("--workflow-id", required=True, help="the run's workflow id")
-@click.option("--task-queue", required=True, help="where the activities run unless the definition names a queue")
+@click.option("--task-queue", help="where the activities run unless a task names its own [default: the definition's]")
 @click.option("--input", "input_", type=JSON, help="the run's input ($.input), JSON")
 @output_option
 @client_command
@@ -160,7 +160,7 @@ def run_(
     version: str | None,
     alias: str | None,
     workflow_id: str,
-    task_queue: str,
+    task_queue: str | None,
     input_: Any,
     output: str,
 ) -> None:

@@ -111,7 +111,7 @@ class DagHandlers(ServiceBase):
             digest=digest,
             alias=alias,
             workflow_id=name(request.workflow_id, "workflow_id"),
-            task_queue=name(request.task_queue, "task_queue"),
+            task_queue=name(request.task_queue, "task_queue", required=False),
             input=request.input,
             request_id=name(request.request_id, "request_id", required=False) or str(uuid.uuid4()),
             identity=name(request.identity, "identity", required=False),

@@ -230,7 +230,7 @@ async def _schedule(state: _RunState, task: DagTask, spec: DagSpec) -> None:
     scheduled: ActivityTaskScheduledAttributes = {
         "activity_id": task.id,
         "activity_type": task.activity,
-        "task_queue": task.task_queue or spec.task_queue or m.row.task_queue,
+        "task_queue": task.task_queue or m.row.task_queue,
         "input": payloads_json(task_input),
         "schedule_to_close_timeout": schedule_to_close,
         "schedule_to_start_timeout": task.timeouts.get("schedule_to_start_timeout", 0.0),
@@ -440,17 +440,23 @@ class DagRuns(Executions):
         identity: str,
         execution_timeout_s: float,
     ) -> tuple[str, bool, str]:
-        """Starts a run of the version (an alias is resolved here, once); returns (run_id, started, digest)."""
+        """Starts a run of the version (an alias is resolved here, once); returns (run_id, started, digest).
+
+        The activities run on ``task_queue``, or when it is empty on the definition's; a task's own wins.
+        """
         await self.ensure_namespace(namespace)
 
         async def body(tx: Transaction) -> tuple[str, bool, str]:
             version = await self._resolve(tx, namespace, name, digest, alias)
+            spec = (await _load(tx, namespace, version.digest)).spec
+            if not (task_queue or spec.task_queue):
+                raise InvalidArgument(f"task_queue is required: DAG {version.name!r} names no task_queue")
             dag: DagJSON = {"name": version.name, "digest": version.digest}
             run_id, started = await self.start_workflow(
                 namespace=namespace,
                 workflow_id=workflow_id,
                 workflow_type=version.name,
-                task_queue=task_queue,
+                task_queue=task_queue or spec.task_queue or "",
                 input=input,
                 request_id=request_id,
                 identity=identity,

@@ -367,7 +367,7 @@ CASES: dict[str, Case] = {
             "--workflow-id",
             s.fresh("dagrun"),
             "--task-queue",
-            "cli",
+            "dag-cli",  # nobody polls it: the run just starts
             "--input",
             '{"name": "Ada", "email": "ada@example.com"}',
         ],

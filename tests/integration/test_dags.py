@@ -254,6 +254,10 @@ async def test_cancel_and_terminate_close_a_dag_run(sdk_client: Client) -> None:
     assert (await terminated.describe()).status == WorkflowExecutionStatus.TERMINATED
     for handle in (canceled, terminated):
         _assert_gapless_without_workflow_tasks((await handle.fetch_history()).events)
+    # The start's task queue wins over the definition's; without one, the definition's.
+    defaulted = await sdk_client.start_dag("idle", None, id="idle-default", version=version)
+    queues = [(await h.fetch_history()).events[1].attributes["task_queue"] for h in (canceled, defaulted)]
+    assert queues == ["q", "nobody-polls"]
 
 
 @pytest.mark.slow
