@@ -20,6 +20,7 @@ lost lease the server runs them again, so side effects should be deduplicated wi
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import dataclasses
 import inspect
@@ -30,7 +31,17 @@ from collections.abc import Callable, MutableMapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, NoReturn, TypeVar, overload
 
-__all__ = ["Info", "defn", "heartbeat", "info", "is_cancelled", "logger", "raise_complete_async"]
+__all__ = [
+    "Info",
+    "defn",
+    "heartbeat",
+    "info",
+    "is_cancelled",
+    "logger",
+    "raise_complete_async",
+    "wait_for_cancelled",
+    "wait_for_cancelled_sync",
+]
 
 CallableType = TypeVar("CallableType", bound=Callable[..., Any])
 
@@ -204,6 +215,14 @@ class _Context:
         self.info = info
         self.record_heartbeat = record_heartbeat
         self.cancelled = threading.Event()
+        # The events of wait_for_cancelled() calls, each with the loop it waits on.
+        self._waiting: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+
+    def cancel(self) -> None:
+        """Sets the cancellation flag and wakes every :func:`wait_for_cancelled` (from any thread)."""
+        self.cancelled.set()
+        for loop, event in self._waiting:
+            loop.call_soon_threadsafe(event.set)
 
 
 _current_context: contextvars.ContextVar[_Context] = contextvars.ContextVar("flowforge_activity_context")
@@ -262,6 +281,32 @@ def raise_complete_async() -> NoReturn:
     """
     _context()
     raise _CompleteAsyncError()
+
+
+async def wait_for_cancelled() -> None:
+    """Waits until cancellation of this activity is requested (see :func:`is_cancelled`); an async
+    activity is also interrupted with ``asyncio.CancelledError`` then, which may end the wait first.
+
+    Raises:
+        RuntimeError: Called outside an activity.
+    """
+    context = _context()
+    if context.cancelled.is_set():
+        return
+    event = asyncio.Event()
+    context._waiting.append((asyncio.get_running_loop(), event))
+    await event.wait()
+
+
+def wait_for_cancelled_sync(timeout: timedelta | float | None = None) -> None:
+    """Blocks a synchronous activity until cancellation is requested, or ``timeout`` passes
+    (a number is seconds).
+
+    Raises:
+        RuntimeError: Called outside an activity.
+    """
+    seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else timeout
+    _context().cancelled.wait(seconds)
 
 
 def is_cancelled() -> bool:

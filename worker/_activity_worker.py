@@ -217,7 +217,7 @@ class _RunningActivity:
         if self.cancel_reason is None:
             self.cancel_reason = reason
         if self.context is not None:
-            self.context.cancelled.set()
+            self.context.cancel()
         if self.interrupter is not None:
             # Temporal's way: CancelledError raised inside the activity's thread.
             self.interrupter.interrupt()

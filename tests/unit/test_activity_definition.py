@@ -147,4 +147,6 @@ def test_public_names():
         "is_cancelled",
         "logger",
         "raise_complete_async",
+        "wait_for_cancelled",
+        "wait_for_cancelled_sync",
     ]

@@ -103,6 +103,8 @@ EXPORTS = {
         "is_cancelled",
         "logger",
         "raise_complete_async",
+        "wait_for_cancelled",
+        "wait_for_cancelled_sync",
     ],
     "flowforge.exceptions": [
         "ActivityError",

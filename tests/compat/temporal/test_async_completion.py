@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from temporalio import activity, workflow
 from temporalio.client import AsyncActivityCancelledError, Client, WorkflowFailureError
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 from temporalio.service import RPCError
 from temporalio.worker import Worker
 
@@ -111,3 +111,59 @@ async def test_cancellation_reaches_the_async_completer(client: Client) -> None:
             await asyncio.sleep(0.05)
         await activity_handle.report_cancellation()
         assert await handle.result() == "withdrawn"
+
+
+woken: list[str] = []
+
+
+@activity.defn
+async def wait_until_cancelled(request: str) -> str:
+    async def keep_heartbeating() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(0.1)
+
+    heartbeats = asyncio.create_task(keep_heartbeating())
+    try:
+        await activity.wait_for_cancelled()
+        woken.append(f"{request}: returned")
+    except asyncio.CancelledError:
+        woken.append(f"{request}: cancelled while waiting")
+        raise
+    finally:
+        heartbeats.cancel()
+    raise CancelledError("done waiting")
+
+
+@workflow.defn
+class Waiting:
+    @workflow.run
+    async def run(self, request: str) -> str:
+        handle = workflow.start_activity(
+            wait_until_cancelled,
+            request,
+            start_to_close_timeout=timedelta(seconds=60),
+            heartbeat_timeout=timedelta(seconds=5),
+            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        )
+        await workflow.sleep(timedelta(milliseconds=300))
+        handle.cancel()
+        try:
+            return await handle
+        except asyncio.CancelledError:
+            return "cancelled"
+
+
+async def test_wait_for_cancelled_ends_when_the_activity_is_cancelled(client: Client) -> None:
+    task_queue = f"async-{uuid.uuid4()}"
+    request = str(uuid.uuid4())
+    async with Worker(client, task_queue=task_queue, workflows=[Waiting], activities=[wait_until_cancelled]):
+        result = await client.execute_workflow(
+            Waiting.run, request, id=f"waiting-{uuid.uuid4()}", task_queue=task_queue
+        )
+    assert result == "cancelled"
+    # The wait ended with the cancellation (returning, or interrupted by asyncio's cancellation).
+    assert [w for w in woken if w.startswith(request)] in (
+        [f"{request}: returned"],
+        [f"{request}: cancelled while waiting"],
+    )
