@@ -234,6 +234,16 @@ def query(fn: CallableType | None = None, *, name: str | None = None) -> Any:
     return decorate(fn) if fn is not None else decorate
 
 
+def _parameter_hints(fn: Callable[..., Any]) -> list[Any]:
+    """The type hints of a handler's parameters after ``self``, in order (None where absent)."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except (NameError, TypeError):
+        hints = {}
+    parameters = list(inspect.signature(fn).parameters.values())[1:]
+    return [hints.get(parameter.name) for parameter in parameters]
+
+
 def _workflow_type_and_result_hint(workflow: Any) -> tuple[str, Any]:
     """The workflow type name to start, and the hint to decode its result with.
 

@@ -28,7 +28,6 @@ import inspect
 import itertools
 import random
 import types
-import typing
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -38,7 +37,6 @@ from flowforge._activity_calls import ActivityHandle, _ActivityCall
 from flowforge._child_workflow_calls import ChildWorkflowHandle, _ChildWorkflowCall
 from flowforge._determinism import DeterminismGuard
 from flowforge._local_activity_calls import LocalActivityOutcome, LocalActivityRequest, _LocalActivityCall
-from flowforge._stack_trace import STACK_TRACE_QUERY, workflow_stack_trace
 from flowforge._worker_interceptors import (
     ExecuteWorkflowInput,
     HandleSignalInput,
@@ -69,10 +67,11 @@ from flowforge._workflow_commands import (
     signature,
 )
 from flowforge._workflow_dag import DagTracker
-from flowforge._workflow_definition import _Definition
+from flowforge._workflow_definition import _Definition, _parameter_hints
 from flowforge._workflow_local_activities import LocalActivities
 from flowforge._workflow_loop import WorkflowEventLoop
 from flowforge._workflow_patches import Patches
+from flowforge._workflow_queries import QueryChangedWorkflowError, answer_query
 from flowforge._workflow_runtime import _Runtime
 from flowforge._workflow_update_definition import UPDATE_SIGNAL
 from flowforge._workflow_updates import Updates
@@ -98,16 +97,6 @@ class HistoryContinuityError(RuntimeError):
     instance is activated again after an activation raised. Replay the full
     history on a new instance.
     """
-
-
-def _parameter_hints(fn: Callable[..., Any]) -> list[Any]:
-    """The type hints of a handler's parameters after ``self``, in order (None where absent)."""
-    try:
-        hints = typing.get_type_hints(fn)
-    except (NameError, TypeError):
-        hints = {}
-    parameters = list(inspect.signature(fn).parameters.values())[1:]
-    return [hints.get(parameter.name) for parameter in parameters]
 
 
 class WorkflowInstance(_Runtime):
@@ -568,38 +557,20 @@ class WorkflowInstance(_Runtime):
             Exception: Whatever the handler raised, or a RuntimeError if it tried
                 to change the execution (issue a command) or returned an awaitable.
         """
-        if query_type == STACK_TRACE_QUERY:
-            return self._converter.to_payloads([workflow_stack_trace(self._loop)])
-        definition = self._definition.queries.get(query_type)
-        if definition is None:
-            known = ", ".join(sorted(self._definition.queries)) or "none"
-            raise KeyError(f"workflow {self._definition.name!r} has no query {query_type!r} (queries: {known})")
-        values = self._converter.from_payloads(args, _parameter_hints(definition.fn))
-        commands_before = len(self._commands)
-        ready_before = self._loop.ready_count()
-        outer_loop = asyncio.events._get_running_loop()
-        asyncio.events._set_running_loop(self._loop)
-        guard = self._determinism_guard(WorkflowInstance.query.__code__)
         try:
-            with guard:
-                result = definition.fn(self._workflow_object(), *values)
-        finally:
-            asyncio.events._set_running_loop(outer_loop)
-            added = self._commands.truncate(commands_before)
-            scheduled = self._loop.discard_ready_after(ready_before)
-        if guard.violation is not None:
-            raise exceptions.NonDeterminismError(guard.violation)
-        if added or scheduled or inspect.isawaitable(result):
-            if inspect.iscoroutine(result):
-                result.close()
-            # What it started (an activity's sequence number, a task) is half undone:
-            # the next activation must replay from scratch.
-            self._spent = True
-            raise RuntimeError(
-                f"query handler {query_type!r} tried to change the workflow (awaited, or started an activity "
-                "or a timer); a query handler only reads state"
+            return answer_query(
+                query_type,
+                args,
+                definition=self._definition,
+                loop=self._loop,
+                commands=self._commands,
+                converter=self._converter,
+                workflow_object=self._workflow_object,
+                guard=self._determinism_guard,
             )
-        return self._converter.to_payloads([result])
+        except QueryChangedWorkflowError:
+            self._spent = True  # what the handler started is half undone: replay from scratch
+            raise
 
     def is_current(self, history: Sequence[common_pb2.HistoryEvent]) -> bool:
         """Whether this instance's state is what a replay of ``history`` would give:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from flowforge import exceptions
 from flowforge._workflow_commands import UPDATE_ID_DETAIL, UPDATE_MARKER_NAME, UPDATE_STAGE_DETAIL, CommandBuffer
+from flowforge._workflow_definition import _parameter_hints
 from flowforge._workflow_update_definition import _UpdateDefinition
 from flowforge.api.schema import message_to_json_dict
 from flowforge.api.v1 import command_pb2, common_pb2
@@ -27,14 +27,6 @@ __all__ = ["UPDATE_FAILURE_DETAIL", "UPDATE_NAME_DETAIL", "UPDATE_RESULT_DETAIL"
 UPDATE_NAME_DETAIL = "name"
 UPDATE_RESULT_DETAIL = "result"
 UPDATE_FAILURE_DETAIL = "failure"
-
-
-def _hints(fn: Callable[..., Any]) -> list[Any]:
-    try:
-        hints = typing.get_type_hints(fn)
-    except (NameError, TypeError):
-        hints = {}
-    return [hints.get(p.name) for p in list(inspect.signature(fn).parameters.values())[1:]]
 
 
 class Updates:
@@ -94,7 +86,7 @@ class Updates:
                 raise exceptions.ApplicationError(
                     f"the workflow has no update {name!r} (updates: {known})", type="UpdateNotFound"
                 )
-            args = self._converter.from_payloads(payloads, _hints(definition.fn))
+            args = self._converter.from_payloads(payloads, _parameter_hints(definition.fn))
             inspect.signature(definition.fn).bind(None, *args)
             if definition.validator is not None:
                 definition.validator(self._workflow_object(), *args)
