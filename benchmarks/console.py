@@ -6,13 +6,16 @@ Makes an execution with ``--events`` events (an ``Inbox`` run and its signals) a
 DAG of ``1 + width * depth + 1`` activities, then opens each execution page ``--runs``
 times in a fresh browser context (nothing cached) and prints one JSON line: the time
 from navigation to the whole timeline drawn (every event row) and to the DAG drawn, as
-median and max, and the bytes the page transferred. Measured, not asserted.
+median and max, and the bytes the page transferred; then keeps ``--idle-pages`` pages
+open on the running execution for ``--idle-seconds`` while nothing happens and counts the
+store transactions they cost. Measured, not asserted.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import json
 import os
 import statistics
@@ -22,8 +25,10 @@ from playwright.async_api import Browser, async_playwright
 
 from benchmarks._console_demo import QUEUE, Chains, long_history, start_server, transform
 from flowforge import Client
+from flowforge.server import FlowForgeServer
 from flowforge.worker import Worker
 from testsupport.chromium import LAUNCH_ARGS, find_chromium
+from testsupport.counting import StoreCounters
 
 
 async def _load(browser: Browser, url: str, ready: str) -> tuple[float, int]:
@@ -41,12 +46,32 @@ async def _load(browser: Browser, url: str, ready: str) -> tuple[float, int]:
     return elapsed, int(received)
 
 
+async def _idle_cost(
+    browser: Browser, server: FlowForgeServer, url: str, pages: int, seconds: float
+) -> collections.Counter[str]:
+    """Store transactions while ``pages`` pages follow a running execution that does not change."""
+    context = await browser.new_context()
+    for _ in range(pages):
+        page = await context.new_page()
+        await page.goto(url)
+        await page.wait_for_function("() => document.getElementById('live')?.textContent.includes('live')")
+    store = server.store
+    transaction, read = store.transaction, store.read
+    counters = StoreCounters(store)
+    await asyncio.sleep(seconds)  # the measurement window
+    store.transaction, store.read = transaction, read  # type: ignore[method-assign]
+    await context.close()
+    return collections.Counter(counters.counts)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--dag-width", type=int, default=22)
     parser.add_argument("--dag-depth", type=int, default=9)
+    parser.add_argument("--idle-pages", type=int, default=5)
+    parser.add_argument("--idle-seconds", type=float, default=20.0)
     args = parser.parse_args()
     executable = find_chromium()
     if executable is None:
@@ -64,6 +89,10 @@ async def main() -> None:
         base = f"http://127.0.0.1:{server.http_port}/namespaces/default/workflows"
         async with async_playwright() as playwright:
             browser = await playwright.chromium.launch(executable_path=executable, args=LAUNCH_ARGS)
+            # First (a closed page's long-poll stays parked until it times out): the server's
+            # own background loops, then the same window with the pages open.
+            baseline = await _idle_cost(browser, server, f"{base}/long-history", 0, args.idle_seconds)
+            idle = await _idle_cost(browser, server, f"{base}/long-history", args.idle_pages, args.idle_seconds)
             history = [
                 await _load(
                     browser,
@@ -98,6 +127,16 @@ async def main() -> None:
                     "median": round(statistics.median(t for t, _ in drawn), 3),
                     "max": round(max(t for t, _ in drawn), 3),
                 },
+                "idle_pages": args.idle_pages,
+                "idle_seconds": args.idle_seconds,
+                "idle_reads_per_page_per_minute": round(
+                    (idle["read_transactions"] - baseline["read_transactions"])
+                    / args.idle_pages
+                    * 60
+                    / args.idle_seconds,
+                    1,
+                ),
+                "idle_writes_per_page": (idle["write_transactions"] - baseline["write_transactions"]) / args.idle_pages,
                 "cpus": os.cpu_count(),
                 "load_average": [round(x, 2) for x in os.getloadavg()],
             }
