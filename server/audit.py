@@ -30,6 +30,7 @@ __all__ = [
     "append",
     "append_pending",
     "entry_for_rpc",
+    "name_pending_target",
     "pending",
     "row_hash",
     "verify",
@@ -150,6 +151,14 @@ async def verify(
     if last_seq and previous_hash != last_hash:
         return ChainBreak(last_seq, f"row {last_seq} does not match the recorded head of the chain")
     return None
+
+
+def name_pending_target(target: str) -> None:
+    """Names what the audited RPC being served acts on when only its handler can tell
+    (a published DAG's name and version are inside its definition); before its write."""
+    pending = _PENDING.get()
+    if pending is not None:
+        pending.entry = dataclasses.replace(pending.entry, target=target[:_MAX_FIELD])
 
 
 def entry_for_rpc(method: str, request: Any, reason: str = "") -> AuditEntry:

@@ -51,6 +51,7 @@ from flowforge.dag import (
     parse_dag,
     references,
 )
+from flowforge.server import audit
 from flowforge.server.errors import FailedPrecondition, InvalidArgument, NotFound
 from flowforge.server.history.commands import schedule_activity
 from flowforge.server.history.executions import Executions
@@ -341,6 +342,7 @@ class DagRuns(Executions):
         except DagValidationError as error:
             raise InvalidArgument(str(error)) from None
         await self.ensure_namespace(namespace)
+        audit.name_pending_target(f"dag:{spec.name}" + (f"@{alias}" if alias else "") + f"={spec.digest}")
 
         async def body(tx: Transaction) -> tuple[DagVersionRow, bool]:
             now = self.clock.now_us()

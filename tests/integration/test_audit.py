@@ -87,6 +87,29 @@ async def test_actions_are_appended_with_the_principal(auth_server_process: Serv
     assert verified.returncode == 0 and "audit log intact: 4 rows" in verified.stdout, verified
 
 
+async def test_dag_publishes_and_alias_moves_are_audited_with_the_dag_and_version(
+    auth_server_process: ServerProcess, tmp_path: Path
+) -> None:
+    admin_key = (tmp_path / ADMIN_KEY_FILE).read_text().strip()
+    admin = await Client.connect(auth_server_process.address, api_key=admin_key)
+    first = await admin.publish_dag(
+        {"name": "audited", "tasks": [{"id": "a", "activity": "A", "start_to_close_timeout": 5}]}
+    )
+    second = await admin.publish_dag(
+        {"name": "audited", "tasks": [{"id": "b", "activity": "B", "start_to_close_timeout": 5}]}, alias="prod"
+    )
+    await admin.set_dag_alias("audited", "prod", first, reason="roll back")
+    await admin.close()
+    listed = flowforge(auth_server_process, admin_key, "audit", "list", "--output", "json")
+    assert listed.returncode == 0, listed.stderr
+    rows = [(r["action"], r["target"], r["reason"]) for r in reversed(json.loads(listed.stdout))][1:]
+    assert rows == [
+        ("PublishDag", f"dag:audited={first}", ""),
+        ("PublishDag", f"dag:audited@prod={second}", ""),
+        ("SetDagAlias", f"dag:audited@prod={first}", "roll back"),
+    ]
+
+
 @pytest.mark.parametrize(
     ("statement", "bad_row"),
     [
