@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import inspect
 import itertools
 import random
 import types
@@ -67,12 +66,13 @@ from flowforge._workflow_commands import (
     signature,
 )
 from flowforge._workflow_dag import DagTracker
-from flowforge._workflow_definition import _Definition, _parameter_hints
+from flowforge._workflow_definition import _Definition
 from flowforge._workflow_local_activities import LocalActivities
 from flowforge._workflow_loop import WorkflowEventLoop
 from flowforge._workflow_patches import Patches
 from flowforge._workflow_queries import QueryChangedWorkflowError, answer_query
 from flowforge._workflow_runtime import _Runtime
+from flowforge._workflow_signals import Signals
 from flowforge._workflow_update_definition import UPDATE_SIGNAL
 from flowforge._workflow_updates import Updates
 from flowforge.api import schema
@@ -149,6 +149,15 @@ class WorkflowInstance(_Runtime):
         self._children = Children(self._loop, self._commands, self._dag, converter, namespace=namespace)
         self._patches = Patches(self._commands)
         self._local_activities = LocalActivities(self._loop, self._commands, converter)
+        self._signals = Signals(
+            self._loop,
+            converter,
+            definition.signals,
+            self._workflow_object,
+            self._on_signal_handler_error,
+            lambda: self._cancel_requested,
+            (lambda: self._inbound) if interceptors else None,
+        )
         self._updates = Updates(
             self._loop,
             self._commands,
@@ -469,72 +478,12 @@ class WorkflowInstance(_Runtime):
     # ----------------------------------------------------------------- signals and queries
 
     def _deliver_signal(self, attributes: schema.WorkflowExecutionSignaledAttributes) -> None:
-        """Runs the signal's handler on the workflow loop, in history order.
-
-        A signal the workflow has no handler for, or whose input does not fit the
-        handler's parameters, is dropped with a warning (as Temporal does when no
-        handler is ever registered); the execution goes on.
-        """
-        name = attributes["signal_name"]
+        """Hands a signal to its handler (signals.py), or an update to the update machinery."""
         payloads = schema.payloads_from_json(attributes.get("input"))
-        if name == UPDATE_SIGNAL:
+        if attributes["signal_name"] == UPDATE_SIGNAL:
             self._updates.deliver(payloads)
-            return
-        definition = self._definition.signals.get(name)
-        if definition is None:
-            known = ", ".join(sorted(self._definition.signals)) or "none"
-            self._loop.enqueue(
-                asyncio.Handle(
-                    workflow.logger.warning,
-                    (f"dropping signal {name!r}: the workflow has no handler for it (handlers: {known})",),
-                    self._loop,
-                )
-            )
-            return
-        try:
-            args = self._converter.from_payloads(payloads, _parameter_hints(definition.fn))
-            inspect.signature(definition.fn).bind(None, *args)
-        except (TypeError, ValueError) as error:
-            self._loop.enqueue(
-                asyncio.Handle(
-                    workflow.logger.warning,
-                    (f"dropping signal {name!r}: its input does not fit the handler ({error})",),
-                    self._loop,
-                )
-            )
-            return
-        signal = HandleSignalInput(name, args, _headers(attributes))
-        if self._interceptors:
-            # Interceptors are workflow code: they run on the loop, in history order.
-            self._loop.enqueue(asyncio.Handle(self._inbound.handle_signal, (signal,), self._loop))
         else:
-            self._schedule_signal_handler(name, args)
-
-    def _schedule_signal_handler(self, name: str, args: Sequence[Any], *, on_loop: bool = False) -> None:
-        """Runs the handler of signal ``name`` on the workflow loop: at once when called
-        there (by the inbound interceptor chain), else in its turn."""
-        fn = self._definition.signals[name].fn
-        if inspect.iscoroutinefunction(fn):
-            self._loop.create_task(self._run_async_signal_handler(fn, args), name=f"signal {name}")
-        elif on_loop:
-            self._run_signal_handler(fn, args)
-        else:
-            self._loop.enqueue(asyncio.Handle(self._run_signal_handler, (fn, args), self._loop))
-
-    def _run_signal_handler(self, fn: Callable[..., Any], args: Sequence[Any]) -> None:
-        try:
-            fn(self._workflow_object(), *args)
-        except Exception as error:
-            self._on_signal_handler_error(error)
-
-    async def _run_async_signal_handler(self, fn: Callable[..., Any], args: Sequence[Any]) -> None:
-        try:
-            await fn(self._workflow_object(), *args)
-        except asyncio.CancelledError:
-            if not self._cancel_requested:
-                raise
-        except Exception as error:
-            self._on_signal_handler_error(error)
+            self._signals.deliver(attributes["signal_name"], payloads, _headers(attributes))
 
     def _on_signal_handler_error(self, error: Exception) -> None:
         # Temporal's rule, as for the run method: a FailureError fails the workflow,
@@ -731,7 +680,7 @@ class _RootInbound(WorkflowInboundInterceptor):
         return await self._instance._run_workflow(input.args)
 
     def handle_signal(self, input: HandleSignalInput) -> None:
-        self._instance._schedule_signal_handler(input.signal, input.args, on_loop=True)
+        self._instance._signals.schedule(input.signal, input.args, on_loop=True)
 
 
 class _RootOutbound(WorkflowOutboundInterceptor):
