@@ -51,6 +51,8 @@ class Queries(Executions):
 
         async def body(tx: Transaction) -> QueryRow:
             row = await self.resolve_execution(tx, namespace, workflow_id, run_id)
+            if row.dag_digest is not None:
+                raise FailedPrecondition(f"{workflow_id!r} is a declarative DAG run: no workflow code answers queries")
             now = self.clock.now_us()
             await tx.delete_expired_queries(now)
             query = QueryRow(

@@ -248,6 +248,9 @@ async def test_cancel_and_terminate_close_a_dag_run(sdk_client: Client) -> None:
     version = await sdk_client.publish_dag(document)
     canceled = await sdk_client.start_dag("idle", None, id="idle-cancel", task_queue="q", version=version)
     terminated = await sdk_client.start_dag("idle", None, id="idle-terminate", task_queue="q", version=version)
+    with pytest.raises(RPCError) as raised:
+        await canceled.query("status")
+    assert raised.value.status == grpc.StatusCode.FAILED_PRECONDITION and "declarative DAG run" in raised.value.message
     await canceled.cancel()
     await terminated.terminate(reason="stop")
     assert (await canceled.describe()).status == WorkflowExecutionStatus.CANCELED

@@ -229,3 +229,21 @@ def test_docs_dags_md_publishes_the_shipped_schema_and_the_sample() -> None:
     block = docs.split("## The JSON Schema", 1)[1].split("```json\n", 1)[1].split("\n```", 1)[0]
     assert json.loads(block) == schema()
     assert SAMPLE.read_text().strip() in docs
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**32), st.booleans())
+def test_any_reordering_and_respelling_keeps_the_digest(seed: int, as_yaml: bool) -> None:
+    """Task order, key order, depends_on order and how durations are written change nothing."""
+    rng = random.Random(seed)
+    document = yaml.safe_load(SAMPLE.read_text())
+    shuffled: dict[str, Any] = dict(rng.sample(list(document.items()), len(document)))
+    tasks = []
+    for task in rng.sample(document["tasks"], len(document["tasks"])):
+        task = dict(rng.sample(list(task.items()), len(task)))
+        task["depends_on"] = rng.sample(task.get("depends_on", []), len(task.get("depends_on", [])))
+        task["start_to_close_timeout"] = rng.choice(["30s", 30, 30.0, "30000ms", "0.5m"])
+        tasks.append(task)
+    shuffled["tasks"] = tasks
+    text = yaml.safe_dump(shuffled, sort_keys=False) if as_yaml else json.dumps(shuffled, indent=rng.randint(0, 4))
+    assert parse_dag(text).digest == load_dag(SAMPLE).digest
