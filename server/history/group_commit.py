@@ -1,0 +1,120 @@
+"""Group commit: reports that arrive together share one store transaction.
+
+A report that finds no transaction of its kind under way runs at once, alone, as
+before. Reports that arrive while one is under way queue, and when it ends they all
+commit together in one transaction (up to ``max_batch``), ordered by run id so every
+group takes its row locks in one order. No report waits for company: a queued report
+waits only for the transaction that was already running. Most reports of a group touch
+different executions; two of one execution are applied one after the other in the
+same transaction, as they would be in two.
+
+If the group's transaction fails for any reason (a lost lease, a conflict that kept
+coming back, an unavailable store), it rolls back whole and each report of the
+group runs again alone, so each gets its own answer and one report's failure never
+fails another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import dataclasses
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+from flowforge.server.errors import Unavailable
+from flowforge.server.stores.base import Transaction
+
+_T = TypeVar("_T")
+
+Body = Callable[[Transaction], Awaitable[_T]]
+
+
+@dataclasses.dataclass
+class _Report(Generic[_T]):
+    run_id: str
+    body: Body[_T]
+    answer: asyncio.Future[_T]
+
+
+class GroupCommit(Generic[_T]):
+    """Runs transaction bodies of one kind, grouping those that arrive together.
+
+    Args:
+        transaction: Runs a body in a transaction (retried on a conflict), e.g.
+            ``EngineCore._transaction``.
+        max_batch: The most reports in one transaction.
+    """
+
+    def __init__(self, transaction: Callable[[Body[list[_T]]], Awaitable[list[_T]]], max_batch: int = 64) -> None:
+        self._transaction = transaction
+        self._max_batch = max_batch
+        self._queue: list[_Report[_T]] = []
+        self._busy = False
+        self._flusher: asyncio.Task[None] | None = None  # referenced, so it is not collected mid-run
+
+    async def run(self, run_id: str, body: Body[_T]) -> _T:
+        """Runs ``body`` (a report on ``run_id``) alone if nothing of this kind is under
+        way, else in the next group; returns what it returned."""
+        if not self._busy:
+            self._busy = True
+            try:
+                return await self._alone(body)
+            finally:
+                self._next_group()
+        answer: asyncio.Future[_T] = asyncio.get_running_loop().create_future()
+        self._queue.append(_Report(run_id, body, answer))
+        # Shielded like a transaction of its own: a caller that goes away does not
+        # take the group (or its own report) with it.
+        return await asyncio.shield(answer)
+
+    async def _alone(self, body: Body[_T]) -> _T:
+        (result,) = await self._transaction(lambda tx: _all(tx, [body]))
+        return result
+
+    def _next_group(self) -> None:
+        if not self._queue:
+            self._busy = False
+            return
+        # A context of its own: the group is no one caller's (its spans, its audit).
+        self._flusher = asyncio.create_task(self._flush(), name="flowforge-group-commit", context=contextvars.Context())
+
+    async def _flush(self) -> None:
+        try:
+            while self._queue:
+                group = sorted(self._queue[: self._max_batch], key=lambda report: report.run_id)
+                del self._queue[: self._max_batch]
+                await self._commit(group)
+        finally:
+            for report in self._queue:  # only when cancelled (the server stops)
+                if not report.answer.done():
+                    report.answer.set_exception(Unavailable("the server is stopping; retry the call"))
+            self._queue.clear()
+            self._busy = False
+
+    async def _commit(self, group: list[_Report[_T]]) -> None:
+        if len(group) > 1:
+            try:
+                results = await self._transaction(lambda tx: _all(tx, [report.body for report in group]))
+            except Exception:
+                pass
+            else:
+                for report, result in zip(group, results, strict=True):
+                    if not report.answer.done():
+                        report.answer.set_result(result)
+                return
+        await asyncio.gather(*(self._answer_alone(report) for report in group))
+
+    async def _answer_alone(self, report: _Report[_T]) -> None:
+        try:
+            result = await self._alone(report.body)
+        except Exception as error:
+            if not report.answer.done():
+                report.answer.set_exception(error)
+        else:
+            if not report.answer.done():
+                report.answer.set_result(result)
+
+
+async def _all(tx: Transaction, bodies: list[Body[_T]]) -> list[_T]:
+    return [await body(tx) for body in bodies]
