@@ -41,7 +41,7 @@ from flowforge._client_interceptors import (
 from flowforge._dags import DagVersion, _DagCalls
 from flowforge._dead_letters import DeadLetter, DeadLetterList, _DeadLetterCalls
 from flowforge._event_triggers import EventTrigger, PublishEventResult, TriggeredWorkflow, _EventTriggerCalls
-from flowforge._flow_control import ConcurrencyLimit, _FlowControlCalls
+from flowforge._flow_control import ConcurrencyLimit, RateLimit, _FlowControlCalls
 from flowforge._namespaces import NamespaceDescription, _NamespaceCalls
 from flowforge._remediation import BatchOperation, _RemediationCalls
 from flowforge._rpc import MAX_MESSAGE_BYTES, RPCRetryConfig, WorkflowServiceClient
@@ -133,6 +133,7 @@ __all__ = [
     "PublishEventResult",
     "QueryWorkflowInput",
     "RPCRetryConfig",
+    "RateLimit",
     "Schedule",
     "ScheduleActionResult",
     "ScheduleActionStartWorkflow",

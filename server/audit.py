@@ -183,12 +183,16 @@ def entry_for_rpc(method: str, request: Any, reason: str = "") -> AuditEntry:
         target = f"dag:{getattr(request, 'name', '')}"
         target += f"@{request.alias}" if getattr(request, "alias", "") else ""
         target += f"={request.digest}" if getattr(request, "digest", "") else ""
+    elif "per_second" in fields:  # a rate limit (docs/flow-control.md)
+        target = (
+            f"task_queue:{request.task_queue}" if request.task_queue else f"concurrency_key:{request.concurrency_key}"
+        )
     elif "concurrency_key" in fields:
         target = f"concurrency_key:{request.concurrency_key}"
     elif "search_attributes" in fields:
         target = "search_attributes:" + ",".join(sorted(request.search_attributes))
     own = request.reason if "reason" in fields else request.note if "note" in fields else ""
-    details = {"max_running": request.max_running} if "max_running" in fields else {}
+    details = {name: getattr(request, name) for name in ("max_running", "per_second") if name in fields}
     return AuditEntry(method.rpartition("/")[2], namespace, target, own or reason, details)
 
 

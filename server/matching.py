@@ -216,4 +216,6 @@ class Matching:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            await store.wait_for_notification(wake, min(remaining, self._recheck_interval_s))
+            # A queue whose rate limit ran out of tokens is looked at again when the next one is due.
+            wait_s = min(remaining, self._recheck_interval_s, self._engine.rate_wait_s(channel))
+            await store.wait_for_notification(wake, wait_s)

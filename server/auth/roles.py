@@ -149,6 +149,8 @@ RPC_RULES: dict[str, RpcRule] = {
         "DiscardDeadLetters": _rule(Role.OPERATOR, audited=True),
         "SetConcurrencyLimit": _rule(Role.OPERATOR, audited=True),
         "ListConcurrencyLimits": _rule(Role.READER),
+        "SetRateLimit": _rule(Role.OPERATOR, audited=True),
+        "ListRateLimits": _rule(Role.READER),
     }.items()
 } | {
     _ACCESS_SERVICE + name: rule

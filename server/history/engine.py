@@ -45,9 +45,9 @@ class HistoryEngine(
     Executions,  # executions.py: start, describe, history, cancel, terminate, signal
     RunClose,  # run_close.py: retry, continue-as-new, parent close policy, child outcomes
     VisibilityWrites,  # visibility_writes.py: search attributes, memos, list and count
+    FlowControl,  # flow_control.py: dispatch order, concurrency and rate limits
     Namespaces,  # namespaces.py: create, update, describe, list; quotas at admission
     DeadLetters,  # dead_letters.py: parked activities listed, retried, discarded
-    FlowControl,  # flow_control.py: dispatch order, concurrency limits per key
     EngineCore,  # core.py: transactions, reads, limits, the namespace check, fencing
 ):
     """Executions, their history and their tasks, on top of a :class:`Store`.

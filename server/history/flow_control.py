@@ -16,18 +16,22 @@ from __future__ import annotations
 
 import json
 import math
+import time
 
+from flowforge.api.schema import TaskKind
 from flowforge.api.v1 import common_pb2
+from flowforge.server.clock import Clock
 from flowforge.server.errors import InvalidArgument
-from flowforge.server.history.core import EngineCore
-from flowforge.server.history.data import TaskPriority
+from flowforge.server.history.data import EngineConfig, TaskPriority
 from flowforge.server.history.input_checks import check_name
 from flowforge.server.history.mutation import queue_channel, us
-from flowforge.server.stores.base import TaskRow, Transaction
-from flowforge.server.stores.rows import ConcurrencyLimitRow
+from flowforge.server.history.namespaces import Namespaces
+from flowforge.server.stores.base import Store, TaskRow, Transaction
+from flowforge.server.stores.rows import ConcurrencyLimitRow, RateLimitRow
 
 __all__ = [
     "HELD_FOR_CONCURRENCY",
+    "RATE_SCOPES",
     "FlowControl",
     "priority_from_proto",
     "waiting_reason",
@@ -40,6 +44,12 @@ _HOLDS_PER_LEASE = 64
 # Held tasks released at once when their key has no limit (any more).
 _RELEASE_BATCH = 100
 _MAX_FAIRNESS_WEIGHT = 1000.0
+#: What a rate limit applies to: every activity task of a queue, or of a concurrency key.
+RATE_SCOPES = ("task_queue", "concurrency_key")
+_MAX_RATE = 1_000_000.0
+# A rate limit's bucket holds this many seconds' worth of tokens (at least one): short,
+# so dispatches stay smooth, long enough that a busy moment does not lose tokens.
+_BURST_S = 0.25
 
 
 def priority_from_proto(
@@ -73,39 +83,96 @@ def waiting_reason(task: TaskRow) -> str:
     return ""
 
 
-class FlowControl(EngineCore):
-    """Dispatch order bookkeeping and concurrency limits, inside lease and report transactions."""
+class FlowControl(Namespaces):
+    """Dispatch order bookkeeping, concurrency and rate limits, inside lease and report transactions."""
 
-    async def dispatchable(self, tx: Transaction, task: TaskRow, now: int, saturated: set[str]) -> bool:
+    def __init__(self, store: Store, config: EngineConfig | None = None, clock: Clock | None = None) -> None:
+        super().__init__(store, config, clock)
+        # Queue channel -> monotonic time its rate limit gives the next token (matching.py waits for it).
+        self._rate_waits: dict[str, float] = {}
+
+    async def has_rate_limits(self, namespace: str, tx: Transaction) -> bool:
+        """Whether the namespace has any rate limit (from the cached namespace row)."""
+        row = await self.namespace_quotas(namespace, tx)
+        return row is not None and row.rate_limits > 0
+
+    def rate_wait_s(self, channel: str) -> float:
+        """Seconds until the rate limit of a queue channel gives a token (inf: no wait known)."""
+        until = self._rate_waits.get(channel)
+        if until is None or until <= time.monotonic():
+            self._rate_waits.pop(channel, None)
+            return math.inf
+        return until - time.monotonic()
+
+    async def _take_rate_token(self, tx: Transaction, namespace: str, scope: str, name: str) -> float:
+        """Takes a token of a rate limit's bucket: 0.0 if taken (or no such limit), else
+        the seconds until the next one. The clock is read once the row is locked, and a
+        refill never moves back, so no time counts twice across replicas."""
+        bucket = await tx.lock_rate_limit(namespace, scope, name)
+        if bucket is None:
+            return 0.0
+        refill_us = max(bucket.refill_us, self.clock.now_us())
+        capacity = max(1.0, bucket.per_second * _BURST_S)
+        tokens = min(capacity, bucket.tokens + (refill_us - bucket.refill_us) / 1e6 * bucket.per_second)
+        wait_s = 0.0 if tokens >= 1.0 else (1.0 - tokens) / bucket.per_second
+        await tx.save_rate_tokens(namespace, scope, name, tokens - 1.0 if not wait_s else tokens, refill_us)
+        return wait_s
+
+    async def dispatchable(
+        self, tx: Transaction, task: TaskRow, now: int, saturated: set[str], delayed: dict[str, int] | None
+    ) -> bool:
         """Inside a lease's transaction, with ``task`` locked: whether it may be leased
-        now. If its key is at its limit it is held instead (and False returned);
-        ``saturated`` remembers such keys for the rest of the transaction."""
+        now. If its key is at its limit it is held instead, and if its key's rate limit
+        has no token it waits for one (False either way); ``saturated`` and ``delayed``
+        remember such keys for the rest of the transaction (``delayed``: None when the
+        namespace has no rate limit)."""
         key = task.concurrency_key
-        if key:
-            if key not in saturated:
-                limit = await tx.lock_concurrency_limit(task.namespace, key)
-                if limit and await tx.count_leased_with_key(task.namespace, key) >= limit:
-                    saturated.add(key)
-            if key in saturated:
-                task.held = HELD_FOR_CONCURRENCY
-                task.held_since_us = now
-                # Waiting for a slot does not count against schedule-to-start.
-                task.pending_deadline_us = task.schedule_to_close_deadline_us
+        if not key:
+            return True
+        if key not in saturated:
+            limit = await tx.lock_concurrency_limit(task.namespace, key)
+            if limit and await tx.count_leased_with_key(task.namespace, key) >= limit:
+                saturated.add(key)
+        if key in saturated:
+            task.held = HELD_FOR_CONCURRENCY
+            task.held_since_us = now
+            # Waiting for a slot does not count against schedule-to-start.
+            task.pending_deadline_us = task.schedule_to_close_deadline_us
+            await tx.update_task(task)
+            return False
+        if delayed is not None:
+            if key not in delayed:
+                wait_s = await self._take_rate_token(tx, task.namespace, "concurrency_key", key)
+                if wait_s:
+                    delayed[key] = now + us(wait_s)
+            if key in delayed:
+                task.visible_us = delayed[key]
                 await tx.update_task(task)
                 return False
-        if task.fairness_key:
-            await tx.advance_fair_clock(task.namespace, task.kind, task.task_queue, task.fair_pass)
         return True
 
     async def next_dispatchable(self, tx: Transaction, namespace: str, kind: str, task_queue: str) -> TaskRow | None:
         """Locks the next task of the queue that may be leased now, holding the ones
-        over their key's limit on the way; None if there is none (or too many held)."""
+        over their key's limit on the way; None if there is none (or too many held),
+        or if the queue's rate limit has no token now."""
         now = self.clock.now_us()
         saturated: set[str] = set()
+        rated = kind == TaskKind.ACTIVITY and await self.has_rate_limits(namespace, tx)
+        delayed: dict[str, int] | None = {} if rated else None
         for _ in range(_HOLDS_PER_LEASE):
             task = await tx.lease_next_task(namespace, kind, task_queue, now)
-            if task is None or await self.dispatchable(tx, task, now, saturated):
-                return task
+            if task is None:
+                return None
+            if not await self.dispatchable(tx, task, now, saturated, delayed):
+                continue
+            if rated:
+                wait_s = await self._take_rate_token(tx, namespace, "task_queue", task_queue)
+                if wait_s:
+                    self._rate_waits[queue_channel(namespace, kind, task_queue)] = time.monotonic() + wait_s
+                    return None
+            if task.fairness_key:
+                await tx.advance_fair_clock(task.namespace, task.kind, task.task_queue, task.fair_pass)
+            return task
         return None
 
     async def release_slots(self, tx: Transaction, namespace: str, concurrency_key: str | None) -> None:
@@ -163,3 +230,18 @@ class FlowControl(EngineCore):
         """The namespace's limits with their leased and held task counts."""
         await self.ensure_namespace(namespace)
         return await self.read(lambda tx: tx.list_concurrency_limits(namespace))
+
+    async def set_rate_limit(self, namespace: str, scope: str, name: str, per_second: float) -> None:
+        """Sets the namespace's dispatch rate limit on a task queue or a concurrency key
+        (``scope``: one of :data:`RATE_SCOPES`); 0 removes it."""
+        await self.ensure_namespace(namespace)
+        check_name("the rate limit", scope, name, required=True)
+        if not (math.isfinite(per_second) and 0 <= per_second <= _MAX_RATE):
+            raise InvalidArgument(f"per_second is {per_second}; it must be 0 (no limit) to {_MAX_RATE:g}")
+        await self._transaction(lambda tx: tx.set_rate_limit(namespace, scope, name, per_second, self.clock.now_us()))
+        self._namespace_quotas.pop(namespace, None)  # this replica sees it at once, others within seconds
+
+    async def list_rate_limits(self, namespace: str) -> list[RateLimitRow]:
+        """The namespace's rate limits."""
+        await self.ensure_namespace(namespace)
+        return await self.read(lambda tx: tx.list_rate_limits(namespace))

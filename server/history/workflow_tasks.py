@@ -170,7 +170,9 @@ class WorkflowTasks(Commands, FlowControl):
                     m.append(event_type, attributes)
                 if flushed or applying.outcomes:
                     m.schedule_workflow_task(attempt=1)
-                eager = self._lease_eagerly(m, eager_activity_slots, identity)
+                # A rate limit counts every dispatch, so none is handed out eagerly past it.
+                rated = await self.has_rate_limits(row.namespace, tx)
+                eager = self._lease_eagerly(m, 0 if rated else eager_activity_slots, identity)
             next_task = m.new_workflow_task(row.task_queue) if return_new_workflow_task else None
             started = m.start_workflow_task(next_task, identity) if next_task is not None else None
             await self._save(applying)

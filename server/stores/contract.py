@@ -30,6 +30,7 @@ from flowforge.server.stores.rows import (
     LifecycleOutboxRow,
     NamespaceRow,
     QueryRow,
+    RateLimitRow,
     ScheduleRow,
     StoredValue,
     TaskQueueBacklogRow,
@@ -356,6 +357,22 @@ class FlowControlOperations(abc.ABC):
     @abc.abstractmethod
     async def list_concurrency_limits(self, namespace: str) -> list[ConcurrencyLimitRow]:
         """The namespace's limits by key, with their leased (running) and held (waiting) counts."""
+
+    @abc.abstractmethod
+    async def lock_rate_limit(self, namespace: str, scope: str, name: str) -> RateLimitRow | None:
+        """A rate limit's token bucket, its row locked until commit (None: no such limit)."""
+
+    @abc.abstractmethod
+    async def save_rate_tokens(self, namespace: str, scope: str, name: str, tokens: float, refill_us: int) -> None:
+        """Stores a locked bucket's tokens and when they were refilled."""
+
+    @abc.abstractmethod
+    async def set_rate_limit(self, namespace: str, scope: str, name: str, per_second: float, now_us: int) -> None:
+        """Sets a rate limit (0 removes it) and the namespace's count of rate limits."""
+
+    @abc.abstractmethod
+    async def list_rate_limits(self, namespace: str) -> list[RateLimitRow]:
+        """The namespace's rate limits by scope and name."""
 
 
 class TimerOperations(abc.ABC):

@@ -34,6 +34,7 @@ __all__ = [
     "LifecycleOutboxRow",
     "NamespaceRow",
     "QueryRow",
+    "RateLimitRow",
     "ScheduleRow",
     "StoredValue",
     "TaskQueueBacklogRow",
@@ -66,6 +67,8 @@ class NamespaceRow:
     max_concurrent_activities: int = 0
     last_purge_us: int | None = None
     purged_executions: int = 0
+    rate_limits: int = 0
+    """How many rate limits the namespace has (docs/flow-control.md)."""
 
 
 @dataclasses.dataclass
@@ -487,3 +490,17 @@ class ConcurrencyLimitRow:
     update_us: int
     running: int = 0
     waiting: int = 0
+
+
+@dataclasses.dataclass
+class RateLimitRow:
+    """A dispatch rate limit on a task queue or a concurrency key (table ``rate_limits``):
+    a token bucket refilled at ``per_second`` (server/history/flow_control.py takes its tokens)."""
+
+    namespace: str
+    scope: str
+    name: str
+    per_second: float
+    tokens: float
+    refill_us: int
+    update_us: int

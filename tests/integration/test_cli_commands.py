@@ -174,6 +174,11 @@ class Session:
         ok("limit", "set", "--key", "cli-limited", "--max-running", "3")
         return "cli-limited"
 
+    def rate_limit(self) -> str:
+        """A rate limit of 7.5 per second on the key ``cli-rated``."""
+        ok("limit", "rate", "--key", "cli-rated", "--per-second", "7.5")
+        return "cli-rated"
+
     def parked(self) -> str:
         """A ``Parks`` execution's activity, once parked in the dead-letter store; returns its id."""
         workflow_id = self.fresh("parks")
@@ -533,6 +538,23 @@ CASES: dict[str, Case] = {
             row["concurrency_key"] == "cli-limited" and row["max_running"] == 3 and row["running"] == 0 for row in value
         ),
         bad=["limit", "list", "--output", "xml"],
+        names="--output",
+    ),
+    "limit rate": Case(
+        args=lambda s: ["limit", "rate", "--task-queue", s.fresh("q"), "--per-second", "20", "--reason", "partner"],
+        text=_contains("task queue {3}: at most 20 dispatches per second"),
+        bad=["limit", "rate", "--key", "k", "--per-second", "-1"],
+        names="--per-second",
+    ),
+    "limit rates": Case(
+        prepare=Session.rate_limit,
+        args=lambda s: ["limit", "rates"],
+        text=_contains("TASK QUEUE", "PER SECOND", "cli-rated", "7.5"),
+        json=lambda value, args: any(
+            row["concurrency_key"] == "cli-rated" and row["per_second"] == 7.5 and row["task_queue"] == ""
+            for row in value
+        ),
+        bad=["limit", "rates", "--output", "xml"],
         names="--output",
     ),
     "event publish": Case(

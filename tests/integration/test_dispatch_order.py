@@ -133,3 +133,20 @@ async def test_workflow_tasks_follow_their_runs_priority(store: Store, engine: H
     async with store.transaction() as tx:
         first = await tx.lease_next_task("default", TaskKind.WORKFLOW, "q", engine.clock.now_us())
     assert first is not None and first.run_id == "high-run"
+
+
+async def test_a_rate_limit_on_a_key_delays_its_tasks_without_blocking_others(
+    store: Store, engine: HistoryEngine
+) -> None:
+    run = await insert_run(store)
+    await engine.set_rate_limit("default", "concurrency_key", "slow-api", 0.5)
+    await _insert(store, [*(_task(run, f"s-{i}", concurrency_key="slow-api") for i in range(3)), _task(run, "free")])
+    leased = [t.activity_id for t in await _dispatch(engine, 2)]
+    assert leased == ["s-0", "free"], "one token for the key; its other tasks wait, the free one goes"
+    assert await engine.try_lease_activity_task("default", "q", "w") is None
+    async with store.read() as tx:
+        waiting = [t for t in await tx.list_run_tasks("default", run.run_id) if t.state == "PENDING"]
+    assert {t.activity_id for t in waiting} == {"s-1", "s-2"}
+    assert all(t.visible_us > engine.clock.now_us() for t in waiting), "they wait for the next token"
+    (rate,) = await engine.list_rate_limits("default")
+    assert (rate.scope, rate.name, rate.per_second) == ("concurrency_key", "slow-api", 0.5)

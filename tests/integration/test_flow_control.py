@@ -202,3 +202,63 @@ async def test_a_bad_priority_is_refused_with_invalid_argument(server: FlowForge
             Priority(priority_key=0)
     finally:
         await client.close()
+
+
+@activity.defn
+async def rated_call(n: int) -> int:
+    return n
+
+
+@workflow.defn
+class RatedFanOut:
+    @workflow.run
+    async def run(self, count: int) -> int:
+        calls = (
+            workflow.execute_activity(rated_call, n, start_to_close_timeout=timedelta(seconds=120))
+            for n in range(count)
+        )
+        return sum(await asyncio.gather(*calls))
+
+
+async def _measure_rate(server: FlowForgeServer, per_second: float, seconds: float) -> tuple[float, int]:
+    """Activities leased per second under a queue rate limit of ``per_second``, over
+    about ``seconds``, with three workers of ten slots, and the most leased in any one
+    second: the lease times are the server's, the ActivityTaskStarted event times."""
+    client = await Client.connect(f"127.0.0.1:{server.port}")
+    queue = f"rated-{uuid.uuid4().hex[:8]}"
+    count = int(per_second * seconds) + 1
+    try:
+        await client.set_rate_limit(per_second, task_queue=queue, reason="the partner allows it")
+        assert [(r.task_queue, r.per_second) for r in await client.list_rate_limits()] == [(queue, per_second)]
+        workers = [
+            Worker(
+                client, task_queue=queue, workflows=[RatedFanOut], activities=[rated_call], max_concurrent_activities=10
+            )
+            for _ in range(3)
+        ]
+        async with workers[0], workers[1], workers[2]:
+            handle = await client.start_workflow(RatedFanOut.run, count, id=f"rated-{queue}", task_queue=queue)
+            assert await asyncio.wait_for(handle.result(), seconds * 4 + 30) == sum(range(count))
+        events = (await handle.fetch_history()).events
+        await client.set_rate_limit(0, task_queue=queue)
+    finally:
+        await client.close()
+    starts = sorted(e.event_time.timestamp() for e in events if e.event_type == "ActivityTaskStarted")
+    assert len(starts) == count
+    busiest = max(sum(1 for t in starts if s <= t < s + 1.0) for s in starts)
+    return (count - 1) / (starts[-1] - starts[0]), busiest
+
+
+async def test_a_rate_limit_on_a_task_queue_holds_within_ten_percent(server: FlowForgeServer) -> None:
+    rate, busiest = await _measure_rate(server, 20.0, 10.0)
+    assert 18.0 <= rate <= 22.0, f"{rate:.2f} dispatches per second against a limit of 20"
+    # Smooth: at most a quarter second's worth at once (a bucket that let a second's
+    # worth through at once would show 40).
+    assert busiest <= 26, f"{busiest} dispatches in one second: not smooth"
+
+
+@pytest.mark.slow
+async def test_a_rate_limit_holds_within_ten_percent_over_a_minute(server: FlowForgeServer) -> None:
+    rate, busiest = await _measure_rate(server, 20.0, 60.0)
+    assert 18.0 <= rate <= 22.0, f"{rate:.2f} dispatches per second against a limit of 20"
+    assert busiest <= 26, f"{busiest} dispatches in one second: not smooth"

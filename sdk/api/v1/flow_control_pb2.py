@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#flowforge/api/v1/flow_control.proto\x12\x10\x66lowforge.api.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x7f\n\x1aSetConcurrencyLimitRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x17\n\x0f\x63oncurrency_key\x18\x02 \x01(\t\x12\x13\n\x0bmax_running\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x10\n\x08identity\x18\x05 \x01(\t\"\x1d\n\x1bSetConcurrencyLimitResponse\"1\n\x1cListConcurrencyLimitsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\"\x93\x01\n\x10\x43oncurrencyLimit\x12\x17\n\x0f\x63oncurrency_key\x18\x01 \x01(\t\x12\x13\n\x0bmax_running\x18\x02 \x01(\x03\x12\x0f\n\x07running\x18\x03 \x01(\x03\x12\x0f\n\x07waiting\x18\x04 \x01(\x03\x12/\n\x0bupdate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"S\n\x1dListConcurrencyLimitsResponse\x12\x32\n\x06limits\x18\x01 \x03(\x0b\x32\".flowforge.api.v1.ConcurrencyLimitb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#flowforge/api/v1/flow_control.proto\x12\x10\x66lowforge.api.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x7f\n\x1aSetConcurrencyLimitRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x17\n\x0f\x63oncurrency_key\x18\x02 \x01(\t\x12\x13\n\x0bmax_running\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x10\n\x08identity\x18\x05 \x01(\t\"\x1d\n\x1bSetConcurrencyLimitResponse\"1\n\x1cListConcurrencyLimitsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\"\x93\x01\n\x10\x43oncurrencyLimit\x12\x17\n\x0f\x63oncurrency_key\x18\x01 \x01(\t\x12\x13\n\x0bmax_running\x18\x02 \x01(\x03\x12\x0f\n\x07running\x18\x03 \x01(\x03\x12\x0f\n\x07waiting\x18\x04 \x01(\x03\x12/\n\x0bupdate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"S\n\x1dListConcurrencyLimitsResponse\x12\x32\n\x06limits\x18\x01 \x03(\x0b\x32\".flowforge.api.v1.ConcurrencyLimit\"\x8b\x01\n\x13SetRateLimitRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x12\n\ntask_queue\x18\x02 \x01(\t\x12\x17\n\x0f\x63oncurrency_key\x18\x03 \x01(\t\x12\x12\n\nper_second\x18\x04 \x01(\x01\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x10\n\x08identity\x18\x06 \x01(\t\"\x16\n\x14SetRateLimitResponse\"*\n\x15ListRateLimitsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\"}\n\tRateLimit\x12\x12\n\ntask_queue\x18\x01 \x01(\t\x12\x17\n\x0f\x63oncurrency_key\x18\x02 \x01(\t\x12\x12\n\nper_second\x18\x03 \x01(\x01\x12/\n\x0bupdate_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"E\n\x16ListRateLimitsResponse\x12+\n\x06limits\x18\x01 \x03(\x0b\x32\x1b.flowforge.api.v1.RateLimitb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,4 +42,14 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CONCURRENCYLIMIT']._serialized_end=449
   _globals['_LISTCONCURRENCYLIMITSRESPONSE']._serialized_start=451
   _globals['_LISTCONCURRENCYLIMITSRESPONSE']._serialized_end=534
+  _globals['_SETRATELIMITREQUEST']._serialized_start=537
+  _globals['_SETRATELIMITREQUEST']._serialized_end=676
+  _globals['_SETRATELIMITRESPONSE']._serialized_start=678
+  _globals['_SETRATELIMITRESPONSE']._serialized_end=700
+  _globals['_LISTRATELIMITSREQUEST']._serialized_start=702
+  _globals['_LISTRATELIMITSREQUEST']._serialized_end=744
+  _globals['_RATELIMIT']._serialized_start=746
+  _globals['_RATELIMIT']._serialized_end=871
+  _globals['_LISTRATELIMITSRESPONSE']._serialized_start=873
+  _globals['_LISTRATELIMITSRESPONSE']._serialized_end=942
 # @@protoc_insertion_point(module_scope)

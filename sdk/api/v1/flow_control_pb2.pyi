@@ -52,3 +52,47 @@ class ListConcurrencyLimitsResponse(_message.Message):
     LIMITS_FIELD_NUMBER: _ClassVar[int]
     limits: _containers.RepeatedCompositeFieldContainer[ConcurrencyLimit]
     def __init__(self, limits: _Optional[_Iterable[_Union[ConcurrencyLimit, _Mapping]]] = ...) -> None: ...
+
+class SetRateLimitRequest(_message.Message):
+    __slots__ = ("namespace", "task_queue", "concurrency_key", "per_second", "reason", "identity")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    task_queue: str
+    concurrency_key: str
+    per_second: float
+    reason: str
+    identity: str
+    def __init__(self, namespace: _Optional[str] = ..., task_queue: _Optional[str] = ..., concurrency_key: _Optional[str] = ..., per_second: _Optional[float] = ..., reason: _Optional[str] = ..., identity: _Optional[str] = ...) -> None: ...
+
+class SetRateLimitResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListRateLimitsRequest(_message.Message):
+    __slots__ = ("namespace",)
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    def __init__(self, namespace: _Optional[str] = ...) -> None: ...
+
+class RateLimit(_message.Message):
+    __slots__ = ("task_queue", "concurrency_key", "per_second", "update_time")
+    TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    task_queue: str
+    concurrency_key: str
+    per_second: float
+    update_time: _timestamp_pb2.Timestamp
+    def __init__(self, task_queue: _Optional[str] = ..., concurrency_key: _Optional[str] = ..., per_second: _Optional[float] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListRateLimitsResponse(_message.Message):
+    __slots__ = ("limits",)
+    LIMITS_FIELD_NUMBER: _ClassVar[int]
+    limits: _containers.RepeatedCompositeFieldContainer[RateLimit]
+    def __init__(self, limits: _Optional[_Iterable[_Union[RateLimit, _Mapping]]] = ...) -> None: ...

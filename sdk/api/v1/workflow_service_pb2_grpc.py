@@ -321,6 +321,16 @@ class WorkflowServiceStub:
                 request_serializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListConcurrencyLimitsRequest.SerializeToString,
                 response_deserializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListConcurrencyLimitsResponse.FromString,
                 _registered_method=True)
+        self.SetRateLimit = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/SetRateLimit',
+                request_serializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.SetRateLimitRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.SetRateLimitResponse.FromString,
+                _registered_method=True)
+        self.ListRateLimits = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/ListRateLimits',
+                request_serializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListRateLimitsRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListRateLimitsResponse.FromString,
+                _registered_method=True)
 
 
 class WorkflowServiceServicer:
@@ -738,6 +748,21 @@ class WorkflowServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetRateLimit(self, request, context):
+        """Sets (or, with per_second 0, removes) a dispatch rate limit on a task queue or a
+        concurrency key, holding across replicas; operator role, audited.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListRateLimits(self, request, context):
+        """The namespace's rate limits; reader role.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkflowServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -1015,6 +1040,16 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.ListConcurrencyLimits,
                     request_deserializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListConcurrencyLimitsRequest.FromString,
                     response_serializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListConcurrencyLimitsResponse.SerializeToString,
+            ),
+            'SetRateLimit': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetRateLimit,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.SetRateLimitRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.SetRateLimitResponse.SerializeToString,
+            ),
+            'ListRateLimits': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRateLimits,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListRateLimitsRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListRateLimitsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -2509,6 +2544,60 @@ class WorkflowService:
             '/flowforge.api.v1.WorkflowService/ListConcurrencyLimits',
             flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListConcurrencyLimitsRequest.SerializeToString,
             flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListConcurrencyLimitsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetRateLimit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/SetRateLimit',
+            flowforge_dot_api_dot_v1_dot_flow__control__pb2.SetRateLimitRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_flow__control__pb2.SetRateLimitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListRateLimits(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/ListRateLimits',
+            flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListRateLimitsRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListRateLimitsResponse.FromString,
             options,
             channel_credentials,
             insecure,

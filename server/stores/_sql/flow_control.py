@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flowforge.server.stores._sql.core import SQLCore, columns
 from flowforge.server.stores.contract import FlowControlOperations
-from flowforge.server.stores.rows import ConcurrencyLimitRow, TaskRow
+from flowforge.server.stores.rows import ConcurrencyLimitRow, RateLimitRow, TaskRow
 
 _SELECT_TASK = f"SELECT {', '.join(columns(TaskRow))} FROM tasks"
 _QUEUE_CLOCK = (
@@ -22,6 +22,7 @@ _ADVANCE_CLOCK = (
     " ON CONFLICT (namespace, kind, task_queue, fairness_key) DO UPDATE SET pass = excluded.pass"
     " WHERE fairness_passes.pass < excluded.pass"
 )
+_SELECT_RATE_LIMIT = f"SELECT {', '.join(columns(RateLimitRow))} FROM rate_limits"
 _LEASED_WITH_KEY = "SELECT COUNT(*) FROM tasks WHERE namespace = ? AND concurrency_key = ? AND state = 'LEASED'"
 
 
@@ -100,3 +101,38 @@ class FlowControlSQL(SQLCore, FlowControlOperations):
             (namespace,),
         )
         return [ConcurrencyLimitRow(str(r[0]), str(r[1]), int(r[2]), int(r[3]), int(r[4]), int(r[5])) for r in records]
+
+    async def lock_rate_limit(self, namespace: str, scope: str, name: str) -> RateLimitRow | None:
+        return await self._one(
+            RateLimitRow,
+            f"{_SELECT_RATE_LIMIT} WHERE namespace = ? AND scope = ? AND name = ?{self.for_update_clause}",
+            (namespace, scope, name),
+        )
+
+    async def save_rate_tokens(self, namespace: str, scope: str, name: str, tokens: float, refill_us: int) -> None:
+        await self._execute(
+            "UPDATE rate_limits SET tokens = ?, refill_us = ? WHERE namespace = ? AND scope = ? AND name = ?",
+            (tokens, refill_us, namespace, scope, name),
+        )
+
+    async def set_rate_limit(self, namespace: str, scope: str, name: str, per_second: float, now_us: int) -> None:
+        if per_second <= 0:
+            await self._execute(
+                "DELETE FROM rate_limits WHERE namespace = ? AND scope = ? AND name = ?", (namespace, scope, name)
+            )
+        else:
+            await self._execute(
+                "INSERT INTO rate_limits (namespace, scope, name, per_second, tokens, refill_us, update_us)"
+                " VALUES (?, ?, ?, ?, 1.0, ?, ?) ON CONFLICT (namespace, scope, name) DO UPDATE SET"
+                " per_second = excluded.per_second, update_us = excluded.update_us",
+                (namespace, scope, name, per_second, now_us, now_us),
+            )
+        await self._execute(
+            "UPDATE namespaces SET rate_limits = (SELECT COUNT(*) FROM rate_limits WHERE namespace = ?) WHERE name = ?",
+            (namespace, namespace),
+        )
+
+    async def list_rate_limits(self, namespace: str) -> list[RateLimitRow]:
+        return await self._all(
+            RateLimitRow, f"{_SELECT_RATE_LIMIT} WHERE namespace = ? ORDER BY scope, name", (namespace,)
+        )
