@@ -50,8 +50,11 @@ class HttpListener:
 
     async def start(self) -> None:
         """Binds the port and serves; OSError naming the port if it is taken."""
-        # A console page parks a long-poll for up to 25 s: stopping must not wait for it.
-        runner = web.AppRunner(self._app, access_log=None, handle_signals=False, shutdown_timeout=_SHUTDOWN_S)
+        # A console page parks a long-poll for up to 25 s: stopping must not wait for it,
+        # and a closed tab's is cancelled at once (as gRPC cancels a call the client dropped).
+        runner = web.AppRunner(
+            self._app, access_log=None, handle_signals=False, shutdown_timeout=_SHUTDOWN_S, handler_cancellation=True
+        )
         await runner.setup()
         family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
         try:
