@@ -404,26 +404,14 @@ class WorkflowInstance(_Runtime):
             self._activities.resolve(event, cast(ActivityOutcomeAttributes, attributes))
 
     def _start(self, event: common_pb2.HistoryEvent, attributes: schema.WorkflowExecutionStartedAttributes) -> None:
-        self._info = workflow.Info(
+        self._info = _run_info(
+            event,
+            attributes,
             workflow_id=self._workflow_id,
             run_id=self._run_id,
             workflow_type=self._definition.name,
             task_queue=self._task_queue,
             namespace=self._namespace,
-            attempt=attributes.get("attempt", 1),
-            start_time=event.event_time.ToDatetime(tzinfo=UTC),
-            search_attributes=_search_attributes_from_proto(
-                schema.json_dict_to_message(attributes.get("search_attributes"), common_pb2.SearchAttributes)
-            ),
-            parent=workflow.ParentInfo(
-                namespace=attributes.get("parent_workflow_namespace", self._namespace),
-                workflow_id=attributes["parent_workflow_id"],
-                run_id=attributes["parent_run_id"],
-            )
-            if attributes.get("parent_run_id")
-            else None,
-            continued_run_id=attributes.get("continued_execution_run_id") or None,
-            cron_schedule=attributes.get("cron_schedule", ""),
         )
         self._memo = schema.json_dict_to_message(attributes.get("memo"), common_pb2.Memo)
         payloads = schema.payloads_from_json(attributes.get("input"))
@@ -664,6 +652,40 @@ class WorkflowInstance(_Runtime):
 def _headers(attributes: Mapping[str, Any]) -> Mapping[str, common_pb2.Payload]:
     """The header an event recorded (start, signal), as name → Payload."""
     return schema.json_dict_to_message(attributes.get("header"), common_pb2.Header).fields
+
+
+def _run_info(
+    event: common_pb2.HistoryEvent,
+    attributes: schema.WorkflowExecutionStartedAttributes,
+    *,
+    workflow_id: str,
+    run_id: str,
+    workflow_type: str,
+    task_queue: str,
+    namespace: str,
+) -> workflow.Info:
+    """What ``workflow.info()`` tells the run, from its WorkflowExecutionStarted event."""
+    return workflow.Info(
+        workflow_id=workflow_id,
+        run_id=run_id,
+        workflow_type=workflow_type,
+        task_queue=task_queue,
+        namespace=namespace,
+        attempt=attributes.get("attempt", 1),
+        start_time=event.event_time.ToDatetime(tzinfo=UTC),
+        search_attributes=_search_attributes_from_proto(
+            schema.json_dict_to_message(attributes.get("search_attributes"), common_pb2.SearchAttributes)
+        ),
+        parent=workflow.ParentInfo(
+            namespace=attributes.get("parent_workflow_namespace", namespace),
+            workflow_id=attributes["parent_workflow_id"],
+            run_id=attributes["parent_run_id"],
+        )
+        if attributes.get("parent_run_id")
+        else None,
+        continued_run_id=attributes.get("continued_execution_run_id") or None,
+        cron_schedule=attributes.get("cron_schedule", ""),
+    )
 
 
 class _RootInbound(WorkflowInboundInterceptor):
