@@ -135,6 +135,29 @@ async def test_pause_unpause_and_dead_letters_from_the_console(
         assert expected in reasons, (expected, reasons)
 
 
+async def test_a_batch_from_the_list_page(server: FlowForgeServer, admin: Client, worker: None, page: Page) -> None:
+    handles = [await admin.start_workflow(Pipeline.run, "b", id=f"batch-{i}", task_queue=QUEUE) for i in range(2)]
+    spared = await admin.start_workflow(Pipeline.run, "s", id="spared", task_queue=QUEUE)
+    operator = await create_key(admin, "operator")
+    query = quote("WorkflowId STARTS_WITH 'batch-'")
+    await sign_in(page, server, f"/namespaces/default/workflows?q={query}", operator)
+    await expect(page.locator("#workflows tbody tr")).to_have_count(2)
+    await page.click("[data-action=batch]")
+    await page.locator("dialog [name=operation]").select_option("terminate")
+    await page.fill("dialog [name=reason]", "bad deploy")
+    await page.click("dialog #confirm")
+    await expect(page.locator("#batches tbody tr")).to_have_count(1)
+    for handle in handles:
+        await wait_until(
+            lambda h=handle: _status(h, WorkflowExecutionStatus.TERMINATED), timeout=20, what=f"{handle.id} terminated"
+        )
+    assert (await spared.describe()).status == WorkflowExecutionStatus.RUNNING
+    await page.reload()
+    await expect(page.locator("#batches tbody tr").first).to_contain_text("2 / 2")
+    records = (await admin.workflow_service.call("ListAuditLog", access_pb2.ListAuditLogRequest(page_size=100))).records
+    assert ("StartBatchOperation", "bad deploy") in {(r.action, r.reason) for r in records}
+
+
 async def _status(handle: object, status: WorkflowExecutionStatus) -> bool:
     return bool((await handle.describe()).status == status)  # type: ignore[attr-defined]
 

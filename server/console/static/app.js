@@ -5,7 +5,7 @@ import { ApiError, apiKey, setApiKey, useCodec, whoami } from './api.js';
 import { errorBox, h, link, path, replace } from './dom.js';
 import { workflowList } from './workflows.js';
 import { executionPage } from './execution.js';
-import { auditPage, deadLettersPage, limitsPage, namespacesPage, schedulerPage, schedulesPage, taskQueuesPage } from './pages.js';
+import { auditPage, batchesPage, deadLettersPage, limitsPage, namespacesPage, schedulerPage, schedulesPage, taskQueuesPage } from './pages.js';
 
 const main = document.getElementById('main');
 let me = null;
@@ -19,7 +19,7 @@ function drawNav(namespace) {
   const ns = (...rest) => path('namespaces', namespace, ...rest);
   replace(document.getElementById('nav'),
     link(ns('workflows'), 'Workflows'), link(ns('schedules'), 'Schedules'), link(ns('task-queues'), 'Task queues'),
-    link(ns('dead-letters'), 'Dead letters'), link(ns('limits'), 'Limits'), link('/namespaces', 'Namespaces'), link('/audit', 'Audit'),
+    link(ns('dead-letters'), 'Dead letters'), link(ns('limits'), 'Limits'), link(ns('batches'), 'Batches'), link('/namespaces', 'Namespaces'), link('/audit', 'Audit'),
     link('/scheduler', 'Scheduler'));
   const who = document.getElementById('who');
   replace(who, me ? me.name : '');
@@ -74,6 +74,7 @@ async function route() {
       'task-queues': () => taskQueuesPage(context, rest[0]),
       'dead-letters': () => deadLettersPage(context),
       limits: () => limitsPage(context),
+      batches: () => batchesPage(context),
     }[section];
   } else if (first === 'namespaces') {
     page = () => namespacesPage(context);

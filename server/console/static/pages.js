@@ -134,6 +134,17 @@ export async function limitsPage({ namespace, main }) {
   return null;
 }
 
+export async function batchesPage({ namespace, main }) {
+  const answer = await rpc('ListBatchOperations', { namespace, limit: 100 });
+  const rows = (answer.operations || []).map((b) => h('tr', { 'data-job': b.job_id },
+    h('td', { class: 'mono' }, b.job_id), h('td', {}, b.operation), h('td', { class: 'mono' }, b.query), h('td', {}, b.state),
+    h('td', { class: 'num' }, `${b.done || 0} / ${b.total || 0}`), h('td', { class: 'num' }, b.failed || 0),
+    h('td', {}, b.reason), h('td', {}, b.identity), h('td', {}, time(b.create_time))));
+  replace(main, h('h1', {}, 'Batch operations ', h('small', { class: 'muted' }, namespace)),
+    table(['Job', 'Operation', 'Query', 'State', 'Done', 'Failed', 'Reason', 'By', 'Started'], rows, { id: 'batches' }));
+  return null;
+}
+
 export async function auditPage({ main }) {
   const body = h('tbody');
   const more = h('button', { type: 'button', class: 'more', hidden: true }, 'More');

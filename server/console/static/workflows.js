@@ -1,7 +1,8 @@
 // /namespaces/{ns}/workflows: the visibility query box (list_workflows' language),
 // status filters with counts, keyset paging ("More") and sortable columns.
 
-import { rpc } from './api.js';
+import { can, jsonPayloads, rpc } from './api.js';
+import { confirmAction } from './actions.js';
 import { duration, errorBox, h, link, path, replace, status, table, time } from './dom.js';
 
 const STATUSES = ['Running', 'Completed', 'Failed', 'Canceled', 'Terminated', 'ContinuedAsNew', 'TimedOut'];
@@ -13,7 +14,7 @@ function withStatus(query, chosen) {
   return query ? `(${query}) AND ${clause}` : clause;
 }
 
-export async function workflowList({ namespace, main, params, navigate }) {
+export async function workflowList({ me, namespace, main, params, navigate }) {
   const query = params.get('q') || '';
   const chosen = params.get('status') || '';
   const input = h('input', { type: 'search', name: 'q', value: query, placeholder: "WorkflowType = 'Order' AND StartTime > '2024-01-01T00:00:00Z'", 'aria-label': 'Visibility query' });
@@ -52,7 +53,24 @@ export async function workflowList({ namespace, main, params, navigate }) {
       draw();
     },
   }, title)));
-  replace(main, h('h1', {}, 'Workflows ', h('small', { class: 'muted' }, namespace)), form, chips, problem,
+  const matching = withStatus(query, chosen);
+  const batch = matching && can(me, 'StartBatchOperation', namespace) ? h('button', {
+    type: 'button', 'data-action': 'batch', onclick: () => confirmAction('Batch operation', `On every execution matching: ${matching}`, [
+      { name: 'operation', label: 'Operation', kind: 'select', options: [['cancel', 'Cancel'], ['terminate', 'Terminate'], ['signal', 'Signal'], ['reset', 'Reset'], ['pause', 'Pause']] },
+      { name: 'signal', label: 'Signal name (signal)' }, { name: 'input', label: 'Signal input (JSON, optional)', kind: 'json' },
+      { name: 'reset', label: 'Reset to (reset)', kind: 'select', options: [['last', 'last workflow task'], ['first', 'first workflow task']] },
+    ], async (v, reason) => {
+      const input = v.input.trim() ? JSON.parse(v.input) : undefined;
+      await rpc('StartBatchOperation', {
+        namespace, operation: v.operation, query: matching, reason, identity: 'console',
+        signal_name: v.operation === 'signal' ? v.signal : undefined,
+        signal_input: v.operation === 'signal' && input !== undefined ? jsonPayloads(input) : undefined,
+        reset_type: v.operation === 'reset' ? v.reset : undefined,
+      }, { reason });
+      navigate(path('namespaces', namespace, 'batches'));
+    }),
+  }, 'Batch…') : null;
+  replace(main, h('h1', {}, 'Workflows ', h('small', { class: 'muted' }, namespace)), form, h('div', { class: 'actions' }, chips, batch), problem,
     h('div', { class: 'scroll' }, h('table', { id: 'workflows' }, h('thead', {}, h('tr', {}, heads)), body)), more);
 
   let token = '';
