@@ -37,6 +37,7 @@ __all__ = [
     "heartbeat",
     "info",
     "is_cancelled",
+    "is_worker_shutdown",
     "logger",
     "raise_complete_async",
     "wait_for_cancelled",
@@ -211,10 +212,17 @@ class _Context:
     read it from a pool thread while the worker sets it on the event loop.
     """
 
-    def __init__(self, info: Info, record_heartbeat: Callable[[Sequence[Any]], None]) -> None:
+    def __init__(
+        self,
+        info: Info,
+        record_heartbeat: Callable[[Sequence[Any]], None],
+        worker_shutdown: threading.Event | None = None,
+    ) -> None:
         self.info = info
         self.record_heartbeat = record_heartbeat
         self.cancelled = threading.Event()
+        # Set by the worker when it starts shutting down (shared by its activities).
+        self.worker_shutdown = worker_shutdown or threading.Event()
         # The events of wait_for_cancelled() calls, each with the loop it waits on.
         self._waiting: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
 
@@ -307,6 +315,16 @@ def wait_for_cancelled_sync(timeout: timedelta | float | None = None) -> None:
     """
     seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else timeout
     _context().cancelled.wait(seconds)
+
+
+def is_worker_shutdown() -> bool:
+    """Whether the worker running this activity has begun shutting down (Temporal's call): the
+    activity still has the graceful shutdown timeout to finish before it is cancelled.
+
+    Raises:
+        RuntimeError: Called outside an activity.
+    """
+    return _context().worker_shutdown.is_set()
 
 
 def is_cancelled() -> bool:

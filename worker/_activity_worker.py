@@ -16,6 +16,7 @@ import contextvars
 import enum
 import functools
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -297,6 +298,7 @@ class ActivityWorker:
         # In the worker's default pool a synchronous activity checks activity.is_cancelled().
         self._interrupts_threads = isinstance(executor, concurrent.futures.ThreadPoolExecutor)
         self._shared_state = shared_state_manager
+        self._shutting_down = threading.Event()
         self.slots = TaskSlots(max_concurrent_activities, lambda delta: self._metrics.slots_changed("activity", delta))
         self._pollers: list[asyncio.Task[None]] = []
         self._handlers: set[asyncio.Task[None]] = set()
@@ -373,6 +375,7 @@ class ActivityWorker:
             graceful_timeout: How long running activities may take to finish before
                 they are cancelled and reported failed with a ``CancelledError``.
         """
+        self._shutting_down.set()  # activity.is_worker_shutdown()
         loop = asyncio.get_running_loop()
         give_up_at = loop.time() + graceful_timeout.total_seconds()
         # Eager tasks from a workflow task completing right now can still arrive,
@@ -428,7 +431,7 @@ class ActivityWorker:
             loop,
         )
         try:
-            running.context = activity._Context(self._info(task), heartbeater.record)
+            running.context = activity._Context(self._info(task), heartbeater.record, self._shutting_down)
             args = self._converter.from_payloads(task.input, definition.arg_type_hints)
         except Exception as error:
             logger.warning("could not decode the input of %s: %s", _describe(task), error)

@@ -145,6 +145,7 @@ def test_public_names():
         "heartbeat",
         "info",
         "is_cancelled",
+        "is_worker_shutdown",
         "logger",
         "raise_complete_async",
         "wait_for_cancelled",

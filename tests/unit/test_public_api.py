@@ -101,6 +101,7 @@ EXPORTS = {
         "heartbeat",
         "info",
         "is_cancelled",
+        "is_worker_shutdown",
         "logger",
         "raise_complete_async",
         "wait_for_cancelled",

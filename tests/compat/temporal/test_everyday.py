@@ -4,6 +4,7 @@ as_completed, awaitable list_schedules, start_local's dev-server options."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from datetime import timedelta
 
@@ -65,3 +66,32 @@ def test_workflow_init_must_decorate_init() -> None:
         def setup(self: object) -> None: ...
 
     assert asyncio.iscoroutinefunction(Everyday.run)
+
+
+activity_started = threading.Event()
+
+
+@activity.defn
+async def until_worker_shutdown() -> str:
+    activity_started.set()
+    while not activity.is_worker_shutdown():
+        await asyncio.sleep(0.02)
+    return "saw the worker shut down"
+
+
+@workflow.defn
+class ShutdownAware:
+    @workflow.run
+    async def run(self) -> str:
+        return await workflow.execute_activity(until_worker_shutdown, start_to_close_timeout=timedelta(seconds=30))
+
+
+async def test_an_activity_sees_its_worker_shut_down(client: Client) -> None:
+    activity_started.clear()
+    task_queue = f"shutdown-{uuid.uuid4()}"
+    async with Worker(client, task_queue=task_queue, workflows=[ShutdownAware], activities=[until_worker_shutdown]):
+        handle = await client.start_workflow(ShutdownAware.run, id=f"shutdown-{uuid.uuid4()}", task_queue=task_queue)
+        assert await asyncio.get_running_loop().run_in_executor(None, activity_started.wait, 30)
+    # The worker drained: the activity finished within the graceful timeout and was reported.
+    async with Worker(client, task_queue=task_queue, workflows=[ShutdownAware]):
+        assert await handle.result() == "saw the worker shut down"
