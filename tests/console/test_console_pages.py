@@ -1,5 +1,5 @@
 """The console's other pages in headless Chromium, as an admin (both stores): schedules
-(pause from the page), a task queue's pollers, concurrency limits, namespaces with their
+(pause from the page), a task queue's pollers, concurrency and rate limits, namespaces with their
 quotas (changed from the page), the audit log and the scheduler's leader."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from datetime import timedelta
 from playwright.async_api import Page, expect
 
 from flowforge import Client
+from flowforge.api.v1 import flow_control_pb2 as flow_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.client import Schedule, ScheduleActionStartWorkflow, ScheduleIntervalSpec, ScheduleSpec
 from flowforge.server import FlowForgeServer
@@ -40,8 +41,19 @@ async def test_admin_pages(server: FlowForgeServer, admin: Client, page: Page) -
         await page.goto(base(server) + f"/namespaces/default/task-queues/{QUEUE}")
         await expect(page.get_by_text("console-test-worker").first).to_be_visible()
 
+    await admin.workflow_service.call(
+        "SetConcurrencyLimit",
+        flow_pb2.SetConcurrencyLimitRequest(
+            namespace="default", concurrency_key="payments-api", max_running=7, reason="r"
+        ),
+    )
+    await admin.workflow_service.call(
+        "SetRateLimit",
+        flow_pb2.SetRateLimitRequest(namespace="default", task_queue=QUEUE, per_second=12.5, reason="r"),
+    )
     await page.goto(base(server) + "/namespaces/default/limits")
-    await expect(page.locator("#limits")).to_be_visible()
+    await expect(page.locator("#limits tbody tr", has_text="payments-api")).to_contain_text("7")
+    await expect(page.locator("#rate-limits tbody tr", has_text=QUEUE)).to_contain_text("12.5")
 
     await page.goto(base(server) + "/namespaces")
     await page.click("#namespaces tr[data-namespace=default] [data-action=quotas]")

@@ -129,8 +129,13 @@ export async function limitsPage({ namespace, main }) {
   const rows = (answer.limits || []).map((l) => h('tr', {},
     h('td', { class: 'mono' }, l.concurrency_key), h('td', { class: 'num' }, l.running || 0), h('td', { class: 'num' }, l.max_running || 0),
     h('td', { class: 'num' }, l.waiting || 0), h('td', {}, time(l.update_time))));
+  const rates = await rpc('ListRateLimits', { namespace }).catch(() => ({ limits: [] }));
+  const rateRows = (rates.limits || []).map((r) => h('tr', {},
+    h('td', { class: 'mono' }, r.task_queue || ''), h('td', { class: 'mono' }, r.concurrency_key || ''),
+    h('td', { class: 'num' }, r.per_second || 0), h('td', {}, time(r.update_time))));
   replace(main, h('h1', {}, 'Concurrency limits ', h('small', { class: 'muted' }, namespace)),
-    table(['Key', 'Running', 'Max running', 'Waiting', 'Updated'], rows, { id: 'limits' }));
+    table(['Key', 'Running', 'Max running', 'Waiting', 'Updated'], rows, { id: 'limits' }),
+    h('h2', {}, 'Dispatch rate limits'), table(['Task queue', 'Key', 'Per second', 'Updated'], rateRows, { id: 'rate-limits' }));
   return null;
 }
 
