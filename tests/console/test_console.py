@@ -117,6 +117,20 @@ async def test_headers_and_forged_requests(server: FlowForgeServer, admin: Clien
         poll = base(server) + "/api/v1/WorkflowService/PollActivityTaskQueue"
         async with http.post(poll, data="{}", headers=bearer) as answer:
             assert answer.status == 403
+        # Hostile bodies and names get a status and a message, never a traceback.
+        describe = base(server) + "/api/v1/WorkflowService/DescribeWorkflowExecution"
+        for url, data, status in [
+            (describe, "{not json", 400),
+            (describe, "[" * 5000 + "]" * 5000, 400),
+            (describe, json.dumps({"namespace": "default", "nonsense": 1}), 400),
+            (describe, json.dumps({"execution": {"workflow_id": "w"}}), 400),
+            (describe, json.dumps({"namespace": "default", "execution": {"workflow_id": "nope"}}), 404),
+            (base(server) + "/api/v1/WorkflowService/NoSuchRpc", "{}", 404),
+            (base(server) + "/api/v1/Evil/DescribeWorkflowExecution", "{}", 404),
+        ]:
+            async with http.post(url, data=data, headers=bearer) as answer:
+                assert answer.status == status, (url, data[:40], await answer.text())
+                assert set(await answer.json()) == {"code", "message"}
 
 
 @pytest.mark.postgres
