@@ -139,6 +139,41 @@ class _RemediationCalls:
         )
         await self._workflow_service.call("UnpauseWorkflowExecution", request)
 
+    async def pause_activity(
+        self, workflow_id: str, activity_id: str, *, reason: str, run_id: str | None = None
+    ) -> None:
+        """Holds one pending activity of the run (Temporal's activity pause): an attempt that
+        is running finishes, no further attempt starts; describe() shows it ``PAUSED``.
+
+        Raises:
+            RPCError: ``NOT_FOUND`` if it is not pending; ``FAILED_PRECONDITION`` if already paused.
+        """
+        request = pb.PauseActivityRequest(
+            namespace=self._namespace,
+            execution=common_pb2.WorkflowExecution(workflow_id=workflow_id, run_id=run_id or ""),
+            activity_id=activity_id,
+            reason=reason,
+            identity=self._identity,
+        )
+        await self._workflow_service.call("PauseActivity", request)
+
+    async def unpause_activity(
+        self, workflow_id: str, activity_id: str, *, reason: str, run_id: str | None = None
+    ) -> None:
+        """Releases a paused activity: its next attempt is dispatched now.
+
+        Raises:
+            RPCError: ``NOT_FOUND`` if it is not pending; ``FAILED_PRECONDITION`` if not paused.
+        """
+        request = pb.UnpauseActivityRequest(
+            namespace=self._namespace,
+            execution=common_pb2.WorkflowExecution(workflow_id=workflow_id, run_id=run_id or ""),
+            activity_id=activity_id,
+            reason=reason,
+            identity=self._identity,
+        )
+        await self._workflow_service.call("UnpauseActivity", request)
+
     async def start_batch_operation(
         self,
         operation: str,

@@ -219,6 +219,8 @@ class ActivityState(enum.StrEnum):
     """Leased to a worker."""
     RETRYING = "RETRYING"
     """Waiting for a worker after a failed attempt."""
+    PAUSED = "PAUSED"
+    """Paused by an operator (``flowforge activity pause``): no further attempt starts."""
     DEAD_LETTERED = "DEAD_LETTERED"
     """Parked in the dead-letter store after its retries (docs/operations.md)."""
     COMPLETED = "COMPLETED"

@@ -15,7 +15,7 @@ from flowforge.cli.dag import dag
 from flowforge.cli.dlq import dlq
 from flowforge.cli.limit import limit
 from flowforge.cli.namespace import namespace
-from flowforge.cli.remediation import pause, reset, unpause
+from flowforge.cli.remediation import activity, pause, reset, unpause
 from flowforge.cli.schedule import schedule
 from flowforge.cli.search_attribute import search_attribute
 from flowforge.cli.server import server
@@ -89,6 +89,7 @@ for _group in (
     dlq,
     limit,
     batch,
+    activity,
     trigger,
     event,
     search_attribute,

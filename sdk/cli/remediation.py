@@ -1,4 +1,5 @@
-"""``flowforge workflow reset|pause|unpause``: remediation of one execution (docs/operations.md)."""
+"""``flowforge workflow reset|pause|unpause`` and ``flowforge activity pause|unpause``:
+remediation of one execution or one of its activities (docs/operations.md)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from flowforge.cli._output import emit_json, output_option
 if TYPE_CHECKING:
     from flowforge.client import Client
 
-__all__ = ["pause", "reset", "unpause"]
+__all__ = ["activity", "pause", "reset", "unpause"]
 
 
 @click.command()
@@ -84,3 +85,36 @@ pause = _hold_command(
     "paused",
 )
 unpause = _hold_command("unpause", "Release a paused execution: it goes on exactly where it was.", "unpaused")
+
+
+@click.group()
+def activity() -> None:
+    """Pause or unpause one pending activity of an execution."""
+
+
+def _activity_command(name: str, summary: str, done: str) -> click.Command:
+    """``activity pause`` or ``activity unpause``."""
+
+    @click.command(name=name, help=summary)
+    @click.option("--workflow-id", "-w", required=True, help="the workflow id")
+    @click.option("--run-id", "-r", default=None, help="a specific run (default: the latest)")
+    @click.option("--activity-id", required=True, help="the pending activity's id (workflow describe)")
+    @click.option("--reason", required=True, help="why, recorded in the audit log")
+    @client_command
+    def command(connection: Connection, workflow_id: str, run_id: str | None, activity_id: str, reason: str) -> None:
+        async def act(client: Client) -> None:
+            call = client.pause_activity if name == "pause" else client.unpause_activity
+            await call(workflow_id, activity_id, reason=reason, run_id=run_id)
+
+        run(connection, act)
+        click.echo(f"activity {activity_id} of workflow {workflow_id} {done}")
+
+    return command
+
+
+activity.add_command(
+    _activity_command("pause", "Hold a pending activity: a running attempt finishes, no further one starts.", "paused")
+)
+activity.add_command(
+    _activity_command("unpause", "Release a paused activity: its next attempt starts now.", "unpaused")
+)

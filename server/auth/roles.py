@@ -108,6 +108,8 @@ RPC_RULES: dict[str, RpcRule] = {
         "ResetWorkflowExecution": _rule(Role.OPERATOR, audited=True),
         "PauseWorkflowExecution": _rule(Role.OPERATOR, audited=True),
         "UnpauseWorkflowExecution": _rule(Role.OPERATOR, audited=True),
+        "PauseActivity": _rule(Role.OPERATOR, audited=True),
+        "UnpauseActivity": _rule(Role.OPERATOR, audited=True),
         "StartBatchOperation": _rule(Role.OPERATOR, audited=True),
         "DescribeBatchOperation": _rule(Role.READER),
         "ListBatchOperations": _rule(Role.READER),

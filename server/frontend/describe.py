@@ -23,6 +23,7 @@ from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.server.frontend.protos import execution_fields
 from flowforge.server.history.flow_control import waiting_reason
 from flowforge.server.history.mutation import HELD_US
+from flowforge.server.history.pauses import activity_paused
 from flowforge.server.stores.base import ChildExecutionRow, ExecutionRow, HistoryEventRow, TaskRow
 
 __all__ = ["describe_response"]
@@ -118,7 +119,7 @@ def _add_pending_activities(response: pb.DescribeWorkflowExecutionResponse, task
         pending = response.pending_activities.add(
             activity_id=task.activity_id,
             activity_type=task.activity_type,
-            state=_pending_state(task, retrying_shown=False),
+            state=ActivityState.PAUSED if activity_paused(task) else _pending_state(task, retrying_shown=False),
             attempt=task.attempt,
             last_worker_identity=task.identity,
             waiting_reason=waiting_reason(task),

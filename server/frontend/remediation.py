@@ -87,6 +87,27 @@ class RemediationHandlers(ServiceBase):
         rows = await self._engine.list_batches(name(request.namespace, "namespace"), page_size(request.limit))
         return pb.ListBatchOperationsResponse(operations=[_batch_proto(row) for row in rows])
 
+    @rpc
+    async def PauseActivity(self, request: pb.PauseActivityRequest, context: Context) -> pb.PauseActivityResponse:
+        namespace, workflow_id, run_id = execution_key(request)
+        await self._engine.pause_activity(
+            namespace,
+            workflow_id,
+            run_id,
+            name(request.activity_id, "activity_id"),
+            reason=name(request.reason, "reason"),
+            identity=name(request.identity, "identity", required=False),
+        )
+        return pb.PauseActivityResponse()
+
+    @rpc
+    async def UnpauseActivity(self, request: pb.UnpauseActivityRequest, context: Context) -> pb.UnpauseActivityResponse:
+        namespace, workflow_id, run_id = execution_key(request)
+        activity_id = name(request.activity_id, "activity_id")
+        name(request.reason, "reason")
+        await self._engine.unpause_activity(namespace, workflow_id, run_id, activity_id)
+        return pb.UnpauseActivityResponse()
+
 
 def _batch_proto(row: BatchJobRow) -> pb.BatchOperation:
     return pb.BatchOperation(

@@ -240,7 +240,7 @@ class ActivityTasks(WorkflowTasks):
         if decision is not None and decision.delay_s is not None:
             _schedule_retry(task, failure, options, now, decision.delay_s)
             run = await tx.get_execution(task.namespace, task.run_id)
-            if run is not None and run.paused:  # the retry waits for the unpause (pauses.py)
+            if (run is not None and run.paused) or "paused" in options:  # the retry waits for the unpause (pauses.py)
                 task.visible_us, task.pending_deadline_us = HELD_US, None
             await tx.update_task(task)
             await self.release_slots(tx, task.namespace, freed_key)

@@ -217,6 +217,7 @@ class DeadLetters(EngineCore):
         schedule-to-close deadline starts over; a fresh budget also starts its
         maximum attempts over."""
         options = json.loads(row.options)
+        options.pop("paused", None)  # a retry is an operator's decision to run it
         if details["fresh_budget"]:
             options[_ATTEMPT_BASE] = row.attempt
         task = activity_task_row(

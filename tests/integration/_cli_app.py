@@ -5,6 +5,7 @@
 - ``Fanout`` waits in two branches of an ``asyncio.gather`` (``workflow stack`` shows each).
 - ``Fails`` fails (``workflow execute`` exits 1).
 - ``Parks`` parks its activity in the dead-letter store (``dlq list|show|retry|discard``).
+- ``Unserved`` waits on an activity of a queue nobody polls (``activity pause|unpause``).
 """
 
 from __future__ import annotations
@@ -97,10 +98,22 @@ class Parks:
         return "done"
 
 
+@workflow.defn
+class Unserved:
+    @workflow.run
+    async def run(self) -> None:
+        await workflow.execute_activity(
+            "unserved", task_queue="cli-unserved", start_to_close_timeout=timedelta(seconds=60)
+        )
+
+
 async def main(address: str) -> None:
     client = await Client.connect(address)
     await Worker(
-        client, task_queue=TASK_QUEUE, workflows=[Echo, Waiter, Fanout, Fails, Parks], activities=[call_partner]
+        client,
+        task_queue=TASK_QUEUE,
+        workflows=[Echo, Waiter, Fanout, Fails, Parks, Unserved],
+        activities=[call_partner],
     ).run()
 
 

@@ -163,6 +163,24 @@ class Session:
         job_id: str = json.loads(started.out)["job_id"]
         return job_id
 
+    def pending_activity(self) -> str:
+        """An ``Unserved`` execution once its activity "1" is pending; returns the workflow id."""
+        workflow_id = self.fresh("unserved")
+        ok("workflow", "start", "--type", "Unserved", "--task-queue", "cli", "--workflow-id", workflow_id)
+        deadline = time.monotonic() + 30
+        while True:
+            described = json.loads(ok("workflow", "describe", "--workflow-id", workflow_id, "--output", "json").out)
+            if described["pending_activities"]:
+                return workflow_id
+            assert time.monotonic() < deadline, f"{workflow_id}'s activity was not scheduled in 30 s"
+            time.sleep(0.05)
+
+    def paused_activity(self) -> str:
+        """An ``Unserved`` execution whose activity "1" is paused; returns the workflow id."""
+        workflow_id = self.pending_activity()
+        ok("activity", "pause", "--workflow-id", workflow_id, "--activity-id", "1", "--reason", "to unpause")
+        return workflow_id
+
     def completed_echo(self) -> str:
         """An ``Echo`` execution that completed (``workflow execute`` waits for it)."""
         args = _workflow_args(self)
@@ -485,6 +503,36 @@ CASES: dict[str, Case] = {
         text=_contains("batch pause started: job "),
         json=lambda value, args: len(value["job_id"]) == 32,
         bad=["batch", "pause", "--query", "WorkflowType = 'x'"],
+        names="--reason",
+    ),
+    "activity pause": Case(
+        args=lambda s: [
+            "activity",
+            "pause",
+            "--workflow-id",
+            s.pending_activity(),
+            "--activity-id",
+            "1",
+            "--reason",
+            "cli test",
+        ],
+        text=_contains("activity 1 of workflow {3} paused"),
+        bad=["activity", "pause", "--workflow-id", "w", "--reason", "no activity"],
+        names="--activity-id",
+    ),
+    "activity unpause": Case(
+        args=lambda s: [
+            "activity",
+            "unpause",
+            "--workflow-id",
+            s.paused_activity(),
+            "--activity-id",
+            "1",
+            "--reason",
+            "cli test",
+        ],
+        text=_contains("activity 1 of workflow {3} unpaused"),
+        bad=["activity", "unpause", "--workflow-id", "w", "--activity-id", "1"],
         names="--reason",
     ),
     "dlq list": Case(

@@ -1,7 +1,8 @@
 """Pause and unpause end to end, on SQLite and PostgreSQL: while paused no workflow task
 and no new activity task of the run is dispatched (not even a retry) while the running
 activity finishes, its timer fires and a signal arrives; describe says paused, by whom
-and why; unpause delivers what waited and the run finishes exactly as it would have."""
+and why; unpause delivers what waited and the run finishes exactly as it would have.
+One activity can be paused too: its running attempt ends, no further one starts."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import grpc
 import pytest
 
 from flowforge import Client, RetryPolicy, activity, workflow
-from flowforge.client import WorkflowExecutionStatus
+from flowforge.client import WorkflowExecutionStatus, WorkflowHandle
 from flowforge.exceptions import ApplicationError, RPCError
 from tests.integration._reliability import DEADLINE_S, assert_gapless, events, fast_worker, of_type
 from testsupport.waiting import wait_until
@@ -135,3 +136,38 @@ async def test_pause_and_unpause_refuse_what_they_cannot_do(sdk_client: Client, 
         with pytest.raises(RPCError) as error:
             await sdk_client.pause_workflow(key, reason="closed")
         assert error.value.status == grpc.StatusCode.FAILED_PRECONDITION
+
+
+async def test_a_paused_activity_starts_no_further_attempt_until_unpaused(sdk_client: Client, store_kind: str) -> None:
+    key = f"pause-activity-{store_kind}-{uuid.uuid4().hex[:6]}"
+    async with fast_worker(sdk_client, QUEUE, workflows=[Paced], activities=[flaky]):
+        handle = await sdk_client.start_workflow(Paced.run, key, id=key, task_queue=QUEUE)
+        await wait_until(lambda: STARTED[f"{key}/1"] == 1, timeout=DEADLINE_S, what="the first attempt to start")
+        await sdk_client.pause_activity(key, "1", reason="the API is flapping")
+        PAUSED[key].set()  # the running attempt now fails; its retry is held
+        await wait_until(
+            lambda: _attempt_outcomes(handle), timeout=DEADLINE_S, what="the first attempt to end", interval=0.1
+        )
+        (pending,) = (await handle.describe()).pending_activities
+        assert pending.state == "PAUSED"
+        held_until = time.monotonic() + HOLD_S / 2
+        while time.monotonic() < held_until:
+            assert STARTED[f"{key}/1"] == 1
+            await asyncio.sleep(0.1)
+        with pytest.raises(RPCError) as error:
+            await sdk_client.pause_activity(key, "1", reason="twice")
+        assert error.value.status == grpc.StatusCode.FAILED_PRECONDITION
+        await sdk_client.unpause_activity(key, "1", reason="the API is stable")
+        await wait_until(lambda: STARTED[f"{key}/1"] == 2, timeout=DEADLINE_S, what="the retry after the unpause")
+        with pytest.raises(RPCError) as error:
+            await sdk_client.pause_activity(key, "9", reason="no such activity")
+        assert error.value.status == grpc.StatusCode.NOT_FOUND
+        await handle.signal(Paced.add, "go")
+        assert (await asyncio.wait_for(handle.result(), DEADLINE_S))["steps"] == [
+            f"{key}/1 attempt 2",
+            f"{key}/2 attempt 2",
+        ]
+
+
+async def _attempt_outcomes(handle: WorkflowHandle) -> bool:
+    return [a.outcome for a in (await handle.describe()).activity_attempts] == ["failed"]

@@ -157,3 +157,39 @@ class ListBatchOperationsResponse(_message.Message):
     OPERATIONS_FIELD_NUMBER: _ClassVar[int]
     operations: _containers.RepeatedCompositeFieldContainer[BatchOperation]
     def __init__(self, operations: _Optional[_Iterable[_Union[BatchOperation, _Mapping]]] = ...) -> None: ...
+
+class PauseActivityRequest(_message.Message):
+    __slots__ = ("namespace", "execution", "activity_id", "reason", "identity")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_FIELD_NUMBER: _ClassVar[int]
+    ACTIVITY_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    execution: _common_pb2.WorkflowExecution
+    activity_id: str
+    reason: str
+    identity: str
+    def __init__(self, namespace: _Optional[str] = ..., execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., activity_id: _Optional[str] = ..., reason: _Optional[str] = ..., identity: _Optional[str] = ...) -> None: ...
+
+class PauseActivityResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class UnpauseActivityRequest(_message.Message):
+    __slots__ = ("namespace", "execution", "activity_id", "reason", "identity")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_FIELD_NUMBER: _ClassVar[int]
+    ACTIVITY_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    execution: _common_pb2.WorkflowExecution
+    activity_id: str
+    reason: str
+    identity: str
+    def __init__(self, namespace: _Optional[str] = ..., execution: _Optional[_Union[_common_pb2.WorkflowExecution, _Mapping]] = ..., activity_id: _Optional[str] = ..., reason: _Optional[str] = ..., identity: _Optional[str] = ...) -> None: ...
+
+class UnpauseActivityResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

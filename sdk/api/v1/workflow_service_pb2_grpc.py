@@ -116,6 +116,16 @@ class WorkflowServiceStub:
                 request_serializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseWorkflowExecutionRequest.SerializeToString,
                 response_deserializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseWorkflowExecutionResponse.FromString,
                 _registered_method=True)
+        self.PauseActivity = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/PauseActivity',
+                request_serializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.PauseActivityRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.PauseActivityResponse.FromString,
+                _registered_method=True)
+        self.UnpauseActivity = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/UnpauseActivity',
+                request_serializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseActivityRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseActivityResponse.FromString,
+                _registered_method=True)
         self.StartBatchOperation = channel.unary_unary(
                 '/flowforge.api.v1.WorkflowService/StartBatchOperation',
                 request_serializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.StartBatchOperationRequest.SerializeToString,
@@ -438,6 +448,20 @@ class WorkflowServiceServicer:
 
     def UnpauseWorkflowExecution(self, request, context):
         """Releases a paused run: it goes on exactly where it was.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PauseActivity(self, request, context):
+        """Holds one pending activity: a running attempt finishes, no further attempt starts.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnpauseActivity(self, request, context):
+        """Releases a paused activity: its next attempt is dispatched now.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -835,6 +859,16 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.UnpauseWorkflowExecution,
                     request_deserializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseWorkflowExecutionRequest.FromString,
                     response_serializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseWorkflowExecutionResponse.SerializeToString,
+            ),
+            'PauseActivity': grpc.unary_unary_rpc_method_handler(
+                    servicer.PauseActivity,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.PauseActivityRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.PauseActivityResponse.SerializeToString,
+            ),
+            'UnpauseActivity': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnpauseActivity,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseActivityRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseActivityResponse.SerializeToString,
             ),
             'StartBatchOperation': grpc.unary_unary_rpc_method_handler(
                     servicer.StartBatchOperation,
@@ -1437,6 +1471,60 @@ class WorkflowService:
             '/flowforge.api.v1.WorkflowService/UnpauseWorkflowExecution',
             flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseWorkflowExecutionRequest.SerializeToString,
             flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseWorkflowExecutionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PauseActivity(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/PauseActivity',
+            flowforge_dot_api_dot_v1_dot_remediation__pb2.PauseActivityRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_remediation__pb2.PauseActivityResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnpauseActivity(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/UnpauseActivity',
+            flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseActivityRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_remediation__pb2.UnpauseActivityResponse.FromString,
             options,
             channel_credentials,
             insecure,
