@@ -1,14 +1,16 @@
 """The console in headless Chromium against a server with authentication on (both
 stores): the list finds a workflow by a query; the execution page shows its events and
-the DAG with the nodes and edges describe reports; a signal sent by another client
-appears on the open page without a reload; an id containing ``<script>`` is shown as
-text; the security headers are set and a cross-site form post is refused."""
+the DAG with the nodes and edges describe reports, and its downloaded history replays;
+a signal sent by another client appears on the open page without a reload; an id
+containing ``<script>`` is shown as text; the security headers are set, and forged or
+hostile API requests are refused; the page follows a run across a PostgreSQL replica pair."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import aiohttp
@@ -16,7 +18,9 @@ import pytest
 from playwright.async_api import Page, expect
 
 from flowforge import Client
+from flowforge.client import WorkflowHandle, WorkflowHistory
 from flowforge.server import FlowForgeServer
+from flowforge.testing import Replayer
 from tests.console._app import QUEUE, Pipeline, step, waiting_for_signal
 from tests.console.conftest import console_server, create_key
 from tests.integration._reliability import fast_worker
@@ -83,6 +87,17 @@ async def test_list_execution_dag_and_live_timeline(
     await _expect_dag(page, admin, handle.id)
     # Not one action button for a reader.
     assert await page.locator("[data-action]").count() == 0
+    # The downloaded history replays.
+    async with page.expect_download() as download:
+        await page.click("#download")
+    saved = await (await download.value).path()
+    downloaded = WorkflowHistory.from_json(Path(saved).read_text())
+    assert [e.event_id for e in downloaded.events] == [e.event_id for e in await _events(handle)]
+    await Replayer(workflows=[Pipeline]).replay_workflow(downloaded)
+
+
+async def _events(handle: WorkflowHandle[Any, Any]) -> list[Any]:
+    return list((await handle.fetch_history()).events)
 
 
 async def _expect_dag(page: Page, admin: Client, workflow_id: str) -> None:
