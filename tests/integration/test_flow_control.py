@@ -236,10 +236,17 @@ async def _measure_rate(server: FlowForgeServer, per_second: float, seconds: flo
             )
             for _ in range(3)
         ]
+        # Ten workflows of a tenth each: small workflow tasks, so the limit, not the
+        # replay of one huge fan-out, sets the pace.
+        sizes = [count // 10 + (1 if i < count % 10 else 0) for i in range(10)]
         async with workers[0], workers[1], workers[2]:
-            handle = await client.start_workflow(RatedFanOut.run, count, id=f"rated-{queue}", task_queue=queue)
-            assert await asyncio.wait_for(handle.result(), seconds * 4 + 30) == sum(range(count))
-        events = (await handle.fetch_history()).events
+            handles = [
+                await client.start_workflow(RatedFanOut.run, size, id=f"rated-{queue}-{i}", task_queue=queue)
+                for i, size in enumerate(sizes)
+            ]
+            for handle, size in zip(handles, sizes, strict=True):
+                assert await asyncio.wait_for(handle.result(), seconds * 4 + 30) == sum(range(size))
+        events = [e for handle in handles for e in (await handle.fetch_history()).events]
         await client.set_rate_limit(0, task_queue=queue)
     finally:
         await client.close()
