@@ -85,6 +85,10 @@ async def test_list_execution_dag_and_live_timeline(
     await expect(page.locator("#timeline tr")).to_have_count(len((await handle.fetch_history()).events))
     await page.click("button[data-tab=DAG]")
     await _expect_dag(page, admin, handle.id)
+    # A node shows its attempts.
+    first = (await handle.describe()).dag[0].activity_id
+    await page.click(f"svg.dag .dag-node[data-id='{first}']")
+    await expect(page.locator("#node-detail tbody tr")).to_have_count(1)
     # Not one action button for a reader.
     assert await page.locator("[data-action]").count() == 0
     # The downloaded history replays.

@@ -101,7 +101,10 @@ export function dagSvg(nodes, onPick) {
       s('rect', { width: W, height: H, rx: n.kind === 'timer' ? 26 : 6 }),
       s('text', { x: 10, y: 20, class: 'label' }, n.label.length > 24 ? `${n.label.slice(0, 23)}…` : n.label),
       s('text', { x: 10, y: 38, class: 'sub' }, n.sub.length > 30 ? `${n.sub.slice(0, 29)}…` : n.sub));
-    if (onPick) group.addEventListener('click', () => onPick(n));
+    if (onPick) {
+      group.addEventListener('click', () => onPick(n));
+      group.addEventListener('keydown', (event) => { if (event.key === 'Enter') onPick(n); });
+    }
     return group;
   });
   return s('svg', { class: 'dag', width, height, viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': `DAG of ${nodes.length} nodes` },

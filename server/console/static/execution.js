@@ -83,6 +83,7 @@ export async function executionPage(context, workflowId, runId) {
   const timeline = h('tbody', { id: 'timeline' });
   const full = h('div', { id: 'full-history' });
   const dagBox = h('div', { class: 'dag-box', id: 'dag' });
+  const nodeDetail = h('div', { id: 'node-detail' });
   const liveNote = h('span', { class: 'muted', id: 'live' });
   const started = events.length ? events[0].event_time : describe.start_time;
 
@@ -94,7 +95,7 @@ export async function executionPage(context, workflowId, runId) {
 
   const tabs = {
     Timeline: h('div', {}, h('p', {}, liveNote), table(['#', 'After', 'Event', ''], [], { class: 'timeline' })),
-    DAG: dagBox,
+    DAG: h('div', {}, dagBox, nodeDetail),
     History: full,
   };
   tabs.Timeline.querySelector('table').replaceChild(timeline, tabs.Timeline.querySelector('tbody'));
@@ -170,7 +171,7 @@ export async function executionPage(context, workflowId, runId) {
         table(['Activity', 'Type', 'State', 'Attempt', 'Why it waits', 'Last failure'], pending)) : null,
       task ? h('section', { class: 'card' }, h('h2', {}, 'Workflow task'),
         h('p', {}, `${task.state}, attempt ${task.attempt || 1}`, task.last_failure ? ` — ${task.last_failure.message}` : '')) : null);
-    replace(dagBox, dagSvg(dagNodes(d, events), null));
+    replace(dagBox, dagSvg(dagNodes(d, events), (node) => replace(nodeDetail, nodeCard(node, d, namespace))));
     replace(actions, executionActions(context, execution, d, events, refresh));
   };
 
@@ -211,6 +212,16 @@ export async function executionPage(context, workflowId, runId) {
     }
   })();
   return () => stop.abort();
+}
+
+/** What the DAG shows about a clicked node: an activity's every attempt, a child's link. */
+function nodeCard(node, d, namespace) {
+  const attempts = (d.activity_attempts || []).filter((a) => a.activity_id === node.id);
+  return h('section', { class: 'card' }, h('h2', {}, `${node.label} — ${node.state}`), h('p', { class: 'mono' }, node.sub),
+    node.workflowId ? h('p', {}, link(path('namespaces', namespace, 'workflows', node.workflowId), `open child ${node.workflowId}`)) : null,
+    attempts.length ? table(['Attempt', 'Worker', 'Started', 'Ended', 'Outcome', 'Failure'], attempts.map((a) => h('tr', {},
+      h('td', { class: 'num' }, a.attempt || 1), h('td', {}, a.identity || ''), h('td', {}, time(a.started_time)),
+      h('td', {}, time(a.ended_time)), h('td', {}, a.outcome || ''), h('td', {}, (a.failure || {}).message || '')))) : null);
 }
 
 /** Why a pending activity waits, from what describe says about it. */
