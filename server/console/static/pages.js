@@ -124,7 +124,15 @@ export async function namespacesPage({ main, me }) {
   return null;
 }
 
-export async function limitsPage({ namespace, main }) {
+/** Any list the server answers, as a table of its fields (for RPCs newer than this page). */
+function anyTable(items, id) {
+  const columns = [...new Set(items.flatMap((item) => Object.keys(item)))];
+  const cell = (value) => (value !== null && typeof value === 'object' ? JSON.stringify(value) : value);
+  return table(columns.map((c) => c.replaceAll('_', ' ')), items.map((item) => h('tr', {},
+    columns.map((c) => h('td', {}, item[c] === undefined ? '' : cell(item[c]))))), { id });
+}
+
+export async function limitsPage({ me, namespace, main }) {
   const answer = await rpc('ListConcurrencyLimits', { namespace });
   const rows = (answer.limits || []).map((l) => h('tr', {},
     h('td', { class: 'mono' }, l.concurrency_key), h('td', { class: 'num' }, l.running || 0), h('td', { class: 'num' }, l.max_running || 0),
@@ -136,6 +144,13 @@ export async function limitsPage({ namespace, main }) {
   replace(main, h('h1', {}, 'Concurrency limits ', h('small', { class: 'muted' }, namespace)),
     table(['Key', 'Running', 'Max running', 'Waiting', 'Updated'], rows, { id: 'limits' }),
     h('h2', {}, 'Dispatch rate limits'), table(['Task queue', 'Key', 'Per second', 'Updated'], rateRows, { id: 'rate-limits' }));
+  // Circuit breakers, when this server has them: shown field by field.
+  const breakers = Object.keys(me.rules).find((method) => /^List\w*Breakers$/.test(method));
+  if (breakers) {
+    const answer = await rpc(breakers, { namespace }).catch(() => ({}));
+    const list = Object.values(answer).find(Array.isArray) || [];
+    main.append(h('h2', {}, 'Circuit breakers'), anyTable(list, 'breakers'));
+  }
   return null;
 }
 
