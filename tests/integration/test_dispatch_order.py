@@ -150,3 +150,28 @@ async def test_a_rate_limit_on_a_key_delays_its_tasks_without_blocking_others(
     assert all(t.visible_us > engine.clock.now_us() for t in waiting), "they wait for the next token"
     (rate,) = await engine.list_rate_limits("default")
     assert (rate.scope, rate.name, rate.per_second) == ("concurrency_key", "slow-api", 0.5)
+
+
+async def test_waiting_for_a_slot_does_not_count_against_schedule_to_start(store: Store, engine: HistoryEngine) -> None:
+    run = await insert_run(store)
+    await engine.set_concurrency_limit("default", "one-at-a-time", 1)
+    options = '{"start_to_close_timeout": 60, "heartbeat_timeout": 0, "schedule_to_start_timeout": 1}'
+    soon = engine.clock.now_us() + 1_000_000
+    rows = [
+        task(run, f"k-{i}", options=options, concurrency_key="one-at-a-time", pending_deadline_us=soon)
+        for i in range(2)
+    ]
+    await _insert(store, rows)
+    (first,) = await _dispatch(engine, 1)
+    assert await engine.try_lease_activity_task("default", "q", "w") is None
+    async with store.read() as tx:
+        (held,) = [t for t in await tx.list_run_tasks("default", run.run_id) if t.held]
+    assert held.pending_deadline_us is None, "no schedule-to-start deadline while it waits for a slot"
+    async with store.transaction() as tx:
+        await tx.delete_task(first.task_id or 0)
+        await engine.release_slots(tx, "default", "one-at-a-time")
+    async with store.read() as tx:
+        released = await tx.get_task(held.task_id or 0)
+    assert released is not None and released.held is None
+    assert released.pending_deadline_us is not None
+    assert released.pending_deadline_us >= engine.clock.now_us() + 900_000, "schedule-to-start counts from the release"

@@ -17,7 +17,7 @@ from flowforge import Client, Priority, activity, workflow
 from flowforge.api.v1 import common_pb2 as pb_common
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.exceptions import RPCError
-from flowforge.server import FlowForgeServer
+from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.worker import Worker
 from tests.integration._protocol import seconds
 from testsupport.waiting import wait_until
@@ -125,6 +125,45 @@ async def test_a_limit_of_two_holds_across_three_workers_and_every_task_complete
         assert _gauge.peak == 2, "the limit was used"
     finally:
         await client.close()
+
+
+@pytest.mark.postgres
+async def test_a_limit_of_two_holds_across_two_postgresql_replicas(postgres_dsn: str) -> None:
+    """Three workers of ten slots split over two server replicas of one database: the
+    leases of either replica count the other's, under the key's locked limit row."""
+    replicas = [FlowForgeServer(ServerConfig(store=postgres_dsn, port=0)) for _ in range(2)]
+    for replica in replicas:
+        await replica.start()
+    clients = [await Client.connect(f"127.0.0.1:{replica.port}") for replica in replicas]
+    queue = f"replicas-{uuid.uuid4().hex[:8]}"
+    global _gauge
+    _gauge = _Gauge()
+    try:
+        await clients[0].set_concurrency_limit(KEY, 2)
+        workers = [
+            Worker(
+                clients[i % 2],
+                task_queue=queue,
+                workflows=[FanOut],
+                activities=[call_partner],
+                max_concurrent_activities=10,
+            )
+            for i in range(3)
+        ]
+        async with workers[0], workers[1], workers[2]:
+            handles = [
+                await clients[i % 2].start_workflow(FanOut.run, TASKS // 4, id=f"fan-{queue}-{i}", task_queue=queue)
+                for i in range(4)
+            ]
+            results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 240)
+        assert results == [sum(range(TASKS // 4))] * 4
+        assert _gauge.done == TASKS
+        assert _gauge.peak <= 2, f"{_gauge.peak} activities of the key ran at once across two replicas"
+    finally:
+        for client in clients:
+            await client.close()
+        for replica in replicas:
+            await replica.stop()
 
 
 async def test_a_slot_held_by_a_dead_worker_is_reused_when_its_lease_expires(server: FlowForgeServer) -> None:
