@@ -53,11 +53,19 @@ async def server(store_url: str) -> AsyncIterator[FlowForgeServer]:
 
 
 async def _post(
-    server: FlowForgeServer, body: bytes, *, signature: str | None = "valid", namespace: str = "default"
+    server: FlowForgeServer,
+    body: bytes,
+    *,
+    signature: str | None = "valid",
+    namespace: str = "default",
+    timestamp: int | None = None,
 ) -> tuple[int, Any]:
-    headers = {"Content-Type": "application/cloudevents+json", TIMESTAMP_HEADER: str(_NOW)}
+    # Signed now, not at import: in a long suite run the module is imported far more than the
+    # allowed five minutes of skew before its tests run.
+    now = int(time.time()) if timestamp is None else timestamp
+    headers = {"Content-Type": "application/cloudevents+json", TIMESTAMP_HEADER: str(now)}
     if signature == "valid":
-        headers[SIGNATURE_HEADER] = sign(SECRET, body, namespace=namespace, timestamp=_NOW)
+        headers[SIGNATURE_HEADER] = sign(SECRET, body, namespace=namespace, timestamp=now)
     elif signature is not None:
         headers[SIGNATURE_HEADER] = signature
     async with aiohttp.ClientSession() as http:
@@ -65,9 +73,6 @@ async def _post(
             f"http://127.0.0.1:{server.http_port}/events?namespace={namespace}", data=body, headers=headers
         ) as response:
             return response.status, await response.json()
-
-
-_NOW = int(time.time())  # signatures carry the time; five minutes of tests fit in the allowed skew
 
 
 def _cloudevent(event_id: str, data: Any, *, type: str = "order.paid") -> bytes:
@@ -134,17 +139,18 @@ async def test_a_badly_signed_webhook_is_401_and_starts_nothing(server: FlowForg
     await _order_trigger(sdk_client)
     body = _cloudevent("evt-signed", {"order_id": "o-3"})
     other_body = _cloudevent("evt-other", {"order_id": "o-3"})
+    now = int(time.time())
     for signature in (
         None,
         "sha256=" + "0" * 64,
-        sign("wrong-secret", body, namespace="default", timestamp=_NOW),
-        sign(SECRET, other_body, namespace="default", timestamp=_NOW),
-        sign(SECRET, body, namespace="default", timestamp=_NOW).removeprefix("sha256="),
-        sign(SECRET, body, namespace="open", timestamp=_NOW),  # signed for another namespace
-        sign(SECRET, body, namespace="default", timestamp=_NOW - 1),  # for another time
+        sign("wrong-secret", body, namespace="default", timestamp=now),
+        sign(SECRET, other_body, namespace="default", timestamp=now),
+        sign(SECRET, body, namespace="default", timestamp=now).removeprefix("sha256="),
+        sign(SECRET, body, namespace="open", timestamp=now),  # signed for another namespace
+        sign(SECRET, body, namespace="default", timestamp=now - 1),  # for another time
         "garbage",
     ):
-        status, answer = await _post(server, body, signature=signature)
+        status, answer = await _post(server, body, signature=signature, timestamp=now)
         assert status == 401, signature
         assert SIGNATURE_HEADER in answer["error"] and SECRET not in answer["error"]
     assert await _executions(sdk_client) == []
