@@ -85,7 +85,8 @@ async def counts(url: str, workflows: int) -> dict[str, Any]:
             # Let the worker's polls settle before counting.
             await (await client.start_workflow(SingleActivity.run, -1, id=f"warm-{queue}", task_queue=queue)).result()
 
-            store.counts.clear(), store.callers.clear(), store.readers.clear(), rpcs.clear()
+            store.reset()
+            rpcs.clear()
             for i in range(SINGLE_RUNS):
                 handle = await client.start_workflow(SingleActivity.run, i, id=f"single-{queue}-{i}", task_queue=queue)
                 await handle.result()
@@ -107,7 +108,8 @@ async def counts(url: str, workflows: int) -> dict[str, Any]:
                     )
                     await handle.result()
 
-            store.counts.clear(), store.callers.clear(), store.readers.clear(), rpcs.clear()
+            store.reset()
+            rpcs.clear()
             began = time.perf_counter()
             await asyncio.gather(*(one(i) for i in range(workflows)))
             elapsed = time.perf_counter() - began

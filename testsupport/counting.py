@@ -8,6 +8,7 @@ import collections
 import contextlib
 import os
 import sys
+import types
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,7 +21,7 @@ def _engine_caller(entry: str) -> str:
     (``_transaction`` or ``read``): the function that defined its ``body``, e.g.
     ``HistoryEngine.complete_activity_task`` (found even when the engine runs the
     transaction in a shielded task of its own)."""
-    frame = sys._getframe(2)
+    frame: types.FrameType | None = sys._getframe(2)
     while frame is not None:
         # server/history.py, or any module of a server/history/ package
         if frame.f_code.co_name == entry and f"{os.sep}history" in frame.f_code.co_filename:
@@ -30,8 +31,24 @@ def _engine_caller(entry: str) -> str:
     return "other"
 
 
+def _opened_by_health_probe() -> bool:
+    """Whether the current store transaction is the server's health probe (``HealthMonitor``
+    checks the store every second whatever the workload does)."""
+    frame: types.FrameType | None = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_name == "_check_store" and frame.f_code.co_filename.endswith(f"{os.sep}health.py"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 class StoreCounters:
-    """Wraps a store's transaction() and read() to count what they do."""
+    """Wraps a store's transaction() and read() to count what they do.
+
+    The server's health probes are counted apart (``health_probes``), not as write
+    transactions or statements: they are not the cost of any workload, and one falling
+    inside a measured window would make exact budgets flaky.
+    """
 
     def __init__(self, store: Any) -> None:
         self.counts: collections.Counter[str] = collections.Counter()
@@ -42,12 +59,20 @@ class StoreCounters:
         transaction, read = store.transaction, store.read
 
         def count_statements(tx: Any, prefix: str, changed: list[bool]) -> None:
+            # A batch method may run its statement through another counted one (PostgreSQL's
+            # _insert_many calls _execute): only the outermost call is a statement sent.
+            depth = [0]
             for name in ("_execute", "_fetchone", "_fetchall", "_insert_many", "_update_executions"):
                 method = getattr(tx, name)
 
                 async def counted(*args: Any, _method: Any = method, _name: str = name, **kwargs: Any) -> Any:
-                    self.counts[f"{prefix}_statements"] += 1
-                    result = await _method(*args, **kwargs)
+                    if depth[0] == 0:
+                        self.counts[f"{prefix}_statements"] += 1
+                    depth[0] += 1
+                    try:
+                        result = await _method(*args, **kwargs)
+                    finally:
+                        depth[0] -= 1
                     if _name == "_execute" and result:
                         changed[0] = True
                     return result
@@ -56,6 +81,11 @@ class StoreCounters:
 
         @contextlib.asynccontextmanager
         async def counted_transaction() -> AsyncIterator[Any]:
+            if _opened_by_health_probe():
+                self.counts["health_probes"] += 1
+                async with transaction() as tx:
+                    yield tx
+                return
             self.counts["write_transactions"] += 1
             caller = self.callers[_engine_caller("_transaction")]
             caller[0] += 1
@@ -81,6 +111,12 @@ class StoreCounters:
 
         store.transaction = counted_transaction
         store.read = counted_read
+
+    def reset(self) -> None:
+        """Starts a new measured window: forgets every count so far."""
+        self.counts.clear()
+        self.callers.clear()
+        self.readers.clear()
 
 
 def count_rpcs(client: Client) -> collections.Counter[str]:

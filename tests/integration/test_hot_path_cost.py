@@ -3,8 +3,9 @@
 A real server (each store in turn) runs the onboarding DAG and the one-activity
 workflow through a real worker. The server's store is wrapped to count write
 transactions (each one a durable commit, optimistic-concurrency retries included),
-read snapshots and SQL statements (round trips on PostgreSQL); the client the
-worker and the starter share counts RPCs. docs/performance.md explains each
+read snapshots and SQL statements (round trips on PostgreSQL; a batch is one);
+the server's once-a-second health probe is not counted. The client the worker and
+the starter share counts RPCs. docs/performance.md explains each
 budget; lower is fine, higher fails the build.
 """
 
@@ -77,8 +78,7 @@ async def counted(
                 what="the worker's reports to return",
                 interval=0.01,
             )
-            store.counts.clear()
-            store.readers.clear()
+            store.reset()
             rpcs.clear()
             yield store, rpcs, client, queue
     finally:
@@ -153,7 +153,7 @@ async def test_the_limited_path_costs_one_more_commit_and_a_bounded_number_of_st
 ) -> None:
     store, rpcs, client, queue = counted
     await client.set_concurrency_limit(LIMITED_KEY, 5)
-    store.counts.clear()
+    store.reset()
     rpcs.clear()
     for i in range(SINGLES):
         handle = await client.start_workflow(LimitedActivity.run, i, id=f"limited-{queue}-{i}", task_queue=queue)
