@@ -27,12 +27,11 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from flowforge.logging import bind
 from flowforge.server.metrics import ServerMetrics
 from flowforge.server.tracing import caller_context
+from flowforge.server.unary_handlers import UnaryBehavior, with_behavior
 
 __all__ = ["RpcObserver"]
 
 log = logging.getLogger("flowforge.server.rpc")
-
-_Behavior = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Any]]
 
 
 class RpcObserver(grpc.aio.ServerInterceptor):
@@ -51,13 +50,9 @@ class RpcObserver(grpc.aio.ServerInterceptor):
         if handler is None or handler.unary_unary is None:
             return handler
         full_method: str = handler_call_details.method
-        return grpc.unary_unary_rpc_method_handler(
-            self._observed(full_method, handler.unary_unary),  # type: ignore[arg-type]  # aio handlers are async
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+        return with_behavior(handler, lambda inner: self._observed(full_method, inner))
 
-    def _observed(self, full_method: str, inner: _Behavior) -> _Behavior:
+    def _observed(self, full_method: str, inner: UnaryBehavior) -> UnaryBehavior:
         requests, latency = self._metrics.rpc_requests, self._metrics.rpc_latency
         method = full_method.rpartition("/")[2]
 

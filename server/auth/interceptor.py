@@ -25,6 +25,7 @@ from flowforge.server.auth.principal import ALL_NAMESPACES, ANONYMOUS, Principal
 from flowforge.server.auth.roles import PUBLIC_SERVICES, NamespaceSource, Role, RpcRule, rule_for
 from flowforge.server.errors import InvalidArgument, PermissionDenied, ServiceError, Unauthenticated
 from flowforge.server.tokens import token_namespace
+from flowforge.server.unary_handlers import UnaryBehavior, with_behavior
 
 __all__ = ["AuditRecorder", "AuthInterceptor", "Authenticator"]
 
@@ -32,7 +33,6 @@ log = logging.getLogger("flowforge.server.auth")
 
 #: Appends the entry of an audited RPC that succeeded without a write transaction of the engine.
 AuditRecorder = Callable[[PendingAudit], Awaitable[None]]
-_Behavior = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Any]]
 # The claimed identity kept after the principal in ``identity`` fields.
 _MAX_CLAIMED_IDENTITY = 200
 
@@ -109,13 +109,9 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
             return _refuse(grpc.StatusCode.UNIMPLEMENTED, f"{method} streams, and only unary RPCs can be authorized")
         if self._authenticator is None and not rule.audited:
             return handler  # nothing to do: keep the hot path as it was
-        return grpc.unary_unary_rpc_method_handler(
-            self._guard(method, rule, handler.unary_unary),  # type: ignore[arg-type]  # aio handlers are async
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+        return with_behavior(handler, lambda inner: self._guard(method, rule, inner))
 
-    def _guard(self, method: str, rule: RpcRule, inner: _Behavior) -> _Behavior:
+    def _guard(self, method: str, rule: RpcRule, inner: UnaryBehavior) -> UnaryBehavior:
         async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             try:
                 principal = await self.admit(method, rule, request, context.invocation_metadata())

@@ -21,6 +21,8 @@ import grpc
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
+from flowforge.server.unary_handlers import UnaryBehavior, with_behavior
+
 __all__ = ["MAX_DURATION_S", "MAX_STRING_CHARS", "MalformedRequests", "ill_formed"]
 
 #: The longest duration any field may hold (timeouts, intervals, retention): ten years.
@@ -109,9 +111,7 @@ def _tolerant(deserializer: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
     return deserialize
 
 
-def _refusing(
-    behavior: Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Any]], method: str
-) -> Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Any]]:
+def _refusing(behavior: UnaryBehavior, method: str) -> UnaryBehavior:
     async def handle(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         if isinstance(request, _Malformed):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{method}: {request.reason}")
@@ -132,8 +132,4 @@ class MalformedRequests(grpc.aio.ServerInterceptor):
         if handler is None or handler.unary_unary is None or handler.request_deserializer is None:
             return handler
         method: str = handler_call_details.method.rpartition("/")[2]
-        return grpc.unary_unary_rpc_method_handler(
-            _refusing(handler.unary_unary, method),  # type: ignore[arg-type]  # aio handlers are async
-            request_deserializer=_tolerant(handler.request_deserializer),
-            response_serializer=handler.response_serializer,
-        )
+        return with_behavior(handler, lambda inner: _refusing(inner, method), _tolerant(handler.request_deserializer))
