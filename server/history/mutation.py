@@ -519,6 +519,23 @@ def new_task_row(
     )
 
 
+def run_deadline(
+    execution_expiration_us: int | None, run_expiration_us: int | None
+) -> tuple[int | None, WorkflowTimeoutType | None]:
+    """When a run times out and why: the earlier of its execution and run expirations (None: never)."""
+    return min(
+        (
+            (deadline, kind)
+            for deadline, kind in (
+                (execution_expiration_us, WorkflowTimeoutType.EXECUTION),
+                (run_expiration_us, WorkflowTimeoutType.RUN),
+            )
+            if deadline is not None
+        ),
+        default=(None, None),
+    )
+
+
 def new_run(
     tx: Transaction,
     now: int,
@@ -554,17 +571,7 @@ def new_run(
     if execution_expiration_us is None and execution_timeout_s > 0:
         execution_expiration_us = now + us(execution_timeout_s)
     run_expiration_us = now + us(run_timeout_s) if run_timeout_s > 0 else None
-    deadline_us, deadline_kind = min(
-        (
-            (deadline, kind)
-            for deadline, kind in (
-                (execution_expiration_us, WorkflowTimeoutType.EXECUTION),
-                (run_expiration_us, WorkflowTimeoutType.RUN),
-            )
-            if deadline is not None
-        ),
-        default=(None, None),
-    )
+    deadline_us, deadline_kind = run_deadline(execution_expiration_us, run_expiration_us)
     row = ExecutionRow(
         namespace=namespace,
         run_id=run_id,

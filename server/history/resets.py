@@ -23,13 +23,12 @@ from flowforge.api.schema import (
     WorkflowTaskFailedAttributes,
     WorkflowTaskFailedCause,
     WorkflowTaskState,
-    WorkflowTimeoutType,
     payloads_from_json,
 )
 from flowforge.server.errors import FailedPrecondition, InvalidArgument
 from flowforge.server.history.commands import activity_options
 from flowforge.server.history.executions import Executions
-from flowforge.server.history.mutation import _Mutation, activity_task_row, us
+from flowforge.server.history.mutation import _Mutation, activity_task_row, run_deadline, us
 from flowforge.server.stores.base import ExecutionRow, HistoryEventRow, TimerRow, Transaction
 
 __all__ = ["RESET_TYPES", "Resets"]
@@ -248,18 +247,9 @@ def _pending(kept: list[HistoryEventRow]) -> tuple[dict[int, dict[str, Any]], di
 def _deadline(started: dict[str, Any], now: int) -> tuple[int | None, str | None]:
     """The new run's timeout: the execution's deadline is kept, the run timeout starts over."""
     run_timeout = started.get("workflow_run_timeout") or 0
-    candidates = [
-        (deadline, kind)
-        for deadline, kind in (
-            (started.get("workflow_execution_expiration_us"), WorkflowTimeoutType.EXECUTION),
-            (now + us(run_timeout) if run_timeout else None, WorkflowTimeoutType.RUN),
-        )
-        if deadline is not None
-    ]
-    if not candidates:
-        return None, None
-    deadline_us, kind = min(candidates)
-    return deadline_us, str(kind)
+    run_expiration_us = now + us(run_timeout) if run_timeout else None
+    deadline_us, kind = run_deadline(started.get("workflow_execution_expiration_us"), run_expiration_us)
+    return deadline_us, None if kind is None else str(kind)
 
 
 async def _copy_visibility(tx: Transaction, namespace: str, base_run_id: str, new_run_id: str) -> None:
