@@ -29,6 +29,7 @@ import grpc
 
 from flowforge import _schedule
 from flowforge._async_activity_handle import AsyncActivityHandle, _AsyncActivityCalls
+from flowforge._breakers import Breaker, _BreakerCalls
 from flowforge._claim_check import wire_codec
 from flowforge._client_interceptors import (
     Interceptor,
@@ -115,6 +116,7 @@ __all__ = [
     "ActivityAttempt",
     "AsyncActivityHandle",
     "BatchOperation",
+    "Breaker",
     "Client",
     "ConcurrencyLimit",
     "DagNode",
@@ -212,6 +214,7 @@ class Client(
     _TaskQueueCalls,
     _DeadLetterCalls,
     _FlowControlCalls,
+    _BreakerCalls,
     _UpdateWithStartCalls,
     _AsyncActivityCalls,
     _RemediationCalls,

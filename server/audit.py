@@ -189,10 +189,16 @@ def entry_for_rpc(method: str, request: Any, reason: str = "") -> AuditEntry:
         )
     elif "concurrency_key" in fields:
         target = f"concurrency_key:{request.concurrency_key}"
+    elif "activity_type" in fields:  # a circuit breaker (docs/flow-control.md)
+        target = f"breaker:{request.activity_type}"
     elif "search_attributes" in fields:
         target = "search_attributes:" + ",".join(sorted(request.search_attributes))
     own = request.reason if "reason" in fields else request.note if "note" in fields else ""
-    details = {name: getattr(request, name) for name in ("max_running", "per_second") if name in fields}
+    details = {
+        name: getattr(request, name)
+        for name in ("max_running", "per_second", "failure_rate", "min_calls", "window_seconds", "open_seconds")
+        if name in fields
+    }
     return AuditEntry(method.rpartition("/")[2], namespace, target, own or reason, details)
 
 

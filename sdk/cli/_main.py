@@ -10,6 +10,7 @@ import click
 
 from flowforge.cli.access import apikey, audit, token_key
 from flowforge.cli.batch import batch
+from flowforge.cli.breaker import breaker
 from flowforge.cli.config import config
 from flowforge.cli.dag import dag
 from flowforge.cli.dlq import dlq
@@ -88,6 +89,7 @@ for _group in (
     task_queue,
     dlq,
     limit,
+    breaker,
     batch,
     activity,
     trigger,

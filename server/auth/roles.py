@@ -153,6 +153,10 @@ RPC_RULES: dict[str, RpcRule] = {
         "ListConcurrencyLimits": _rule(Role.READER),
         "SetRateLimit": _rule(Role.OPERATOR, audited=True),
         "ListRateLimits": _rule(Role.READER),
+        "SetBreaker": _rule(Role.OPERATOR, audited=True),
+        "OpenBreaker": _rule(Role.OPERATOR, audited=True),
+        "CloseBreaker": _rule(Role.OPERATOR, audited=True),
+        "ListBreakers": _rule(Role.READER),
     }.items()
 } | {
     _ACCESS_SERVICE + name: rule

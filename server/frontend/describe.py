@@ -21,6 +21,7 @@ from flowforge.api.schema import (
 from flowforge.api.v1 import common_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.server.frontend.protos import execution_fields
+from flowforge.server.history.breakers import held_by_breaker
 from flowforge.server.history.flow_control import waiting_reason
 from flowforge.server.history.mutation import HELD_US
 from flowforge.server.history.pauses import activity_paused
@@ -45,6 +46,7 @@ def describe_response(
     events: list[HistoryEventRow],
     visibility: tuple[common_pb2.SearchAttributes, common_pb2.Memo],
     children: list[ChildExecutionRow],
+    open_breakers: set[str] | None = None,
 ) -> pb.DescribeWorkflowExecutionResponse:
     response = pb.DescribeWorkflowExecutionResponse(**execution_fields(row), dag=_dag(events, tasks))
     response.first_worker_build_id = _first_worker_build_id(events)
@@ -53,7 +55,7 @@ def describe_response(
         response.origin_json = json.dumps(origin, sort_keys=True)
     response.search_attributes.CopyFrom(visibility[0])
     response.memo.CopyFrom(visibility[1])
-    _add_pending_activities(response, tasks)
+    _add_pending_activities(response, tasks, open_breakers or set())
     _add_pending_workflow_task(response, row)
     _add_lineage(response, events, children)
     if row.paused and row.pause_note:
@@ -112,7 +114,9 @@ def _pending_state(task: TaskRow, *, retrying_shown: bool) -> ActivityState:
     return ActivityState.RETRYING if retrying_shown and task.attempt > 1 else ActivityState.SCHEDULED
 
 
-def _add_pending_activities(response: pb.DescribeWorkflowExecutionResponse, tasks: list[TaskRow]) -> None:
+def _add_pending_activities(
+    response: pb.DescribeWorkflowExecutionResponse, tasks: list[TaskRow], open_breakers: set[str]
+) -> None:
     for task in tasks:
         if task.kind != TaskKind.ACTIVITY:
             continue
@@ -122,7 +126,7 @@ def _add_pending_activities(response: pb.DescribeWorkflowExecutionResponse, task
             state=ActivityState.PAUSED if activity_paused(task) else _pending_state(task, retrying_shown=False),
             attempt=task.attempt,
             last_worker_identity=task.identity,
-            waiting_reason=waiting_reason(task),
+            waiting_reason=waiting_reason(task) or held_by_breaker(task, open_breakers),
         )
         if task.last_heartbeat_us:
             pending.last_heartbeat_time.FromMicroseconds(task.last_heartbeat_us)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from flowforge.api.v1 import workflow_service_pb2_grpc as pb_grpc
+from flowforge.server.frontend.breakers import BreakerHandlers
 from flowforge.server.frontend.dags import DagHandlers
 from flowforge.server.frontend.dead_letters import DeadLetterHandlers
 from flowforge.server.frontend.flow_control import FlowControlHandlers
@@ -32,6 +33,7 @@ class WorkflowService(
     RemediationHandlers,
     DagHandlers,
     FlowControlHandlers,
+    BreakerHandlers,
     pb_grpc.WorkflowServiceServicer,
 ):
     """gRPC ``flowforge.api.v1.WorkflowService`` over one history engine (constructed

@@ -57,7 +57,8 @@ class WorkflowHandlers(ServiceBase):
         row, tasks, events = await self._engine.describe(*execution_key(request))
         visibility = await self._engine.visibility(row.namespace, row.run_id)
         children = await self._engine.pending_children(row.namespace, row.run_id)
-        response = describe_response(row, tasks, events, visibility, children)
+        open_breakers = await self._engine.open_breaker_types(row.namespace)
+        response = describe_response(row, tasks, events, visibility, children, open_breakers)
         attempts = await self._engine.activity_attempts(row.namespace, row.run_id)
         response.activity_attempts.extend(attempt_proto(a) for a in attempts)
         return response

@@ -90,6 +90,7 @@ class ActivityTasks(WorkflowTasks):
                 task.identity = ""
                 await tx.update_task(task)
                 await self.release_slots(tx, task.namespace, task.concurrency_key)
+                await self.count_breaker_outcome(tx, task, None)  # a probe handed back may be taken again
                 tx.notify_after_commit(queue_channel(task.namespace, task.kind, task.task_queue))
                 return
             row = await self._execution_of(tx, task)
@@ -183,6 +184,7 @@ class ActivityTasks(WorkflowTasks):
             await tx.delete_task(task.task_id or 0)
             await self.release_slots(tx, task.namespace, task.concurrency_key)
             outcome = "completed" if outcome_type == EventType.ACTIVITY_TASK_COMPLETED else "canceled"
+            await self.count_breaker_outcome(tx, task, True if outcome == "completed" else None)
             observe(ActivityAttemptEnded(task.namespace, task.activity_type or "", outcome))
             await _record_attempt(tx, task, identity, outcome, None, m.now)
             m.deliver(
@@ -224,6 +226,8 @@ class ActivityTasks(WorkflowTasks):
         if task.state == TaskState.LEASED:
             outcome_name = "timed_out" if timed_out else "failed"
             await _record_attempt(tx, task, identity, outcome_name, failure_json(failure), now)
+            benign = _attempt_outcome(failure, timed_out) == "failed_benign"
+            await self.count_breaker_outcome(tx, task, None if benign else False)
         options = json.loads(task.options)
         decision = None
         if final_retry_state is None:

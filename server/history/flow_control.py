@@ -22,10 +22,10 @@ from flowforge.api.schema import TaskKind
 from flowforge.api.v1 import common_pb2
 from flowforge.server.clock import Clock
 from flowforge.server.errors import InvalidArgument
+from flowforge.server.history.breakers import Breakers
 from flowforge.server.history.data import EngineConfig, TaskPriority
 from flowforge.server.history.input_checks import check_name
 from flowforge.server.history.mutation import queue_channel, us
-from flowforge.server.history.namespaces import Namespaces
 from flowforge.server.stores.base import Store, TaskRow, Transaction
 from flowforge.server.stores.rows import ConcurrencyLimitRow, RateLimitRow
 
@@ -83,7 +83,7 @@ def waiting_reason(task: TaskRow) -> str:
     return ""
 
 
-class FlowControl(Namespaces):
+class FlowControl(Breakers):
     """Dispatch order bookkeeping, concurrency and rate limits, inside lease and report transactions."""
 
     def __init__(self, store: Store, config: EngineConfig | None = None, clock: Clock | None = None) -> None:
@@ -170,6 +170,9 @@ class FlowControl(Namespaces):
                 if wait_s:
                     self._rate_waits[queue_channel(namespace, kind, task_queue)] = time.monotonic() + wait_s
                     return None
+            # Last, so a probe the breaker admits is leased in this transaction.
+            if not await self.breaker_admits(tx, task, now):
+                continue
             if task.fairness_key:
                 await tx.advance_fair_clock(task.namespace, task.kind, task.task_queue, task.fair_pass)
             return task

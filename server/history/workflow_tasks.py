@@ -172,7 +172,12 @@ class WorkflowTasks(Commands, FlowControl):
                     m.schedule_workflow_task(attempt=1)
                 # A rate limit counts every dispatch, so none is handed out eagerly past it.
                 rated = await self.has_rate_limits(row.namespace, tx)
-                eager = self._lease_eagerly(m, 0 if rated else eager_activity_slots, identity)
+                eager = self._lease_eagerly(
+                    m,
+                    0 if rated else eager_activity_slots,
+                    identity,
+                    await self._guarded_types(tx, m, eager_activity_slots),
+                )
             next_task = m.new_workflow_task(row.task_queue) if return_new_workflow_task else None
             started = m.start_workflow_task(next_task, identity) if next_task is not None else None
             await self._save(applying)
@@ -211,9 +216,19 @@ class WorkflowTasks(Commands, FlowControl):
         await m.save()
         return _Completed([])
 
+    async def _guarded_types(self, tx: Transaction, m: _Mutation, slots: int) -> set[str]:
+        """The activity types just scheduled that have a circuit breaker (read only when
+        some could be leased eagerly): they go through their queue, where the breaker is kept."""
+        if not slots or not any(t.kind == TaskKind.ACTIVITY for t in m.new_tasks):
+            return set()
+        if not await self.has_breakers(m.row.namespace, tx):
+            return set()
+        return {row.activity_type for row in await tx.list_breakers(m.row.namespace)}
+
     @staticmethod
-    def _lease_eagerly(m: _Mutation, slots: int, identity: str) -> list[TaskRow]:
-        """Leases up to ``slots`` of the activity tasks just scheduled on the run's own queue to ``identity``."""
+    def _lease_eagerly(m: _Mutation, slots: int, identity: str, guarded: set[str]) -> list[TaskRow]:
+        """Leases up to ``slots`` of the activity tasks just scheduled on the run's own queue
+        to ``identity`` (not those of a ``guarded`` type)."""
         leased: list[TaskRow] = []
         for task in m.new_tasks:
             if len(leased) >= slots:
@@ -224,6 +239,7 @@ class WorkflowTasks(Commands, FlowControl):
                 and task.task_queue == m.row.task_queue
                 and task.visible_us <= m.now
                 and not task.concurrency_key
+                and task.activity_type not in guarded
             ):
                 observe(TaskStarted(task.namespace, task.task_queue, "activity", 0.0))  # handed out as scheduled
                 task.state = TaskState.LEASED

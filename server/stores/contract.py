@@ -14,6 +14,7 @@ from flowforge.server.stores.rows import (
     ApiKeyRow,
     AuditRow,
     BatchJobRow,
+    BreakerRow,
     ChildExecutionRow,
     CompiledQuery,
     ConcurrencyLimitRow,
@@ -42,6 +43,7 @@ __all__ = [
     "AccessOperations",
     "ActivityRecordOperations",
     "BatchOperations",
+    "BreakerOperations",
     "DagOperations",
     "ExecutionOperations",
     "FlowControlOperations",
@@ -373,6 +375,30 @@ class FlowControlOperations(abc.ABC):
     @abc.abstractmethod
     async def list_rate_limits(self, namespace: str) -> list[RateLimitRow]:
         """The namespace's rate limits by scope and name."""
+
+
+class BreakerOperations(abc.ABC):
+    """Circuit breakers per activity type (docs/flow-control.md)."""
+
+    @abc.abstractmethod
+    async def lock_breaker(self, namespace: str, activity_type: str) -> BreakerRow | None:
+        """The type's breaker, its row locked until commit (None: the type has none)."""
+
+    @abc.abstractmethod
+    async def save_breaker(self, row: BreakerRow) -> None:
+        """Inserts or replaces a breaker row."""
+
+    @abc.abstractmethod
+    async def count_breakers(self, namespace: str) -> None:
+        """Stores the namespace's count of breakers on its row."""
+
+    @abc.abstractmethod
+    async def release_breaker_holds(self, namespace: str, activity_type: str, held_until_us: int, now_us: int) -> None:
+        """Makes the type's pending activity tasks held until ``held_until_us`` visible at ``now_us``."""
+
+    @abc.abstractmethod
+    async def list_breakers(self, namespace: str) -> list[BreakerRow]:
+        """The namespace's breakers by activity type."""
 
 
 class TimerOperations(abc.ABC):
@@ -707,6 +733,7 @@ class Transaction(
     ExecutionOperations,
     TaskOperations,
     FlowControlOperations,
+    BreakerOperations,
     TimerOperations,
     QueryOperations,
     LineageOperations,

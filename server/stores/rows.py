@@ -18,6 +18,7 @@ __all__ = [
     "ApiKeyRow",
     "AuditRow",
     "BatchJobRow",
+    "BreakerRow",
     "ChildExecutionRow",
     "CompiledQuery",
     "ConcurrencyLimitRow",
@@ -69,6 +70,8 @@ class NamespaceRow:
     purged_executions: int = 0
     rate_limits: int = 0
     """How many rate limits the namespace has (docs/flow-control.md)."""
+    breakers: int = 0
+    """How many circuit breakers the namespace has (docs/flow-control.md)."""
 
 
 @dataclasses.dataclass
@@ -503,4 +506,25 @@ class RateLimitRow:
     per_second: float
     tokens: float
     refill_us: int
+    update_us: int
+
+
+@dataclasses.dataclass
+class BreakerRow:
+    """A circuit breaker on an activity type (table ``breakers``; server/history/breakers.py
+    moves it between ``closed``, ``open`` and ``half_open``)."""
+
+    namespace: str
+    activity_type: str
+    failure_rate: float
+    min_calls: int
+    window_s: float
+    open_s: float
+    state: str
+    since_us: int
+    window_start_us: int
+    successes: int
+    failures: int
+    probe_in_flight: int
+    reason: str
     update_us: int

@@ -197,6 +197,12 @@ class Session:
         ok("limit", "rate", "--key", "cli-rated", "--per-second", "7.5")
         return "cli-rated"
 
+    def breaker(self) -> str:
+        """A breaker on the activity type ``CliGuarded``."""
+        ok("breaker", "set", "--activity-type", "CliGuarded", "--failure-rate", "0.5", "--min-calls", "4",
+           "--window", "60", "--open-seconds", "30")  # fmt: skip
+        return "CliGuarded"
+
     def parked(self) -> str:
         """A ``Parks`` execution's activity, once parked in the dead-letter store; returns its id."""
         workflow_id = self.fresh("parks")
@@ -604,6 +610,67 @@ CASES: dict[str, Case] = {
         ),
         bad=["limit", "rates", "--output", "xml"],
         names="--output",
+    ),
+    "breaker set": Case(
+        args=lambda s: [
+            "breaker",
+            "set",
+            "--activity-type",
+            s.fresh("T"),
+            "--failure-rate",
+            "0.5",
+            "--min-calls",
+            "10",
+            "--window",
+            "60",
+            "--open-seconds",
+            "30",
+            "--reason",
+            "partner flaky",
+        ],
+        text=_contains("breaker of {3}: opens at 0.5 failures over 10+ calls in 60s"),
+        bad=[
+            "breaker",
+            "set",
+            "--activity-type",
+            "T",
+            "--failure-rate",
+            "1.5",
+            "--min-calls",
+            "1",
+            "--window",
+            "1",
+            "--open-seconds",
+            "1",
+        ],
+        names="--failure-rate",
+    ),
+    "breaker list": Case(
+        prepare=Session.breaker,
+        args=lambda s: ["breaker", "list"],
+        text=_contains("ACTIVITY TYPE", "STATE", "CliGuarded"),
+        json=lambda value, args: any(
+            row["activity_type"] == "CliGuarded"
+            and row["state"] in ("closed", "open", "half_open")
+            and row["min_calls"] == 4
+            for row in value
+        ),
+        bad=["breaker", "list", "--output", "xml"],
+        names="--output",
+    ),
+    "breaker open": Case(
+        prepare=Session.breaker,
+        args=lambda s: ["breaker", "open", "--activity-type", "CliGuarded", "--reason", "downstream down"],
+        text=_contains("breaker of CliGuarded: open"),
+        bad=["breaker", "open", "--activity-type", "CliGuarded"],
+        names="--reason",
+    ),
+    "breaker close": Case(
+        prepare=Session.breaker,
+        args=lambda s: ["breaker", "close", "--activity-type", "CliGuarded", "--reason", "downstream back"],
+        text=_contains("breaker of CliGuarded: closed"),
+        bad=["breaker", "close", "--reason", "r"],
+        names="--activity-type",
     ),
     "event publish": Case(
         args=lambda s: ["event", "publish", "--id", s.fresh("evt"), "--source", "cli", "--type", "t", "--data", "{}"],

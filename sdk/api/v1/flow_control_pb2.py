@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#flowforge/api/v1/flow_control.proto\x12\x10\x66lowforge.api.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x7f\n\x1aSetConcurrencyLimitRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x17\n\x0f\x63oncurrency_key\x18\x02 \x01(\t\x12\x13\n\x0bmax_running\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x10\n\x08identity\x18\x05 \x01(\t\"\x1d\n\x1bSetConcurrencyLimitResponse\"1\n\x1cListConcurrencyLimitsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\"\x93\x01\n\x10\x43oncurrencyLimit\x12\x17\n\x0f\x63oncurrency_key\x18\x01 \x01(\t\x12\x13\n\x0bmax_running\x18\x02 \x01(\x03\x12\x0f\n\x07running\x18\x03 \x01(\x03\x12\x0f\n\x07waiting\x18\x04 \x01(\x03\x12/\n\x0bupdate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"S\n\x1dListConcurrencyLimitsResponse\x12\x32\n\x06limits\x18\x01 \x03(\x0b\x32\".flowforge.api.v1.ConcurrencyLimit\"\x8b\x01\n\x13SetRateLimitRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x12\n\ntask_queue\x18\x02 \x01(\t\x12\x17\n\x0f\x63oncurrency_key\x18\x03 \x01(\t\x12\x12\n\nper_second\x18\x04 \x01(\x01\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x10\n\x08identity\x18\x06 \x01(\t\"\x16\n\x14SetRateLimitResponse\"*\n\x15ListRateLimitsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\"}\n\tRateLimit\x12\x12\n\ntask_queue\x18\x01 \x01(\t\x12\x17\n\x0f\x63oncurrency_key\x18\x02 \x01(\t\x12\x12\n\nper_second\x18\x03 \x01(\x01\x12/\n\x0bupdate_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"E\n\x16ListRateLimitsResponse\x12+\n\x06limits\x18\x01 \x03(\x0b\x32\x1b.flowforge.api.v1.RateLimitb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#flowforge/api/v1/flow_control.proto\x12\x10\x66lowforge.api.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x7f\n\x1aSetConcurrencyLimitRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x17\n\x0f\x63oncurrency_key\x18\x02 \x01(\t\x12\x13\n\x0bmax_running\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x10\n\x08identity\x18\x05 \x01(\t\"\x1d\n\x1bSetConcurrencyLimitResponse\"1\n\x1cListConcurrencyLimitsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\"\x93\x01\n\x10\x43oncurrencyLimit\x12\x17\n\x0f\x63oncurrency_key\x18\x01 \x01(\t\x12\x13\n\x0bmax_running\x18\x02 \x01(\x03\x12\x0f\n\x07running\x18\x03 \x01(\x03\x12\x0f\n\x07waiting\x18\x04 \x01(\x03\x12/\n\x0bupdate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"S\n\x1dListConcurrencyLimitsResponse\x12\x32\n\x06limits\x18\x01 \x03(\x0b\x32\".flowforge.api.v1.ConcurrencyLimit\"\x8b\x01\n\x13SetRateLimitRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x12\n\ntask_queue\x18\x02 \x01(\t\x12\x17\n\x0f\x63oncurrency_key\x18\x03 \x01(\t\x12\x12\n\nper_second\x18\x04 \x01(\x01\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x10\n\x08identity\x18\x06 \x01(\t\"\x16\n\x14SetRateLimitResponse\"*\n\x15ListRateLimitsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\"}\n\tRateLimit\x12\x12\n\ntask_queue\x18\x01 \x01(\t\x12\x17\n\x0f\x63oncurrency_key\x18\x02 \x01(\t\x12\x12\n\nper_second\x18\x03 \x01(\x01\x12/\n\x0bupdate_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"E\n\x16ListRateLimitsResponse\x12+\n\x06limits\x18\x01 \x03(\x0b\x32\x1b.flowforge.api.v1.RateLimit\"\xb6\x01\n\x11SetBreakerRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x15\n\ractivity_type\x18\x02 \x01(\t\x12\x14\n\x0c\x66\x61ilure_rate\x18\x03 \x01(\x01\x12\x11\n\tmin_calls\x18\x04 \x01(\x03\x12\x16\n\x0ewindow_seconds\x18\x05 \x01(\x01\x12\x14\n\x0copen_seconds\x18\x06 \x01(\x01\x12\x0e\n\x06reason\x18\x07 \x01(\t\x12\x10\n\x08identity\x18\x08 \x01(\t\"\x14\n\x12SetBreakerResponse\"`\n\x12OpenBreakerRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x15\n\ractivity_type\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x10\n\x08identity\x18\x04 \x01(\t\"\x15\n\x13OpenBreakerResponse\"a\n\x13\x43loseBreakerRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x15\n\ractivity_type\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x10\n\x08identity\x18\x04 \x01(\t\"\x16\n\x14\x43loseBreakerResponse\"(\n\x13ListBreakersRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\"\xff\x01\n\x07\x42reaker\x12\x15\n\ractivity_type\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12)\n\x05since\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0c\x66\x61ilure_rate\x18\x04 \x01(\x01\x12\x11\n\tmin_calls\x18\x05 \x01(\x03\x12\x16\n\x0ewindow_seconds\x18\x06 \x01(\x01\x12\x14\n\x0copen_seconds\x18\x07 \x01(\x01\x12\x11\n\tsuccesses\x18\x08 \x01(\x03\x12\x10\n\x08\x66\x61ilures\x18\t \x01(\x03\x12\x17\n\x0fprobe_in_flight\x18\n \x01(\x08\x12\x0e\n\x06reason\x18\x0b \x01(\t\"C\n\x14ListBreakersResponse\x12+\n\x08\x62reakers\x18\x01 \x03(\x0b\x32\x19.flowforge.api.v1.Breakerb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -52,4 +52,22 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RATELIMIT']._serialized_end=871
   _globals['_LISTRATELIMITSRESPONSE']._serialized_start=873
   _globals['_LISTRATELIMITSRESPONSE']._serialized_end=942
+  _globals['_SETBREAKERREQUEST']._serialized_start=945
+  _globals['_SETBREAKERREQUEST']._serialized_end=1127
+  _globals['_SETBREAKERRESPONSE']._serialized_start=1129
+  _globals['_SETBREAKERRESPONSE']._serialized_end=1149
+  _globals['_OPENBREAKERREQUEST']._serialized_start=1151
+  _globals['_OPENBREAKERREQUEST']._serialized_end=1247
+  _globals['_OPENBREAKERRESPONSE']._serialized_start=1249
+  _globals['_OPENBREAKERRESPONSE']._serialized_end=1270
+  _globals['_CLOSEBREAKERREQUEST']._serialized_start=1272
+  _globals['_CLOSEBREAKERREQUEST']._serialized_end=1369
+  _globals['_CLOSEBREAKERRESPONSE']._serialized_start=1371
+  _globals['_CLOSEBREAKERRESPONSE']._serialized_end=1393
+  _globals['_LISTBREAKERSREQUEST']._serialized_start=1395
+  _globals['_LISTBREAKERSREQUEST']._serialized_end=1435
+  _globals['_BREAKER']._serialized_start=1438
+  _globals['_BREAKER']._serialized_end=1693
+  _globals['_LISTBREAKERSRESPONSE']._serialized_start=1695
+  _globals['_LISTBREAKERSRESPONSE']._serialized_end=1762
 # @@protoc_insertion_point(module_scope)

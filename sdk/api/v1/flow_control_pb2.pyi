@@ -96,3 +96,97 @@ class ListRateLimitsResponse(_message.Message):
     LIMITS_FIELD_NUMBER: _ClassVar[int]
     limits: _containers.RepeatedCompositeFieldContainer[RateLimit]
     def __init__(self, limits: _Optional[_Iterable[_Union[RateLimit, _Mapping]]] = ...) -> None: ...
+
+class SetBreakerRequest(_message.Message):
+    __slots__ = ("namespace", "activity_type", "failure_rate", "min_calls", "window_seconds", "open_seconds", "reason", "identity")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ACTIVITY_TYPE_FIELD_NUMBER: _ClassVar[int]
+    FAILURE_RATE_FIELD_NUMBER: _ClassVar[int]
+    MIN_CALLS_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    OPEN_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    activity_type: str
+    failure_rate: float
+    min_calls: int
+    window_seconds: float
+    open_seconds: float
+    reason: str
+    identity: str
+    def __init__(self, namespace: _Optional[str] = ..., activity_type: _Optional[str] = ..., failure_rate: _Optional[float] = ..., min_calls: _Optional[int] = ..., window_seconds: _Optional[float] = ..., open_seconds: _Optional[float] = ..., reason: _Optional[str] = ..., identity: _Optional[str] = ...) -> None: ...
+
+class SetBreakerResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class OpenBreakerRequest(_message.Message):
+    __slots__ = ("namespace", "activity_type", "reason", "identity")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ACTIVITY_TYPE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    activity_type: str
+    reason: str
+    identity: str
+    def __init__(self, namespace: _Optional[str] = ..., activity_type: _Optional[str] = ..., reason: _Optional[str] = ..., identity: _Optional[str] = ...) -> None: ...
+
+class OpenBreakerResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class CloseBreakerRequest(_message.Message):
+    __slots__ = ("namespace", "activity_type", "reason", "identity")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ACTIVITY_TYPE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    activity_type: str
+    reason: str
+    identity: str
+    def __init__(self, namespace: _Optional[str] = ..., activity_type: _Optional[str] = ..., reason: _Optional[str] = ..., identity: _Optional[str] = ...) -> None: ...
+
+class CloseBreakerResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListBreakersRequest(_message.Message):
+    __slots__ = ("namespace",)
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    def __init__(self, namespace: _Optional[str] = ...) -> None: ...
+
+class Breaker(_message.Message):
+    __slots__ = ("activity_type", "state", "since", "failure_rate", "min_calls", "window_seconds", "open_seconds", "successes", "failures", "probe_in_flight", "reason")
+    ACTIVITY_TYPE_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    FAILURE_RATE_FIELD_NUMBER: _ClassVar[int]
+    MIN_CALLS_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    OPEN_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    SUCCESSES_FIELD_NUMBER: _ClassVar[int]
+    FAILURES_FIELD_NUMBER: _ClassVar[int]
+    PROBE_IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    activity_type: str
+    state: str
+    since: _timestamp_pb2.Timestamp
+    failure_rate: float
+    min_calls: int
+    window_seconds: float
+    open_seconds: float
+    successes: int
+    failures: int
+    probe_in_flight: bool
+    reason: str
+    def __init__(self, activity_type: _Optional[str] = ..., state: _Optional[str] = ..., since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., failure_rate: _Optional[float] = ..., min_calls: _Optional[int] = ..., window_seconds: _Optional[float] = ..., open_seconds: _Optional[float] = ..., successes: _Optional[int] = ..., failures: _Optional[int] = ..., probe_in_flight: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ListBreakersResponse(_message.Message):
+    __slots__ = ("breakers",)
+    BREAKERS_FIELD_NUMBER: _ClassVar[int]
+    breakers: _containers.RepeatedCompositeFieldContainer[Breaker]
+    def __init__(self, breakers: _Optional[_Iterable[_Union[Breaker, _Mapping]]] = ...) -> None: ...

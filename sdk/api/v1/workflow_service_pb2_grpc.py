@@ -341,6 +341,26 @@ class WorkflowServiceStub:
                 request_serializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListRateLimitsRequest.SerializeToString,
                 response_deserializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListRateLimitsResponse.FromString,
                 _registered_method=True)
+        self.SetBreaker = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/SetBreaker',
+                request_serializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.SetBreakerRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.SetBreakerResponse.FromString,
+                _registered_method=True)
+        self.OpenBreaker = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/OpenBreaker',
+                request_serializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.OpenBreakerRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.OpenBreakerResponse.FromString,
+                _registered_method=True)
+        self.CloseBreaker = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/CloseBreaker',
+                request_serializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.CloseBreakerRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.CloseBreakerResponse.FromString,
+                _registered_method=True)
+        self.ListBreakers = channel.unary_unary(
+                '/flowforge.api.v1.WorkflowService/ListBreakers',
+                request_serializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListBreakersRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListBreakersResponse.FromString,
+                _registered_method=True)
 
 
 class WorkflowServiceServicer:
@@ -787,6 +807,34 @@ class WorkflowServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetBreaker(self, request, context):
+        """Sets the circuit breaker of an activity type (a new one starts closed); operator role, audited.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def OpenBreaker(self, request, context):
+        """Opens a breaker by hand (its type's tasks are held, one probe after open_seconds); operator role, audited.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CloseBreaker(self, request, context):
+        """Closes a breaker by hand; operator role, audited.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListBreakers(self, request, context):
+        """The namespace's breakers with their state, counts and since when; reader role.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkflowServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -1084,6 +1132,26 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.ListRateLimits,
                     request_deserializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListRateLimitsRequest.FromString,
                     response_serializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListRateLimitsResponse.SerializeToString,
+            ),
+            'SetBreaker': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetBreaker,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.SetBreakerRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.SetBreakerResponse.SerializeToString,
+            ),
+            'OpenBreaker': grpc.unary_unary_rpc_method_handler(
+                    servicer.OpenBreaker,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.OpenBreakerRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.OpenBreakerResponse.SerializeToString,
+            ),
+            'CloseBreaker': grpc.unary_unary_rpc_method_handler(
+                    servicer.CloseBreaker,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.CloseBreakerRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.CloseBreakerResponse.SerializeToString,
+            ),
+            'ListBreakers': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListBreakers,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListBreakersRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListBreakersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -2686,6 +2754,114 @@ class WorkflowService:
             '/flowforge.api.v1.WorkflowService/ListRateLimits',
             flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListRateLimitsRequest.SerializeToString,
             flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListRateLimitsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetBreaker(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/SetBreaker',
+            flowforge_dot_api_dot_v1_dot_flow__control__pb2.SetBreakerRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_flow__control__pb2.SetBreakerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def OpenBreaker(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/OpenBreaker',
+            flowforge_dot_api_dot_v1_dot_flow__control__pb2.OpenBreakerRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_flow__control__pb2.OpenBreakerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CloseBreaker(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/CloseBreaker',
+            flowforge_dot_api_dot_v1_dot_flow__control__pb2.CloseBreakerRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_flow__control__pb2.CloseBreakerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListBreakers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flowforge.api.v1.WorkflowService/ListBreakers',
+            flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListBreakersRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_flow__control__pb2.ListBreakersResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -13,6 +13,7 @@ import abc
 from flowforge.server.stores._sql.access import AccessSQL
 from flowforge.server.stores._sql.activity_records import ActivityRecordSQL
 from flowforge.server.stores._sql.batches import BatchSQL
+from flowforge.server.stores._sql.breakers import BreakerSQL
 from flowforge.server.stores._sql.dags import DagSQL
 from flowforge.server.stores._sql.executions import ExecutionSQL, update_executions_sql
 from flowforge.server.stores._sql.flow_control import FlowControlSQL
@@ -39,6 +40,7 @@ class SQLTransaction(
     ExecutionSQL,
     TaskSQL,
     FlowControlSQL,
+    BreakerSQL,
     TimerSQL,
     QuerySQL,
     LineageSQL,
