@@ -26,10 +26,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
-import json
 from typing import Any
 
-from benchmarks.compare_temporal import Engine, Event, drive, machine_line, measure_flowforge
+from benchmarks.compare_temporal import (
+    Engine,
+    Event,
+    comparison_table,
+    drive,
+    machine_line,
+    measure_flowforge,
+    write_json,
+)
 from benchmarks.onboarding import code_version, load_average
 
 ROWS = [
@@ -83,13 +90,8 @@ async def measure_dbos(
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:
-    ff, db = results.get("FlowForge", {}), results.get("DBOS", {})
-    lines = ["| | FlowForge (PostgreSQL) | DBOS Transact (same PostgreSQL) | FlowForge ÷ DBOS |", "|---|---|---|---|"]
-    for label, key in ROWS:
-        a, b = ff.get(key), db.get(key)
-        ratio = f"{a / b:.2f}×" if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else "–"
-        lines.append(f"| {label} | {a if a is not None else '–'} | {b if b is not None else '–'} | {ratio} |")
-    return "\n".join(lines)
+    header = "| | FlowForge (PostgreSQL) | DBOS Transact (same PostgreSQL) | FlowForge ÷ DBOS |"
+    return comparison_table(results, "DBOS", header, ROWS)
 
 
 def main() -> None:
@@ -152,18 +154,16 @@ def main() -> None:
     )
     print(table(results))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(
-                {
-                    "machine": machine_line(),
-                    "code": code,
-                    "dbos": dbos_version,
-                    "arguments": vars(args),
-                    "results": results,
-                },
-                f,
-                indent=2,
-            )
+        write_json(
+            args.json,
+            {
+                "machine": machine_line(),
+                "code": code,
+                "dbos": dbos_version,
+                "arguments": vars(args),
+                "results": results,
+            },
+        )
 
 
 if __name__ == "__main__":

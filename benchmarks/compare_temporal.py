@@ -44,7 +44,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -357,14 +357,29 @@ ROWS = [
 ]
 
 
-def table(results: dict[str, dict[str, Any]]) -> str:
-    ff, tp = results.get("FlowForge", {}), results.get("Temporal", {})
-    lines = ["| | FlowForge | Temporal dev server | FlowForge ÷ Temporal |", "|---|---|---|---|"]
-    for label, key, _better in ROWS:
-        a, b = ff.get(key), tp.get(key)
+def comparison_table(
+    results: dict[str, dict[str, Any]], other: str, header: str, rows: Sequence[tuple[str, str]]
+) -> str:
+    """A Markdown table of FlowForge's figures beside ``other``'s and their ratio, one row
+    per (label, key); ``header`` is its first line."""
+    ff, them = results.get("FlowForge", {}), results.get(other, {})
+    lines = [header, "|---|---|---|---|"]
+    for label, key in rows:
+        a, b = ff.get(key), them.get(key)
         ratio = f"{a / b:.2f}×" if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else "–"
         lines.append(f"| {label} | {a if a is not None else '–'} | {b if b is not None else '–'} | {ratio} |")
     return "\n".join(lines)
+
+
+def write_json(path: str, report: dict[str, Any]) -> None:
+    """Writes the raw figures of a comparison (``--json``)."""
+    with open(path, "w") as f:
+        json.dump(report, f, indent=2)
+
+
+def table(results: dict[str, dict[str, Any]]) -> str:
+    header = "| | FlowForge | Temporal dev server | FlowForge ÷ Temporal |"
+    return comparison_table(results, "Temporal", header, [(label, key) for label, key, _better in ROWS])
 
 
 def main() -> None:
@@ -409,18 +424,16 @@ def main() -> None:
     )
     print(table(results))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(
-                {
-                    "machine": machine_line(),
-                    "code": code,
-                    "temporal": temporal_version,
-                    "arguments": vars(args),
-                    "results": results,
-                },
-                f,
-                indent=2,
-            )
+        write_json(
+            args.json,
+            {
+                "machine": machine_line(),
+                "code": code,
+                "temporal": temporal_version,
+                "arguments": vars(args),
+                "results": results,
+            },
+        )
 
 
 if __name__ == "__main__":
