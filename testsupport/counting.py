@@ -31,23 +31,31 @@ def _engine_caller(entry: str) -> str:
     return "other"
 
 
-def _opened_by_health_probe() -> bool:
-    """Whether the current store transaction is the server's health probe (``HealthMonitor``
-    checks the store every second whatever the workload does)."""
+# The server's periodic transactions that no workload causes, each counted under its own
+# name: the health probe (every second, straight on the store) and the scheduler's leader
+# election and lease renewal (every few seconds, through the engine).
+_PERIODIC_FUNCTIONS = {("health.py", "_check_store"): "health_probes"}
+_PERIODIC_ENGINE_CALLERS = {"Scheduler._elect": "scheduler_elections"}
+
+
+def _periodic_function() -> str | None:
+    """The name of the periodic job whose function opened the current store transaction, if one did."""
     frame: types.FrameType | None = sys._getframe(2)
     while frame is not None:
-        if frame.f_code.co_name == "_check_store" and frame.f_code.co_filename.endswith(f"{os.sep}health.py"):
-            return True
+        name = _PERIODIC_FUNCTIONS.get((os.path.basename(frame.f_code.co_filename), frame.f_code.co_name))
+        if name is not None:
+            return name
         frame = frame.f_back
-    return False
+    return None
 
 
 class StoreCounters:
     """Wraps a store's transaction() and read() to count what they do.
 
-    The server's health probes are counted apart (``health_probes``), not as write
-    transactions or statements: they are not the cost of any workload, and one falling
-    inside a measured window would make exact budgets flaky.
+    The server's periodic transactions (the health probe, the scheduler's election) are
+    counted apart (``health_probes``, ``scheduler_elections``), not as write transactions
+    or statements: they are not the cost of any workload, and one falling inside a
+    measured window would make exact budgets flaky.
     """
 
     def __init__(self, store: Any) -> None:
@@ -81,13 +89,15 @@ class StoreCounters:
 
         @contextlib.asynccontextmanager
         async def counted_transaction() -> AsyncIterator[Any]:
-            if _opened_by_health_probe():
-                self.counts["health_probes"] += 1
+            engine_caller = _engine_caller("_transaction")
+            periodic = _periodic_function() or _PERIODIC_ENGINE_CALLERS.get(engine_caller)
+            if periodic is not None:
+                self.counts[periodic] += 1
                 async with transaction() as tx:
                     yield tx
                 return
             self.counts["write_transactions"] += 1
-            caller = self.callers[_engine_caller("_transaction")]
+            caller = self.callers[engine_caller]
             caller[0] += 1
             changed = [False]
             try:

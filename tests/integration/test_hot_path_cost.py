@@ -4,9 +4,9 @@ A real server (each store in turn) runs the onboarding DAG and the one-activity
 workflow through a real worker. The server's store is wrapped to count write
 transactions (each one a durable commit, optimistic-concurrency retries included),
 read snapshots and SQL statements (round trips on PostgreSQL; a batch is one);
-the server's once-a-second health probe is not counted. The client the worker and
-the starter share counts RPCs. docs/performance.md explains each
-budget; lower is fine, higher fails the build.
+the server's periodic health probe and scheduler election are not counted. The
+client the worker and the starter share counts RPCs. docs/performance.md explains
+each budget; lower is fine, higher fails the build.
 """
 
 from __future__ import annotations
