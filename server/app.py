@@ -269,6 +269,7 @@ class FlowForgeServer:
             for b in backlogs
         )
         self.engine.metrics.set_dead_letter_depths(await self.engine.dead_letter_depths())
+        self.engine.metrics.set_breaker_states(await self.engine.breaker_states())
 
     async def serve(self, ready_file: str | None = None) -> None:
         """Runs until SIGTERM/SIGINT. Writes the bound port to ``ready_file`` once serving."""

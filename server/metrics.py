@@ -41,6 +41,10 @@ _QUEUE_LABELS = ("namespace", "task_queue", "kind")
 _WAIT_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
 
+# The value of flowforge_breaker_state for each state of a circuit breaker.
+_BREAKER_STATE_VALUES = {"closed": 0, "open": 1, "half_open": 2}
+
+
 class ServerMetrics:
     """Every metric family of one server, in its own registry."""
 
@@ -122,6 +126,12 @@ class ServerMetrics:
             ("namespace", "activity_type"),
             registry=r,
         )
+        self.breaker_state = Gauge(
+            "flowforge_breaker_state",
+            "Each circuit breaker's state at scrape time: 0 closed, 1 open, 2 half_open.",
+            ("namespace", "activity_type"),
+            registry=r,
+        )
         self.schedule_fire_lateness = Histogram(
             "flowforge_schedule_fire_lateness_seconds",
             "How long after its nominal time a schedule started its run (catch-up and backfill runs not counted).",
@@ -176,6 +186,11 @@ class ServerMetrics:
         for key in self._reported_dead_letters - seen:
             self.dead_letters.labels(*key).set(0)
         self._reported_dead_letters |= seen
+
+    def set_breaker_states(self, states: Iterable[tuple[str, str, str]]) -> None:
+        """Sets the breaker gauge from ``(namespace, activity_type, state)``."""
+        for namespace, activity_type, state in states:
+            self.breaker_state.labels(namespace, activity_type).set(_BREAKER_STATE_VALUES[state])
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every family."""

@@ -22,10 +22,8 @@ from flowforge.server.history.namespaces import Namespaces
 from flowforge.server.stores.base import TaskRow, Transaction
 from flowforge.server.stores.rows import BreakerRow
 
-__all__ = ["BREAKER_STATES", "Breakers", "held_by_breaker"]
+__all__ = ["Breakers", "held_by_breaker"]
 
-#: A breaker's states, as stored and listed.
-BREAKER_STATES = ("closed", "open", "half_open")
 # While a half-open breaker's probe runs, other tasks of its type look again this often.
 _PROBE_RECHECK_S = 1.0
 _MAX_SECONDS = 86_400.0 * 7
@@ -171,3 +169,9 @@ class Breakers(Namespaces):
         """The namespace's breakers by activity type."""
         await self.ensure_namespace(namespace)
         return await self.read(lambda tx: tx.list_breakers(namespace))
+
+    async def breaker_states(self) -> list[tuple[str, str, str]]:
+        """``(namespace, activity_type, state)`` of every breaker (the /metrics gauge)."""
+        return [
+            (row.namespace, row.activity_type, row.state) for row in await self.read(lambda tx: tx.list_breakers(None))
+        ]

@@ -397,8 +397,8 @@ class BreakerOperations(abc.ABC):
         """Makes the type's pending activity tasks held until ``held_until_us`` visible at ``now_us``."""
 
     @abc.abstractmethod
-    async def list_breakers(self, namespace: str) -> list[BreakerRow]:
-        """The namespace's breakers by activity type."""
+    async def list_breakers(self, namespace: str | None) -> list[BreakerRow]:
+        """The namespace's breakers (None: every namespace's) by namespace and activity type."""
 
 
 class TimerOperations(abc.ABC):

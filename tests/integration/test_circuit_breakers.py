@@ -147,6 +147,9 @@ async def test_a_breaker_opened_by_hand_holds_tasks_until_closed_by_hand_and_bot
         await client.open_breaker("call_downstream", reason="partner maintenance")
         opened = await _breaker(client, "call_downstream")
         assert (opened.state, opened.reason) == ("open", "partner maintenance")
+        server.engine.metrics.set_breaker_states(await server.engine.breaker_states())
+        rendered = server.engine.metrics.render()
+        assert b'flowforge_breaker_state{activity_type="call_downstream",namespace="default"} 1.0' in rendered
         async with Worker(client, task_queue=queue, workflows=[CallsDownstream], activities=[call_downstream]):
             handle = await client.start_workflow(CallsDownstream.run, 7, id=queue, task_queue=queue)
 
@@ -167,6 +170,10 @@ async def test_a_breaker_opened_by_hand_holds_tasks_until_closed_by_hand_and_bot
         entries = [(r.action, r.target, r.reason) for r in rows if r.target == "breaker:call_downstream"]
         assert ("OpenBreaker", "breaker:call_downstream", "partner maintenance") in entries
         assert ("CloseBreaker", "breaker:call_downstream", "partner back") in entries
+        # Each breaker's state is a gauge (0 closed, 1 open, 2 half_open).
+        server.engine.metrics.set_breaker_states(await server.engine.breaker_states())
+        rendered = server.engine.metrics.render()
+        assert b'flowforge_breaker_state{activity_type="call_downstream",namespace="default"} 0.0' in rendered
         assert any(action == "SetBreaker" for action, _, _ in entries)
     finally:
         await client.close()

@@ -43,5 +43,7 @@ class BreakerSQL(SQLCore, BreakerOperations):
             (now_us, namespace, activity_type, held_until_us),
         )
 
-    async def list_breakers(self, namespace: str) -> list[BreakerRow]:
+    async def list_breakers(self, namespace: str | None) -> list[BreakerRow]:
+        if namespace is None:
+            return await self._all(BreakerRow, f"{_SELECT} ORDER BY namespace, activity_type")
         return await self._all(BreakerRow, f"{_SELECT} WHERE namespace = ? ORDER BY activity_type", (namespace,))
