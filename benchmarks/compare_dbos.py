@@ -49,6 +49,8 @@ ROWS = [
     ("workflow task schedule-to-start p95 (ms, under load)", "workflow_task_schedule_to_start_p95_ms"),
     ("CPU used by engine + worker + PostgreSQL (cores)", "cores_used_by_engine"),
     ("CPU used by other processes (cores)", "cores_used_by_others"),
+    ("server CPU per onboarding activity (CPU-ms, FlowForge's server process)", "server_cpu_ms_per_activity"),
+    ("engine + worker + PostgreSQL CPU per onboarding activity (CPU-ms)", "engine_cpu_ms_per_activity"),
 ]
 
 

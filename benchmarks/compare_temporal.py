@@ -49,10 +49,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.onboarding import (
+    _children,
     code_version,
     cpu_seconds,
     load_average,
     machine_busy_seconds,
+    per_activity_ms,
     percentile,
     server_process,
 )
@@ -98,6 +100,9 @@ class Engine:
     wait: Callable[[Any], Awaitable[dict]]
     history: Callable[[int], Awaitable[list[Event]]]
     pids: Callable[[], list[int]]
+    """The engine's processes besides this one (servers, PostgreSQL), now."""
+    server_pids: Callable[[], list[int]] = list
+    """Its server processes alone (none for a library such as DBOS), now."""
 
 
 def schedule_to_start(histories: list[list[Event]]) -> tuple[list[float], list[float]]:
@@ -138,12 +143,14 @@ async def drive(engine: Engine, count: int, concurrency: int, singles: int, hist
             assert result["notification"]["sent_to"] == email
             latencies.append(time.perf_counter() - began)
 
-    pids = [os.getpid(), *engine.pids()]
+    pids, server_pids = [os.getpid(), *engine.pids()], engine.server_pids()
     cpu_before, busy_before = cpu_seconds(pids), machine_busy_seconds()
+    server_cpu_before = cpu_seconds(server_pids)
     began = time.perf_counter()
     await asyncio.gather(*(one(i) for i in range(count)))
     elapsed = time.perf_counter() - began
     cpu_ours, busy = cpu_seconds(pids) - cpu_before, machine_busy_seconds() - busy_before
+    server_cpu = cpu_seconds(server_pids) - server_cpu_before
 
     sample = [round(i * count / histories) for i in range(min(histories, count))]
     activity_s2s, workflow_s2s = schedule_to_start([await engine.history(i) for i in sample])
@@ -161,6 +168,8 @@ async def drive(engine: Engine, count: int, concurrency: int, singles: int, hist
         "workflow_task_schedule_to_start_p95_ms": ms(workflow_s2s, 0.95),
         "cores_used_by_engine": round(cpu_ours / elapsed, 2),
         "cores_used_by_others": round(max(0.0, busy - cpu_ours) / elapsed, 2),
+        "engine_cpu_ms_per_activity": per_activity_ms(cpu_ours, count),
+        "server_cpu_ms_per_activity": per_activity_ms(server_cpu, count) if server_pids else None,
         "seconds": round(elapsed, 2),
     }
 
@@ -214,7 +223,15 @@ async def measure_flowforge(
                 client, task_queue=queue, workflows=[Onboarding, SingleActivity], activities=[*ACTIVITIES, noop]
             ):
                 return await drive(
-                    Engine("FlowForge", run_single, start_onboarding, wait, history, lambda: [pid, *store_pids()]),
+                    Engine(
+                        "FlowForge",
+                        run_single,
+                        start_onboarding,
+                        wait,
+                        history,
+                        lambda: [pid, *store_pids()],
+                        lambda: [pid, *_children(pid)],
+                    ),
                     count,
                     concurrency,
                     singles,
@@ -331,7 +348,7 @@ async def measure_temporal(cli: str, count: int, concurrency: int, singles: int,
                 activity_executor=executor,
             ):
                 return await drive(
-                    Engine("Temporal", run_single, start_onboarding, wait, history, lambda: [pid]),
+                    Engine("Temporal", run_single, start_onboarding, wait, history, lambda: [pid], lambda: [pid]),
                     count,
                     concurrency,
                     singles,
@@ -354,6 +371,8 @@ ROWS = [
     ("workflow task schedule-to-start p95 (ms, under load)", "workflow_task_schedule_to_start_p95_ms", "lower"),
     ("CPU used by engine + worker (cores)", "cores_used_by_engine", "lower"),
     ("CPU used by other processes (cores)", "cores_used_by_others", "-"),
+    ("server CPU per onboarding activity (CPU-ms, server process)", "server_cpu_ms_per_activity", "lower"),
+    ("engine + worker CPU per onboarding activity (CPU-ms)", "engine_cpu_ms_per_activity", "lower"),
 ]
 
 

@@ -20,6 +20,9 @@ JSON line:
   (the end-to-end latency of a quiet system);
 - ``rpcs_per_workflow``: calls this process made during the N workflows, by RPC
   (polls counted only when they returned a task, ``*Poll*_empty`` otherwise);
+- ``server_cpu_ms_per_activity``: CPU time (user + system) the server process(es)
+  used during the N workflows, divided by the activities completed: the cost of
+  an activity on the server, steadier on a shared machine than any rate;
 - ``cores_used_by_benchmark`` / ``cores_used_by_others``: CPU during the N
   workflows of this benchmark's processes (this one, the servers, a throwaway
   PostgreSQL) and of everything else on the machine — a figure taken while
@@ -135,10 +138,14 @@ class Target:
     def server_pid(self) -> int | None:
         return self.server_pids[0] if self.server_pids else None
 
+    def server_process_pids(self) -> list[int]:
+        """The FlowForge server processes, now."""
+        # With --processes the server pid is a supervisor; its children serve.
+        return [*self.server_pids, *(child for pid in self.server_pids for child in _children(pid))]
+
     def pids(self) -> list[int]:
         """The processes working for the benchmark besides this one, now."""
-        # With --processes the server pid is a supervisor; its children serve.
-        pids = [*self.server_pids, *(child for pid in self.server_pids for child in _children(pid))]
+        pids = self.server_process_pids()
         if self.postmaster_pid is not None:
             pids += [self.postmaster_pid, *_children(self.postmaster_pid)]
         return pids
@@ -164,6 +171,11 @@ def cpu_seconds(pids: list[int]) -> float:
                 fields = f.read().rpartition(")")[2].split()
             ticks += int(fields[11]) + int(fields[12])  # utime, stime
     return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def per_activity_ms(cpu_s: float, workflows: int) -> float:
+    """CPU milliseconds per onboarding activity, from CPU seconds over ``workflows``."""
+    return round(1000 * cpu_s / (workflows * ACTIVITIES_PER_WORKFLOW), 2)
 
 
 def machine_busy_seconds() -> float:
@@ -337,10 +349,13 @@ async def measure(
         for counter in rpcs:
             counter.clear()
         pids = [os.getpid(), *where.pids()]
+        server_pids = where.server_process_pids()
         cpu_before, busy_before = cpu_seconds(pids), machine_busy_seconds()
+        server_cpu_before = cpu_seconds(server_pids)
         began = time.perf_counter()
         await asyncio.gather(*(one(i) for i in range(count)))
         elapsed = time.perf_counter() - began
+        server_cpu = cpu_seconds(server_pids) - server_cpu_before
         # Backends the server's pool opened meanwhile count in full (they are new).
         pids = sorted({*pids, *where.pids()})
         cpu_ours, busy = cpu_seconds(pids) - cpu_before, machine_busy_seconds() - busy_before
@@ -373,6 +388,8 @@ async def measure(
         "cores_used_by_benchmark": round(cpu_ours / elapsed, 2),
         "cores_used_by_others": round(max(0.0, busy - cpu_ours) / elapsed, 2),
     }
+    if server_pids:
+        result["server_cpu_ms_per_activity"] = per_activity_ms(server_cpu, count)
     if timers_late:
         result["cooling_off_s"] = cooling_off_s
         result["timer_late_p50_ms"] = round(percentile(timers_late, 0.5) * 1000, 1)
