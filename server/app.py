@@ -20,7 +20,7 @@ from flowforge.server.auth.service import AccessService
 from flowforge.server.auth.setup import AuthConfig, TLSFiles, bootstrap_admin_key, build_interceptor, server_credentials
 from flowforge.server.batches import BatchRunner
 from flowforge.server.clock import Clock, SystemClock
-from flowforge.server.console import Console
+from flowforge.server.console import Console, ConsoleOidc
 from flowforge.server.events import EventRouter
 from flowforge.server.frontend import WorkflowService
 from flowforge.server.frontend.malformed import MalformedRequests
@@ -104,6 +104,10 @@ class ServerConfig:
     console_codec_endpoint: str | None = None
     """A remote codec server the console's pages decode payloads with, from the browser
     (Temporal's ``POST {url}/decode``; docs/console.md); None = payloads shown encoded."""
+    console_oidc: ConsoleOidc | None = None
+    """The OIDC provider and public client the console's pages sign in with (authorization
+    code flow with PKCE; docs/console.md); None = an API key or a pasted JWT only. The
+    tokens it gets are verified like any bearer JWT: configure :attr:`AuthConfig.jwks`."""
 
 
 def open_store(url: str) -> Store:
@@ -222,6 +226,7 @@ class FlowForgeServer:
                 servicers,
                 auth_required=self.config.auth.required,
                 codec_endpoint=self.config.console_codec_endpoint,
+                oidc=self.config.console_oidc,
             ).attach(http)
             try:
                 await http.start()

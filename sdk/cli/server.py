@@ -7,9 +7,13 @@ import functools
 import importlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
+
+if TYPE_CHECKING:
+    from flowforge.server.auth.setup import AuthConfig
+    from flowforge.server.console import ConsoleOidc
 
 __all__ = ["server"]
 
@@ -122,6 +126,22 @@ def _serving_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                 help="codec server the console's pages decode payloads with, in the browser (docs/console.md)",
             ),
             click.option(
+                "--console-oidc-issuer",
+                metavar="URL",
+                help="OIDC provider the console signs in with (authorization code + PKCE; needs --jwks-file)",
+            ),
+            click.option(
+                "--console-oidc-client-id",
+                metavar="ID",
+                help="the console's public client at that provider (redirect URI {console}/auth/callback)",
+            ),
+            click.option(
+                "--console-oidc-scopes",
+                default="openid profile email",
+                show_default=True,
+                help="scopes the console asks for, space-separated",
+            ),
+            click.option(
                 "--uvloop",
                 "use_uvloop",
                 is_flag=True,
@@ -221,6 +241,9 @@ def _serve(
     log_format: Literal["text", "json"],
     otlp_endpoint: str | None,
     console_codec_endpoint: str | None,
+    console_oidc_issuer: str | None,
+    console_oidc_client_id: str | None,
+    console_oidc_scopes: str,
     ready_file: Path | str | None,
     dev: bool,
     webhook: bool,
@@ -275,6 +298,7 @@ def _serve(
         except ValueError as error:
             raise click.BadParameter(str(error), param_hint="'--console-codec-endpoint'") from None
 
+    console_oidc = _console_oidc(console_oidc_issuer, console_oidc_client_id, console_oidc_scopes, auth)
     configure(format=log_format, level=log_level)
     instance = FlowForgeServer(
         ServerConfig(
@@ -296,6 +320,7 @@ def _serve(
             auth=auth,
             tls=tls,
             console_codec_endpoint=console_codec_endpoint,
+            console_oidc=console_oidc,
         )
     )
     loop_factory = None
@@ -307,6 +332,23 @@ def _serve(
             raise click.UsageError("--uvloop needs uvloop: pip install uvloop") from None
     with asyncio.Runner(loop_factory=loop_factory) as runner:
         runner.run(instance.serve(ready_file=str(ready_file) if ready_file else None))
+
+
+def _console_oidc(issuer: str | None, client_id: str | None, scopes: str, auth: AuthConfig) -> ConsoleOidc | None:
+    """The console's OIDC login from its flags, or None when not asked for."""
+    from flowforge.server.console import ConsoleOidc
+
+    if issuer is None and client_id is None:
+        return None
+    if issuer is None or client_id is None:
+        raise click.UsageError("--console-oidc-issuer and --console-oidc-client-id go together")
+    if not auth.jwks:
+        # The login's tokens would be refused: the server verifies them against the JWKS.
+        raise click.UsageError("--console-oidc-issuer needs --jwks-file, --jwt-issuer and --jwt-audience")
+    try:
+        return ConsoleOidc(issuer=issuer, client_id=client_id, scopes=tuple(scopes.split()))
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
 
 
 def _read_webhook_secrets(path: Path) -> dict[str, str]:

@@ -22,6 +22,7 @@ import jwt
 
 from flowforge.server.auth.principal import Principal
 from flowforge.server.auth.roles import Role, parse_role
+from flowforge.server.auth.urls import provider_origin
 
 __all__ = ["PERMISSIONS_CLAIM", "JwksSource", "JwtVerifier"]
 
@@ -38,14 +39,20 @@ class JwksSource:
     """The signing keys: a JWKS file or an ``https://`` URL, read and cached.
 
     Args:
-        location: A file path or an ``http(s)://`` URL.
+        location: A file path or an ``https://`` URL (``http://`` only to loopback:
+            keys fetched in clear text over a network could be swapped).
         refresh_s: How long a JWKS is used before it is read again.
         min_refetch_s: A token naming an unknown key id reads the JWKS again
             (the provider rotated), at most this often.
+
+    Raises:
+        ValueError: ``location`` is a URL that is neither https nor http to loopback.
     """
 
     def __init__(self, location: str, *, refresh_s: float = 300.0, min_refetch_s: float = 30.0) -> None:
         self.location = location
+        if self.is_url:
+            provider_origin(location, what="the JWKS URL")
         self._refresh_s = refresh_s
         self._min_refetch_s = min_refetch_s
         self._keys: dict[str, jwt.PyJWK] = {}

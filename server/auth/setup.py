@@ -18,6 +18,7 @@ from flowforge.server.auth.jwt import JwksSource, JwtVerifier
 from flowforge.server.auth.principal import ALL_NAMESPACES
 from flowforge.server.auth.roles import Role
 from flowforge.server.auth.service import create_api_key
+from flowforge.server.auth.urls import LOOPBACK_HOSTS, provider_origin
 from flowforge.server.clock import Clock
 from flowforge.server.stores.base import Store
 from flowforge.server.stores.rows import ApiKeyRow
@@ -42,7 +43,7 @@ class AuthConfig:
         required: Every RPC needs an API key or a JWT; off, every caller may do everything.
         api_key_cache_s: How long a key lookup is trusted: a revoked key stops
             working on every replica within this time.
-        jwks: A JWKS file or ``https://`` URL; None accepts no JWTs.
+        jwks: A JWKS file or ``https://`` URL (``http://`` to loopback only); None accepts no JWTs.
         jwt_issuer: The ``iss`` JWTs must carry.
         jwt_audience: The ``aud`` JWTs must include.
         bootstrap_admin_key_file: With ``required`` and no live admin key for
@@ -75,9 +76,6 @@ class TLSFiles:
     client_ca: str | None = None
 
 
-_LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
-
-
 def choose_auth(*, dev: bool, host: str, insecure_no_auth: bool, require_auth: bool, auth: AuthConfig) -> AuthConfig:
     """The auth of ``server start`` (required unless ``--insecure-no-auth``) or
     ``start-dev`` (open on loopback unless ``--require-auth``).
@@ -92,10 +90,12 @@ def choose_auth(*, dev: bool, host: str, insecure_no_auth: bool, require_auth: b
     if not required and (auth.jwks or auth.bootstrap_admin_key_file):
         flag = "--require-auth" if dev else "without --insecure-no-auth"
         raise ValueError(f"--jwks-file and --bootstrap-admin-key-file need authentication on: start {flag}")
-    if dev and not required and host not in _LOOPBACK:
+    if dev and not required and host not in LOOPBACK_HOSTS:
         raise ValueError(f"start-dev without authentication listens only on 127.0.0.1, not {host}: add --require-auth")
     if auth.jwks and not (auth.jwt_issuer and auth.jwt_audience):
         raise ValueError("--jwks-file needs --jwt-issuer and --jwt-audience")
+    if auth.jwks and auth.jwks.startswith(("http://", "https://")):
+        provider_origin(auth.jwks, what="--jwks-file")
     return dataclasses.replace(auth, required=required)
 
 

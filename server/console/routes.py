@@ -18,16 +18,17 @@ from aiohttp import web
 
 from flowforge.server.auth.interceptor import AuthInterceptor
 from flowforge.server.console.bridge import ConsoleError, RpcBridge
+from flowforge.server.console.oidc import CALLBACK_PATH, ConsoleOidc
 from flowforge.server.http import HttpListener
 
 __all__ = ["Console"]
 
 _CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'{codec};"
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'{origins};"
     " base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 # Paths the page shell answers; its scripts read the rest of the path.
-_PAGES = ("/", "/namespaces", "/namespaces/{rest:.+}", "/audit", "/scheduler")
+_PAGES = ("/", "/namespaces", "/namespaces/{rest:.+}", "/audit", "/scheduler", CALLBACK_PATH)
 # Reasons are bounded like the RPCs' own (validation.text).
 _MAX_REASON = 4000
 _TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml"}
@@ -68,6 +69,8 @@ class Console:
         auth_required: Whether callers need credentials (the page asks for a key then).
         codec_endpoint: A remote codec server (Temporal's protocol: ``POST {url}/decode``)
             the pages send encoded payloads to from the browser; the server never sees them decoded.
+        oidc: The provider the pages sign in with (authorization code flow with PKCE, from
+            the browser); None: an API key or a pasted JWT only.
     """
 
     def __init__(
@@ -77,13 +80,18 @@ class Console:
         *,
         auth_required: bool,
         codec_endpoint: str | None = None,
+        oidc: ConsoleOidc | None = None,
     ) -> None:
         self._bridge = RpcBridge(interceptor, servicers)
         self._auth_required = auth_required
         self._codec_endpoint = codec_endpoint.rstrip("/") if codec_endpoint else None
-        codec = f" {codec_origin(codec_endpoint)}" if codec_endpoint else ""
+        self._oidc = oidc
+        # The pages may fetch from these origins besides their own, and only when configured.
+        origins = [codec_origin(codec_endpoint)] if codec_endpoint else []
+        if oidc is not None and oidc.origin not in origins:
+            origins.append(oidc.origin)
         self._headers = {
-            "Content-Security-Policy": _CSP.format(codec=codec),
+            "Content-Security-Policy": _CSP.format(origins="".join(f" {origin}" for origin in origins)),
             "X-Content-Type-Options": "nosniff",
             "Referrer-Policy": "no-referrer",
         }
@@ -94,6 +102,7 @@ class Console:
         for path in _PAGES:
             http.add_route("GET", path, self._page, what="console" if path == "/" else "console page")
         http.add_route("GET", "/console/{name}", self._file, what="console file")
+        http.add_route("GET", "/api/v1/console-config", self._config, what="console API")
         http.add_route("GET", "/api/v1/whoami", self._whoami, what="console API")
         http.add_route("POST", "/api/v1/{service}/{method}", self._rpc, what="console API")
 
@@ -112,6 +121,11 @@ class Console:
         if request.headers.get("If-None-Match") == f'"{etag}"':
             return web.Response(status=304, headers=headers)
         return web.Response(body=body, content_type=kind, charset="utf-8", headers=headers)
+
+    async def _config(self, _request: web.Request) -> web.StreamResponse:
+        # Read before signing in, so it holds nothing secret: how to sign in.
+        oidc = self._oidc.to_json() if self._oidc is not None else None
+        return self._json({"auth_required": self._auth_required, "oidc": oidc}, status=200)
 
     async def _whoami(self, request: web.Request) -> web.StreamResponse:
         try:

@@ -23,6 +23,10 @@ def _serve(tmp_path: Path, *arguments: str) -> tuple[subprocess.Popen[bytes], st
     return process, address
 
 
+_JWT = ("--jwt-issuer", "https://login.example.com", "--jwt-audience", "flowforge")
+_OIDC = ("--console-oidc-issuer", "https://login.example.com", "--console-oidc-client-id", "console")
+
+
 def _refused(*arguments: str) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "flowforge.cli", "server", *arguments, "--port", "0"]
     return subprocess.run(command, capture_output=True, text=True, timeout=60, env=_env())
@@ -64,6 +68,27 @@ async def test_who_needs_credentials(tmp_path: Path, arguments: tuple[str, ...],
         (("start", "--store", "x.db", "--insecure-no-auth", "--require-auth"), "contradict"),
         (("start", "--store", "x.db", "--insecure-no-auth", "--bootstrap-admin-key-file", "k"), "need authentication"),
         (("start", "--store", "x.db", "--jwks-file", "jwks.json"), "--jwt-issuer and --jwt-audience"),
+        (("start", "--store", "x.db", *_JWT, "--jwks-file", "http://keys.example.com/jwks"), "must be https://"),
+        (("start", "--store", "x.db", *_OIDC), "needs --jwks-file"),
+        (("start", "--store", "x.db", "--console-oidc-issuer", "https://login.example.com"), "go together"),
+        (
+            (
+                "start",
+                "--store",
+                "x.db",
+                *_JWT,
+                "--jwks-file",
+                "jwks.json",
+                "--console-oidc-issuer",
+                "http://login.example.com",
+                *_OIDC[2:],
+            ),
+            "must be https://",
+        ),
+        (
+            ("start", "--store", "x.db", *_JWT, "--jwks-file", "jwks.json", *_OIDC, "--console-oidc-scopes", "email"),
+            "must include openid",
+        ),
     ],
 )
 def test_contradictory_or_unsafe_flags_are_refused(arguments: tuple[str, ...], message: str) -> None:

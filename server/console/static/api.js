@@ -1,7 +1,9 @@
 // The console's JSON API (/api/v1/{Service}/{Method}: the gRPC API in protobuf JSON),
-// the caller's key (sessionStorage only) and what its roles allow.
+// the caller's bearer (an API key or an OIDC login's token; sessionStorage only) and
+// what its roles allow.
 
-const KEY = 'flowforge.apiKey';
+const BEARER = 'flowforge.bearer';
+const EXPIRES = 'flowforge.bearerExpires'; // ms since the epoch; absent: no known expiry
 const ROLE_INCLUDES = {
   reader: ['reader'],
   writer: ['reader', 'writer'],
@@ -18,25 +20,40 @@ export class ApiError extends Error {
   }
 }
 
-export function apiKey() {
-  return sessionStorage.getItem(KEY) || '';
+/** The bearer sent with every call ('' when none, or when it has expired). */
+export function bearer() {
+  return bearerExpired() ? '' : sessionStorage.getItem(BEARER) || '';
 }
 
-export function setApiKey(key) {
-  if (key) sessionStorage.setItem(KEY, key);
-  else sessionStorage.removeItem(KEY);
+/** Whether the bearer held has passed its expiry (an OIDC token's; an API key has none here). */
+export function bearerExpired() {
+  const expires = Number(sessionStorage.getItem(EXPIRES));
+  return Boolean(sessionStorage.getItem(BEARER)) && expires > 0 && Date.now() >= expires;
+}
+
+/** Keeps `token` for this tab only; '' forgets it (signing out). */
+export function setBearer(token, expiresAt = 0) {
+  sessionStorage.removeItem(EXPIRES);
+  if (!token) {
+    sessionStorage.removeItem(BEARER);
+    return;
+  }
+  sessionStorage.setItem(BEARER, token);
+  if (expiresAt > 0) sessionStorage.setItem(EXPIRES, String(expiresAt));
 }
 
 function headers(reason) {
   const result = { 'Content-Type': 'application/json' };
-  const key = apiKey();
-  if (key) result.Authorization = `Bearer ${key}`;
+  const token = bearer();
+  if (token) result.Authorization = `Bearer ${token}`;
   if (reason) result['X-FlowForge-Reason'] = encodeURIComponent(reason);
   return result;
 }
 
-async function answer(response) {
+async function answer(response, { announce401 = true } = {}) {
   const body = await response.json().catch(() => ({}));
+  // A bearer refused mid-page (expired, revoked): the router asks for credentials again.
+  if (response.status === 401 && announce401) window.dispatchEvent(new CustomEvent('flowforge:unauthenticated'));
   if (!response.ok) throw new ApiError(response.status, body.code || String(response.status), body.message || response.statusText);
   return body;
 }
@@ -51,7 +68,12 @@ export async function rpc(method, body, { service = 'WorkflowService', signal, r
 
 /** Who the key is: {name, grants: {namespace: [roles]}, auth_required, rules: {Method: role}}. */
 export async function whoami() {
-  return answer(await fetch('/api/v1/whoami', { headers: headers() }));
+  return answer(await fetch('/api/v1/whoami', { headers: headers() }), { announce401: false });
+}
+
+/** How to sign in, read before signing in: {auth_required, oidc: {issuer, client_id, scopes} | null}. */
+export async function consoleConfig() {
+  return answer(await fetch('/api/v1/console-config'), { announce401: false });
 }
 
 /** Whether `me` may call `method` in `namespace` (the server decides anyway). */

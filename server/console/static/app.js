@@ -1,7 +1,8 @@
 // The router: each path draws its page into <main>; links marked data-route move
-// without a reload. With authentication on, it asks for an API key first.
+// without a reload. With authentication on, it asks for an API key or an OIDC login first.
 
-import { ApiError, apiKey, setApiKey, useCodec, whoami } from './api.js';
+import { ApiError, bearer, bearerExpired, consoleConfig, setBearer, useCodec, whoami } from './api.js';
+import { CALLBACK_PATH, completeSignIn, providerName, signIn } from './oidc.js';
 import { errorBox, h, link, path, replace } from './dom.js';
 import { workflowList } from './workflows.js';
 import { executionPage } from './execution.js';
@@ -9,6 +10,7 @@ import { auditPage, batchesPage, deadLettersPage, limitsPage, namespacesPage, sc
 
 const main = document.getElementById('main');
 let me = null;
+let config = null; // how to sign in (/api/v1/console-config), read once
 let leave = null; // stops the live parts of the page being left
 
 function namespaceOf(parts) {
@@ -24,24 +26,50 @@ function drawNav(namespace) {
   const who = document.getElementById('who');
   replace(who, me ? me.name : '');
   if (me && me.auth_required) {
-    who.append(' ', h('button', { class: 'link', type: 'button', onclick: () => { setApiKey(''); route(); } }, 'Sign out'));
+    who.append(' ', h('button', { class: 'link', type: 'button', onclick: () => { setBearer(''); route(); } }, 'Sign out'));
   }
 }
 
-function keyForm(message) {
+function signInForm(message) {
   const input = h('input', { type: 'password', name: 'key', autocomplete: 'off', placeholder: 'ffk_…', required: true });
+  const alert = h('p', { class: 'error', role: 'alert', hidden: !message }, message || '');
   const form = h('form', { class: 'card narrow', id: 'key-form' },
-    h('h1', {}, 'API key'),
-    h('p', {}, 'This server requires credentials. The key stays in this browser tab (sessionStorage) and is sent as the bearer.'),
-    message ? h('p', { class: 'error' }, message) : null,
-    input, h('button', { type: 'submit' }, 'Continue'));
+    h('h1', {}, 'Sign in'),
+    h('p', {}, 'This server requires credentials. They stay in this browser tab (sessionStorage) and are sent as the bearer.'),
+    alert, input, h('button', { type: 'submit' }, 'Continue with this API key'));
   form.addEventListener('submit', (event) => {
     event.preventDefault();
-    setApiKey(input.value.trim());
+    setBearer(input.value.trim());
     route();
   });
+  const oidc = config && config.oidc;
+  if (oidc) {
+    const button = h('button', { type: 'button', id: 'oidc-sign-in' }, `Sign in with ${providerName(oidc)}`);
+    button.addEventListener('click', () => {
+      button.disabled = true;
+      const here = location.pathname === CALLBACK_PATH ? '/' : location.pathname + location.search + location.hash;
+      signIn(oidc, here).catch((error) => {
+        button.disabled = false;
+        alert.hidden = false;
+        replace(alert, String(error.message || error));
+      });
+    });
+    form.append(h('p', { class: 'muted' }, 'or'), button);
+  }
   replace(main, form);
   input.focus();
+}
+
+/** Back from the provider: the token is kept and the page the login started from opens. */
+async function finishSignIn() {
+  try {
+    if (!config.oidc) throw new Error('This server has no OIDC sign-in configured.');
+    navigate(await completeSignIn(config.oidc), true);
+  } catch (error) {
+    history.replaceState(null, '', '/'); // the code and state leave the address bar
+    drawNav(namespaceOf([]));
+    signInForm(String(error.message || error));
+  }
 }
 
 async function route() {
@@ -49,12 +77,25 @@ async function route() {
   leave = null;
   const parts = location.pathname.split('/').filter(Boolean).map(decodeURIComponent);
   try {
+    config = config || (await consoleConfig());
+    if (location.pathname === CALLBACK_PATH) {
+      me = null;
+      await finishSignIn();
+      return;
+    }
+    if (bearerExpired()) {
+      setBearer('');
+      me = null;
+      drawNav(namespaceOf(parts));
+      signInForm('Your sign-in has expired; sign in again.');
+      return;
+    }
     me = await whoami();
   } catch (error) {
     me = null;
     drawNav(namespaceOf(parts));
     if (error instanceof ApiError && error.httpStatus === 401) {
-      keyForm(apiKey() ? error.message : '');
+      signInForm(bearer() ? error.message : '');
       return;
     }
     replace(main, errorBox(error));
@@ -110,4 +151,6 @@ document.addEventListener('click', (event) => {
   navigate(anchor.getAttribute('href'));
 });
 window.addEventListener('popstate', route);
+// A call refused with 401 mid-page (the token expired or was revoked): ask again.
+window.addEventListener('flowforge:unauthenticated', () => { if (me) route(); });
 route();
