@@ -105,6 +105,14 @@ class Engine:
     """Its server processes alone (none for a library such as DBOS), now."""
 
 
+def flowforge_events(history: Any) -> list[Event]:
+    """A FlowForge ``WorkflowHistory``'s events, engine-neutral."""
+    return [
+        Event(e.event_id, e.event_type, e.event_time.timestamp(), int(e.attributes.get("scheduled_event_id", 0)))
+        for e in history.events
+    ]
+
+
 def schedule_to_start(histories: list[list[Event]]) -> tuple[list[float], list[float]]:
     """(activity, workflow task) schedule-to-start latencies in seconds."""
     activity, workflow_task = [], []
@@ -210,13 +218,7 @@ async def measure_flowforge(
             return await handle.result()
 
         async def history(i: int) -> list[Event]:
-            events = (await client.get_workflow_handle(f"onb-{queue}-{i}").fetch_history()).events
-            return [
-                Event(
-                    e.event_id, e.event_type, e.event_time.timestamp(), int(e.attributes.get("scheduled_event_id", 0))
-                )
-                for e in events
-            ]
+            return flowforge_events(await client.get_workflow_handle(f"onb-{queue}-{i}").fetch_history())
 
         try:
             async with Worker(

@@ -1,34 +1,76 @@
-"""The scale curve: onboarding throughput and latency against executions in flight.
+"""The scale curve: onboarding throughput and latency against offered load, for 1
+and 2 server processes (``flowforge server start --processes N``) on PostgreSQL.
 
-    python -m benchmarks.scale [--store sqlite|postgresql|URL] [--levels 1,10,100,1000]
-                               [--workers 1,2] [--png docs/scale-curve.png]
+    pip install -e '.[bench]'       # matplotlib draws the curves
+    python -m benchmarks.scale [--store postgresql|sqlite|URL] [--processes 1,2]
+                               [--step-seconds 10] [--start-rate 5] [--growth 1.5]
+                               [--json PATH] [--png docs/scale-curve.png] [--quick]
+    python -m benchmarks.scale --from-json PATH [--png PATH]   # table and plot again, no run
 
-One server (``flowforge server start``) on a fresh store; for each worker count,
-that many worker processes (``python -m benchmarks.scale --worker ...``) poll one
-task queue, and this process starts onboarding executions (6 activities, no work,
-no timer) keeping ``level`` of them in flight, for each level. Each level runs
-``max(30, 3 × level)`` executions (``--per-level`` scales that). Prints a markdown
-table (workflows/s, activities/s, latency p50/p95 per level and worker count) and,
-when matplotlib is installed (``pip install -e '.[bench]'``), draws both curves
-into ``--png``.
+For each process count: a fresh store (``postgresql``: a fresh database on the
+server :func:`testsupport.postgres.start_postgres` finds or starts, fsync on), the
+server with that many processes, one worker process (``python -m benchmarks.scale
+--worker``, default settings) and one starting client per server process. The
+kernel spreads connections over the processes at random (``SO_REUSEPORT``), so
+each worker and client is checked (``/proc``) to have reached a server process no
+other one reached, and replaced if not: otherwise a second process could serve
+nothing but the starts.
+
+Open loop: a step starts onboarding executions (6 activities, no work, no timer)
+at a fixed rate, the offered load, for ``--step-seconds`` and waits for all of
+them. Achieved throughput is the completion rate (results after the first over
+first to last result); latency is start call to result. Steps grow by ``--growth`` until the achieved rate falls
+below 85 % of the offered one (saturated); the maximum throughput is the highest
+achieved rate. Then a run at half that rate gives the figure issue 20 asks for:
+workflow-task schedule-to-start p95 < 50 ms. Schedule-to-start comes from the
+event times of up to ``--histories`` executions per step (``WorkflowTaskScheduled``
+to ``WorkflowTaskStarted``; activities likewise), read after the step.
+
+Prints a markdown table per step, a summary per process count, the machine, the
+commit and the load average; draws ``--png`` when matplotlib is installed;
+``--json PATH`` also writes the raw figures. ``--quick`` is a smoke test (one
+process, two short steps, the plot in a temporary file unless ``--png`` is given).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
+import contextlib
+import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from typing import Any
 
-from benchmarks.onboarding import code_version, load_average, machine, percentile, target
+from benchmarks.compare_temporal import flowforge_events, schedule_to_start
+from benchmarks.onboarding import (
+    Target,
+    _children,
+    code_version,
+    cpu_seconds,
+    load_average,
+    machine,
+    machine_busy_seconds,
+    percentile,
+    target,
+)
 from flowforge import Client
 from flowforge.worker import Worker
 from samples.onboarding.workflows import ACTIVITIES, Onboarding
+from testsupport.waiting import wait_until
+
+ACTIVITIES_PER_WORKFLOW = 6
+#: Achieved below this share of the offered rate: the step saturated the system.
+SATURATED = 0.85
+#: The figure issue 20 asks for at half the maximum throughput.
+WORKFLOW_TASK_S2S_P95_GOAL_MS = 50.0
+_PLACEMENT_ATTEMPTS = 20
 
 
 async def run_worker(address: str, task_queue: str) -> None:
@@ -39,11 +81,82 @@ async def run_worker(address: str, task_queue: str) -> None:
     await client.close()
 
 
-def start_workers(address: str, task_queue: str, count: int) -> list[subprocess.Popen[bytes]]:
-    return [
-        subprocess.Popen([sys.executable, "-m", "benchmarks.scale", "--worker", address, task_queue])
-        for _ in range(count)
-    ]
+# ------------------------------------------------------------------ placement
+
+
+def _established() -> list[tuple[int, int, str]]:
+    """(local port, remote port, socket inode) of every established TCP connection."""
+    rows = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            with open(table) as f:
+                for line in f.readlines()[1:]:
+                    fields = line.split()
+                    if fields[3] == "01":  # ESTABLISHED
+                        local, remote = (int(a.rsplit(":", 1)[1], 16) for a in fields[1:3])
+                        rows.append((local, remote, fields[9]))
+    return rows
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    inodes = set()
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if link.startswith("socket:["):
+                    inodes.add(link[8:-1])
+    return inodes
+
+
+def reached(pid: int, port: int, servers: list[int]) -> collections.Counter[int]:
+    """How many of ``pid``'s connections to ``port`` each of the ``servers`` processes holds."""
+    rows = _established()
+    mine = _socket_inodes(pid)
+    client_ports = {local for local, remote, inode in rows if remote == port and inode in mine}
+    server_inodes = {inode for local, remote, inode in rows if local == port and remote in client_ports}
+    counts = {server: len(_socket_inodes(server) & server_inodes) for server in servers}
+    return collections.Counter({server: n for server, n in counts.items() if n})
+
+
+def _serving(where: Target) -> list[int]:
+    """The processes that serve gRPC: the server itself, or its children with --processes."""
+    return [child for pid in where.server_pids for child in _children(pid)] or list(where.server_pids)
+
+
+def _port(address: str) -> int:
+    return int(address.rsplit(":", 1)[1])
+
+
+async def start_workers(where: Target, task_queue: str) -> list[subprocess.Popen[bytes]]:
+    """One worker process per server process, each connected to a different one."""
+    servers, port = _serving(where), _port(where.address)
+    workers: list[subprocess.Popen[bytes]] = []
+    taken: set[int] = set()
+    for _ in range(_PLACEMENT_ATTEMPTS * len(servers)):
+        if len(workers) == len(servers):
+            break
+        process = subprocess.Popen([sys.executable, "-m", "benchmarks.scale", "--worker", where.address, task_queue])
+        landed: collections.Counter[int] = collections.Counter()
+
+        def connected(process: subprocess.Popen[bytes] = process) -> bool:
+            nonlocal landed
+            landed = reached(process.pid, port, servers)
+            return bool(landed) or process.poll() is not None
+
+        await wait_until(connected, timeout=60, what="a worker process to connect", interval=0.1)
+        if process.poll() is not None:
+            stop_workers([*workers, process])
+            raise RuntimeError(f"a worker process exited with code {process.returncode}")
+        server = next(iter(landed))
+        if server in taken:
+            stop_workers([process])
+            continue
+        taken.add(server)
+        workers.append(process)
+    if len(workers) < len(servers):
+        print(f"  (only {len(workers)} of {len(servers)} server processes got a worker)", file=sys.stderr)
+    return workers
 
 
 def stop_workers(workers: list[subprocess.Popen[bytes]]) -> None:
@@ -57,68 +170,190 @@ def stop_workers(workers: list[subprocess.Popen[bytes]]) -> None:
             process.wait()
 
 
-async def level(client: Client, task_queue: str, in_flight: int, count: int) -> dict[str, Any]:
+async def connect_starters(where: Target) -> list[Client]:
+    """One client per server process in this process, each connected to a different one."""
+    servers, port = _serving(where), _port(where.address)
+    clients: list[Client] = []
+    taken = reached(os.getpid(), port, servers)
+    for _ in range(_PLACEMENT_ATTEMPTS * len(servers)):
+        if len(clients) == len(servers):
+            break
+        client = await Client.connect(where.address)
+        now = reached(os.getpid(), port, servers)
+        new = now - taken
+        if not new or any(taken[server] for server in new):
+            await client.close()
+            continue
+        taken = now
+        clients.append(client)
+    if not clients:
+        clients.append(await Client.connect(where.address))
+    return clients
+
+
+# ------------------------------------------------------------------ one step
+
+
+def _ms(values: list[float], fraction: float) -> float | None:
+    return round(percentile(values, fraction) * 1000, 1) if values else None
+
+
+async def step(
+    where: Target,
+    starters: list[Client],
+    workers: list[subprocess.Popen[bytes]],
+    task_queue: str,
+    rate: float,
+    seconds: float,
+    histories: int,
+) -> dict[str, Any]:
+    """Offers ``rate`` onboarding executions per second for ``seconds``; waits for them all."""
     request = {"name": "Scale", "email": "scale@example.com", "work_seconds": 0, "cooling_off_seconds": 0}
-    latencies: list[float] = []
-    gate = asyncio.Semaphore(in_flight)
+    count = max(2, round(rate * seconds))
     tag = uuid.uuid4().hex[:6]
+    latencies: list[float] = []
+    finished: list[float] = []
 
     async def one(i: int) -> None:
-        async with gate:
-            began = time.perf_counter()
-            handle = await client.start_workflow(Onboarding.run, request, id=f"scale-{tag}-{i}", task_queue=task_queue)
-            await handle.result()
-            latencies.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        handle = await starters[i % len(starters)].start_workflow(
+            Onboarding.run, request, id=f"scale-{tag}-{i}", task_queue=task_queue
+        )
+        await handle.result()
+        finished.append(time.perf_counter())
+        latencies.append(finished[-1] - began)
 
+    servers = [*where.server_pids, *_serving(where)]
+    postgres = [pid for pid in where.pids() if pid not in servers]
+    groups = {"server": servers, "worker": [w.pid for w in workers], "postgres": postgres, "starter": [os.getpid()]}
+    cpu_before = {name: cpu_seconds(pids) for name, pids in groups.items()}
+    busy_before = machine_busy_seconds()
+    load_before = load_average()
     began = time.perf_counter()
-    await asyncio.gather(*(one(i) for i in range(count)))
-    elapsed = time.perf_counter() - began
+    runs = []
+    for i in range(count):
+        delay = began + i / rate - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        runs.append(asyncio.create_task(one(i)))
+    await asyncio.gather(*runs)
+    elapsed = max(finished) - began
+    # The completion rate: the offered one below saturation, what the system manages above it.
+    completion_rate = (count - 1) / max(1e-6, max(finished) - min(finished))
+    # PostgreSQL backends opened meanwhile count in full (they are new).
+    groups["postgres"] = sorted({*postgres, *(pid for pid in where.pids() if pid not in servers)})
+    cores = {name: (cpu_seconds(pids) - cpu_before.get(name, 0.0)) / elapsed for name, pids in groups.items()}
+    others = max(0.0, (machine_busy_seconds() - busy_before) / elapsed - sum(cores.values()))
+
+    sample = [round(i * count / histories) for i in range(min(histories, count))]
+    client = starters[0]
+    activity_s2s, workflow_s2s = schedule_to_start(
+        [flowforge_events(await client.get_workflow_handle(f"scale-{tag}-{i}").fetch_history()) for i in sample]
+    )
     return {
-        "in_flight": in_flight,
+        "offered_per_s": round(rate, 1),
         "workflows": count,
-        "workflows_per_s": round(count / elapsed, 1),
-        "activities_per_s": round(count * 6 / elapsed, 1),
-        "latency_p50_ms": round(percentile(latencies, 0.5) * 1000, 1),
-        "latency_p95_ms": round(percentile(latencies, 0.95) * 1000, 1),
+        "workflows_per_s": round(completion_rate, 1),
+        "activities_per_s": round(completion_rate * ACTIVITIES_PER_WORKFLOW, 1),
+        "latency_p50_ms": _ms(latencies, 0.5),
+        "latency_p95_ms": _ms(latencies, 0.95),
+        "workflow_task_s2s_p50_ms": _ms(workflow_s2s, 0.5),
+        "workflow_task_s2s_p95_ms": _ms(workflow_s2s, 0.95),
+        "activity_s2s_p95_ms": _ms(activity_s2s, 0.95),
+        **{f"cores_{name}": round(value, 2) for name, value in cores.items()},
+        "cores_others": round(others, 2),
+        "load_average": load_before,
     }
 
 
-async def measure(address: str, levels: list[int], worker_counts: list[int], per_level: float) -> list[dict[str, Any]]:
-    client = await Client.connect(address)
-    results = []
+# ------------------------------------------------------------------ one curve
+
+
+async def curve(where: Target, processes: int, settings: argparse.Namespace) -> dict[str, Any]:
+    """On a fresh deployment: the steps up to saturation, then the run at half the maximum throughput."""
+    task_queue = f"scale-{uuid.uuid4().hex[:8]}"
+    workers = await start_workers(where, task_queue)
+    starters = await connect_starters(where)
     try:
-        for workers in worker_counts:
-            task_queue = f"scale-{uuid.uuid4().hex[:8]}"
-            processes = start_workers(address, task_queue, workers)
-            try:
-                # Warm up: every worker polling, the server's caches filled.
-                await level(client, task_queue, 4 * workers, 8 * workers)
-                for in_flight in levels:
-                    count = max(30, int(3 * in_flight * per_level))
-                    results.append({"workers": workers, **await level(client, task_queue, in_flight, count)})
-                    print(f"  {results[-1]}", file=sys.stderr)
-            finally:
-                stop_workers(processes)
+        # Warm up: every worker polling, the server's caches and PostgreSQL's pool filled.
+        await step(where, starters, workers, task_queue, settings.start_rate, settings.warmup_seconds, 0)
+        steps: list[dict[str, Any]] = []
+        rate = settings.start_rate
+        for _ in range(settings.max_steps):
+            steps.append(
+                await step(where, starters, workers, task_queue, rate, settings.step_seconds, settings.histories)
+            )
+            print(f"  {processes} process(es): {steps[-1]}", file=sys.stderr)
+            if steps[-1]["workflows_per_s"] < SATURATED * rate:
+                break
+            rate *= settings.growth
+        maximum = max(s["workflows_per_s"] for s in steps)
+        half = await step(
+            where, starters, workers, task_queue, maximum / 2, settings.half_seconds, settings.half_histories
+        )
+        print(f"  {processes} process(es), half of the maximum: {half}", file=sys.stderr)
     finally:
-        await client.close()
-    return results
+        for client in starters:
+            await client.close()
+        stop_workers(workers)
+    return {
+        "processes": processes,
+        "workers": len(workers),
+        "starters": len(starters),
+        "max_workflows_per_s": maximum,
+        "steps": steps,
+        "half": half,
+    }
 
 
-def table(results: list[dict[str, Any]]) -> str:
+# ------------------------------------------------------------------ report
+
+_STEP_COLUMNS = [
+    ("offered wf/s", "offered_per_s"),
+    ("achieved wf/s", "workflows_per_s"),
+    ("activities/s", "activities_per_s"),
+    ("latency p50 (ms)", "latency_p50_ms"),
+    ("latency p95 (ms)", "latency_p95_ms"),
+    ("wf-task s2s p50 (ms)", "workflow_task_s2s_p50_ms"),
+    ("wf-task s2s p95 (ms)", "workflow_task_s2s_p95_ms"),
+    ("activity s2s p95 (ms)", "activity_s2s_p95_ms"),
+    ("cores: server", "cores_server"),
+    ("worker", "cores_worker"),
+    ("PostgreSQL", "cores_postgres"),
+    ("starter", "cores_starter"),
+    ("others", "cores_others"),
+]
+
+
+def table(report: dict[str, Any]) -> str:
+    """The markdown the docs paste: every step, then the summary per process count."""
     lines = [
-        "| workers | in flight | executions | workflows/s | activities/s | latency p50 (ms) | latency p95 (ms) |",
-        "|---|---|---|---|---|---|---|",
+        "| server processes | " + " | ".join(title for title, _ in _STEP_COLUMNS) + " |",
+        "|---" * (len(_STEP_COLUMNS) + 1) + "|",
     ]
-    for r in results:
+    for c in report["curves"]:
+        for s in [*c["steps"], c["half"]]:
+            label = f"{c['processes']}" + (" (half max)" if s is c["half"] else "")
+            lines.append(f"| {label} | " + " | ".join(str(s.get(key, "")) for _, key in _STEP_COLUMNS) + " |")
+    lines += [
+        "",
+        "| server processes | max throughput (wf/s) | at half of it: offered / achieved wf/s | latency p95 (ms) "
+        f"| wf-task s2s p95 (ms) | < {WORKFLOW_TASK_S2S_P95_GOAL_MS:g} ms |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in report["curves"]:
+        half = c["half"]
+        p95 = half["workflow_task_s2s_p95_ms"]
+        met = "yes" if p95 is not None and p95 < WORKFLOW_TASK_S2S_P95_GOAL_MS else "no"
         lines.append(
-            f"| {r['workers']} | {r['in_flight']} | {r['workflows']} | {r['workflows_per_s']} | "
-            f"{r['activities_per_s']} | {r['latency_p50_ms']} | {r['latency_p95_ms']} |"
+            f"| {c['processes']} | {c['max_workflows_per_s']} | {half['offered_per_s']} / {half['workflows_per_s']} "
+            f"| {half['latency_p95_ms']} | {p95} | {met} |"
         )
     return "\n".join(lines)
 
 
-def plot(results: list[dict[str, Any]], path: str, title: str) -> bool:
-    """Draws throughput and p95 latency against executions in flight; False without matplotlib."""
+def plot(report: dict[str, Any], path: str) -> bool:
+    """Draws achieved throughput and latency against offered load; False without matplotlib."""
     try:
         import matplotlib
 
@@ -126,63 +361,101 @@ def plot(results: list[dict[str, Any]], path: str, title: str) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for workers in sorted({r["workers"] for r in results}):
-        rows = [r for r in results if r["workers"] == workers]
-        label = f"{workers} worker process{'es' if workers > 1 else ''}"
-        left.plot([r["in_flight"] for r in rows], [r["workflows_per_s"] for r in rows], marker="o", label=label)
-        right.plot([r["in_flight"] for r in rows], [r["latency_p95_ms"] for r in rows], marker="o", label=label)
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.4))
+    highest = max(s["offered_per_s"] for c in report["curves"] for s in c["steps"])
+    left.plot([0, highest], [0, highest], linestyle=":", color="grey", label="achieved = offered")
+    for c in report["curves"]:
+        label = f"{c['processes']} server process{'es' if c['processes'] > 1 else ''}"
+        offered = [s["offered_per_s"] for s in c["steps"]]
+        (line,) = left.plot(offered, [s["workflows_per_s"] for s in c["steps"]], marker="o", label=label)
+        color = line.get_color()
+        left.axhline(c["max_workflows_per_s"], color=color, alpha=0.3, linewidth=1)
+        right.plot(
+            offered, [s["latency_p95_ms"] for s in c["steps"]], marker="o", color=color, label=f"{label}: latency p95"
+        )
+        right.plot(
+            offered,
+            [s["workflow_task_s2s_p95_ms"] for s in c["steps"]],
+            marker="s",
+            linestyle="--",
+            color=color,
+            label=f"{label}: wf-task schedule-to-start p95",
+        )
+        half = c["half"]
+        right.plot([half["offered_per_s"]], [half["workflow_task_s2s_p95_ms"]], marker="*", markersize=14, color=color)
+    right.axhline(WORKFLOW_TASK_S2S_P95_GOAL_MS, color="red", alpha=0.4, linewidth=1, label="50 ms (★ at half max)")
+    left.set_xlim(left=0)
     left.set_ylim(bottom=0)
     left.set(
-        xscale="log",
-        xlabel="executions in flight",
-        ylabel="onboarding workflows/s (6 activities each)",
-        title="Throughput",
+        xlabel="offered onboarding workflows/s", ylabel="achieved workflows/s (6 activities each)", title="Throughput"
     )
-    right.set(
-        xscale="log",
-        yscale="log",
-        xlabel="executions in flight",
-        ylabel="latency p95, start to result (ms)",
-        title="Latency",
-    )
-    levels = sorted({r["in_flight"] for r in results})
+    right.set(xlabel="offered onboarding workflows/s", ylabel="ms", yscale="log", title="Latency")
     for axes in (left, right):
-        axes.set_xticks(levels, [str(v) for v in levels])
-        axes.minorticks_off()
         axes.grid(True, which="both", alpha=0.3)
-        axes.legend()
-    figure.suptitle(title, fontsize=9)
+        axes.legend(fontsize=7)
+    figure.suptitle(report["heading"], fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     return True
 
 
+def heading(store: str, code: str, load_before: float, load_after: float) -> str:
+    return f"FlowForge `{code}`, {store}; {machine()}; load average {load_before} / {load_after}"
+
+
+def report_out(report: dict[str, Any], png: str) -> None:
+    print(report["heading"] + "\n")
+    print(table(report))
+    if plot(report, png):
+        print(f"\nPlot: {png}")
+    else:
+        print("\n(no plot: matplotlib is not installed; pip install -e '.[bench]')")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--worker", nargs=2, metavar=("ADDRESS", "TASK_QUEUE"), help=argparse.SUPPRESS)
-    parser.add_argument("--store", default="sqlite", help="sqlite, postgresql, or a store URL (default sqlite)")
-    parser.add_argument("--levels", default="1,10,100,1000", help="executions in flight, comma-separated")
-    parser.add_argument("--workers", default="1,2", help="worker process counts, comma-separated")
-    parser.add_argument("--per-level", type=float, default=1.0, help="scales the executions run per level")
-    parser.add_argument("--png", default=os.path.join("docs", "scale-curve.png"), help="where to draw the curves")
+    parser.add_argument("--store", default="postgresql", help="postgresql, sqlite or a store URL (default postgresql)")
+    parser.add_argument("--processes", help="server process counts, comma-separated (default 1,2; --quick: 1)")
+    parser.add_argument("--start-rate", type=float, default=5.0, help="the first step's offered workflows/s")
+    parser.add_argument("--growth", type=float, default=1.5, help="each step offers this times the last")
+    parser.add_argument("--max-steps", type=int, default=10, help="steps at most per process count")
+    parser.add_argument("--step-seconds", type=float, default=10.0, help="how long each step offers load")
+    parser.add_argument("--warmup-seconds", type=float, default=3.0)
+    parser.add_argument("--half-seconds", type=float, default=20.0, help="the run at half the maximum")
+    parser.add_argument("--histories", type=int, default=40, help="histories read per step for schedule-to-start")
+    parser.add_argument("--half-histories", type=int, default=150, help="histories read at half the maximum")
+    parser.add_argument("--png", help="where to draw the curves (default docs/scale-curve.png)")
+    parser.add_argument("--json", help="also write the raw figures here")
+    parser.add_argument("--from-json", help="print the table and draw the plot of an earlier --json; no run")
+    parser.add_argument("--quick", action="store_true", help="smoke test: 1 process, two short steps")
     args = parser.parse_args()
     if args.worker:
         asyncio.run(run_worker(*args.worker))
         return
-    levels = [int(v) for v in args.levels.split(",")]
-    worker_counts = [int(v) for v in args.workers.split(",")]
+    if args.from_json:
+        with open(args.from_json) as f:
+            report_out(json.load(f), args.png or os.path.join("docs", "scale-curve.png"))
+        return
+    if args.quick:
+        args.processes, args.max_steps, args.step_seconds = args.processes or "1", 2, 2.0
+        args.warmup_seconds = 1.0
+        args.half_seconds, args.histories, args.half_histories = 2.0, 5, 5
+        args.png = args.png or os.path.join(tempfile.gettempdir(), "flowforge-scale-quick.png")
     load_before, code = load_average(), code_version()
-    with target(args.store) as where:
-        results = asyncio.run(measure(where.address, levels, worker_counts, args.per_level))
-        store = "postgresql" if where.pg_dsn else "sqlite"
-    heading = f"FlowForge `{code}`, {store}; {machine()}; load average {load_before} / {load_average()}"
-    print(heading + "\n")
-    print(table(results))
-    if plot(results, args.png, heading):
-        print(f"\nPlot: {args.png}")
-    else:
-        print("\n(no plot: matplotlib is not installed; pip install -e '.[bench]')")
+    curves = []
+    store = args.store
+    for processes in (int(v) for v in (args.processes or "1,2").split(",")):
+        with target(args.store, processes=processes) as where:
+            store = "postgresql" if where.pg_dsn else "sqlite"
+            curves.append(asyncio.run(curve(where, processes, args)))
+    if code != code_version():
+        code += " (changed during the run)"
+    report = {"heading": heading(store, code, load_before, load_average()), "curves": curves}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+    report_out(report, args.png or os.path.join("docs", "scale-curve.png"))
 
 
 if __name__ == "__main__":
