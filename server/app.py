@@ -127,6 +127,9 @@ class FlowForgeServer:
     """One FlowForge server replica."""
 
     def __init__(self, config: ServerConfig) -> None:
+        if config.console_oidc is not None and not config.auth.jwks:
+            # The login would work at the provider and every token it got be refused here.
+            raise ValueError("console_oidc needs auth.jwks (and jwt_issuer, jwt_audience) to verify its tokens")
         self.config = config
         self.store = open_store(config.store)
         self.engine = HistoryEngine(self.store, config.engine, config.clock)

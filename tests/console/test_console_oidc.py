@@ -222,3 +222,5 @@ def test_good_oidc_configuration_and_jwks_urls() -> None:
     assert JwksSource("https://login.example.com/jwks").is_url
     with pytest.raises(ValueError, match="must be https://"):
         JwksSource("http://login.example.com/jwks")  # keys in clear text over a network
+    with pytest.raises(ValueError, match="console_oidc needs auth"):
+        FlowForgeServer(ServerConfig(store=":memory:", console_oidc=ConsoleOidc("https://login.example.com", "c")))
