@@ -4,11 +4,13 @@ authorization code flow with PKCE and back, the list loads with the token, an
 operator's token acts (audited as its ``jwt:`` principal) and a reader's sees no
 action button; a tampered ``state`` is refused before any code is exchanged; the token
 lives in sessionStorage only; an expired or refused token asks again; the
-configuration is validated and the CSP names the issuer only when configured."""
+configuration is validated, ``flowforge server``'s flags reach the console, and the CSP
+names the issuer only when configured."""
 
 from __future__ import annotations
 
 import json
+import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -23,11 +25,14 @@ from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.server.auth.jwt import JwksSource
 from flowforge.server.auth.setup import AuthConfig
 from flowforge.server.console import ConsoleOidc
+from samples._dev_server import start_server
 from tests.console._app import QUEUE, Pipeline, step, waiting_for_signal
 from tests.console.test_console import base
 from tests.console.test_console_actions import act, open_execution
 from tests.integration._reliability import fast_worker
+from testsupport.credentials import JwtIssuer
 from testsupport.oidc_provider import OidcProvider, TestUser
+from testsupport.postgres import free_port
 from testsupport.waiting import wait_until
 
 CLIENT_ID = "flowforge-console"
@@ -192,6 +197,30 @@ async def test_config_endpoint_and_csp(server: FlowForgeServer, idp: OidcProvide
             assert "connect-src 'self';" in answer.headers["Content-Security-Policy"]
     finally:
         await plain.stop()
+
+
+def test_the_cli_flags_reach_the_console(tmp_path: Path) -> None:
+    issuer = "http://127.0.0.1:9/realms/ops"  # not contacted: the keys come from a file
+    (tmp_path / "jwks.json").write_text(json.dumps(JwtIssuer(issuer=issuer).jwks()))
+    http_port = free_port()
+    arguments = [
+        *("start-dev", "--in-memory", "--require-auth", "--http-port", str(http_port)),
+        *("--jwks-file", str(tmp_path / "jwks.json"), "--jwt-issuer", issuer, "--jwt-audience", "flowforge"),
+        *("--console-oidc-issuer", issuer, "--console-oidc-client-id", CLIENT_ID),
+        *("--console-oidc-scopes", "openid groups"),
+    ]
+    process, _address = start_server(arguments, str(tmp_path / "ready"), timeout_s=60)
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/api/v1/console-config", timeout=10) as answer:
+            assert json.load(answer)["oidc"] == {
+                "issuer": issuer,
+                "client_id": CLIENT_ID,
+                "scopes": ["openid", "groups"],
+            }
+            assert "connect-src 'self' http://127.0.0.1:9;" in answer.headers["Content-Security-Policy"]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
 
 
 @pytest.mark.parametrize(
