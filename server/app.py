@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import logging
 import os
 import signal
@@ -282,6 +283,7 @@ class FlowForgeServer:
     async def serve(self, ready_file: str | None = None) -> None:
         """Runs until SIGTERM/SIGINT. Writes the bound port to ``ready_file`` once serving."""
         await self.start()
+        _tune_garbage_collector()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -294,3 +296,14 @@ class FlowForgeServer:
             await stop.wait()
         finally:
             await self.stop()
+
+
+def _tune_garbage_collector() -> None:
+    """Fewer, cheaper collections for a process that serves: the objects made at
+    startup (modules, protobuf descriptors, the engine) live until exit, so they are
+    left out of every collection, and the young generation is collected once per
+    50,000 allocations instead of 700 (each RPC allocates hundreds of objects that
+    die with it by reference counting anyway; cycles still go, a little later)."""
+    gc.freeze()
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(50_000, older, oldest)

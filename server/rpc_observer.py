@@ -23,15 +23,19 @@ from typing import Any
 
 import grpc
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+from prometheus_client import Counter
 
 from flowforge.logging import bind
 from flowforge.server.metrics import ServerMetrics
 from flowforge.server.tracing import caller_context
-from flowforge.server.unary_handlers import UnaryBehavior, with_behavior
+from flowforge.server.unary_handlers import UnaryBehavior, WrappedHandlers, with_behavior
 
 __all__ = ["RpcObserver"]
 
 log = logging.getLogger("flowforge.server.rpc")
+
+# What a call gets for a span when the server does not trace (reusable, costs nothing).
+_UNTRACED: contextlib.nullcontext[None] = contextlib.nullcontext()
 
 
 class RpcObserver(grpc.aio.ServerInterceptor):
@@ -40,6 +44,7 @@ class RpcObserver(grpc.aio.ServerInterceptor):
     def __init__(self, metrics: ServerMetrics, tracer: Tracer | None = None) -> None:
         self._metrics = metrics
         self._tracer = tracer
+        self._handlers = WrappedHandlers()
 
     async def intercept_service(
         self,
@@ -50,17 +55,22 @@ class RpcObserver(grpc.aio.ServerInterceptor):
         if handler is None or handler.unary_unary is None:
             return handler
         full_method: str = handler_call_details.method
-        return with_behavior(handler, lambda inner: self._observed(full_method, inner))
+        return self._handlers.get(
+            full_method, handler, lambda: with_behavior(handler, lambda inner: self._observed(full_method, inner))
+        )
 
     def _observed(self, full_method: str, inner: UnaryBehavior) -> UnaryBehavior:
-        requests, latency = self._metrics.rpc_requests, self._metrics.rpc_latency
         method = full_method.rpartition("/")[2]
+        # The method's series, looked up once (labels() takes a lock and builds a key).
+        latency = self._metrics.rpc_latency.labels(method)
+        requests: dict[grpc.StatusCode, Counter] = {}
 
         async def observed(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             began = time.perf_counter()
             code = grpc.StatusCode.UNKNOWN
             ids = _ids(request)
-            with bind(**ids), self._span(full_method, request, context, ids) as span:
+            spanned = self._span(full_method, request, context, ids) if self._tracer is not None else _UNTRACED
+            with bind(**ids), spanned as span:
                 try:
                     response = await inner(request, context)
                     code = _code(context.code()) or grpc.StatusCode.OK
@@ -77,8 +87,11 @@ class RpcObserver(grpc.aio.ServerInterceptor):
                         if code != grpc.StatusCode.OK:
                             span.set_status(Status(StatusCode.ERROR, code.name))
                     took = time.perf_counter() - began
-                    requests.labels(method, code.name).inc()
-                    latency.labels(method).observe(took)
+                    counter = requests.get(code)
+                    if counter is None:
+                        counter = requests[code] = self._metrics.rpc_requests.labels(method, code.name)
+                    counter.inc()
+                    latency.observe(took)
                     if log.isEnabledFor(logging.DEBUG):  # the access log
                         log.debug("%s answered %s in %.3f s", method, code.name, took)
 

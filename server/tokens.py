@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import hashlib
 import hmac
 import json
 import secrets
@@ -155,7 +154,7 @@ class TokenSigner:
 
     @staticmethod
     def _mac(key: TokenKey, body: bytes) -> bytes:
-        return hmac.new(key.secret, key.kid.encode() + b"." + body, hashlib.sha256).digest()
+        return hmac.digest(key.secret, key.kid.encode() + b"." + body, "sha256")
 
     def sign(self, token: TaskToken) -> bytes:
         body = _b64(
@@ -186,7 +185,7 @@ class TokenSigner:
                 " poll for the task again"
             )
         expected = (
-            self._mac(key, body) if raw.startswith(_PREFIX) else hmac.new(key.secret, body, hashlib.sha256).digest()
+            self._mac(key, body) if raw.startswith(_PREFIX) else hmac.digest(key.secret, body, "sha256")
         )
         try:
             if not hmac.compare_digest(_unb64(mac), expected):

@@ -4,11 +4,11 @@ malformed requests): the same handler with another behaviour, and maybe another 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Any, TypeAlias, cast
 
 import grpc
 
-__all__ = ["UnaryBehavior", "with_behavior"]
+__all__ = ["UnaryBehavior", "WrappedHandlers", "with_behavior"]
 
 #: What a unary aio handler runs: (request, context) -> response.
 UnaryBehavior = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Any]]
@@ -28,3 +28,29 @@ def with_behavior(
         request_deserializer=request_deserializer or handler.request_deserializer,
         response_serializer=handler.response_serializer,
     )
+
+
+_Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
+
+
+class WrappedHandlers:
+    """The handler an interceptor built for each method, built once.
+
+    An interceptor is handed, for a method, the same handler on every call (the
+    registered one, or the one the next interceptor built and kept here), so
+    wrapping it anew per call would only cost time on every RPC. Methods are the
+    registered ones only (an unknown method has no handler), so this stays small.
+    """
+
+    def __init__(self) -> None:
+        self._built: dict[str, tuple[_Handler, _Handler]] = {}
+
+    def get(self, method: str, handler: _Handler, build: Callable[[], _Handler]) -> _Handler:
+        """What ``build`` makes of ``handler`` for ``method``: the kept one while ``handler``
+        is the same object it was built from, else built now and kept."""
+        kept = self._built.get(method)
+        if kept is not None and kept[0] is handler:
+            return kept[1]
+        built = build()
+        self._built[method] = (handler, built)
+        return built

@@ -25,7 +25,7 @@ from flowforge.server.auth.principal import ALL_NAMESPACES, ANONYMOUS, Principal
 from flowforge.server.auth.roles import PUBLIC_SERVICES, NamespaceSource, Role, RpcRule, rule_for
 from flowforge.server.errors import InvalidArgument, PermissionDenied, ServiceError, Unauthenticated
 from flowforge.server.tokens import token_namespace
-from flowforge.server.unary_handlers import UnaryBehavior, with_behavior
+from flowforge.server.unary_handlers import UnaryBehavior, WrappedHandlers, with_behavior
 
 __all__ = ["AuditRecorder", "AuthInterceptor", "Authenticator"]
 
@@ -91,6 +91,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
     def __init__(self, authenticator: Authenticator | None, record_audit: AuditRecorder) -> None:
         self._authenticator = authenticator
         self._record_audit = record_audit
+        self._handlers = WrappedHandlers()
 
     async def intercept_service(
         self,
@@ -109,7 +110,10 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
             return _refuse(grpc.StatusCode.UNIMPLEMENTED, f"{method} streams, and only unary RPCs can be authorized")
         if self._authenticator is None and not rule.audited:
             return handler  # nothing to do: keep the hot path as it was
-        return with_behavior(handler, lambda inner: self._guard(method, rule, inner))
+        guarded_rule = rule
+        return self._handlers.get(
+            method, handler, lambda: with_behavior(handler, lambda inner: self._guard(method, guarded_rule, inner))
+        )
 
     def _guard(self, method: str, rule: RpcRule, inner: UnaryBehavior) -> UnaryBehavior:
         async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:

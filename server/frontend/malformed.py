@@ -21,7 +21,7 @@ import grpc
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
-from flowforge.server.unary_handlers import UnaryBehavior, with_behavior
+from flowforge.server.unary_handlers import UnaryBehavior, WrappedHandlers, with_behavior
 
 __all__ = ["MAX_DURATION_S", "MAX_STRING_CHARS", "MalformedRequests", "ill_formed"]
 
@@ -123,6 +123,9 @@ def _refusing(behavior: UnaryBehavior, method: str) -> UnaryBehavior:
 class MalformedRequests(grpc.aio.ServerInterceptor):
     """Refuses, with INVALID_ARGUMENT, a request that does not parse or is ill-formed."""
 
+    def __init__(self) -> None:
+        self._handlers = WrappedHandlers()
+
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]],
@@ -131,5 +134,11 @@ class MalformedRequests(grpc.aio.ServerInterceptor):
         handler = await continuation(handler_call_details)
         if handler is None or handler.unary_unary is None or handler.request_deserializer is None:
             return handler
-        method: str = handler_call_details.method.rpartition("/")[2]
-        return with_behavior(handler, lambda inner: _refusing(inner, method), _tolerant(handler.request_deserializer))
+        full_method: str = handler_call_details.method
+        method = full_method.rpartition("/")[2]
+        deserializer = handler.request_deserializer
+        return self._handlers.get(
+            full_method,
+            handler,
+            lambda: with_behavior(handler, lambda inner: _refusing(inner, method), _tolerant(deserializer)),
+        )
