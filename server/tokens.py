@@ -184,9 +184,7 @@ class TokenSigner:
                 f"task token is signed by key {kid!r}, which this server no longer accepts (rotated out);"
                 " poll for the task again"
             )
-        expected = (
-            self._mac(key, body) if raw.startswith(_PREFIX) else hmac.digest(key.secret, body, "sha256")
-        )
+        expected = self._mac(key, body) if raw.startswith(_PREFIX) else hmac.digest(key.secret, body, "sha256")
         try:
             if not hmac.compare_digest(_unb64(mac), expected):
                 raise invalid
