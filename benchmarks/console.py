@@ -8,7 +8,10 @@ times in a fresh browser context (nothing cached) and prints one JSON line: the 
 from navigation to the whole timeline drawn (every event row) and to the DAG drawn, as
 median and max, and the bytes the page transferred; then keeps ``--idle-pages`` pages
 open on the running execution for ``--idle-seconds`` while nothing happens and counts the
-store transactions they cost. Measured, not asserted.
+store transactions they cost: all of them (less a window with no page open: the server's
+own loops) and those the history long-polls made (``Executions.*`` readers). The window
+is longer than the pages' 25 s long-poll, so each page also asks again in it. Measured,
+not asserted.
 """
 
 from __future__ import annotations
@@ -61,7 +64,9 @@ async def _idle_cost(
     await asyncio.sleep(seconds)  # the measurement window
     store.transaction, store.read = transaction, read  # type: ignore[method-assign]
     await context.close()
-    return collections.Counter(counters.counts)
+    counts = collections.Counter(counters.counts)
+    counts["history_reads"] = sum(n for reader, n in counters.readers.items() if reader.startswith("Executions."))
+    return counts
 
 
 async def main() -> None:
@@ -71,7 +76,7 @@ async def main() -> None:
     parser.add_argument("--dag-width", type=int, default=22)
     parser.add_argument("--dag-depth", type=int, default=9)
     parser.add_argument("--idle-pages", type=int, default=5)
-    parser.add_argument("--idle-seconds", type=float, default=20.0)
+    parser.add_argument("--idle-seconds", type=float, default=60.0)
     args = parser.parse_args()
     executable = find_chromium()
     if executable is None:
@@ -136,6 +141,7 @@ async def main() -> None:
                     / args.idle_seconds,
                     1,
                 ),
+                "idle_history_reads": idle["history_reads"],
                 "idle_writes_per_page": (idle["write_transactions"] - baseline["write_transactions"]) / args.idle_pages,
                 "cpus": os.cpu_count(),
                 "load_average": [round(x, 2) for x in os.getloadavg()],

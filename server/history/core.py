@@ -20,6 +20,7 @@ from flowforge.server.clock import Clock, SystemClock
 from flowforge.server.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from flowforge.server.history.data import EngineConfig
 from flowforge.server.history.input_checks import check_failure, check_payloads
+from flowforge.server.history.quiet_runs import QuietRuns
 from flowforge.server.metrics import ServerMetrics
 from flowforge.server.observations import collecting
 from flowforge.server.stores.base import (
@@ -57,6 +58,8 @@ class EngineCore:
         # namespace -> name -> type of custom search attributes; a registered type never changes.
         self._attribute_types: dict[str, dict[str, str]] = {}
         self._rng = random.Random()
+        #: Runs whose history long-polls can park again without a read (quiet_runs.py).
+        self._quiet_runs = QuietRuns()
         #: Called with a deadline (µs) that may be earlier than the reaper's next wake-up.
         self.on_new_deadline: Callable[[int], None] = lambda _deadline: None
         #: Fed what each committed transaction did (history/observations.py).

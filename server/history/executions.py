@@ -219,14 +219,28 @@ class Executions(RunClose):
         wait_timeout_s: float,
     ) -> tuple[str, list[HistoryEventRow], bool]:
         """Returns (run_id, events, has_more); with ``wait``, blocks until there is
-        something past ``after_event_id`` (or the close event) or the wait ends."""
+        something past ``after_event_id`` (or the close event) or the wait ends.
+
+        A wait reads the store only when woken: each commit that appends to the run's
+        history notifies its channel (``_Mutation.save_all``), and the PostgreSQL store
+        wakes every waiter after its LISTEN connection was replaced. A wait that ends
+        with nothing new is remembered, so the caller's next one parks without a read.
+        """
         await self.ensure_namespace(namespace)
         deadline = time.monotonic() + wait_timeout_s
+        channel = close_channel if close_event_only else run_channel
+        key = (namespace, workflow_id, run_id, close_event_only)
+        # What a wait is about: events past after_event_id, or only the close.
+        watermark = 0 if close_event_only else after_event_id
+        if wait:
+            quiet = self._quiet_runs.unchanged(key, watermark, lambda run: self.store.notifier.listen(channel(run)))
+            if quiet is not None:
+                quiet_run_id, wake = quiet
+                if not await self.store.wait_for_notification(wake, wait_timeout_s):
+                    return quiet_run_id, [], False
         row = await self.read(lambda tx: self.resolve_execution(tx, namespace, workflow_id, run_id))
         while True:
-            wake = self.store.notifier.listen(
-                close_channel(row.run_id) if close_event_only else run_channel(row.run_id)
-            )
+            wake = self.store.notifier.listen(channel(row.run_id))
 
             async def body(tx: Transaction) -> tuple[ExecutionRow, list[HistoryEventRow]]:
                 current = await tx.get_execution(namespace, row.run_id)
@@ -238,11 +252,15 @@ class Executions(RunClose):
                 return current, await tx.read_events(namespace, current.run_id, after_event_id, page_size + 1)
 
             current, events = await self.read(body)
+            if wait and not events and current.status == ExecutionStatus.RUNNING:
+                self._quiet_runs.remember(key, wake, current.run_id, watermark)
             remaining = deadline - time.monotonic()
             if events or not wait or current.status != ExecutionStatus.RUNNING or remaining <= 0:
                 return current.run_id, events[:page_size], len(events) > page_size
-            # Re-check now and then: with several replicas a notification may be lost.
-            await self.store.wait_for_notification(wake, min(remaining, 5.0))
+            # No periodic re-check: every change of the run notifies (see above), so
+            # a wait that ran out saw no change and answers without reading again.
+            if not await self.store.wait_for_notification(wake, remaining):
+                return current.run_id, [], False
 
     async def request_cancel(
         self,

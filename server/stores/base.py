@@ -93,6 +93,15 @@ class Notifier:
         if event is not None:
             event.set()
 
+    def notify_all(self) -> None:
+        """Wakes every waiter once, on every channel: after notifications may have been
+        lost (a dropped LISTEN connection), each re-reads the store instead of sleeping
+        through a change until its deadline."""
+        events = list(self._events.values())
+        self._events.clear()
+        for event in events:
+            event.set()
+
     @staticmethod
     async def wait(event: asyncio.Event, timeout: float) -> bool:
         """True when notified, False when ``timeout`` passed first."""

@@ -357,8 +357,10 @@ class PostgresStore(Store):
 
     async def _keep_listening(self) -> None:
         """Replaces the LISTEN connection when it drops, retrying with backoff.
-        Notifications sent meanwhile are lost; pollers' periodic re-checks find
-        their tasks anyway (the task rows are the truth, a wake-up is a hint)."""
+        Notifications sent meanwhile are lost, so once LISTEN is back every waiter is
+        woken once to re-read the store (the rows are the truth, a wake-up is a hint):
+        history long-polls have no periodic re-check and would otherwise sleep
+        through a lost wake-up until their deadline."""
         while True:
             listener = self._listener
             assert listener is not None
@@ -376,7 +378,8 @@ class PostgresStore(Store):
                     log.warning("the LISTEN connection does not answer (%s); replacing it", error)
                     listener.terminate()
             await self._reconnect_listener()
-            log.info("LISTEN connection re-established")
+            self.notifier.notify_all()
+            log.info("LISTEN connection re-established; woke every waiter to re-check")
 
     async def _reconnect_listener(self) -> None:
         delay_s = 0.1

@@ -19,6 +19,7 @@ from flowforge.api.v1 import access_pb2
 from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.server.auth.setup import AuthConfig
 from testsupport.chromium import LAUNCH_ARGS, find_chromium
+from testsupport.parking import ParkingNotifier
 
 
 @pytest.fixture(scope="session")
@@ -47,9 +48,13 @@ async def page(browser: Browser) -> AsyncIterator[Page]:
 
 
 def console_server(store_url: str, key_file: Path) -> FlowForgeServer:
-    """A server with authentication on, its console on a free HTTP port."""
+    """A server with authentication on, its console on a free HTTP port, its notifier a
+    :class:`ParkingNotifier`."""
     auth = AuthConfig(required=True, bootstrap_admin_key_file=str(key_file), api_key_cache_s=0.2)
-    return FlowForgeServer(ServerConfig(store=store_url, port=0, http_port=0, poll_recheck_interval_s=0.2, auth=auth))
+    server = FlowForgeServer(ServerConfig(store=store_url, port=0, http_port=0, poll_recheck_interval_s=0.2, auth=auth))
+    # Says when a page's live timeline has parked its long-poll (test_console.py).
+    server.store.notifier = ParkingNotifier()
+    return server
 
 
 @pytest.fixture

@@ -7,8 +7,10 @@ hostile API requests are refused; the page follows a run across a PostgreSQL rep
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -18,14 +20,20 @@ import pytest
 from playwright.async_api import Page, expect
 
 from flowforge import Client
+from flowforge.api.v1 import common_pb2
+from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.client import WorkflowHandle, WorkflowHistory
 from flowforge.server import FlowForgeServer
 from flowforge.testing import Replayer
 from tests.console._app import QUEUE, Pipeline, step, waiting_for_signal
 from tests.console.conftest import console_server, create_key
 from tests.integration._reliability import fast_worker
+from testsupport.counting import StoreCounters
+from testsupport.parking import ParkingNotifier
 from testsupport.waiting import wait_until
 
+# The measured window of the idle-page test: long enough for any periodic work to show.
+WINDOW_S = 6
 HOSTILE_ID = 'order-<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'
 
 
@@ -98,6 +106,52 @@ async def test_list_execution_dag_and_live_timeline(
     downloaded = WorkflowHistory.from_json(Path(saved).read_text())
     assert [e.event_id for e in downloaded.events] == [e.event_id for e in await _events(handle)]
     await Replayer(workflows=[Pipeline]).replay_workflow(downloaded)
+
+
+async def test_an_open_page_on_an_unchanged_execution_costs_the_store_nothing(
+    server: FlowForgeServer, admin: Client, worker: None, page: Page
+) -> None:
+    """While the execution does not change, the page's live timeline sends nothing but
+    its parked long-poll, and no store read is made for it: counted over a window of
+    several seconds (a second follower's long-poll of WINDOW_S on the same run, which
+    parks without a read too)."""
+    handle = await admin.start_workflow(Pipeline.run, "idle", id="idle-order", task_queue=QUEUE)
+    await wait_until(lambda: waiting_for_signal(handle), timeout=20, what="a, b and c to complete before the signal")
+    description = await handle.describe()
+    last = (await _events(handle))[-1].event_id
+    notifier = server.store.notifier
+    assert isinstance(notifier, ParkingNotifier)
+    parked = notifier.parked[f"r:{description.run_id}"]
+    parked.clear()
+    await sign_in(page, server, execution_path(handle.id), await create_key(admin, "reader"))
+    await expect(page.locator("#live")).to_contain_text("live")
+    await asyncio.wait_for(parked.wait(), 20)
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    counters = StoreCounters(server.store)
+    window = await _history_wait(admin, handle.id, description.run_id, last, WINDOW_S)
+    assert not window.events
+    assert requests == [], "the page asked for something while nothing changed"
+    assert not [reader for reader in counters.readers if reader.startswith("Executions.")], counters.readers
+    # And it is live: a change ends the wait at once.
+    await handle.signal(Pipeline.proceed, "now")
+    await expect(page.locator("#timeline tr.ev-WorkflowExecutionSignaled")).to_have_count(1, timeout=5000)
+
+
+async def _history_wait(
+    client: Client, workflow_id: str, run_id: str, after_event_id: int, seconds: int
+) -> pb.GetWorkflowExecutionHistoryResponse:
+    request = pb.GetWorkflowExecutionHistoryRequest(
+        namespace="default",
+        execution=common_pb2.WorkflowExecution(workflow_id=workflow_id, run_id=run_id),
+        after_event_id=after_event_id,
+        wait_new_event=True,
+    )
+    request.wait_timeout.FromSeconds(seconds)
+    answer: pb.GetWorkflowExecutionHistoryResponse = await client.workflow_service.call(
+        "GetWorkflowExecutionHistory", request, retry=False, timeout=timedelta(seconds=seconds + 20)
+    )
+    return answer
 
 
 async def _events(handle: WorkflowHandle[Any, Any]) -> list[Any]:

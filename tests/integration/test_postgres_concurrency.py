@@ -20,8 +20,8 @@ import grpc
 import pytest
 
 from flowforge.server import FlowForgeServer, ServerConfig
-from flowforge.server.stores.base import Notifier
 from tests.integration._protocol import Wire, assert_gapless, schedule_activity
+from testsupport.parking import ParkingNotifier
 
 pytestmark = pytest.mark.postgres
 
@@ -31,18 +31,6 @@ DEADLINE_S = 20.0
 WAKE_UP_BOUND_S = 0.5
 
 _T = TypeVar("_T")
-
-
-class ParkingNotifier(Notifier):
-    """A Notifier that tells the test when a long-poll has parked to wait for a wake-up."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.parked = asyncio.Event()
-
-    async def wait(self, event: asyncio.Event, timeout: float) -> bool:  # type: ignore[override]
-        self.parked.set()
-        return await Notifier.wait(event, timeout)
 
 
 @dataclasses.dataclass
@@ -75,9 +63,9 @@ async def answered_promptly(
 ) -> tuple[_T, float]:
     """Parks ``poll`` on ``replica``, runs ``trigger`` (on the other replica) and
     returns the poll's answer and the seconds from the trigger to the answer."""
-    replica.notifier.parked.clear()
+    replica.notifier.any_parked.clear()
     waiting = asyncio.ensure_future(poll)
-    await asyncio.wait_for(replica.notifier.parked.wait(), DEADLINE_S)
+    await asyncio.wait_for(replica.notifier.any_parked.wait(), DEADLINE_S)
     started = time.monotonic()
     await trigger()
     answer = await asyncio.wait_for(waiting, DEADLINE_S)

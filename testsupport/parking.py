@@ -1,0 +1,36 @@
+"""A store notifier that tells a test when a long-poll has parked, and on which channel."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import weakref
+
+from flowforge.server.stores.base import Notifier
+
+__all__ = ["ParkingNotifier"]
+
+
+class ParkingNotifier(Notifier):
+    """A :class:`Notifier` that records each wait: ``parked[channel]`` is set when a
+    waiter parks on ``channel`` (``"r:<run_id>"`` for a history wait, ``"q:..."`` for a
+    task poll), ``any_parked`` when any waiter parks. Install it before the server starts:
+    ``server.store.notifier = ParkingNotifier()``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parked: collections.defaultdict[str, asyncio.Event] = collections.defaultdict(asyncio.Event)
+        self.any_parked = asyncio.Event()
+        self._channels: weakref.WeakKeyDictionary[asyncio.Event, str] = weakref.WeakKeyDictionary()
+
+    def listen(self, channel: str) -> asyncio.Event:
+        event = super().listen(channel)
+        self._channels[event] = channel
+        return event
+
+    async def wait(self, event: asyncio.Event, timeout: float) -> bool:  # type: ignore[override]
+        channel = self._channels.get(event)
+        if channel is not None:
+            self.parked[channel].set()
+        self.any_parked.set()
+        return await Notifier.wait(event, timeout)
