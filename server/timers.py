@@ -7,7 +7,10 @@ row in the same transaction (rules 1 and 4), so a second claimer finds nothing.
 
 Due timers fire in batches, one transaction (one commit) per batch: when many fall
 due together, the last fires after ``count / timer_batch`` commits rather than
-``count``. Replicas claim with ``SKIP LOCKED`` and so split a backlog between them.
+``count``. Claims use ``SKIP LOCKED``, so batches are disjoint: replicas split a
+backlog between them, and on a store whose writers do not take turns (PostgreSQL)
+one timekeeper fires several batches at once, so the database's work for them runs
+on several cores while this process builds the next batch.
 
 Each item is handled on its own (server/quarantine.py): an expired task or a run
 timeout whose handling fails is held aside with its reason and retried after a
@@ -40,6 +43,10 @@ _BATCH = 200
 # the last TimerFired 1.21 s late with batches of 1,000, 0.83 s with 2,500. A full
 # batch holds the lock ~0.25 s; only a backlog fills one.
 _TIMER_BATCH = 2500
+# Batches fired at once where the store's writers do not take turns (PostgreSQL): a
+# batch there is mostly the database's work (index maintenance of the rows written),
+# which a batch in flight per core overlaps with the server's building of the next.
+_PARALLEL_TIMER_BATCHES = 4
 
 
 class Timekeeper:
@@ -48,6 +55,7 @@ class Timekeeper:
     def __init__(self, engine: HistoryEngine, max_sleep_s: float = 1.0, timer_batch: int = _TIMER_BATCH) -> None:
         self._engine = engine
         self._timer_batch = timer_batch
+        self._timer_batches_at_once = _PARALLEL_TIMER_BATCHES if engine.store.parallel_writes else 1
         self._max_sleep_s = max_sleep_s
         self._wake = asyncio.Event()
         self._planned_wake_us = 0
@@ -118,7 +126,7 @@ class Timekeeper:
         # Looked at first, so an idle pass takes no write lock. Held items are read
         # too and skipped, so the batch still holds _BATCH items to handle.
         timers, task_ids, runs, held_keys = await engine.read(due)
-        fired = await self._fire_timers() if timers else 0
+        timers_left = await self._fire_timers() if timers else False
         task_ids = [t for t in task_ids if not self.tasks_held.is_held(t)]
         runs = [r for r in runs if not self.runs_held.is_held(r)]
         for task_id in task_ids:
@@ -133,7 +141,7 @@ class Timekeeper:
             held_keys = []
         for namespace, key in held_keys:
             await self._handle(self.keys_held, (namespace, key), engine.release_held_slots(namespace, key))
-        return fired >= self._timer_batch or max(len(task_ids), len(runs)) >= _BATCH
+        return timers_left or max(len(task_ids), len(runs)) >= _BATCH
 
     @staticmethod
     async def _handle(quarantine: Quarantine, item: Hashable, handling: Awaitable[None]) -> None:
@@ -160,27 +168,34 @@ class Timekeeper:
         retry_us = self._engine.clock.now_us() + int(max(1.0, self.timers_held.backoff_s(key)) * 1e6)
         await self._engine.transaction(lambda tx: tx.defer_timer(timer.run_id, timer.timer_id, retry_us))
 
-    async def _fire_timers(self) -> int:
-        """Fires a batch of due timers. If the batch fails, fires them one at a time
-        to find the timer that fails; that one is deferred (its due time moved past
-        a backoff, held with its reason) so the others fire."""
+    async def _fire_timers(self) -> bool:
+        """Fires batches of due timers, several at once where the store allows; returns
+        whether more may be due (a batch was full). If a batch fails,
+        fires the timers one at a time to find the timer that fails; that one is
+        deferred (its due time moved past a backoff, held with its reason) so the
+        others fire."""
         engine = self._engine
-        try:
-            return await engine.fire_due_timers(self._timer_batch)
-        except (asyncio.CancelledError, Unavailable):
-            raise
-        except Exception:
-            log.warning("a batch of due timers failed; firing them one at a time to find the one that fails")
-        fired = 0
-        while fired < self._timer_batch:
+        outcomes = await asyncio.gather(
+            *(engine.fire_due_timers(self._timer_batch) for _ in range(self._timer_batches_at_once)),
+            return_exceptions=True,
+        )
+        failures = [e for e in outcomes if isinstance(e, BaseException)]
+        for error in failures:
+            if isinstance(error, (asyncio.CancelledError, Unavailable)):
+                raise error
+        if not failures:
+            return any(isinstance(n, int) and n >= self._timer_batch for n in outcomes)
+        log.warning("a batch of due timers failed; firing them one at a time to find the one that fails")
+        alone = 0
+        while alone < self._timer_batch:
             due = await self._earliest_due_timer()
             if due is None:
                 break
             try:
-                fired += await engine.fire_due_timers(1)
+                alone += await engine.fire_due_timers(1)
             except (asyncio.CancelledError, Unavailable):
                 raise
             except Exception as error:
                 await self._defer(due, error)
                 break
-        return fired
+        return alone >= self._timer_batch

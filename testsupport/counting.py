@@ -1,5 +1,5 @@
-"""Exact counts of what a workload costs: store transactions and SQL statements
-(:class:`StoreCounters`) and client RPCs (:func:`count_rpcs`). The hot-path cost test
+"""Exact counts of what a workload costs: store transactions, SQL statements and, on
+PostgreSQL, round trips (:class:`StoreCounters`) and client RPCs (:func:`count_rpcs`). The hot-path cost test
 holds budgets on them; ``benchmarks.profile`` reports them."""
 
 from __future__ import annotations
@@ -52,6 +52,10 @@ def _periodic_function() -> str | None:
 class StoreCounters:
     """Wraps a store's transaction() and read() to count what they do.
 
+    On PostgreSQL it also counts round trips (``write_round_trips``,
+    ``read_round_trips``): the statements plus BEGIN and COMMIT (with the notifications
+    it carries) or ROLLBACK, as the store's transaction reports them.
+
     The server's periodic transactions (the health probe, the scheduler's election) are
     counted apart (``health_probes``, ``scheduler_elections``), not as write transactions
     or statements: they are not the cost of any workload, and one falling inside a
@@ -64,6 +68,8 @@ class StoreCounters:
         self.callers: collections.defaultdict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
         #: Read transactions by the server function that ran them.
         self.readers: collections.Counter[str] = collections.Counter()
+        #: Their round trips by the same function (PostgreSQL).
+        self.reader_round_trips: collections.Counter[str] = collections.Counter()
         transaction, read = store.transaction, store.read
 
         def count_statements(tx: Any, prefix: str, changed: list[bool]) -> None:
@@ -100,6 +106,7 @@ class StoreCounters:
             caller = self.callers[engine_caller]
             caller[0] += 1
             changed = [False]
+            tx = None
             try:
                 async with transaction() as tx:
                     count_statements(tx, "write", changed)
@@ -107,6 +114,8 @@ class StoreCounters:
             except ConcurrencyConflict:
                 self.counts["conflicts"] += 1
                 raise
+            finally:
+                self._count_round_trips(tx, "write")
             if changed[0]:
                 caller[1] += 1
                 self.counts["write_transactions_that_changed_rows"] += 1
@@ -114,19 +123,33 @@ class StoreCounters:
         @contextlib.asynccontextmanager
         async def counted_read() -> AsyncIterator[Any]:
             self.counts["read_transactions"] += 1
-            self.readers[_engine_caller("read")] += 1
-            async with read() as tx:
-                count_statements(tx, "read", [False])
-                yield tx
+            reader = _engine_caller("read")
+            self.readers[reader] += 1
+            tx = None
+            try:
+                async with read() as tx:
+                    count_statements(tx, "read", [False])
+                    yield tx
+            finally:
+                self._count_round_trips(tx, "read", reader)
 
         store.transaction = counted_transaction
         store.read = counted_read
+
+    def _count_round_trips(self, tx: Any, prefix: str, reader: str | None = None) -> None:
+        """Adds the round trips of a finished transaction, on a store that counts them."""
+        round_trips = getattr(tx, "round_trips", None)
+        if round_trips is not None:
+            self.counts[f"{prefix}_round_trips"] += round_trips
+            if reader is not None:
+                self.reader_round_trips[reader] += round_trips
 
     def reset(self) -> None:
         """Starts a new measured window: forgets every count so far."""
         self.counts.clear()
         self.callers.clear()
         self.readers.clear()
+        self.reader_round_trips.clear()
 
 
 def count_rpcs(client: Client) -> collections.Counter[str]:

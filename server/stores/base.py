@@ -115,6 +115,11 @@ class Notifier:
 class Store(abc.ABC):
     """A durable store: transactions plus long-poll wake-ups."""
 
+    #: Whether write transactions on different rows make progress at the same time
+    #: (row locks) rather than take turns (one write lock): where they do, work that
+    #: splits into disjoint batches (due timers) is worth running in parallel.
+    parallel_writes: bool = False
+
     def __init__(self) -> None:
         self.notifier = Notifier()
 

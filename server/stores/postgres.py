@@ -8,9 +8,13 @@
   UPDATE's ``version = ?`` on the newest row version, so the later writer changes
   no row and gets :class:`ConcurrencyConflict`.
 - Long-poll wake-ups cross replicas by NOTIFY: a transaction sends its channels with
-  ``pg_notify`` just before COMMIT (PostgreSQL delivers them only if it commits),
-  and each store keeps one LISTEN connection, outside the pool, that hands every
-  notification to its in-process :class:`~flowforge.server.stores.base.Notifier`.
+  ``pg_notify`` in the same round trip as its COMMIT (PostgreSQL delivers them only
+  if it commits), and each store keeps one LISTEN connection, outside the pool, that
+  hands every notification to its in-process :class:`~flowforge.server.stores.base.Notifier`.
+- Round trips are the cost on this store (each is a wait on the event loop and on
+  the network): BEGIN, each statement, and COMMIT with its notifications; hot
+  statements are prepared once per connection and kept (``statement_cache_size``),
+  and a batch of rows is one statement over column arrays.
 - :meth:`~PostgresStore.read` is a READ ONLY REPEATABLE READ transaction: all its
   statements see one snapshot, as on SQLite, and it never blocks or fails writers.
 """
@@ -23,11 +27,10 @@ import dataclasses
 import functools
 import logging
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
-from asyncpg.transaction import Transaction as PgTransaction
 
 from flowforge.server._tasks import cancel_and_wait
 from flowforge.server.stores import migrations
@@ -52,7 +55,10 @@ NOTIFY_CHANNEL = "flowforge"
 # characters reach it; such a queue's pollers fall back to their periodic re-check
 # rather than failing the transaction.
 _MAX_PAYLOAD_BYTES = 7999
-_NOTIFY_SQL = f"SELECT pg_notify('{NOTIFY_CHANNEL}', channel) FROM unnest($1::text[]) AS channel"
+# Sent as plain statements (the simple protocol runs several in one round trip).
+# READ COMMITTED is named, not left to the database's default.
+_BEGIN_WRITE = "BEGIN ISOLATION LEVEL READ COMMITTED"
+_BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
 # Errors that mean "the database cannot be reached right now", not "the request is wrong".
 _UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
@@ -68,6 +74,33 @@ _CONFLICT_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.SerializationError,  # 40001
     asyncpg.DeadlockDetectedError,  # 40P01
 )
+
+
+def _literal(text: str) -> str:
+    """``text`` as an SQL string literal. Quotes are doubled and nothing else is special:
+    the session runs with ``standard_conforming_strings`` on (set at connect)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _sendable(channel: str) -> bool:
+    """Whether ``channel`` can be a NOTIFY payload: below PostgreSQL's size limit, with
+    no NUL and no lone surrogate (text that PostgreSQL cannot hold)."""
+    try:
+        return "\x00" not in channel and len(channel.encode()) <= _MAX_PAYLOAD_BYTES
+    except UnicodeEncodeError:
+        return False
+
+
+def _commit_script(channels: set[str]) -> str:
+    """COMMIT, preceded in the same round trip by a NOTIFY of each sendable channel: a
+    failed NOTIFY aborts the transaction and the COMMIT after it is not run."""
+    payloads = [_literal(channel) for channel in sorted(channels) if _sendable(channel)]
+    if not payloads:
+        return "COMMIT"
+    return (
+        f"SELECT pg_notify('{NOTIFY_CHANNEL}', channel)"
+        f" FROM unnest(ARRAY[{', '.join(payloads)}]::text[]) AS channel; COMMIT"
+    )
 
 
 def _array_type(annotation: str) -> str:
@@ -140,8 +173,19 @@ class _PostgresTransaction(SQLTransaction):
     def __init__(self, connection: PoolConnectionProxy) -> None:
         super().__init__()
         self.connection = connection
+        #: Requests sent to PostgreSQL and waited for, BEGIN and COMMIT included (the
+        #: hot-path cost test counts them). Preparing a statement the connection has
+        #: not seen yet is one more, once per connection.
+        self.round_trips = 0
+
+    async def _script(self, sql: str) -> None:
+        """Runs statements without parameters, all in one round trip."""
+        self.round_trips += 1
+        with _translated(self.connection):
+            await self.connection.execute(sql)
 
     async def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        self.round_trips += 1
         with _translated(self.connection):
             status = await self.connection.execute(_numbered(sql), *params)
         # The command tag ends with the row count: "UPDATE 1", "INSERT 0 1", "DELETE 0".
@@ -149,15 +193,14 @@ class _PostgresTransaction(SQLTransaction):
         return int(count) if count.isdigit() else 0
 
     async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Record | None:
+        self.round_trips += 1
         with _translated(self.connection):
             return await self.connection.fetchrow(_numbered(sql), *params)
 
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Record]:
+        self.round_trips += 1
         with _translated(self.connection):
             return await self.connection.fetch(_numbered(sql), *params)
-
-    def _is_unique_violation(self, error: BaseException) -> bool:
-        return isinstance(error, asyncpg.UniqueViolationError)
 
     async def _insert_many(self, table: str, fields: list[tuple[str, str]], rows: Sequence[Sequence[Any]]) -> None:
         # One statement over column arrays: one plan and one round trip for any count.
@@ -169,17 +212,10 @@ class _PostgresTransaction(SQLTransaction):
         # One statement over column arrays: asyncpg's executemany reports no row
         # counts, and the version check needs them.
         arrays = [list(values) for values in zip(*params, strict=False)]
+        self.round_trips += 1
         with _translated(self.connection):
             status = await self.connection.execute(_update_executions_from_arrays(columns), *arrays)
         return int(status.rpartition(" ")[2])
-
-    async def insert_execution(self, row: ExecutionRow) -> None:
-        # A failed statement aborts a whole PostgreSQL transaction, but the engine
-        # goes on after DuplicateRunningExecution (it reads the running execution
-        # to name it), so the insert gets a savepoint to fall back to.
-        with _translated(self.connection):
-            async with self.connection.transaction():
-                await super().insert_execution(row)
 
 
 async def _keep_session(_connection: asyncpg.Connection) -> None:
@@ -202,6 +238,8 @@ class PostgresStore(Store):
         listener_check_interval_s: How often the idle LISTEN connection is probed,
             to find a connection that died without the server closing it.
     """
+
+    parallel_writes = True
 
     def __init__(
         self,
@@ -243,6 +281,8 @@ class PostgresStore(Store):
                     reset=_keep_session,
                     server_settings={
                         "application_name": "flowforge",
+                        # What _literal relies on (PostgreSQL's default since 9.1).
+                        "standard_conforming_strings": "on",
                         # A paused replica (SIGSTOP, a VM freeze) must not hold row
                         # locks for ever; our transactions last milliseconds.
                         "idle_in_transaction_session_timeout": "60s",
@@ -274,59 +314,52 @@ class PostgresStore(Store):
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[Transaction]:
-        async with self._begin(isolation="read_committed", readonly=False) as (connection, xact):
-            tx = _PostgresTransaction(connection)
+        async with self._begin(_BEGIN_WRITE) as tx:
             yield tx
-            with _translated(connection):
-                channels = [c for c in tx.channels if len(c.encode()) <= _MAX_PAYLOAD_BYTES]
-                if channels:
-                    # Queued by PostgreSQL and delivered to every listener at COMMIT.
-                    await connection.execute(_NOTIFY_SQL, channels)
-                await xact.commit()
+            await tx._script(_commit_script(tx.channels))
 
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[Transaction]:
-        async with self._begin(isolation="repeatable_read", readonly=True) as (connection, xact):
-            yield _PostgresTransaction(connection)
-            with _translated(connection):
-                await xact.rollback()
+        async with self._begin(_BEGIN_READ) as tx:
+            yield tx
+            await tx._script("ROLLBACK")
 
     async def ping(self) -> None:
         async with self.read() as tx:
             await tx.get_metadata("schema_version")
 
     @contextlib.asynccontextmanager
-    async def _begin(
-        self, *, isolation: Literal["read_committed", "repeatable_read"], readonly: bool
-    ) -> AsyncIterator[tuple[PoolConnectionProxy, PgTransaction]]:
-        """A pooled connection in a started transaction, rolled back if the block
-        raises; the block itself commits or rolls back when it succeeds."""
+    async def _begin(self, begin: str) -> AsyncIterator[_PostgresTransaction]:
+        """A pooled connection in a transaction started by ``begin``, rolled back if the
+        block raises; the block itself commits or rolls back when it succeeds. The
+        transaction is plain SQL, not asyncpg's Transaction object, so that its COMMIT
+        can share a round trip with the notifications."""
         pool = self._pool
         if pool is None:
             raise StoreUnavailable("the PostgreSQL store is closed")
         with _translated():
             connection = await pool.acquire(timeout=self._acquire_timeout_s)
         try:
-            xact = connection.transaction(isolation=isolation, readonly=readonly)
-            with _translated(connection):
-                await xact.start()
+            tx = _PostgresTransaction(connection)
+            await tx._script(begin)
             try:
-                yield connection, xact
+                yield tx
             except BaseException:
-                await self._roll_back(connection, xact)
+                await self._roll_back(connection)
                 raise
         finally:
             await pool.release(connection)
 
     @staticmethod
-    async def _roll_back(connection: PoolConnectionProxy, xact: PgTransaction) -> None:
-        """Rolls back after a failure without masking it. A connection that cannot
-        (dropped, failed commit, still busy with a cancelled statement) is closed;
-        the pool opens a fresh one."""
+    async def _roll_back(connection: PoolConnectionProxy) -> None:
+        """Rolls back after a failure without masking it (after a failed COMMIT there
+        is nothing to roll back, which PostgreSQL only warns about). A
+        connection that cannot (dropped, still busy with a cancelled statement) is
+        closed; the pool opens a fresh one."""
         if connection.is_closed():
             return
         try:
-            await xact.rollback()
+            await connection.execute("ROLLBACK")
         except Exception:
             connection.terminate()
 

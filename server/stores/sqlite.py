@@ -63,9 +63,6 @@ class _SQLiteTransaction(SQLTransaction):
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Record]:
         return self._run(sql, params).fetchall()
 
-    def _is_unique_violation(self, error: BaseException) -> bool:
-        return isinstance(error, sqlite3.IntegrityError) and "UNIQUE" in str(error)
-
     async def _insert_many(self, table: str, fields: list[tuple[str, str]], rows: Sequence[Sequence[Any]]) -> None:
         try:
             self._connection.executemany(_insert_row_sql(table, tuple(name for name, _ in fields)), rows)

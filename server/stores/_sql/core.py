@@ -53,9 +53,6 @@ class SQLCore(abc.ABC):
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Record]: ...
 
     @abc.abstractmethod
-    def _is_unique_violation(self, error: BaseException) -> bool: ...
-
-    @abc.abstractmethod
     async def _insert_many(self, table: str, fields: list[tuple[str, str]], rows: Sequence[Sequence[Any]]) -> None:
         """Inserts ``rows`` (values in the order of ``fields``, (name, annotation)
         pairs) into ``table`` in one call, whatever their number."""

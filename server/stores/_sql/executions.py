@@ -21,6 +21,10 @@ _UPDATE_EXECUTION = (
     " WHERE namespace = ? AND run_id = ? AND version = ?"
 )
 _KEYS_PER_SELECT = 1000
+_INSERT_EXECUTION = (
+    f"INSERT INTO executions ({', '.join(EXECUTION_COLUMNS)}) VALUES ({placeholders(len(EXECUTION_COLUMNS))})"
+    " ON CONFLICT DO NOTHING"
+)
 
 #: (name, annotation) of the columns a batch insert writes, for dialects that type them.
 EVENT_INSERT_FIELDS = [
@@ -57,16 +61,11 @@ class ExecutionSQL(SQLCore, ExecutionOperations):
         )
 
     async def insert_execution(self, row: ExecutionRow) -> None:
-        try:
-            await self._execute(
-                f"INSERT INTO executions ({', '.join(EXECUTION_COLUMNS)})"
-                f" VALUES ({placeholders(len(EXECUTION_COLUMNS))})",
-                dataclasses.astuple(row),
-            )
-        except Exception as error:
-            if self._is_unique_violation(error):
-                raise DuplicateRunningExecution(row.workflow_id) from error
-            raise
+        # DO NOTHING rather than catching the unique violation: on PostgreSQL a failed
+        # statement aborts the whole transaction, and the engine goes on after
+        # DuplicateRunningExecution (it reads the running execution to name it).
+        if not await self._execute(_INSERT_EXECUTION, dataclasses.astuple(row)):
+            raise DuplicateRunningExecution(row.workflow_id)
 
     async def update_execution(self, row: ExecutionRow, expected_version: int) -> None:
         row.version = expected_version + 1
