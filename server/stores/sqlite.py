@@ -22,10 +22,11 @@ import contextlib
 import fcntl
 import functools
 import os
+import queue
 import sqlite3
 import tempfile
-from collections.abc import AsyncIterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,58 @@ class _SQLiteTransaction(SQLTransaction):
             raise StoreUnavailable(f"SQLite: {error}") from error
 
 
+class _Commit:
+    """One COMMIT handed to the commit thread: its outcome, and the future the
+    transaction awaits it on (a new one after a cancellation)."""
+
+    __slots__ = ("error", "settled", "waiter")
+
+    def __init__(self) -> None:
+        self.settled = False
+        self.error: BaseException | None = None
+        self.waiter: asyncio.Future[None] | None = None
+
+    def settle(self, error: BaseException | None) -> None:
+        """On the loop: the COMMIT is over (``error`` if it failed)."""
+        self.settled, self.error = True, error
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+
+class _CommitThread:
+    """Runs each COMMIT (the fsync) off the event loop, one at a time, and settles it
+    on the loop. A plain thread and queue: a thread pool's futures, their chaining
+    into asyncio and ``asyncio.wait`` cost more CPU than the rest of a small
+    transaction's Python work."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[sqlite3.Connection, Callable[[BaseException | None], object]] | None]
+        self._jobs = queue.SimpleQueue()
+        # A daemon: a COMMIT cut short at interpreter exit is one that never happened (WAL).
+        self._thread = threading.Thread(target=self._run, name="flowforge-sqlite-commit", daemon=True)
+        self._thread.start()
+
+    def commit(self, connection: sqlite3.Connection, commit: _Commit) -> None:
+        """Queues COMMIT on ``connection``; ``commit`` is settled on the running loop."""
+        loop = asyncio.get_running_loop()
+        self._jobs.put((connection, lambda error: loop.call_soon_threadsafe(commit.settle, error)))
+
+    def _run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            connection, settle = job
+            error: BaseException | None = None
+            try:
+                connection.execute("COMMIT")
+            except BaseException as failure:  # handed to the transaction, which raises it
+                error = failure
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                settle(error)
+
+    def stop(self) -> None:
+        self._jobs.put(None)
+        self._thread.join()
+
+
 class SQLiteStore(Store):
     """A :class:`Store` in one SQLite file, or in memory for throwaway servers.
 
@@ -101,7 +154,7 @@ class SQLiteStore(Store):
         self._writer: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
         self._write_lock = asyncio.Lock()
-        self._commit_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flowforge-sqlite-commit")
+        self._commit_thread: _CommitThread | None = None
         self._lock_file: int | None = None
 
     def _connect(self) -> sqlite3.Connection:
@@ -134,6 +187,7 @@ class SQLiteStore(Store):
         migrations.apply_sqlite(self._writer)
         for connection in (self._writer, self._reader):
             self._serve_without_blocking(connection)
+        self._commit_thread = _CommitThread()
 
     async def close(self) -> None:
         async with self._write_lock:
@@ -141,7 +195,9 @@ class SQLiteStore(Store):
                 if connection is not None:
                     connection.close()
             self._reader = self._writer = None
-        self._commit_thread.shutdown(wait=True)
+        if self._commit_thread is not None:
+            self._commit_thread.stop()
+            self._commit_thread = None
         if self._lock_file is not None:
             os.close(self._lock_file)
             self._lock_file = None
@@ -161,18 +217,21 @@ class SQLiteStore(Store):
             except BaseException:
                 connection.execute("ROLLBACK")
                 raise
-            commit = asyncio.get_running_loop().run_in_executor(self._commit_thread, connection.execute, "COMMIT")
+            commit = _Commit()
+            assert self._commit_thread is not None, "open, as the writer is"
+            self._commit_thread.commit(connection, commit)
             # A cancellation (the caller's client went away) must neither cancel the
             # queued COMMIT nor release the write lock before the COMMIT is over:
             # either would leave the writer inside this transaction, and every later
             # BEGIN would fail until a restart. So wait it out, then re-raise.
             cancelled: BaseException | None = None
-            while not commit.done():
+            while not commit.settled:
+                commit.waiter = asyncio.get_running_loop().create_future()
                 try:
-                    await asyncio.wait({commit})
+                    await commit.waiter
                 except asyncio.CancelledError as error:
                     cancelled = error
-            failure = commit.exception()
+            failure = commit.error
             if failure is not None:
                 with contextlib.suppress(sqlite3.Error):
                     connection.execute("ROLLBACK")

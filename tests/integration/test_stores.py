@@ -488,6 +488,32 @@ async def test_closed_store_is_unavailable(store: Store) -> None:
         await store.ping()
 
 
+async def test_sqlite_transaction_cancelled_during_commit_commits_and_frees_the_writer(tmp_path: Path) -> None:
+    """A caller that goes away while its COMMIT runs (on the commit thread) is told so
+    only once the COMMIT is over: the change is committed, and the next transaction
+    gets the writer (not one still inside the old transaction)."""
+    store = SQLiteStore(tmp_path / "x.db")
+    await store.open()
+    try:
+        run = execution()
+
+        async def write() -> None:
+            async with store.transaction() as tx:
+                await tx.insert_execution(run)
+                # Runs when the transaction first yields to the loop: waiting for its COMMIT.
+                asyncio.get_running_loop().call_soon(writing.cancel)
+
+        writing = asyncio.create_task(write())
+        with pytest.raises(asyncio.CancelledError):
+            await writing
+        # At once: a writer released before its COMMIT ended would still be inside it.
+        second = await insert_run(store, workflow_id="wf-2")
+        assert await visible_run(store, run) == run
+        assert await visible_run(store, second) == second
+    finally:
+        await store.close()
+
+
 async def test_sqlite_file_in_use_is_unavailable(tmp_path: Path) -> None:
     first = SQLiteStore(tmp_path / "x.db")
     await first.open()
