@@ -1,15 +1,17 @@
 """The scale curve: onboarding throughput and latency against offered load, for 1
-and 2 server processes (``flowforge server start --processes N``) on PostgreSQL.
+and 2 server processes (``flowforge server start --processes N``) on PostgreSQL,
+and for the one process SQLite admits.
 
     pip install -e '.[bench]'       # matplotlib draws the curves
-    python -m benchmarks.scale [--store postgresql|sqlite|URL] [--processes 1,2]
+    python -m benchmarks.scale [--store postgresql,sqlite] [--processes 1,2]
                                [--step-seconds 10] [--start-rate 5] [--growth 1.5]
                                [--json PATH] [--png docs/scale-curve.png] [--quick]
     python -m benchmarks.scale --from-json PATH [--png PATH]   # table and plot again, no run
 
-For each process count: a fresh store (``postgresql``: a fresh database on the
-server :func:`testsupport.postgres.start_postgres` finds or starts, fsync on), the
-server with that many processes, one worker process (``python -m benchmarks.scale
+For each store and process count (SQLite: one process only): a fresh store
+(``postgresql``: a fresh database on the server :func:`testsupport.postgres.start_postgres`
+finds or starts, fsync on; ``sqlite``: a fresh file, synchronous=FULL), the server
+with that many processes, one worker process (``python -m benchmarks.scale
 --worker``, default settings) and one starting client per server process. The
 kernel spreads connections over the processes at random (``SO_REUSEPORT``), so
 each worker and client is checked (``/proc``) to have reached a server process no
@@ -19,17 +21,18 @@ nothing but the starts.
 Open loop: a step starts onboarding executions (6 activities, no work, no timer)
 at a fixed rate, the offered load, for ``--step-seconds`` and waits for all of
 them. Achieved throughput is the completion rate (results after the first over
-first to last result); latency is start call to result. Steps grow by ``--growth`` until the achieved rate falls
-below 85 % of the offered one (saturated); the maximum throughput is the highest
-achieved rate. Then a run at half that rate gives the figure issue 20 asks for:
-workflow-task schedule-to-start p95 < 50 ms. Schedule-to-start comes from the
-event times of up to ``--histories`` executions per step (``WorkflowTaskScheduled``
-to ``WorkflowTaskStarted``; activities likewise), read after the step.
+first to last result); latency is start call to result. Steps grow by
+``--growth`` until the achieved rate falls below 85 % of the offered one
+(saturated); the maximum throughput is the highest achieved rate. Then a run at
+half that rate gives the figure issue 20 asks for: workflow-task
+schedule-to-start p95 < 50 ms. Schedule-to-start comes from the event times of up
+to ``--histories`` executions per step (``WorkflowTaskScheduled`` to
+``WorkflowTaskStarted``; activities likewise), read after the step.
 
-Prints a markdown table per step, a summary per process count, the machine, the
-commit and the load average; draws ``--png`` when matplotlib is installed;
-``--json PATH`` also writes the raw figures. ``--quick`` is a smoke test (one
-process, two short steps, the plot in a temporary file unless ``--png`` is given).
+Prints a markdown table per step, a summary per curve, the machine, the commit
+and the load average; draws ``--png`` when matplotlib is installed; ``--json PATH``
+also writes the raw figures. ``--quick`` is a smoke test (PostgreSQL, one process,
+two short steps, the plot in a temporary file unless ``--png`` is given).
 """
 
 from __future__ import annotations
@@ -84,15 +87,16 @@ async def run_worker(address: str, task_queue: str) -> None:
 # ------------------------------------------------------------------ placement
 
 
-def _established() -> list[tuple[int, int, str]]:
-    """(local port, remote port, socket inode) of every established TCP connection."""
+def _tcp_sockets(state: str) -> list[tuple[int, int, str]]:
+    """(local port, remote port, socket inode) of every TCP socket in ``state``
+    (``01`` established, ``0A`` listening)."""
     rows = []
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         with contextlib.suppress(OSError):
             with open(table) as f:
                 for line in f.readlines()[1:]:
                     fields = line.split()
-                    if fields[3] == "01":  # ESTABLISHED
+                    if fields[3] == state:
                         local, remote = (int(a.rsplit(":", 1)[1], 16) for a in fields[1:3])
                         rows.append((local, remote, fields[9]))
     return rows
@@ -111,7 +115,7 @@ def _socket_inodes(pid: int) -> set[str]:
 
 def reached(pid: int, port: int, servers: list[int]) -> collections.Counter[int]:
     """How many of ``pid``'s connections to ``port`` each of the ``servers`` processes holds."""
-    rows = _established()
+    rows = _tcp_sockets("01")
     mine = _socket_inodes(pid)
     client_ports = {local for local, remote, inode in rows if remote == port and inode in mine}
     server_inodes = {inode for local, remote, inode in rows if local == port and remote in client_ports}
@@ -120,8 +124,11 @@ def reached(pid: int, port: int, servers: list[int]) -> collections.Counter[int]
 
 
 def _serving(where: Target) -> list[int]:
-    """The processes that serve gRPC: the server itself, or its children with --processes."""
-    return [child for pid in where.server_pids for child in _children(pid)] or list(where.server_pids)
+    """The processes listening on the gRPC port: the server itself, or with --processes its
+    children that serve (not, say, multiprocessing's resource tracker)."""
+    listening = {inode for local, _, inode in _tcp_sockets("0A") if local == _port(where.address)}
+    candidates = [*where.server_pids, *(child for pid in where.server_pids for child in _children(pid))]
+    return [pid for pid in candidates if _socket_inodes(pid) & listening]
 
 
 def _port(address: str) -> int:
@@ -132,28 +139,31 @@ async def start_workers(where: Target, task_queue: str) -> list[subprocess.Popen
     """One worker process per server process, each connected to a different one."""
     servers, port = _serving(where), _port(where.address)
     workers: list[subprocess.Popen[bytes]] = []
-    taken: set[int] = set()
-    for _ in range(_PLACEMENT_ATTEMPTS * len(servers)):
-        if len(workers) == len(servers):
-            break
-        process = subprocess.Popen([sys.executable, "-m", "benchmarks.scale", "--worker", where.address, task_queue])
-        landed: collections.Counter[int] = collections.Counter()
+    try:
+        for _ in range(_PLACEMENT_ATTEMPTS * len(servers)):
+            if len(workers) == len(servers):
+                break
+            process = subprocess.Popen(
+                [sys.executable, "-m", "benchmarks.scale", "--worker", where.address, task_queue]
+            )
+            workers.append(process)
+            landed: collections.Counter[int] = collections.Counter()
 
-        def connected(process: subprocess.Popen[bytes] = process) -> bool:
-            nonlocal landed
-            landed = reached(process.pid, port, servers)
-            return bool(landed) or process.poll() is not None
+            def connected(process: subprocess.Popen[bytes] = process) -> bool:
+                nonlocal landed
+                landed = reached(process.pid, port, servers)
+                return bool(landed) or process.poll() is not None
 
-        await wait_until(connected, timeout=60, what="a worker process to connect", interval=0.1)
-        if process.poll() is not None:
-            stop_workers([*workers, process])
-            raise RuntimeError(f"a worker process exited with code {process.returncode}")
-        server = next(iter(landed))
-        if server in taken:
-            stop_workers([process])
-            continue
-        taken.add(server)
-        workers.append(process)
+            await wait_until(connected, timeout=60, what="a worker process to connect", interval=0.1)
+            if process.poll() is not None:
+                raise RuntimeError(f"a worker process exited with code {process.returncode}")
+            if any(reached(other.pid, port, servers) & landed for other in workers[:-1]):
+                # Killed, not drained: it has leased nothing yet, and a drain waits on its polls.
+                workers.pop().kill()
+                process.wait()
+    except BaseException:
+        stop_workers(workers)
+        raise
     if len(workers) < len(servers):
         print(f"  (only {len(workers)} of {len(servers)} server processes got a worker)", file=sys.stderr)
     return workers
@@ -223,7 +233,7 @@ async def step(
         finished.append(time.perf_counter())
         latencies.append(finished[-1] - began)
 
-    servers = [*where.server_pids, *_serving(where)]
+    servers = sorted({*where.server_pids, *_serving(where)})
     postgres = [pid for pid in where.pids() if pid not in servers]
     groups = {"server": servers, "worker": [w.pid for w in workers], "postgres": postgres, "starter": [os.getpid()]}
     cpu_before = {name: cpu_seconds(pids) for name, pids in groups.items()}
@@ -269,7 +279,7 @@ async def step(
 # ------------------------------------------------------------------ one curve
 
 
-async def curve(where: Target, processes: int, settings: argparse.Namespace) -> dict[str, Any]:
+async def curve(where: Target, name: str, processes: int, settings: argparse.Namespace) -> dict[str, Any]:
     """On a fresh deployment: the steps up to saturation, then the run at half the maximum throughput."""
     task_queue = f"scale-{uuid.uuid4().hex[:8]}"
     workers = await start_workers(where, task_queue)
@@ -283,7 +293,7 @@ async def curve(where: Target, processes: int, settings: argparse.Namespace) -> 
             steps.append(
                 await step(where, starters, workers, task_queue, rate, settings.step_seconds, settings.histories)
             )
-            print(f"  {processes} process(es): {steps[-1]}", file=sys.stderr)
+            print(f"  {name}: {steps[-1]}", file=sys.stderr)
             if steps[-1]["workflows_per_s"] < SATURATED * rate:
                 break
             rate *= settings.growth
@@ -291,12 +301,13 @@ async def curve(where: Target, processes: int, settings: argparse.Namespace) -> 
         half = await step(
             where, starters, workers, task_queue, maximum / 2, settings.half_seconds, settings.half_histories
         )
-        print(f"  {processes} process(es), half of the maximum: {half}", file=sys.stderr)
+        print(f"  {name}, half of the maximum: {half}", file=sys.stderr)
     finally:
         for client in starters:
             await client.close()
         stop_workers(workers)
     return {
+        "name": name,
         "processes": processes,
         "workers": len(workers),
         "starters": len(starters),
@@ -328,16 +339,16 @@ _STEP_COLUMNS = [
 def table(report: dict[str, Any]) -> str:
     """The markdown the docs paste: every step, then the summary per process count."""
     lines = [
-        "| server processes | " + " | ".join(title for title, _ in _STEP_COLUMNS) + " |",
+        "| store × server processes | " + " | ".join(title for title, _ in _STEP_COLUMNS) + " |",
         "|---" * (len(_STEP_COLUMNS) + 1) + "|",
     ]
     for c in report["curves"]:
         for s in [*c["steps"], c["half"]]:
-            label = f"{c['processes']}" + (" (half max)" if s is c["half"] else "")
+            label = c["name"] + (" (half max)" if s is c["half"] else "")
             lines.append(f"| {label} | " + " | ".join(str(s.get(key, "")) for _, key in _STEP_COLUMNS) + " |")
     lines += [
         "",
-        "| server processes | max throughput (wf/s) | at half of it: offered / achieved wf/s | latency p95 (ms) "
+        "| store × server processes | max throughput (wf/s) | at half of it: offered / achieved wf/s | latency p95 (ms) "
         f"| wf-task s2s p95 (ms) | < {WORKFLOW_TASK_S2S_P95_GOAL_MS:g} ms |",
         "|---|---|---|---|---|---|",
     ]
@@ -346,7 +357,7 @@ def table(report: dict[str, Any]) -> str:
         p95 = half["workflow_task_s2s_p95_ms"]
         met = "yes" if p95 is not None and p95 < WORKFLOW_TASK_S2S_P95_GOAL_MS else "no"
         lines.append(
-            f"| {c['processes']} | {c['max_workflows_per_s']} | {half['offered_per_s']} / {half['workflows_per_s']} "
+            f"| {c['name']} | {c['max_workflows_per_s']} | {half['offered_per_s']} / {half['workflows_per_s']} "
             f"| {half['latency_p95_ms']} | {p95} | {met} |"
         )
     return "\n".join(lines)
@@ -365,7 +376,7 @@ def plot(report: dict[str, Any], path: str) -> bool:
     highest = max(s["offered_per_s"] for c in report["curves"] for s in c["steps"])
     left.plot([0, highest], [0, highest], linestyle=":", color="grey", label="achieved = offered")
     for c in report["curves"]:
-        label = f"{c['processes']} server process{'es' if c['processes'] > 1 else ''}"
+        label = f"{c['name'].split(' ×')[0]}, {c['processes']} server process{'es' if c['processes'] > 1 else ''}"
         offered = [s["offered_per_s"] for s in c["steps"]]
         (line,) = left.plot(offered, [s["workflows_per_s"] for s in c["steps"]], marker="o", label=label)
         color = line.get_color()
@@ -399,8 +410,8 @@ def plot(report: dict[str, Any], path: str) -> bool:
     return True
 
 
-def heading(store: str, code: str, load_before: float, load_after: float) -> str:
-    return f"FlowForge `{code}`, {store}; {machine()}; load average {load_before} / {load_after}"
+def heading(code: str, load_before: float, load_after: float) -> str:
+    return f"FlowForge `{code}`; {machine()}; load average {load_before} / {load_after}"
 
 
 def report_out(report: dict[str, Any], png: str) -> None:
@@ -415,7 +426,10 @@ def report_out(report: dict[str, Any], png: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--worker", nargs=2, metavar=("ADDRESS", "TASK_QUEUE"), help=argparse.SUPPRESS)
-    parser.add_argument("--store", default="postgresql", help="postgresql, sqlite or a store URL (default postgresql)")
+    parser.add_argument(
+        "--store",
+        help="stores, comma-separated: postgresql, sqlite or URLs (default postgresql,sqlite; --quick: postgresql)",
+    )
     parser.add_argument("--processes", help="server process counts, comma-separated (default 1,2; --quick: 1)")
     parser.add_argument("--start-rate", type=float, default=5.0, help="the first step's offered workflows/s")
     parser.add_argument("--growth", type=float, default=1.5, help="each step offers this times the last")
@@ -438,20 +452,23 @@ def main() -> None:
             report_out(json.load(f), args.png or os.path.join("docs", "scale-curve.png"))
         return
     if args.quick:
-        args.processes, args.max_steps, args.step_seconds = args.processes or "1", 2, 2.0
+        args.store, args.processes = args.store or "postgresql", args.processes or "1"
+        args.max_steps, args.step_seconds = 2, 2.0
         args.warmup_seconds = 1.0
         args.half_seconds, args.histories, args.half_histories = 2.0, 5, 5
         args.png = args.png or os.path.join(tempfile.gettempdir(), "flowforge-scale-quick.png")
     load_before, code = load_average(), code_version()
     curves = []
-    store = args.store
-    for processes in (int(v) for v in (args.processes or "1,2").split(",")):
-        with target(args.store, processes=processes) as where:
-            store = "postgresql" if where.pg_dsn else "sqlite"
-            curves.append(asyncio.run(curve(where, processes, args)))
+    for store in (args.store or "postgresql,sqlite").split(","):
+        for processes in (int(v) for v in (args.processes or "1,2").split(",")):
+            if processes > 1 and not store.startswith("postgres"):
+                continue  # a SQLite file admits one server process (docs/performance.md)
+            with target(store, processes=processes) as where:
+                name = f"{'postgresql' if where.pg_dsn else 'sqlite'} ×{processes}"
+                curves.append(asyncio.run(curve(where, name, processes, args)))
     if code != code_version():
         code += " (changed during the run)"
-    report = {"heading": heading(store, code, load_before, load_average()), "curves": curves}
+    report = {"heading": heading(code, load_before, load_average()), "curves": curves}
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)
