@@ -1091,3 +1091,101 @@ class DescribeTaskQueueResponse(_message.Message):
     pollers: _containers.RepeatedCompositeFieldContainer[TaskQueuePoller]
     backlogs: _containers.RepeatedCompositeFieldContainer[TaskQueueBacklog]
     def __init__(self, pollers: _Optional[_Iterable[_Union[TaskQueuePoller, _Mapping]]] = ..., backlogs: _Optional[_Iterable[_Union[TaskQueueBacklog, _Mapping]]] = ...) -> None: ...
+
+class WorkerStreamRequest(_message.Message):
+    __slots__ = ("hello", "returned_task_tokens", "credits", "stop_tasks", "reports")
+    HELLO_FIELD_NUMBER: _ClassVar[int]
+    RETURNED_TASK_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    CREDITS_FIELD_NUMBER: _ClassVar[int]
+    STOP_TASKS_FIELD_NUMBER: _ClassVar[int]
+    REPORTS_FIELD_NUMBER: _ClassVar[int]
+    hello: WorkerStreamHello
+    returned_task_tokens: _containers.RepeatedScalarFieldContainer[bytes]
+    credits: _containers.RepeatedCompositeFieldContainer[TaskCredit]
+    stop_tasks: bool
+    reports: _containers.RepeatedCompositeFieldContainer[WorkerReport]
+    def __init__(self, hello: _Optional[_Union[WorkerStreamHello, _Mapping]] = ..., returned_task_tokens: _Optional[_Iterable[bytes]] = ..., credits: _Optional[_Iterable[_Union[TaskCredit, _Mapping]]] = ..., stop_tasks: _Optional[bool] = ..., reports: _Optional[_Iterable[_Union[WorkerReport, _Mapping]]] = ...) -> None: ...
+
+class WorkerStreamHello(_message.Message):
+    __slots__ = ("namespace", "identity", "worker_build_id")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    WORKER_BUILD_ID_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    identity: str
+    worker_build_id: str
+    def __init__(self, namespace: _Optional[str] = ..., identity: _Optional[str] = ..., worker_build_id: _Optional[str] = ...) -> None: ...
+
+class TaskCredit(_message.Message):
+    __slots__ = ("task_queue", "task_queue_type", "count")
+    TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    TASK_QUEUE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    task_queue: str
+    task_queue_type: TaskQueueType
+    count: int
+    def __init__(self, task_queue: _Optional[str] = ..., task_queue_type: _Optional[_Union[TaskQueueType, str]] = ..., count: _Optional[int] = ...) -> None: ...
+
+class WorkerReport(_message.Message):
+    __slots__ = ("id", "workflow_task_completed", "workflow_task_failed", "query_task_completed", "activity_task_heartbeat", "activity_task_completed", "activity_task_failed", "activity_task_canceled")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_TASK_COMPLETED_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_TASK_FAILED_FIELD_NUMBER: _ClassVar[int]
+    QUERY_TASK_COMPLETED_FIELD_NUMBER: _ClassVar[int]
+    ACTIVITY_TASK_HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
+    ACTIVITY_TASK_COMPLETED_FIELD_NUMBER: _ClassVar[int]
+    ACTIVITY_TASK_FAILED_FIELD_NUMBER: _ClassVar[int]
+    ACTIVITY_TASK_CANCELED_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    workflow_task_completed: RespondWorkflowTaskCompletedRequest
+    workflow_task_failed: RespondWorkflowTaskFailedRequest
+    query_task_completed: RespondQueryTaskCompletedRequest
+    activity_task_heartbeat: RecordActivityTaskHeartbeatRequest
+    activity_task_completed: RespondActivityTaskCompletedRequest
+    activity_task_failed: RespondActivityTaskFailedRequest
+    activity_task_canceled: RespondActivityTaskCanceledRequest
+    def __init__(self, id: _Optional[int] = ..., workflow_task_completed: _Optional[_Union[RespondWorkflowTaskCompletedRequest, _Mapping]] = ..., workflow_task_failed: _Optional[_Union[RespondWorkflowTaskFailedRequest, _Mapping]] = ..., query_task_completed: _Optional[_Union[RespondQueryTaskCompletedRequest, _Mapping]] = ..., activity_task_heartbeat: _Optional[_Union[RecordActivityTaskHeartbeatRequest, _Mapping]] = ..., activity_task_completed: _Optional[_Union[RespondActivityTaskCompletedRequest, _Mapping]] = ..., activity_task_failed: _Optional[_Union[RespondActivityTaskFailedRequest, _Mapping]] = ..., activity_task_canceled: _Optional[_Union[RespondActivityTaskCanceledRequest, _Mapping]] = ...) -> None: ...
+
+class WorkerStreamResponse(_message.Message):
+    __slots__ = ("tasks", "results", "tasks_stopped")
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    TASKS_STOPPED_FIELD_NUMBER: _ClassVar[int]
+    tasks: _containers.RepeatedCompositeFieldContainer[PushedTask]
+    results: _containers.RepeatedCompositeFieldContainer[WorkerReportResult]
+    tasks_stopped: bool
+    def __init__(self, tasks: _Optional[_Iterable[_Union[PushedTask, _Mapping]]] = ..., results: _Optional[_Iterable[_Union[WorkerReportResult, _Mapping]]] = ..., tasks_stopped: _Optional[bool] = ...) -> None: ...
+
+class PushedTask(_message.Message):
+    __slots__ = ("task_queue", "workflow_task", "activity_task")
+    TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_TASK_FIELD_NUMBER: _ClassVar[int]
+    ACTIVITY_TASK_FIELD_NUMBER: _ClassVar[int]
+    task_queue: str
+    workflow_task: PollWorkflowTaskQueueResponse
+    activity_task: PollActivityTaskQueueResponse
+    def __init__(self, task_queue: _Optional[str] = ..., workflow_task: _Optional[_Union[PollWorkflowTaskQueueResponse, _Mapping]] = ..., activity_task: _Optional[_Union[PollActivityTaskQueueResponse, _Mapping]] = ...) -> None: ...
+
+class WorkerReportResult(_message.Message):
+    __slots__ = ("id", "status_code", "status_message", "workflow_task_completed", "workflow_task_failed", "query_task_completed", "activity_task_heartbeat", "activity_task_completed", "activity_task_failed", "activity_task_canceled")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_CODE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_TASK_COMPLETED_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_TASK_FAILED_FIELD_NUMBER: _ClassVar[int]
+    QUERY_TASK_COMPLETED_FIELD_NUMBER: _ClassVar[int]
+    ACTIVITY_TASK_HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
+    ACTIVITY_TASK_COMPLETED_FIELD_NUMBER: _ClassVar[int]
+    ACTIVITY_TASK_FAILED_FIELD_NUMBER: _ClassVar[int]
+    ACTIVITY_TASK_CANCELED_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    status_code: int
+    status_message: str
+    workflow_task_completed: RespondWorkflowTaskCompletedResponse
+    workflow_task_failed: RespondWorkflowTaskFailedResponse
+    query_task_completed: RespondQueryTaskCompletedResponse
+    activity_task_heartbeat: RecordActivityTaskHeartbeatResponse
+    activity_task_completed: RespondActivityTaskCompletedResponse
+    activity_task_failed: RespondActivityTaskFailedResponse
+    activity_task_canceled: RespondActivityTaskCanceledResponse
+    def __init__(self, id: _Optional[int] = ..., status_code: _Optional[int] = ..., status_message: _Optional[str] = ..., workflow_task_completed: _Optional[_Union[RespondWorkflowTaskCompletedResponse, _Mapping]] = ..., workflow_task_failed: _Optional[_Union[RespondWorkflowTaskFailedResponse, _Mapping]] = ..., query_task_completed: _Optional[_Union[RespondQueryTaskCompletedResponse, _Mapping]] = ..., activity_task_heartbeat: _Optional[_Union[RecordActivityTaskHeartbeatResponse, _Mapping]] = ..., activity_task_completed: _Optional[_Union[RespondActivityTaskCompletedResponse, _Mapping]] = ..., activity_task_failed: _Optional[_Union[RespondActivityTaskFailedResponse, _Mapping]] = ..., activity_task_canceled: _Optional[_Union[RespondActivityTaskCanceledResponse, _Mapping]] = ...) -> None: ...

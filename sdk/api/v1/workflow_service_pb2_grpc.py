@@ -186,6 +186,11 @@ class WorkflowServiceStub:
                 request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetActivityTaskTokenRequest.SerializeToString,
                 response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetActivityTaskTokenResponse.FromString,
                 _registered_method=True)
+        self.StreamWorkerTasks = channel.stream_stream(
+                '/flowforge.api.v1.WorkflowService/StreamWorkerTasks',
+                request_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.WorkerStreamRequest.SerializeToString,
+                response_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.WorkerStreamResponse.FromString,
+                _registered_method=True)
         self.CreateEventTrigger = channel.unary_unary(
                 '/flowforge.api.v1.WorkflowService/CreateEventTrigger',
                 request_serializer=flowforge_dot_api_dot_v1_dot_event__pb2.CreateEventTriggerRequest.SerializeToString,
@@ -569,6 +574,21 @@ class WorkflowServiceServicer:
         """Asynchronous completion by id: the task token of the running attempt of an activity, for
         RecordActivityTaskHeartbeat / RespondActivityTask* from outside the worker that runs it.
         FAILED_PRECONDITION if the activity has no running attempt (done, or waiting for a retry).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StreamWorkerTasks(self, request_iterator, context):
+        """The worker stream (docs/worker-stream.md): one long-lived stream per worker
+        and namespace that carries what the poll and report RPCs above carry, without
+        a call per task. The worker grants credits (free slots per task queue and
+        kind); the server pushes tasks against them; the worker's reports travel on
+        the same stream, several to a message, each answered once by its id. Tokens,
+        fencing and leases are exactly those of the unary RPCs: a task pushed on a
+        stream that breaks is leased like a polled one and follows the lease rules.
+        The first message must carry `hello`; authorization is the poll's (the
+        worker role in hello's namespace) and each report's is its own RPC's.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -977,6 +997,11 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.GetActivityTaskToken,
                     request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetActivityTaskTokenRequest.FromString,
                     response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetActivityTaskTokenResponse.SerializeToString,
+            ),
+            'StreamWorkerTasks': grpc.stream_stream_rpc_method_handler(
+                    servicer.StreamWorkerTasks,
+                    request_deserializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.WorkerStreamRequest.FromString,
+                    response_serializer=flowforge_dot_api_dot_v1_dot_workflow__service__pb2.WorkerStreamResponse.SerializeToString,
             ),
             'CreateEventTrigger': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateEventTrigger,
@@ -1917,6 +1942,33 @@ class WorkflowService:
             '/flowforge.api.v1.WorkflowService/GetActivityTaskToken',
             flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetActivityTaskTokenRequest.SerializeToString,
             flowforge_dot_api_dot_v1_dot_workflow__service__pb2.GetActivityTaskTokenResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StreamWorkerTasks(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/flowforge.api.v1.WorkflowService/StreamWorkerTasks',
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.WorkerStreamRequest.SerializeToString,
+            flowforge_dot_api_dot_v1_dot_workflow__service__pb2.WorkerStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,
