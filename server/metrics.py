@@ -113,6 +113,15 @@ class ServerMetrics:
         self.empty_polls = Counter(
             "flowforge_empty_polls", "Long polls that ended without a task.", _QUEUE_LABELS, registry=r
         )
+        self.worker_streams = Gauge(
+            "flowforge_worker_streams", "Worker streams (StreamWorkerTasks) open now.", registry=r
+        )
+        self.worker_stream_messages = Counter(
+            "flowforge_worker_stream_messages",
+            "Messages on worker streams, by direction: received (from workers) or sent.",
+            ("direction",),
+            registry=r,
+        )
         self.timers_fired = Counter("flowforge_timers_fired", "Durable timers fired.", registry=r)
         self.timer_lateness = Histogram(
             "flowforge_timer_fire_lateness_seconds",

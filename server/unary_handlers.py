@@ -1,17 +1,21 @@
-"""The one way the server's interceptors wrap a unary RPC handler (observer, authentication,
-malformed requests): the same handler with another behaviour, and maybe another deserializer."""
+"""The one way the server's interceptors wrap an RPC handler (observer, authentication,
+malformed requests): the same handler with another behaviour, and maybe another deserializer.
+Unary handlers and bidirectional streams (the worker stream) are wrapped alike."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeAlias, cast
 
 import grpc
 
-__all__ = ["UnaryBehavior", "WrappedHandlers", "with_behavior"]
+__all__ = ["StreamBehavior", "UnaryBehavior", "WrappedHandlers", "with_behavior", "with_stream_behavior"]
 
 #: What a unary aio handler runs: (request, context) -> response.
 UnaryBehavior = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Any]]
+#: What a bidirectional streaming aio handler runs: (request iterator, context), writing
+#: its responses with ``context.write``.
+StreamBehavior = Callable[[AsyncIterator[Any], grpc.aio.ServicerContext[Any, Any]], Awaitable[None]]
 
 
 def with_behavior(
@@ -24,6 +28,20 @@ def with_behavior(
     # grpc's stubs type the behaviour as synchronous; an aio server's handlers are async.
     inner = cast(UnaryBehavior, handler.unary_unary)
     return grpc.unary_unary_rpc_method_handler(
+        wrap(inner),
+        request_deserializer=request_deserializer or handler.request_deserializer,
+        response_serializer=handler.response_serializer,
+    )
+
+
+def with_stream_behavior(
+    handler: grpc.RpcMethodHandler[Any, Any],
+    wrap: Callable[[StreamBehavior], StreamBehavior],
+    request_deserializer: Callable[[bytes], Any] | None = None,
+) -> grpc.RpcMethodHandler[Any, Any]:
+    """:func:`with_behavior` for a bidirectional streaming ``handler``."""
+    inner = cast(StreamBehavior, handler.stream_stream)
+    return grpc.stream_stream_rpc_method_handler(
         wrap(inner),
         request_deserializer=request_deserializer or handler.request_deserializer,
         response_serializer=handler.response_serializer,

@@ -11,7 +11,7 @@ namespace (another namespace included), or an RPC that is not in the table.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -21,13 +21,19 @@ from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.server.audit import PendingAudit, entry_for_rpc, pending
 from flowforge.server.auth.api_keys import ApiKeyAuthenticator, looks_like_api_key
 from flowforge.server.auth.jwt import JwtVerifier
-from flowforge.server.auth.principal import ALL_NAMESPACES, ANONYMOUS, Principal, acting_as
+from flowforge.server.auth.principal import ALL_NAMESPACES, ANONYMOUS, Principal, acting_as, current_principal
 from flowforge.server.auth.roles import PUBLIC_SERVICES, NamespaceSource, Role, RpcRule, rule_for
 from flowforge.server.errors import InvalidArgument, PermissionDenied, ServiceError, Unauthenticated
 from flowforge.server.tokens import token_namespace
-from flowforge.server.unary_handlers import UnaryBehavior, WrappedHandlers, with_behavior
+from flowforge.server.unary_handlers import (
+    StreamBehavior,
+    UnaryBehavior,
+    WrappedHandlers,
+    with_behavior,
+    with_stream_behavior,
+)
 
-__all__ = ["AuditRecorder", "AuthInterceptor", "Authenticator"]
+__all__ = ["AuditRecorder", "AuthInterceptor", "Authenticator", "authorize"]
 
 log = logging.getLogger("flowforge.server.auth")
 
@@ -106,8 +112,16 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         if rule is None:
             return _refuse(grpc.StatusCode.PERMISSION_DENIED, f"{method} is not in the authorization table")
         if handler.unary_unary is None:
-            # The guard reads the request before the handler runs: only unary RPCs have one to read.
-            return _refuse(grpc.StatusCode.UNIMPLEMENTED, f"{method} streams, and only unary RPCs can be authorized")
+            if handler.stream_stream is None:
+                return _refuse(grpc.StatusCode.UNIMPLEMENTED, f"{method} streams one way, which cannot be authorized")
+            if self._authenticator is None:
+                return handler
+            stream_rule = rule
+            return self._handlers.get(
+                method,
+                handler,
+                lambda: with_stream_behavior(handler, lambda inner: self._guard_stream(method, stream_rule, inner)),
+            )
         if self._authenticator is None and not rule.audited:
             return handler  # nothing to do: keep the hot path as it was
         guarded_rule = rule
@@ -123,6 +137,22 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                 await context.abort(error.status, error.message)
                 raise  # unreachable: abort raises
             return await self.run(method, rule, principal, request, lambda: inner(request, context))
+
+        return guarded
+
+    def _guard_stream(self, method: str, rule: RpcRule, inner: StreamBehavior) -> StreamBehavior:
+        """A bidirectional stream: authenticated when it opens, its first message
+        authorized by the stream's rule, the handler run as the principal (it
+        authorizes each later message by that message's own RPC: :func:`authorize`)."""
+
+        async def guarded(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext[Any, Any]) -> None:
+            try:
+                principal = await self.authenticate(context.invocation_metadata())
+            except ServiceError as error:
+                await context.abort(error.status, error.message)
+                raise  # unreachable: abort raises
+            with acting_as(principal):
+                await inner(_first_admitted(principal, method, rule, requests), context)
 
         return guarded
 
@@ -147,7 +177,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         principal = await self.authenticate(metadata)
         if principal is not ANONYMOUS:
             _authorize(principal, method, rule, request)
-            _stamp_identity(request, principal)
+            _stamp_identity(_field_owner(request, rule)[0], principal)
         return principal
 
     async def run(
@@ -181,6 +211,50 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         return response
 
 
+async def _first_admitted(
+    principal: Principal, method: str, rule: RpcRule, requests: AsyncIterator[Any]
+) -> AsyncIterator[Any]:
+    """``requests``, the first authorized by ``rule`` (its identity stamped) before it
+    is handed on; a refusal raises out of the iteration and ends the stream."""
+    first = True
+    async for request in requests:
+        if first and principal is not ANONYMOUS:
+            _authorize(principal, method, rule, request)
+            _stamp_identity(_field_owner(request, rule)[0], principal)
+        first = False
+        yield request
+
+
+def authorize(method: str, request: Any) -> None:
+    """Authorizes ``request`` as a request of ``method`` (a full method name) for the
+    principal of the RPC being served, and stamps it as the request's identity: for
+    what a stream carries, e.g. each report on the worker stream, checked as its
+    unary RPC would be. Nothing to check without authentication.
+
+    Raises:
+        PermissionDenied: the principal may not, or ``method`` is not in the table.
+        InvalidArgument: the request names no namespace.
+    """
+    principal = current_principal()
+    if principal is ANONYMOUS:
+        return
+    rule = rule_for(method)
+    if rule is None:
+        raise PermissionDenied(f"{method} is not in the authorization table")
+    _authorize(principal, method, rule, request)
+    _stamp_identity(_field_owner(request, rule)[0], principal)
+
+
+def _field_owner(request: Any, rule: RpcRule) -> tuple[Any, str]:
+    """The message holding a FIELD rule's namespace field (``hello.namespace``: the hello), and the field's name."""
+    if rule.source is not NamespaceSource.FIELD:
+        return request, rule.field
+    *path, field = rule.field.split(".")
+    for part in path:
+        request = getattr(request, part)
+    return request, field
+
+
 def _authorize(principal: Principal, method: str, rule: RpcRule, request: Any) -> None:
     rpc = method.rpartition("/")[2]
     if rule.source is NamespaceSource.GLOBAL:
@@ -199,7 +273,8 @@ def _authorize(principal: Principal, method: str, rule: RpcRule, request: Any) -
             return
         namespaces = [named, *([request.namespace] if request.namespace else [])]
     else:
-        namespace = getattr(request, rule.field)
+        owner, field = _field_owner(request, rule)
+        namespace = getattr(owner, field)
         if not namespace:
             raise InvalidArgument(f"{rule.field} is required")
         namespaces = [namespace]

@@ -61,7 +61,8 @@ class NamespaceSource(enum.Enum):
     """Where an RPC names the namespace it acts in."""
 
     FIELD = "field"
-    """The request's ``namespace`` field (or the field :attr:`RpcRule.field` names)."""
+    """The request's ``namespace`` field (or the field :attr:`RpcRule.field` names, a
+    dotted path into a message field; a stream's first message is its request)."""
     TASK_TOKEN = "task_token"
     """The namespace signed into ``task_token`` (and ``namespace``, when set, must match)."""
     GLOBAL = "global"
@@ -122,6 +123,9 @@ RPC_RULES: dict[str, RpcRule] = {
         "RespondActivityTaskFailed": _TOKEN,
         "RespondActivityTaskCanceled": _TOKEN,
         "GetActivityTaskToken": _rule(Role.WORKER),
+        # The worker stream: its first message's hello names the namespace; each
+        # report on it is then authorized by its own RPC's rule (_TOKEN).
+        "StreamWorkerTasks": _rule(Role.WORKER, field="hello.namespace"),
         "CreateEventTrigger": _rule(Role.OPERATOR, audited=True),
         "DescribeEventTrigger": _rule(Role.READER),
         "ListEventTriggers": _rule(Role.READER),

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 else:
     Context: TypeAlias = grpc.aio.ServicerContext
 
-__all__ = ["Context", "ServiceBase", "rpc"]
+__all__ = ["Context", "ServiceBase", "error_status", "rpc"]
 
 log = logging.getLogger("flowforge.server.frontend")
 
@@ -59,23 +59,29 @@ def _bounded(message: str) -> str:
     return f"{message[: MAX_STATUS_MESSAGE - 40]}... ({len(message) - MAX_STATUS_MESSAGE + 40} more characters)"
 
 
+def error_status(error: Exception, name: str) -> tuple[grpc.StatusCode, str]:
+    """The status an RPC named ``name`` answers ``error`` with: an engine error's own
+    status and message; anything else INTERNAL, logged here with its traceback but
+    without the request (which may hold payloads or tokens), never shown to the caller."""
+    if isinstance(error, ServiceError):
+        return error.status, _bounded(error.message)
+    log.error("%s failed", name, exc_info=error)
+    return grpc.StatusCode.INTERNAL, f"internal error in {name}; see the server log"
+
+
 def rpc(
     method: Callable[[_Service, _Request, Context], Awaitable[_Response]],
 ) -> Callable[[_Service, _Request, Context], Awaitable[_Response]]:
-    """Maps engine errors to status codes; an unexpected error is logged (without
-    the request, which may hold payloads or tokens) and answered INTERNAL."""
+    """Maps engine errors to status codes (:func:`error_status`)."""
 
     @functools.wraps(method)
     async def wrapper(self: _Service, request: _Request, context: Context) -> _Response:
         try:
             return await method(self, request, context)
-        except ServiceError as error:
-            await context.abort(error.status, _bounded(error.message))
         except grpc.aio.AbortError:
             raise
-        except Exception:
-            log.exception("%s failed", method.__name__)
-            await context.abort(grpc.StatusCode.INTERNAL, f"internal error in {method.__name__}; see the server log")
+        except Exception as error:
+            await context.abort(*error_status(error, method.__name__))
         raise AssertionError("unreachable")
 
     return wrapper

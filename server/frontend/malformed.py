@@ -2,8 +2,8 @@
 
 gRPC deserializes a request before any handler runs, and a ``DecodeError`` there
 ends the call ``UNKNOWN`` with a stack trace in the log. This interceptor swaps
-each unary handler's deserializer for one that hands a :class:`_Malformed` marker
-on instead of raising, then walks the parsed request once (:func:`ill_formed`) for
+each unary or bidirectional streaming handler's deserializer for one that hands a
+:class:`_Malformed` marker on instead of raising, then walks the parsed request once (:func:`ill_formed`) for
 what no field of any request may hold: a non-finite number, a negative or over-long
 duration, a timestamp outside protobuf's range, a string over
 :data:`MAX_STRING_CHARS`. Either is answered ``INVALID_ARGUMENT`` naming the field,
@@ -14,14 +14,21 @@ field means (:mod:`.validation`, the engine's input checks).
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
-from flowforge.server.unary_handlers import UnaryBehavior, WrappedHandlers, with_behavior
+from flowforge.server.errors import InvalidArgument
+from flowforge.server.unary_handlers import (
+    StreamBehavior,
+    UnaryBehavior,
+    WrappedHandlers,
+    with_behavior,
+    with_stream_behavior,
+)
 
 __all__ = ["MAX_DURATION_S", "MAX_STRING_CHARS", "MalformedRequests", "ill_formed"]
 
@@ -120,6 +127,19 @@ def _refusing(behavior: UnaryBehavior, method: str) -> UnaryBehavior:
     return handle
 
 
+def _refusing_stream(behavior: StreamBehavior, method: str) -> StreamBehavior:
+    async def checked(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        async for request in requests:
+            if isinstance(request, _Malformed):
+                raise InvalidArgument(f"{method}: a message on the stream was refused: {request.reason}")
+            yield request
+
+    async def handle(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext[Any, Any]) -> None:
+        await behavior(checked(requests), context)
+
+    return handle
+
+
 class MalformedRequests(grpc.aio.ServerInterceptor):
     """Refuses, with INVALID_ARGUMENT, a request that does not parse or is ill-formed."""
 
@@ -132,13 +152,19 @@ class MalformedRequests(grpc.aio.ServerInterceptor):
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler[Any, Any] | None:
         handler = await continuation(handler_call_details)
-        if handler is None or handler.unary_unary is None or handler.request_deserializer is None:
+        if handler is None or handler.request_deserializer is None:
             return handler
         full_method: str = handler_call_details.method
         method = full_method.rpartition("/")[2]
-        deserializer = handler.request_deserializer
-        return self._handlers.get(
-            full_method,
-            handler,
-            lambda: with_behavior(handler, lambda inner: _refusing(inner, method), _tolerant(deserializer)),
-        )
+        tolerant = _tolerant(handler.request_deserializer)
+        if handler.unary_unary is not None:
+            return self._handlers.get(
+                full_method, handler, lambda: with_behavior(handler, lambda inner: _refusing(inner, method), tolerant)
+            )
+        if handler.stream_stream is not None:
+            return self._handlers.get(
+                full_method,
+                handler,
+                lambda: with_stream_behavior(handler, lambda inner: _refusing_stream(inner, method), tolerant),
+            )
+        return handler

@@ -15,6 +15,7 @@ from flowforge.server.frontend.task_queues import TaskQueueHandlers
 from flowforge.server.frontend.tasks import TaskHandlers
 from flowforge.server.frontend.triggers import TriggerHandlers
 from flowforge.server.frontend.visibility import VisibilityHandlers
+from flowforge.server.frontend.worker_stream import WorkerStreamHandlers
 from flowforge.server.frontend.workflows import WorkflowHandlers
 
 __all__ = ["WorkflowService"]
@@ -25,6 +26,7 @@ class WorkflowService(
     WorkflowHandlers,
     SignalQueryHandlers,
     TaskHandlers,
+    WorkerStreamHandlers,
     TaskQueueHandlers,
     VisibilityHandlers,
     ScheduleHandlers,

@@ -4,8 +4,9 @@ execution; a worker answers the query it polled."""
 from __future__ import annotations
 
 from flowforge.api.v1 import workflow_service_pb2 as pb
+from flowforge.server.frontend import reports
 from flowforge.server.frontend._base import Context, ServiceBase, rpc
-from flowforge.server.frontend.validation import execution_key, name, query_answer, query_timeout
+from flowforge.server.frontend.validation import execution_key, name, query_timeout
 from flowforge.server.history import StartSignal
 
 __all__ = ["SignalQueryHandlers"]
@@ -40,6 +41,4 @@ class SignalQueryHandlers(ServiceBase):
     async def RespondQueryTaskCompleted(
         self, request: pb.RespondQueryTaskCompletedRequest, context: Context
     ) -> pb.RespondQueryTaskCompletedResponse:
-        result, error_message = query_answer(request)
-        await self._engine.answer_query(request.task_token, request.namespace, result, error_message)
-        return pb.RespondQueryTaskCompletedResponse()
+        return await reports.query_task_completed(self._engine, request)

@@ -6,6 +6,7 @@ every other key is created through AccessService with that key.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import stat
@@ -65,11 +66,32 @@ async def create_key(admin: Client, namespace: str, role: str) -> tuple[str, str
 
 
 async def status_of(client: Client, rpc: str, request: Any) -> grpc.StatusCode:
+    if _METHODS[_method_name(rpc)].client_streaming:
+        return await _stream_status(client, rpc, request)
     try:
         await client.workflow_service.call(rpc, request, retry=False)
     except RPCError as error:
         return error.status
     return grpc.StatusCode.OK
+
+
+def _method_name(rpc: str) -> str:
+    return next(m for m in _METHODS if m.rpartition("/")[2] == rpc)
+
+
+async def _stream_status(client: Client, rpc: str, request: Any) -> grpc.StatusCode:
+    """How a stream opened with ``client``'s key ends when ``request`` is its only message."""
+    key = client.api_key
+    channel = client.workflow_service._channel  # the client's own connection, to the same server
+    call: Any = channel.stream_stream(
+        _method_name(rpc), request_serializer=type(request).SerializeToString, response_deserializer=None
+    )(metadata=(("authorization", f"Bearer {key}"),) if key else None)
+    try:
+        await call.write(request)
+        await call.done_writing()
+    except (asyncio.InvalidStateError, grpc.aio.AioRpcError):
+        pass  # refused before the message went: the status says why
+    return await asyncio.wait_for(call.code(), 10)
 
 
 def request_for(method: str, namespace: str) -> Any:
@@ -79,7 +101,11 @@ def request_for(method: str, namespace: str) -> Any:
     rule = RPC_RULES[method]
     fields = descriptor.input_type.fields_by_name
     if rule.source is NamespaceSource.FIELD:
-        setattr(request, rule.field, namespace)
+        *path, field = rule.field.split(".")  # a stream's rule reads its first message's hello
+        owner = request
+        for part in path:
+            owner = getattr(owner, part)
+        setattr(owner, field, namespace)
     if rule.source is NamespaceSource.TASK_TOKEN:
         # Signed with another secret: authorization reads its namespace, the engine then refuses it.
         signer = TokenSigner([TokenKey("0", os.urandom(32), 0)], now_us=lambda: 0)

@@ -1,0 +1,166 @@
+"""The reports of workers on their tasks, one function per kind: each takes the request
+and returns the response. Their unary RPCs (tasks.py, signals_queries.py) and the
+worker stream (worker_stream.py) both call them, so a report means the same on either.
+
+A response may hand the worker tasks leased eagerly (the next workflow task, the
+activities a completion scheduled); a caller that cannot deliver it gives them back
+with :func:`release`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from google.protobuf.message import Message
+
+from flowforge.api.v1 import workflow_service_pb2 as pb
+from flowforge.server.frontend.protos import activity_task_proto, workflow_task_proto
+from flowforge.server.frontend.validation import cached_event_id, eager_activity_slots, name, query_answer
+from flowforge.server.frontend.validation import workflow_task_failed_cause as failed_cause
+from flowforge.server.history import HistoryEngine
+
+__all__ = [
+    "REPORTS",
+    "ReportKind",
+    "activity_task_canceled",
+    "activity_task_completed",
+    "activity_task_failed",
+    "activity_task_heartbeat",
+    "eager_tasks",
+    "query_task_completed",
+    "release",
+    "workflow_task_completed",
+    "workflow_task_failed",
+]
+
+#: A task handed to a worker: what a poll of its kind answers.
+PushedTask = pb.PollWorkflowTaskQueueResponse | pb.PollActivityTaskQueueResponse
+
+
+async def workflow_task_completed(
+    engine: HistoryEngine, request: pb.RespondWorkflowTaskCompletedRequest
+) -> pb.RespondWorkflowTaskCompletedResponse:
+    slots = await engine.eager_activity_slots(request.task_token, eager_activity_slots(request.eager_activity_slots))
+    completion = await engine.complete_workflow_task(
+        request.task_token,
+        request.namespace,
+        request.commands,
+        name(request.identity, "identity", required=False),
+        slots,
+        name(request.worker_build_id, "worker_build_id", required=False),
+        request.return_new_workflow_task,
+        cached_event_id(request.cached_event_id, "cached_event_id"),
+    )
+    response = pb.RespondWorkflowTaskCompletedResponse(
+        activity_tasks=[activity_task_proto(t) for t in completion.activity_tasks]
+    )
+    if completion.workflow_task is not None:
+        response.workflow_task.CopyFrom(workflow_task_proto(completion.workflow_task))
+    return response
+
+
+async def workflow_task_failed(
+    engine: HistoryEngine, request: pb.RespondWorkflowTaskFailedRequest
+) -> pb.RespondWorkflowTaskFailedResponse:
+    await engine.fail_workflow_task(
+        request.task_token,
+        request.namespace,
+        failed_cause(request.cause),
+        request.failure,
+        name(request.identity, "identity", required=False),
+    )
+    return pb.RespondWorkflowTaskFailedResponse()
+
+
+async def query_task_completed(
+    engine: HistoryEngine, request: pb.RespondQueryTaskCompletedRequest
+) -> pb.RespondQueryTaskCompletedResponse:
+    result, error_message = query_answer(request)
+    await engine.answer_query(request.task_token, request.namespace, result, error_message)
+    return pb.RespondQueryTaskCompletedResponse()
+
+
+async def activity_task_heartbeat(
+    engine: HistoryEngine, request: pb.RecordActivityTaskHeartbeatRequest
+) -> pb.RecordActivityTaskHeartbeatResponse:
+    cancel_requested = await engine.record_heartbeat(request.task_token, request.namespace, request.details)
+    return pb.RecordActivityTaskHeartbeatResponse(cancel_requested=cancel_requested)
+
+
+async def activity_task_completed(
+    engine: HistoryEngine, request: pb.RespondActivityTaskCompletedRequest
+) -> pb.RespondActivityTaskCompletedResponse:
+    eager_queue = name(request.eager_workflow_task_queue, "eager_workflow_task_queue", required=False)
+    leased = await engine.complete_activity_task(
+        request.task_token,
+        request.namespace,
+        request.result,
+        name(request.identity, "identity", required=False),
+        eager_queue,
+        cached_event_id(request.eager_workflow_task_cached_event_id, "eager_workflow_task_cached_event_id"),
+    )
+    if leased is None:
+        return pb.RespondActivityTaskCompletedResponse()
+    return pb.RespondActivityTaskCompletedResponse(workflow_task=workflow_task_proto(leased))
+
+
+async def activity_task_failed(
+    engine: HistoryEngine, request: pb.RespondActivityTaskFailedRequest
+) -> pb.RespondActivityTaskFailedResponse:
+    await engine.fail_activity_task(
+        request.task_token, request.namespace, request.failure, name(request.identity, "identity", required=False)
+    )
+    return pb.RespondActivityTaskFailedResponse()
+
+
+async def activity_task_canceled(
+    engine: HistoryEngine, request: pb.RespondActivityTaskCanceledRequest
+) -> pb.RespondActivityTaskCanceledResponse:
+    await engine.cancel_activity_task(
+        request.task_token, request.namespace, request.details, name(request.identity, "identity", required=False)
+    )
+    return pb.RespondActivityTaskCanceledResponse()
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportKind:
+    """One kind of report: the unary RPC it replaces and the function that runs it."""
+
+    rpc: str
+    run: Callable[[HistoryEngine, Any], Awaitable[Message]]
+
+
+#: The worker stream's reports by their field in ``WorkerReport.report`` (the same
+#: name as the answer's field in ``WorkerReportResult.response``).
+REPORTS: dict[str, ReportKind] = {
+    "workflow_task_completed": ReportKind("RespondWorkflowTaskCompleted", workflow_task_completed),
+    "workflow_task_failed": ReportKind("RespondWorkflowTaskFailed", workflow_task_failed),
+    "query_task_completed": ReportKind("RespondQueryTaskCompleted", query_task_completed),
+    "activity_task_heartbeat": ReportKind("RecordActivityTaskHeartbeat", activity_task_heartbeat),
+    "activity_task_completed": ReportKind("RespondActivityTaskCompleted", activity_task_completed),
+    "activity_task_failed": ReportKind("RespondActivityTaskFailed", activity_task_failed),
+    "activity_task_canceled": ReportKind("RespondActivityTaskCanceled", activity_task_canceled),
+}
+
+
+def eager_tasks(response: Message) -> list[PushedTask]:
+    """The tasks a report's response hands out (leased eagerly), if any."""
+    tasks: list[PushedTask] = []
+    if isinstance(response, pb.RespondWorkflowTaskCompletedResponse):
+        tasks.extend(response.activity_tasks)
+    answers_eagerly = (pb.RespondWorkflowTaskCompletedResponse, pb.RespondActivityTaskCompletedResponse)
+    if isinstance(response, answers_eagerly) and response.HasField("workflow_task"):
+        tasks.append(response.workflow_task)
+    return tasks
+
+
+async def release(engine: HistoryEngine, task: PushedTask) -> None:
+    """Gives back a task that never reached its worker: a query goes to the next
+    poll at once, an activity task back to its queue without using an attempt, and
+    a workflow task times out at once (its started event is written)."""
+    if isinstance(task, pb.PollWorkflowTaskQueueResponse) and task.HasField("query"):
+        await engine.release_query(task.task_token)
+    else:
+        await engine.release_lease(task.task_token)

@@ -1,0 +1,362 @@
+"""The worker stream, ``StreamWorkerTasks`` (docs/worker-stream.md): one long-lived
+bidirectional stream per worker and namespace carrying what the poll and report RPCs
+carry, without a call per task.
+
+Per stream, beside the handler that writes answers:
+
+- the reader takes the worker's messages in order: the hello (validated like a
+  poll's fields), tasks handed back, credits, ``stop_tasks`` and reports;
+- a feed per (task queue, kind) leases through matching while it holds credits,
+  with up to :data:`POLLS_PER_QUEUE` polls at once, as a worker's pollers would;
+- each report runs in its own task, so reports that arrive together reach group
+  commit together; each is answered once, by its id, with what its unary RPC would
+  have answered or that RPC's status (``error_status``, the ``@rpc`` mapping).
+
+What is ready is written together: the writer takes everything queued into one
+message. Leases are the unary path's: a pushed task that never reached the stream
+(it broke, or the worker half-closed) is released at once, and one the worker held
+follows the lease rules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import Any
+
+from flowforge.api.schema import TaskKind
+from flowforge.api.v1 import workflow_service_pb2 as pb
+from flowforge.server.auth.interceptor import authorize
+from flowforge.server.errors import InvalidArgument, ServiceError
+from flowforge.server.frontend import reports
+from flowforge.server.frontend._base import Context, ServiceBase, error_status
+from flowforge.server.frontend.protos import activity_task_proto, query_task_proto, workflow_task_proto
+from flowforge.server.frontend.validation import name
+from flowforge.server.history import HistoryEngine, LeasedQuery
+from flowforge.server.matching import Matching
+
+__all__ = [
+    "MAX_CREDIT",
+    "MAX_PENDING_REPORTS",
+    "MAX_QUEUES",
+    "MAX_STREAM_CREDITS",
+    "POLLS_PER_QUEUE",
+    "WorkerStreamHandlers",
+]
+
+log = logging.getLogger("flowforge.server.frontend.worker_stream")
+
+#: The most one ``TaskCredit`` may grant.
+MAX_CREDIT = 10_000
+#: The most credits a stream may hold unspent, over all its queues.
+MAX_STREAM_CREDITS = 10_000
+#: The most (task queue, kind) pairs one stream may hold credits for.
+MAX_QUEUES = 100
+#: Leases under way at once per (task queue, kind) of a stream: a worker's default pollers.
+POLLS_PER_QUEUE = 5
+#: Reports of one stream being run at once. Beyond it the stream is not read until one
+#: is answered, so gRPC's flow control holds the worker back (backpressure).
+MAX_PENDING_REPORTS = 1000
+# One message carries about this much; a single larger task or answer goes alone.
+_MAX_BATCH_BYTES = 1 << 20
+# How long one lease attempt waits for a task before it waits again.
+_POLL_TIMEOUT_S = 60.0
+# A poll that failed (the store unavailable, too many polls on the queue) waits this
+# long before it tries again, doubling up to the second figure.
+_RETRY_S = (0.1, 5.0)
+_RPC = "StreamWorkerTasks"
+_SERVICE = "/flowforge.api.v1.WorkflowService/"
+_KINDS = {pb.TASK_QUEUE_TYPE_WORKFLOW: TaskKind.WORKFLOW, pb.TASK_QUEUE_TYPE_ACTIVITY: TaskKind.ACTIVITY}
+_STOPPED = object()  # queued after the last task: the answer to stop_tasks
+_END = object()  # queued last: the writer ends
+
+
+@dataclasses.dataclass
+class _Feed:
+    """The credits of one (task queue, kind) and the polls spending them."""
+
+    task_queue: str
+    kind: TaskKind
+    credits: int = 0  # granted and not yet taken by a poll
+    polls: set[asyncio.Task[None]] = dataclasses.field(default_factory=set)
+
+
+class _WorkerStream:
+    """One open stream: see the module docstring."""
+
+    def __init__(self, engine: HistoryEngine, matching: Matching, context: Context) -> None:
+        self._engine = engine
+        self._received = engine.metrics.worker_stream_messages.labels("received")
+        self._sent = engine.metrics.worker_stream_messages.labels("sent")
+        self._matching = matching
+        self._context = context
+        self._namespace = ""
+        self._identity = ""
+        self._build_id = ""
+        self._feeds: dict[tuple[str, TaskKind], _Feed] = {}
+        self._unspent = 0  # credits granted and not yet spent on a task, over all feeds
+        self._stopped = False
+        self._half_closed = False
+        self._reports: dict[int, asyncio.Task[None]] = {}  # by id, until answered
+        self._report_slots = asyncio.Semaphore(MAX_PENDING_REPORTS)
+        self._outbox: asyncio.Queue[object] = asyncio.Queue()
+        self._unsent: list[object] = []  # taken by the writer but not written
+        self._messages_in = 0
+
+    async def serve(self, requests: AsyncIterator[pb.WorkerStreamRequest]) -> None:
+        """Serves the stream until the worker half-closes it (then every report is
+        answered first), it breaks, or a message breaks the protocol (ServiceError)."""
+        writer = asyncio.create_task(self._write())
+        reader = asyncio.create_task(self._read(requests))
+        try:
+            await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
+            if writer.done():
+                writer.result()  # the stream broke
+                return
+            reader.result()  # a protocol error ends the stream with its status
+            self._half_closed = True  # the worker will report nothing more here
+            await self._stop_feeds()
+            await asyncio.gather(*self._reports.values())
+            self._outbox.put_nowait(_END)
+            await writer
+        finally:
+            reader.cancel()
+            await asyncio.shield(self._close(writer))
+
+    async def _close(self, writer: asyncio.Task[None]) -> None:
+        """Stops pushing, lets running reports finish, and releases every leased task
+        that was not written: pushed ones and those answers hand out eagerly."""
+        await self._stop_feeds()
+        await asyncio.gather(*self._reports.values(), return_exceptions=True)
+        writer.cancel()
+        await asyncio.gather(writer, return_exceptions=True)
+        while not self._outbox.empty():
+            self._unsent.append(self._outbox.get_nowait())
+        for piece in self._unsent:
+            tasks: Sequence[reports.PushedTask] = []
+            if isinstance(piece, pb.PushedTask):
+                tasks = [getattr(piece, piece.WhichOneof("task") or "activity_task")]
+            elif isinstance(piece, pb.WorkerReportResult) and piece.WhichOneof("response"):
+                tasks = reports.eager_tasks(getattr(piece, piece.WhichOneof("response") or ""))
+            for task in tasks:
+                try:
+                    await reports.release(self._engine, task)
+                except Exception:
+                    log.warning("could not release a task the worker stream did not deliver", exc_info=True)
+        self._unsent.clear()
+
+    # ------------------------------------------------------------------ reading
+
+    async def _read(self, requests: AsyncIterator[pb.WorkerStreamRequest]) -> None:
+        async for request in requests:
+            self._messages_in += 1
+            self._received.inc()
+            if self._messages_in == 1:
+                await self._hello(request)
+            elif request.HasField("hello"):
+                raise InvalidArgument("hello may be sent only in the first message of the stream")
+            await self._take_back(request.returned_task_tokens)
+            self._grant(request.credits)
+            if request.stop_tasks:
+                await self._stop_tasks()
+            for report in request.reports:
+                await self._start_report(report)
+        if not self._messages_in:
+            raise InvalidArgument("the stream ended before its first message, which must carry hello")
+
+    async def _hello(self, request: pb.WorkerStreamRequest) -> None:
+        if not request.HasField("hello"):
+            raise InvalidArgument(
+                "the first message of the stream must carry hello (namespace, identity, worker_build_id)"
+            )
+        hello = request.hello
+        self._namespace = name(hello.namespace, "hello.namespace")
+        self._identity = name(hello.identity, "hello.identity", required=False)
+        self._build_id = name(hello.worker_build_id, "hello.worker_build_id", required=False)
+        await self._engine.ensure_namespace(self._namespace)
+
+    async def _take_back(self, tokens: Iterable[bytes]) -> None:
+        """Releases tasks the worker hands back unrun, at once."""
+        for raw in tokens:
+            token = self._engine.signer.verify(raw, None)
+            if token.namespace != self._namespace:
+                raise InvalidArgument(
+                    f"returned_task_tokens holds a task of namespace {token.namespace!r};"
+                    f" this stream is for {self._namespace!r}"
+                )
+            if token.kind == TaskKind.QUERY:
+                await self._engine.release_query(raw)
+            else:
+                await self._engine.release_lease(raw)
+
+    def _grant(self, credits: Iterable[pb.TaskCredit]) -> None:
+        for credit in credits:
+            task_queue = name(credit.task_queue, "credits.task_queue")
+            kind = _KINDS.get(credit.task_queue_type)
+            if kind is None:
+                raise InvalidArgument(
+                    "credits.task_queue_type must be TASK_QUEUE_TYPE_WORKFLOW or TASK_QUEUE_TYPE_ACTIVITY"
+                )
+            if not 1 <= credit.count <= MAX_CREDIT:
+                raise InvalidArgument(f"credits.count must be between 1 and {MAX_CREDIT}, not {credit.count}")
+            if self._stopped:
+                raise InvalidArgument("credits came after stop_tasks; open a new stream to receive tasks again")
+            if self._unspent + credit.count > MAX_STREAM_CREDITS:
+                raise InvalidArgument(
+                    f"credits would add up to {self._unspent + credit.count} unspent on this stream; the limit is"
+                    f" {MAX_STREAM_CREDITS} (grant one credit per free slot)"
+                )
+            feed = self._feeds.get((task_queue, kind))
+            if feed is None:
+                if len(self._feeds) >= MAX_QUEUES:
+                    raise InvalidArgument(f"credits name more than {MAX_QUEUES} task queues and kinds on one stream")
+                feed = self._feeds[task_queue, kind] = _Feed(task_queue, kind)
+            feed.credits += credit.count
+            self._unspent += credit.count
+            while feed.credits and len(feed.polls) < POLLS_PER_QUEUE:
+                feed.credits -= 1
+                poll = asyncio.create_task(self._poll(feed))
+                feed.polls.add(poll)
+                poll.add_done_callback(feed.polls.discard)
+
+    # ------------------------------------------------------------------ pushing tasks
+
+    async def _poll(self, feed: _Feed) -> None:
+        """Leases tasks of the feed's queue, one credit each (taken before it
+        leases), while credits are left; every task leased is queued to be written."""
+        retry_s = _RETRY_S[0]
+        while True:
+            try:
+                piece = await self._lease(feed)
+            except Exception as error:
+                if not isinstance(error, ServiceError):
+                    log.exception("a lease for a worker stream failed; trying again in %.1f s", retry_s)
+                await asyncio.sleep(retry_s)
+                retry_s = min(retry_s * 2, _RETRY_S[1])
+                continue
+            retry_s = _RETRY_S[0]
+            if piece is None:
+                continue
+            self._unspent -= 1
+            self._outbox.put_nowait(piece)
+            if not feed.credits:
+                return
+            feed.credits -= 1
+
+    async def _lease(self, feed: _Feed) -> pb.PushedTask | None:
+        if feed.kind == TaskKind.ACTIVITY:
+            activity = await self._matching.poll_activity_task(
+                self._namespace, feed.task_queue, self._identity, _POLL_TIMEOUT_S
+            )
+            return (
+                None
+                if activity is None
+                else pb.PushedTask(task_queue=feed.task_queue, activity_task=activity_task_proto(activity))
+            )
+        leased = await self._matching.poll_workflow_task(
+            self._namespace, feed.task_queue, self._identity, _POLL_TIMEOUT_S
+        )
+        if leased is None:
+            return None
+        task = query_task_proto(leased) if isinstance(leased, LeasedQuery) else workflow_task_proto(leased)
+        return pb.PushedTask(task_queue=feed.task_queue, workflow_task=task)
+
+    async def _stop_feeds(self) -> None:
+        polls = [poll for feed in self._feeds.values() for poll in feed.polls]
+        for poll in polls:
+            poll.cancel()
+        await asyncio.gather(*polls, return_exceptions=True)
+        self._feeds.clear()
+        self._unspent = 0
+
+    async def _stop_tasks(self) -> None:
+        self._stopped = True
+        await self._stop_feeds()
+        self._outbox.put_nowait(_STOPPED)  # after every task leased before the stop
+
+    # ------------------------------------------------------------------ reports
+
+    async def _start_report(self, report: pb.WorkerReport) -> None:
+        if report.id in self._reports:
+            raise InvalidArgument(f"report id {report.id} is already used by a report not yet answered on this stream")
+        await self._report_slots.acquire()
+        self._reports[report.id] = asyncio.create_task(self._run_report(report))
+
+    async def _run_report(self, report: pb.WorkerReport) -> None:
+        result = pb.WorkerReportResult(id=report.id)
+        field = report.WhichOneof("report")
+        rpc = _RPC
+        try:
+            if field is None:
+                raise InvalidArgument(f"report {report.id} carries no request (set one field of WorkerReport.report)")
+            kind = reports.REPORTS[field]
+            rpc = kind.rpc
+            request: Any = getattr(report, field)
+            request.namespace = request.namespace or self._namespace
+            authorize(_SERVICE + rpc, request)  # what its unary RPC's interceptor checks
+            if request.namespace != self._namespace:
+                raise InvalidArgument(
+                    f"the report names namespace {request.namespace!r}; this stream is for {self._namespace!r}"
+                )
+            if not request.identity:
+                request.identity = self._identity
+            if isinstance(request, pb.RespondWorkflowTaskCompletedRequest) and not request.worker_build_id:
+                request.worker_build_id = self._build_id
+            getattr(result, field).CopyFrom(await kind.run(self._engine, request))
+        except Exception as error:
+            code, message = error_status(error, rpc)
+            result.status_code, result.status_message = code.value[0], message
+        finally:
+            del self._reports[report.id]
+            self._report_slots.release()
+        self._outbox.put_nowait(result)
+
+    # ------------------------------------------------------------------ writing
+
+    async def _write(self) -> None:
+        """Writes what is queued, everything ready in one message, until :data:`_END`."""
+        while True:
+            batch = [await self._outbox.get()]
+            size = 0
+            while batch[-1] is not _STOPPED and batch[-1] is not _END and size < _MAX_BATCH_BYTES:
+                if self._outbox.empty():
+                    break
+                piece = self._outbox.get_nowait()
+                batch.append(piece)
+                if isinstance(piece, pb.PushedTask | pb.WorkerReportResult):
+                    size += piece.ByteSize()
+            message = pb.WorkerStreamResponse()
+            for piece in batch:
+                if isinstance(piece, pb.PushedTask):
+                    if self._half_closed:  # the worker could not report it here: released on close
+                        self._unsent.append(piece)
+                    else:
+                        message.tasks.append(piece)
+                elif isinstance(piece, pb.WorkerReportResult):
+                    message.results.append(piece)
+                elif piece is _STOPPED:
+                    message.tasks_stopped = True
+            if message.ByteSize():
+                try:
+                    await self._context.write(message)
+                except BaseException:
+                    self._unsent.extend(batch)
+                    raise
+                self._sent.inc()
+            if batch[-1] is _END:
+                return
+
+
+class WorkerStreamHandlers(ServiceBase):
+    async def StreamWorkerTasks(self, requests: AsyncIterator[pb.WorkerStreamRequest], context: Context) -> None:
+        """The worker stream; see the module docstring and docs/worker-stream.md."""
+        open_streams = self._engine.metrics.worker_streams
+        open_streams.inc()
+        try:
+            await _WorkerStream(self._engine, self._matching, context).serve(requests)
+        except Exception as error:
+            await context.abort(*error_status(error, _RPC))
+        finally:
+            open_streams.dec()

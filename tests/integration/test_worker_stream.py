@@ -1,0 +1,372 @@
+"""The worker stream (``StreamWorkerTasks``, docs/worker-stream.md) through a raw gRPC
+client on a real server, each store in turn: tasks only against credits, reports
+answered by id exactly as their unary RPCs answer, protocol errors ending the stream
+with a readable INVALID_ARGUMENT, and leases that follow the rules when a stream
+breaks or hands tasks back."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from flowforge import Client
+from flowforge.api.v1 import access_pb2, common_pb2
+from flowforge.api.v1 import workflow_service_pb2 as pb
+from flowforge.converter import default_converter
+from flowforge.server import FlowForgeServer
+from tests.integration._processes import ADMIN_KEY_FILE, ServerProcess
+from tests.integration._protocol import NS, Wire, complete_workflow, schedule_activity
+from tests.integration._stream_client import ACTIVITY, WORKFLOW, RawWorkerStream, credit
+from testsupport.waiting import wait_until
+
+
+@pytest.fixture
+def queue() -> str:
+    return f"ws-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+async def stream(wire: Wire) -> AsyncIterator[RawWorkerStream]:
+    opened = RawWorkerStream(wire.channel)
+    yield opened
+    opened.cancel()
+
+
+async def _start(wire: Wire, queue: str, count: int) -> list[str]:
+    ids = [f"{queue}-{i}" for i in range(count)]
+    for workflow_id in ids:
+        await wire.start(workflow_id, task_queue=queue)
+    return ids
+
+
+def _completed(token: bytes, *commands: object, **extra: object) -> pb.RespondWorkflowTaskCompletedRequest:
+    return pb.RespondWorkflowTaskCompletedRequest(task_token=token, commands=list(commands), **extra)  # type: ignore[arg-type]
+
+
+async def test_tasks_are_pushed_only_against_credits(wire: Wire, stream: RawWorkerStream, queue: str) -> None:
+    await _start(wire, queue, 5)
+    await stream.hello(NS, credit(queue, WORKFLOW, 2))
+    first = await stream.tasks(2)
+    assert {t.task_queue for t in first} == {queue}
+    assert all(t.WhichOneof("task") == "workflow_task" and t.workflow_task.task_token for t in first)
+    # Three tasks wait, but no credit is left: nothing more arrives until one is granted.
+    with pytest.raises(asyncio.TimeoutError):
+        await stream.receive(timeout=1.0)
+    await stream.send(credits=[credit(queue, WORKFLOW, 1)])
+    assert len(await stream.tasks(1)) == 1
+    with pytest.raises(asyncio.TimeoutError):
+        await stream.receive(timeout=0.5)
+    backlog = await wire.stub.DescribeTaskQueue(pb.DescribeTaskQueueRequest(namespace=NS, task_queue=queue))
+    assert [b.ready_tasks for b in backlog.backlogs if b.task_queue_type == WORKFLOW] == [2]
+
+
+async def test_a_workflow_runs_on_reports_answered_by_id(wire: Wire, stream: RawWorkerStream, queue: str) -> None:
+    (workflow_id,) = await _start(wire, queue, 1)
+    await stream.hello(NS, credit(queue, WORKFLOW, 1), credit(queue, ACTIVITY, 1))
+    (task,) = await stream.tasks(1)
+    schedule = stream.report(workflow_task_completed=_completed(task.workflow_task.task_token, schedule_activity("a1")))
+    await stream.send(reports=[schedule])
+    answered = await stream.results(1)
+    assert answered[schedule.id].status_code == 0, answered
+    (activity,) = await stream.tasks(1)
+    assert activity.activity_task.activity_id == "a1"
+    done = stream.report(
+        activity_task_completed=pb.RespondActivityTaskCompletedRequest(
+            task_token=activity.activity_task.task_token, result=default_converter.to_payloads(["ok"])
+        )
+    )
+    beat = stream.report(
+        activity_task_heartbeat=pb.RecordActivityTaskHeartbeatRequest(task_token=activity.activity_task.task_token)
+    )
+    await stream.send(reports=[beat, done], credits=[credit(queue, WORKFLOW, 1)])
+    message = await stream.receive()
+    assert message is not None
+    results = {r.id: r for r in message.results}
+    while len(results) < 2 or not message.tasks:
+        more = await stream.receive()
+        assert more is not None
+        results.update({r.id: r for r in more.results})
+        message.tasks.extend(more.tasks)
+    assert results[done.id].status_code == 0 and results[done.id].WhichOneof("response") == "activity_task_completed"
+    assert results[beat.id].WhichOneof("response") == "activity_task_heartbeat"
+    (next_task,) = message.tasks
+    finish = stream.report(
+        workflow_task_completed=_completed(next_task.workflow_task.task_token, complete_workflow("done"))
+    )
+    await stream.send(reports=[finish])
+    assert (await stream.results(1))[finish.id].status_code == 0
+    assert (await wire.describe(workflow_id)).status == common_pb2.WORKFLOW_EXECUTION_STATUS_COMPLETED
+    await stream.call.done_writing()
+    assert (await stream.status())[0] == grpc.StatusCode.OK
+
+
+async def test_a_stale_or_forged_token_is_answered_as_the_unary_rpc_answers(
+    wire: Wire, stream: RawWorkerStream, queue: str
+) -> None:
+    await _start(wire, queue, 1)
+    await stream.hello(NS, credit(queue, WORKFLOW, 1))
+    (task,) = await stream.tasks(1)
+    token = task.workflow_task.task_token
+    first = stream.report(workflow_task_completed=_completed(token, complete_workflow(1)))
+    await stream.send(reports=[first])
+    assert (await stream.results(1))[first.id].status_code == 0
+    stale = stream.report(workflow_task_completed=_completed(token, complete_workflow(2)))
+    forged = stream.report(
+        activity_task_completed=pb.RespondActivityTaskCompletedRequest(task_token=token[:-3] + b"AAA")
+    )
+    empty = stream.report()
+    await stream.send(reports=[stale, forged, empty])
+    results = await stream.results(3)
+    unary: dict[int, grpc.StatusCode] = {}
+    for report, call in (
+        (stale, wire.stub.RespondWorkflowTaskCompleted(_completed(token, complete_workflow(2)))),
+        (forged, wire.stub.RespondActivityTaskCompleted(forged.activity_task_completed)),
+    ):
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await call
+        unary[report.id] = refused.value.code()
+        assert results[report.id].status_message == refused.value.details()
+    assert unary == {stale.id: grpc.StatusCode.FAILED_PRECONDITION, forged.id: grpc.StatusCode.INVALID_ARGUMENT}
+    assert {i: _code(r.status_code) for i, r in results.items()} == {
+        **unary,
+        empty.id: grpc.StatusCode.INVALID_ARGUMENT,
+    }
+    assert "carries no request" in results[empty.id].status_message
+    # The stream outlived its refused reports.
+    await stream.send(credits=[credit(queue, WORKFLOW, 1)])
+    await stream.call.done_writing()
+    assert (await stream.status())[0] == grpc.StatusCode.OK
+
+
+def _code(number: int) -> grpc.StatusCode:
+    return next(c for c in grpc.StatusCode if c.value[0] == number)
+
+
+@pytest.mark.parametrize(
+    ("first", "later", "says"),
+    [
+        (pb.WorkerStreamRequest(), None, "must carry hello"),
+        (pb.WorkerStreamRequest(credits=[credit("q", WORKFLOW)]), None, "must carry hello"),
+        (pb.WorkerStreamRequest(hello=pb.WorkerStreamHello(namespace="")), None, "hello.namespace is required"),
+        (
+            pb.WorkerStreamRequest(hello=pb.WorkerStreamHello(namespace=NS), credits=[credit("q", WORKFLOW, 0)]),
+            None,
+            "between 1 and 10000",
+        ),
+        (
+            pb.WorkerStreamRequest(hello=pb.WorkerStreamHello(namespace=NS), credits=[credit("q", WORKFLOW, 10_001)]),
+            None,
+            "between 1 and 10000",
+        ),
+        (
+            pb.WorkerStreamRequest(hello=pb.WorkerStreamHello(namespace=NS), credits=[credit("q", 0)]),
+            None,
+            "task_queue_type",
+        ),
+        (
+            pb.WorkerStreamRequest(hello=pb.WorkerStreamHello(namespace=NS), credits=[credit("", ACTIVITY)]),
+            None,
+            "credits.task_queue is required",
+        ),
+        (
+            pb.WorkerStreamRequest(hello=pb.WorkerStreamHello(namespace=NS), credits=[credit("q", WORKFLOW, 6000)]),
+            pb.WorkerStreamRequest(credits=[credit("r", ACTIVITY, 6000)]),
+            "the limit is 10000",
+        ),
+        (
+            pb.WorkerStreamRequest(hello=pb.WorkerStreamHello(namespace=NS)),
+            pb.WorkerStreamRequest(hello=pb.WorkerStreamHello(namespace=NS)),
+            "only in the first message",
+        ),
+        (
+            pb.WorkerStreamRequest(hello=pb.WorkerStreamHello(namespace=NS), stop_tasks=True),
+            pb.WorkerStreamRequest(credits=[credit("q", WORKFLOW)]),
+            "after stop_tasks",
+        ),
+        (
+            pb.WorkerStreamRequest(hello=pb.WorkerStreamHello(namespace=NS), returned_task_tokens=[b"ff2.0.junk.junk"]),
+            None,
+            "task token is malformed",
+        ),
+    ],
+)
+async def test_a_message_that_breaks_the_protocol_ends_the_stream_with_invalid_argument(
+    wire: Wire, first: pb.WorkerStreamRequest, later: pb.WorkerStreamRequest | None, says: str
+) -> None:
+    stream = RawWorkerStream(wire.channel)
+    await stream.call.write(first)
+    if later is not None:
+        await stream.call.write(later)
+    code, details = await stream.status()
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and says in details, details
+    assert "Traceback" not in details
+
+
+async def test_an_undecodable_message_or_a_reused_report_id_ends_the_stream(wire: Wire, queue: str) -> None:
+    raw = wire.channel.stream_stream(
+        "/flowforge.api.v1.WorkflowService/StreamWorkerTasks", request_serializer=None, response_deserializer=None
+    )
+    call = raw()
+    await call.write(pb.WorkerStreamRequest(hello=pb.WorkerStreamHello(namespace=NS)).SerializeToString())
+    await call.write(b"\xff\xff\xff\xff")
+    assert await call.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "not a valid protobuf message" in await call.details()
+
+    await _start(wire, queue, 1)
+    stream = RawWorkerStream(wire.channel)
+    await stream.hello(NS, credit(queue, WORKFLOW))
+    (task,) = await stream.tasks(1)
+    beat = pb.RespondWorkflowTaskFailedRequest(task_token=task.workflow_task.task_token)
+    await stream.send(reports=[pb.WorkerReport(id=7, workflow_task_failed=beat)] * 2)
+    code, details = await stream.status()
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "report id 7 is already used" in details
+
+
+async def test_a_namespace_that_does_not_exist_is_not_found(wire: Wire) -> None:
+    stream = RawWorkerStream(wire.channel)
+    await stream.hello("no-such-namespace")
+    code, details = await stream.status()
+    assert code == grpc.StatusCode.NOT_FOUND and "no-such-namespace" in details
+
+
+async def _activity_task(wire: Wire, stream: RawWorkerStream, queue: str, start_to_close: float) -> pb.PushedTask:
+    """Starts a workflow that schedules one activity, and takes that activity on ``stream``."""
+    (workflow_id,) = await _start(wire, queue, 1)
+    polled = await wire.poll_workflow_task(queue)
+    await wire.complete_workflow_task(polled.task_token, schedule_activity("a1", start_to_close=start_to_close))
+    await stream.hello(NS, credit(queue, ACTIVITY))
+    (task,) = await stream.tasks(1)
+    assert task.activity_task.workflow_execution.workflow_id == workflow_id
+    return task
+
+
+async def test_a_task_held_by_a_stream_that_breaks_comes_back_when_its_lease_expires(wire: Wire, queue: str) -> None:
+    held = RawWorkerStream(wire.channel)
+    task = await _activity_task(wire, held, queue, start_to_close=1.0)
+    assert task.activity_task.attempt == 1
+    held.cancel()
+    other = RawWorkerStream(wire.channel)
+    try:
+        await other.hello(NS, credit(queue, ACTIVITY))
+        (again,) = await other.tasks(1, timeout=20.0)
+        assert again.activity_task.activity_id == "a1" and again.activity_task.attempt == 2
+    finally:
+        other.cancel()
+
+
+async def test_a_returned_task_is_offered_again_at_once(wire: Wire, queue: str) -> None:
+    held = RawWorkerStream(wire.channel)
+    task = await _activity_task(wire, held, queue, start_to_close=3600.0)
+    other = RawWorkerStream(wire.channel)
+    try:
+        await other.hello(NS, credit(queue, ACTIVITY))
+        await held.send(returned_task_tokens=[task.activity_task.task_token])
+        (again,) = await other.tasks(1, timeout=5.0)  # far sooner than the hour the lease had left
+        # Handed back unrun: the same attempt, and the old token no longer reports it.
+        assert again.activity_task.activity_id == "a1" and again.activity_task.attempt == 1
+        late = held.report(
+            activity_task_completed=pb.RespondActivityTaskCompletedRequest(task_token=task.activity_task.task_token)
+        )
+        await held.send(reports=[late])
+        assert (await held.results(1))[late.id].status_code == grpc.StatusCode.FAILED_PRECONDITION.value[0]
+    finally:
+        held.cancel()
+        other.cancel()
+
+
+async def test_stop_tasks_is_answered_and_nothing_is_pushed_after_it(
+    wire: Wire, stream: RawWorkerStream, queue: str, server: FlowForgeServer
+) -> None:
+    await stream.hello(NS, credit(queue, WORKFLOW, 3))
+    await wait_until(
+        lambda: (server.engine.metrics.registry.get_sample_value("flowforge_worker_streams") or 0) >= 1,
+        timeout=5.0,
+        what="the stream to open",
+    )
+    await stream.send(stop_tasks=True)
+    message = await stream.receive()
+    assert message is not None and message.tasks_stopped and not message.tasks
+    await _start(wire, queue, 2)
+    with pytest.raises(asyncio.TimeoutError):
+        await stream.receive(timeout=1.0)
+    # The tasks wait for another worker, not leased to this stream.
+    polled = await wire.poll_workflow_task(queue, timeout=5.0)
+    assert polled.task_token
+    await stream.call.done_writing()
+    assert (await stream.status())[0] == grpc.StatusCode.OK
+
+
+async def test_authorization_is_the_polls_for_the_stream_and_each_reports_own(
+    auth_server_process: ServerProcess, tmp_path: Path
+) -> None:
+    admin_key = (tmp_path / ADMIN_KEY_FILE).read_text().strip()
+    admin = await Client.connect(auth_server_process.address, api_key=admin_key)
+    keys: dict[tuple[str, str], str] = {}
+    for namespace in ("alpha", "beta"):
+        await admin.workflow_service.call("RegisterNamespace", pb.RegisterNamespaceRequest(name=namespace))
+        for role in ("reader", "worker"):
+            created = await admin.workflow_service.call(
+                "CreateApiKey",
+                access_pb2.CreateApiKeyRequest(namespace=namespace, role=role, name=f"{namespace}-{role}"),
+            )
+            keys[namespace, role] = created.key
+    channel = grpc.aio.insecure_channel(auth_server_process.address)
+
+    def opened(key: str | None) -> RawWorkerStream:
+        return RawWorkerStream(channel, (("authorization", f"Bearer {key}"),) if key else ())
+
+    try:
+        for key, namespace, expected in (
+            (None, "alpha", grpc.StatusCode.UNAUTHENTICATED),
+            (keys["alpha", "reader"], "alpha", grpc.StatusCode.PERMISSION_DENIED),
+            (keys["alpha", "worker"], "beta", grpc.StatusCode.PERMISSION_DENIED),
+        ):
+            refused = opened(key)
+            try:
+                await refused.hello(namespace, credit("q", WORKFLOW))
+            except (asyncio.InvalidStateError, grpc.aio.AioRpcError):
+                pass  # refused before the message went
+            code, details = await refused.status()
+            assert code == expected, (code, details)
+        # beta's real task token, reported on alpha's stream: refused as the unary RPC refuses it.
+        writer = await admin.workflow_service.call(
+            "StartWorkflowExecution",
+            pb.StartWorkflowExecutionRequest(namespace="beta", workflow_id="w", workflow_type="wf", task_queue="q"),
+        )
+        assert writer.run_id
+        beta_stream = opened(keys["beta", "worker"])
+        await beta_stream.hello("beta", credit("q", WORKFLOW), identity="claims-to-be-root")
+        (task,) = await beta_stream.tasks(1)
+        alpha_stream = opened(keys["alpha", "worker"])
+        await alpha_stream.hello("alpha")
+        steal = alpha_stream.report(
+            workflow_task_completed=_completed(task.workflow_task.task_token, complete_workflow("stolen"))
+        )
+        await alpha_stream.send(reports=[steal])
+        refused_report = (await alpha_stream.results(1))[steal.id]
+        assert _code(refused_report.status_code) == grpc.StatusCode.PERMISSION_DENIED, refused_report
+        done = beta_stream.report(
+            workflow_task_completed=_completed(task.workflow_task.task_token, complete_workflow("ok"))
+        )
+        await beta_stream.send(reports=[done])
+        assert (await beta_stream.results(1))[done.id].status_code == 0
+        history = await admin.workflow_service.call(
+            "GetWorkflowExecutionHistory",
+            pb.GetWorkflowExecutionHistoryRequest(namespace="beta", execution={"workflow_id": "w"}),
+        )
+        started = [json.loads(e.attributes_json) for e in history.events if e.event_type == "WorkflowTaskStarted"]
+        # Who polled is the key (the claim kept after it), as on the unary path.
+        assert started[0]["identity"].startswith("apikey:") and "(claims-to-be-root)" in started[0]["identity"]
+        assert history.events[-1].event_type == "WorkflowExecutionCompleted"
+        for stream in (alpha_stream, beta_stream):
+            await stream.call.done_writing()
+            assert (await stream.status())[0] == grpc.StatusCode.OK
+    finally:
+        await channel.close()
+        await admin.close()
