@@ -77,7 +77,9 @@ class _Comments:
     def __init__(self, file: descriptor_pb2.FileDescriptorProto) -> None:
         self._by_path = {
             tuple(location.path): " ".join(
-                line.strip() for line in (location.leading_comments + location.trailing_comments).splitlines()
+                line.strip()
+                for line in (location.leading_comments + location.trailing_comments).splitlines()
+                if not line.strip().startswith("buf:lint:")  # directives to the linter, not documentation
             ).strip()
             for location in file.source_code_info.location
         }

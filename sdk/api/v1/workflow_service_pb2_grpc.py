@@ -589,6 +589,9 @@ class WorkflowServiceServicer:
         stream that breaks is leased like a polled one and follows the lease rules.
         The first message must carry `hello`; authorization is the poll's (the
         worker role in hello's namespace) and each report's is its own RPC's.
+        (Its messages are named for the stream, which carries many, not for one call.)
+        buf:lint:ignore RPC_REQUEST_STANDARD_NAME
+        buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
