@@ -338,7 +338,7 @@ class _WorkerStream:
                     message.results.append(piece)
                 elif piece is _STOPPED:
                     message.tasks_stopped = True
-            if message.ByteSize():
+            if message.tasks or message.results or message.tasks_stopped:
                 try:
                     await self._context.write(message)
                 except BaseException:

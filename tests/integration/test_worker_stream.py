@@ -370,3 +370,24 @@ async def test_authorization_is_the_polls_for_the_stream_and_each_reports_own(
     finally:
         await channel.close()
         await admin.close()
+
+
+async def test_open_streams_and_their_messages_are_counted(wire: Wire, server: FlowForgeServer, queue: str) -> None:
+    metrics = server.engine.metrics.registry
+
+    def sample(name: str, **labels: str) -> float:
+        return metrics.get_sample_value(name, labels) or 0.0
+
+    before = {d: sample("flowforge_worker_stream_messages_total", direction=d) for d in ("received", "sent")}
+    assert sample("flowforge_worker_streams") == 0
+    stream = RawWorkerStream(wire.channel)
+    await stream.hello(NS, credit(queue, WORKFLOW, 2))
+    await wait_until(lambda: sample("flowforge_worker_streams") == 1, timeout=5.0, what="the gauge to count the stream")
+    await stream.send(stop_tasks=True)
+    message = await stream.receive()
+    assert message is not None and message.tasks_stopped
+    await stream.call.done_writing()
+    assert (await stream.status())[0] == grpc.StatusCode.OK
+    assert sample("flowforge_worker_streams") == 0
+    assert sample("flowforge_worker_stream_messages_total", direction="received") - before["received"] == 2
+    assert sample("flowforge_worker_stream_messages_total", direction="sent") - before["sent"] == 1
