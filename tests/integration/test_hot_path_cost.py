@@ -20,9 +20,13 @@ from collections.abc import AsyncIterator
 import pytest
 
 from flowforge import Client
+from flowforge.api.v1 import workflow_service_pb2 as pb
+from flowforge.converter import default_converter
 from flowforge.server import FlowForgeServer
 from flowforge.worker import Worker
 from samples.onboarding.workflows import ACTIVITIES, Onboarding
+from tests.integration._protocol import NS, Wire, complete_workflow, schedule_activity
+from tests.integration._stream_client import WORKFLOW, RawWorkerStream, credit
 from testsupport.counting import StoreCounters, count_history_handed_out, count_rpcs
 from testsupport.waiting import wait_until
 from testsupport.workloads import LIMITED_KEY, LimitedActivity, SingleActivity, noop
@@ -184,3 +188,77 @@ async def test_the_limited_path_costs_one_more_commit_and_a_bounded_number_of_st
     assert store.counts["write_transactions_that_changed_rows"] == LIMITED_WRITE_TRANSACTIONS * SINGLES, summary
     assert store.counts["write_statements"] / SINGLES <= LIMITED_WRITE_STATEMENTS, summary
     assert rpcs["PollActivityTaskQueue"] >= SINGLES, summary
+
+
+# The worker stream with a worker that batches as far as the protocol lets it (the raw
+# client of tests/integration/_stream_client.py): STREAM_WORKFLOWS runs, each fanning
+# out STREAM_FAN_OUT activities. Per run: a workflow task pushed against a credit, its
+# completion (which leases the activities eagerly), the activities' completions sent
+# together in one message (group commit: the first alone, the rest in one transaction),
+# the second workflow task pushed and completed. Write transactions: 4 per run plus 2,
+# i.e. 34 for 64 activities (0.53 each); messages: a handful each way for the whole lot.
+STREAM_WORKFLOWS = 8
+STREAM_FAN_OUT = 8
+STREAM_WRITE_TRANSACTIONS_PER_ACTIVITY = 0.75  # 0.53 expected; slack for an empty lease now and then
+STREAM_MESSAGES_PER_ACTIVITY = 1.0  # each way
+
+
+async def test_a_batching_worker_on_the_stream_costs_under_one_transaction_and_one_message_per_activity(
+    server: FlowForgeServer,
+) -> None:
+    queue = f"cost-raw-{uuid.uuid4().hex[:8]}"
+    wire = Wire(f"127.0.0.1:{server.port}")
+    stream = RawWorkerStream(wire.channel)
+    try:
+        for i in range(STREAM_WORKFLOWS):
+            await wire.start(f"{queue}-{i}", task_queue=queue)
+        store = StoreCounters(server.store)  # from the first lease on: the worker's path
+        await stream.hello(NS, credit(queue, WORKFLOW, STREAM_WORKFLOWS))
+        first = await stream.tasks(STREAM_WORKFLOWS)
+        fan_out = [
+            stream.report(
+                workflow_task_completed=pb.RespondWorkflowTaskCompletedRequest(
+                    task_token=task.workflow_task.task_token,
+                    commands=[schedule_activity(f"a{n}") for n in range(STREAM_FAN_OUT)],
+                    eager_activity_slots=STREAM_FAN_OUT,
+                )
+            )
+            for task in first
+        ]
+        await stream.send(reports=fan_out)
+        scheduled = await stream.results(STREAM_WORKFLOWS)
+        activity_tasks = [t for r in scheduled.values() for t in r.workflow_task_completed.activity_tasks]
+        assert len(activity_tasks) == STREAM_WORKFLOWS * STREAM_FAN_OUT, scheduled
+        completions = [
+            stream.report(
+                activity_task_completed=pb.RespondActivityTaskCompletedRequest(
+                    task_token=t.task_token, result=default_converter.to_payloads([t.activity_id])
+                )
+            )
+            for t in activity_tasks
+        ]
+        await stream.send(reports=completions)
+        completed = await stream.results(len(completions))
+        assert all(r.status_code == 0 for r in completed.values()), completed
+        await stream.send(credits=[credit(queue, WORKFLOW, STREAM_WORKFLOWS)])
+        second = await stream.tasks(STREAM_WORKFLOWS)
+        done = [
+            stream.report(
+                workflow_task_completed=pb.RespondWorkflowTaskCompletedRequest(
+                    task_token=task.workflow_task.task_token, commands=[complete_workflow("done")]
+                )
+            )
+            for task in second
+        ]
+        await stream.send(reports=done)
+        finished = await stream.results(STREAM_WORKFLOWS)
+        assert all(r.status_code == 0 for r in finished.values()), finished
+        activities = STREAM_WORKFLOWS * STREAM_FAN_OUT
+        per_activity = {name: count / activities for name, count in store.counts.items()}
+        summary = f"store per activity {per_activity}, messages sent {stream.sent}, received {stream.received}"
+        assert per_activity["write_transactions"] <= STREAM_WRITE_TRANSACTIONS_PER_ACTIVITY, summary
+        assert stream.sent / activities <= STREAM_MESSAGES_PER_ACTIVITY, summary
+        assert stream.received / activities <= STREAM_MESSAGES_PER_ACTIVITY, summary
+    finally:
+        stream.cancel()
+        await wire.close()
