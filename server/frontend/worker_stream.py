@@ -56,8 +56,9 @@ MAX_STREAM_CREDITS = 10_000
 MAX_QUEUES = 100
 #: Leases under way at once per (task queue, kind) of a stream: a worker's default pollers.
 POLLS_PER_QUEUE = 5
-#: Reports of one stream being run at once. Beyond it the stream is not read until one
-#: is answered, so gRPC's flow control holds the worker back (backpressure).
+#: Reports of one stream being run or waiting for their answer to be written. Beyond it
+#: the stream is not read until an answer is written, so gRPC's flow control holds back
+#: a worker that sends faster than the reports run or than it reads (backpressure).
 MAX_PENDING_REPORTS = 1000
 # One message carries about this much; a single larger task or answer goes alone.
 _MAX_BATCH_BYTES = 1 << 20
@@ -310,8 +311,7 @@ class _WorkerStream:
             result.status_code, result.status_message = code.value[0], message
         finally:
             del self._reports[report.id]
-            self._report_slots.release()
-        self._outbox.put_nowait(result)
+        self._outbox.put_nowait(result)  # its slot is freed once written
 
     # ------------------------------------------------------------------ writing
 
@@ -345,6 +345,8 @@ class _WorkerStream:
                     self._unsent.extend(batch)
                     raise
                 self._sent.inc()
+                for _ in message.results:
+                    self._report_slots.release()
             if batch[-1] is _END:
                 return
 
