@@ -16,6 +16,10 @@ timer so that all fall due at that instant). Reports, as a markdown table:
   of issue 7 (every timer within one second of its due time), and it measures the
   firing only: the server stamps ``TimerFired`` while it builds the timer's batch,
   a few milliseconds before that batch commits;
+- how far apart the due times ended up: each timer is due at the shared instant as
+  its workflow computed it, but the server counts the duration from when it records
+  ``TimerStarted`` (when the workflow task completed), so on a loaded machine,
+  where workflow tasks queue, the due times spread over seconds;
 - when the last timer's batch had committed (the ``timers`` table empty, polled
   every 50 ms), which bounds the commit as well;
 - when every execution had completed: after the firing, the 10,000 workflow tasks
@@ -29,6 +33,7 @@ import asyncio
 import contextlib
 import json
 import sqlite3
+import sys
 import time
 import uuid
 from datetime import timedelta
@@ -77,7 +82,8 @@ class StoreReader:
     async def count(self, sql: str) -> int:
         return int((await self.rows(sql))[0][0])
 
-    async def lateness_s(self) -> list[float]:
+    async def due_and_lateness_s(self) -> tuple[list[float], list[float]]:
+        """Every fired timer's due time (epoch seconds) and how late it fired (seconds)."""
         started: dict[str, float] = {}
         fired: dict[str, int] = {}
         for run_id, event_type, event_us, attributes in await self.rows(
@@ -88,7 +94,8 @@ class StoreReader:
                 started[run_id] = event_us + json.loads(attributes)["start_to_fire_timeout"] * 1e6
             else:
                 fired[run_id] = event_us
-        return [(fired[run] - due) / 1e6 for run, due in started.items() if run in fired]
+        due = [(run, due_us) for run, due_us in started.items() if run in fired]
+        return [due_us / 1e6 for _, due_us in due], [(fired[run] - due_us) / 1e6 for run, due_us in due]
 
 
 async def measure(
@@ -130,16 +137,19 @@ async def measure(
                 await asyncio.sleep(0.5)
             result["all_completed_after_due_s"] = round(time.time() - due, 2)
             result["rss_after_mib"] = rss_mib(server_pid)
+            due_s, late = await reader.due_and_lateness_s()
+            assert len(late) == count, f"{len(late)} of {count} timers fired"
+            result.update(
+                due_spread_s=round(max(due_s) - min(due_s), 2),
+                timer_late_p50_ms=round(percentile(late, 0.5) * 1000, 1),
+                timer_late_p95_ms=round(percentile(late, 0.95) * 1000, 1),
+                timer_late_max_ms=round(max(late) * 1000, 1),
+                timers_within_1s=f"{sum(1 for x in late if x <= 1.0)}/{count}",
+            )
+            # Out before the worker's shutdown, which is not part of the measurement.
+            print(json.dumps(result), file=sys.stderr, flush=True)
     finally:
         await client.close()
-    late = await reader.lateness_s()
-    assert len(late) == count, f"{len(late)} of {count} timers fired"
-    result.update(
-        timer_late_p50_ms=round(percentile(late, 0.5) * 1000, 1),
-        timer_late_p95_ms=round(percentile(late, 0.95) * 1000, 1),
-        timer_late_max_ms=round(max(late) * 1000, 1),
-        timers_within_1s=f"{sum(1 for x in late if x <= 1.0)}/{count}",
-    )
     return result
 
 
@@ -154,6 +164,7 @@ def table(result: dict[str, Any]) -> str:
             f"{result['timer_late_p50_ms']} / {result['timer_late_p95_ms']} / {result['timer_late_max_ms']}",
         ),
         ("timers fired within 1 s of due", result["timers_within_1s"]),
+        ("due times spread over (s)", result["due_spread_s"]),
         ("last timer's batch committed, after due (s)", result["all_fired_after_due_s"]),
         ("last execution completed, after due (s)", result["all_completed_after_due_s"]),
         ("time to start all executions (s)", result["start_seconds"]),

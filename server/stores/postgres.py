@@ -7,8 +7,8 @@
   transactions that read the same execution: READ COMMITTED re-evaluates the
   UPDATE's ``version = ?`` on the newest row version, so the later writer changes
   no row and gets :class:`ConcurrencyConflict`.
-- Long-poll wake-ups cross replicas by NOTIFY: a transaction sends its channels with
-  ``pg_notify`` in the same round trip as its COMMIT (PostgreSQL delivers them only
+- Long-poll wake-ups cross replicas by NOTIFY: a transaction sends its channels,
+  packed into JSON arrays, with ``pg_notify`` in the same round trip as its COMMIT (PostgreSQL delivers them only
   if it commits), and each store keeps one LISTEN connection, outside the pool, that
   hands every notification to its in-process :class:`~flowforge.server.stores.base.Notifier`.
 - Round trips are the cost on this store (each is a wait on the event loop and on
@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import json
 import logging
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
@@ -36,6 +37,7 @@ from flowforge.server._tasks import cancel_and_wait
 from flowforge.server.stores import migrations
 from flowforge.server.stores._sql import SQLTransaction
 from flowforge.server.stores._sql.core import Record
+from flowforge.server.stores._sql.executions import SELECT_EXECUTION
 from flowforge.server.stores.base import (
     ConcurrencyConflict,
     ExecutionRow,
@@ -82,24 +84,51 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _sendable(channel: str) -> bool:
-    """Whether ``channel`` can be a NOTIFY payload: below PostgreSQL's size limit, with
-    no NUL and no lone surrogate (text that PostgreSQL cannot hold)."""
-    try:
-        return "\x00" not in channel and len(channel.encode()) <= _MAX_PAYLOAD_BYTES
-    except UnicodeEncodeError:
-        return False
+def _payloads(channels: set[str]) -> list[str]:
+    """``channels`` packed into as few NOTIFY payloads as fit: JSON arrays below
+    PostgreSQL's size limit (a batch of timers wakes thousands of runs' channels, and
+    each payload is a queue entry and a message to every listener). JSON escapes NUL;
+    a channel that fits in no payload, or that no encoding can hold (a lone
+    surrogate), is left out: its pollers' periodic re-check finds the work."""
+    payloads: list[str] = []
+    items: list[str] = []
+    size = 2  # the brackets
+    for channel in sorted(channels):
+        item = json.dumps(channel, ensure_ascii=False)
+        try:
+            item_size = len(item.encode()) + 1  # and a comma
+        except UnicodeEncodeError:
+            continue
+        if size + item_size > _MAX_PAYLOAD_BYTES and items:
+            payloads.append(f"[{','.join(items)}]")
+            items, size = [], 2
+        if size + item_size <= _MAX_PAYLOAD_BYTES:
+            items.append(item)
+            size += item_size
+    if items:
+        payloads.append(f"[{','.join(items)}]")
+    return payloads
+
+
+def _channels(payload: str) -> list[str]:
+    """The channels a NOTIFY payload names: a JSON array of them, or (as a replica of
+    an older version sends) one channel as it is."""
+    with contextlib.suppress(ValueError):
+        channels = json.loads(payload)
+        if isinstance(channels, list) and all(isinstance(c, str) for c in channels):
+            return channels
+    return [payload]
 
 
 def _commit_script(channels: set[str]) -> str:
-    """COMMIT, preceded in the same round trip by a NOTIFY of each sendable channel: a
-    failed NOTIFY aborts the transaction and the COMMIT after it is not run."""
-    payloads = [_literal(channel) for channel in sorted(channels) if _sendable(channel)]
+    """COMMIT, preceded in the same round trip by the NOTIFYs of ``channels``: a failed
+    NOTIFY aborts the transaction and the COMMIT after it is not run."""
+    payloads = [_literal(payload) for payload in _payloads(channels)]
     if not payloads:
         return "COMMIT"
     return (
-        f"SELECT pg_notify('{NOTIFY_CHANNEL}', channel)"
-        f" FROM unnest(ARRAY[{', '.join(payloads)}]::text[]) AS channel; COMMIT"
+        f"SELECT pg_notify('{NOTIFY_CHANNEL}', payload)"
+        f" FROM unnest(ARRAY[{', '.join(payloads)}]::text[]) AS payload; COMMIT"
     )
 
 
@@ -116,6 +145,7 @@ def _array_type(annotation: str) -> str:
     raise TypeError(f"no PostgreSQL type for {annotation!r}")
 
 
+_LOCK_EXECUTIONS = f"{SELECT_EXECUTION} WHERE namespace = ? AND run_id = ANY(?::text[]) ORDER BY run_id FOR UPDATE"
 _EXECUTION_TYPES = {f.name: str(f.type) for f in dataclasses.fields(ExecutionRow)}
 
 
@@ -207,6 +237,11 @@ class _PostgresTransaction(SQLTransaction):
         await self._execute(
             _insert_from_arrays(table, tuple(fields)), [list(column) for column in zip(*rows, strict=False)]
         )
+
+    async def _lock_namespace_executions(self, namespace: str, run_ids: list[str]) -> list[ExecutionRow]:
+        # One array parameter whatever the count: one round trip and one prepared
+        # statement, where IN lists would be a statement text per length.
+        return await self._all(ExecutionRow, _LOCK_EXECUTIONS, (namespace, run_ids))
 
     async def _update_executions(self, columns: tuple[str, ...], params: list[tuple[Any, ...]]) -> int:
         # One statement over column arrays: asyncpg's executemany reports no row
@@ -386,7 +421,8 @@ class PostgresStore(Store):
     def _on_notification(
         self, _connection: asyncpg.Connection[Any] | PoolConnectionProxy[Any], _pid: int, _channel: str, payload: object
     ) -> None:
-        self.notifier.notify(str(payload))
+        for channel in _channels(str(payload)):
+            self.notifier.notify(channel)
 
     async def _keep_listening(self) -> None:
         """Replaces the LISTEN connection when it drops, retrying with backoff.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import sqlite3
 import time
 import urllib.parse
@@ -634,6 +635,35 @@ async def test_commit_wakes_a_listener_on_another_replica(pg_stores: OpenReplica
         tx.notify_after_commit("q:default:WORKFLOW:orders")
     assert await replica.wait_for_notification(woken, DEADLINE_S)
     assert time.monotonic() - started < DEADLINE_S
+
+
+@pg
+async def test_a_commit_of_thousands_of_channels_wakes_each_with_a_few_notifications(
+    pg_stores: OpenReplica, monitor: asyncpg.Connection
+) -> None:
+    # A batch of timers wakes each fired run's channel: they travel packed into a few
+    # NOTIFY payloads, awkward names intact, and a bare channel as an older replica
+    # sends it still wakes its waiter.
+    writer, replica = await pg_stores(), await pg_stores()
+    channels = [f"r:run-{i:05d}" for i in range(3000)] + ['q:it\'s:WORKFLOW:"odd",name', "q:nul\x00inside"]
+    woken = {channel: replica.notifier.listen(channel) for channel in channels}
+    payloads: list[str] = []
+    await monitor.add_listener("flowforge", lambda _connection, _pid, _channel, payload: payloads.append(payload))
+    async with writer.transaction() as tx:
+        for channel in channels:
+            tx.notify_after_commit(channel)
+    for channel, event in woken.items():
+        assert await replica.wait_for_notification(event, DEADLINE_S), channel
+    await wait_until(
+        lambda: sum(len(json.loads(p)) for p in payloads) == len(channels),
+        timeout=DEADLINE_S,
+        what="the monitor sees every channel",
+        interval=0.01,
+    )
+    assert len(payloads) <= 3000 * 16 // 7999 + 1, len(payloads)  # ~16 bytes a channel
+    bare = replica.notifier.listen("q:default:WORKFLOW:from-an-older-replica")
+    await monitor.execute("SELECT pg_notify('flowforge', 'q:default:WORKFLOW:from-an-older-replica')")
+    assert await replica.wait_for_notification(bare, DEADLINE_S)
 
 
 @pg

@@ -112,15 +112,21 @@ class ExecutionSQL(SQLCore, ExecutionOperations):
             run_ids_by_namespace.setdefault(namespace, set()).add(run_id)
         rows: list[ExecutionRow] = []
         for namespace, run_ids in sorted(run_ids_by_namespace.items()):
-            ordered = sorted(run_ids)
-            for start in range(0, len(ordered), _KEYS_PER_SELECT):
-                chunk = ordered[start : start + _KEYS_PER_SELECT]
-                rows += await self._all(
-                    ExecutionRow,
-                    f"{SELECT_EXECUTION} WHERE namespace = ? AND run_id IN ({placeholders(len(chunk))})"
-                    f" ORDER BY run_id{self.for_update_clause}",
-                    (namespace, *chunk),
-                )
+            rows += await self._lock_namespace_executions(namespace, sorted(run_ids))
+        return rows
+
+    async def _lock_namespace_executions(self, namespace: str, run_ids: list[str]) -> list[ExecutionRow]:
+        """The executions of ``run_ids`` (sorted) in ``namespace``, locked in run id
+        order: IN lists of a bounded length (SQLite caps a statement's parameters)."""
+        rows: list[ExecutionRow] = []
+        for start in range(0, len(run_ids), _KEYS_PER_SELECT):
+            chunk = run_ids[start : start + _KEYS_PER_SELECT]
+            rows += await self._all(
+                ExecutionRow,
+                f"{SELECT_EXECUTION} WHERE namespace = ? AND run_id IN ({placeholders(len(chunk))})"
+                f" ORDER BY run_id{self.for_update_clause}",
+                (namespace, *chunk),
+            )
         return rows
 
     async def update_executions(self, columns: tuple[str, ...], updates: list[tuple[ExecutionRow, int]]) -> None:

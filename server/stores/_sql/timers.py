@@ -9,6 +9,13 @@ from flowforge.server.stores.contract import TimerOperations
 from flowforge.server.stores.rows import TimerRow
 
 _TIMER_COLUMNS = columns(TimerRow)
+# The earliest deadline of each kind, in one statement (one round trip on PostgreSQL).
+_NEXT_DEADLINES = (
+    "SELECT (SELECT MIN(lease_expires_us) FROM tasks WHERE state = 'LEASED'),"
+    " (SELECT MIN(pending_deadline_us) FROM tasks WHERE state = 'PENDING' AND pending_deadline_us IS NOT NULL),"
+    " (SELECT MIN(fire_us) FROM timers),"
+    " (SELECT MIN(deadline_us) FROM executions WHERE status = 'RUNNING' AND deadline_us IS NOT NULL)"
+)
 
 
 class TimerSQL(SQLCore, TimerOperations):
@@ -70,14 +77,6 @@ class TimerSQL(SQLCore, TimerOperations):
         return [(r[0], r[1]) for r in records]
 
     async def next_deadline_us(self) -> int | None:
-        candidates = []
-        for sql in (
-            "SELECT MIN(lease_expires_us) FROM tasks WHERE state = 'LEASED'",
-            "SELECT MIN(pending_deadline_us) FROM tasks WHERE state = 'PENDING' AND pending_deadline_us IS NOT NULL",
-            "SELECT MIN(fire_us) FROM timers",
-            "SELECT MIN(deadline_us) FROM executions WHERE status = 'RUNNING' AND deadline_us IS NOT NULL",
-        ):
-            record = await self._fetchone(sql)
-            if record is not None and record[0] is not None:
-                candidates.append(int(record[0]))
+        record = await self._fetchone(_NEXT_DEADLINES)
+        candidates = [int(value) for value in record or () if value is not None]
         return min(candidates) if candidates else None
