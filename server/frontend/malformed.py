@@ -13,12 +13,13 @@ field means (:mod:`.validation`, the engine's input checks).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import grpc
-from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from flowforge.server.errors import InvalidArgument
@@ -58,45 +59,147 @@ def _timestamp_problem(seconds: int, nanos: int) -> str | None:
     return None
 
 
-def _value_problem(field: FieldDescriptor, value: Any, path: str) -> str | None:
-    if field.message_type is not None:
-        return ill_formed(value, path)
-    if field.type in _FLOATS and not math.isfinite(value):
-        return f"{path} must be a finite number"
-    if field.type == FieldDescriptor.TYPE_STRING and len(value) > MAX_STRING_CHARS:
-        return f"{path} is {len(value)} characters long; no field may exceed {MAX_STRING_CHARS}"
-    return None
+def ill_formed(message: Message, path: str = "", *, strings: bool = True) -> str | None:
+    """What is wrong with a value of ``message`` that no field may hold, or None.
+
+    Args:
+        message: The request, or a message inside it.
+        path: Where ``message`` is in the request (for the answer).
+        strings: Whether to check string lengths; False when the request's encoding
+            is too short to hold a string over :data:`MAX_STRING_CHARS`.
+    """
+    found = _problem(message, _WELL_KNOWN.get(message.DESCRIPTOR.full_name, _MESSAGE), strings)
+    if found is None:
+        return None
+    where, problem = found
+    where = f"{path}{where}" if path else where.removeprefix(".")
+    return f"{where} {problem}"
 
 
-def ill_formed(message: Message, path: str = "") -> str | None:
-    """What is wrong with a value of ``message`` that no field may hold, or None."""
-    name = message.DESCRIPTOR.full_name
-    if name == "google.protobuf.Duration":
-        problem = _duration_problem(message.seconds, message.nanos)  # type: ignore[attr-defined]
-        return f"{path} {problem}" if problem else None
-    if name == "google.protobuf.Timestamp":
-        problem = _timestamp_problem(message.seconds, message.nanos)  # type: ignore[attr-defined]
-        return f"{path} {problem}" if problem else None
-    for field, value in message.ListFields():
-        where = f"{path}.{field.name}" if path else field.name
-        if field.message_type is not None and field.message_type.GetOptions().map_entry:
-            value_field = field.message_type.fields_by_name["value"]
+# The kinds of value a check looks at.
+_MESSAGE, _DURATION, _TIMESTAMP, _FLOAT, _STRING, _OTHER = range(6)
+_WELL_KNOWN = {"google.protobuf.Duration": _DURATION, "google.protobuf.Timestamp": _TIMESTAMP}
+
+
+class _Check(NamedTuple):
+    """One field of a message type that can hold something refused."""
+
+    name: str
+    kind: int
+    repeated: bool
+    presence: bool
+    """A singular message field: looked at only when set."""
+    map_value: int | None
+    """For a map: the kind of its values (its keys are strings or scalars)."""
+    string_keys: bool
+
+
+def _problem(value: Any, kind: int, strings: bool) -> tuple[str, str] | None:
+    """(where in ``value``, what is wrong) for a value of ``kind``, or None. The path
+    is built only for a problem: walking a request must cost little."""
+    if kind == _MESSAGE:
+        return _message_problem(value, strings)
+    if kind == _DURATION:
+        problem = _duration_problem(value.seconds, value.nanos)
+    elif kind == _TIMESTAMP:
+        problem = _timestamp_problem(value.seconds, value.nanos)
+    elif kind == _FLOAT:
+        problem = None if math.isfinite(value) else "must be a finite number"
+    elif kind == _STRING:
+        too_long = strings and len(value) > MAX_STRING_CHARS
+        problem = f"is {len(value)} characters long; no field may exceed {MAX_STRING_CHARS}" if too_long else None
+    else:
+        problem = None
+    return ("", problem) if problem else None
+
+
+def _message_problem(message: Message, strings: bool) -> tuple[str, str] | None:
+    for check in _checks(message.DESCRIPTOR, strings):
+        if check.presence and not message.HasField(check.name):
+            continue
+        value = getattr(message, check.name)
+        if check.map_value is not None:
             for key, item in value.items():
-                if isinstance(key, str) and len(key) > MAX_STRING_CHARS:
-                    return f"{where} has a key of {len(key)} characters; no field may exceed {MAX_STRING_CHARS}"
-                problem = _value_problem(value_field, item, f"{where}[{key!r:.40}]")
-                if problem:
-                    return problem
-        elif field.is_repeated:
+                if strings and check.string_keys and len(key) > MAX_STRING_CHARS:
+                    return (
+                        f".{check.name}",
+                        f"has a key of {len(key)} characters; no field may exceed {MAX_STRING_CHARS}",
+                    )
+                found = _problem(item, check.map_value, strings)
+                if found:
+                    return f".{check.name}[{key!r:.40}]{found[0]}", found[1]
+        elif check.repeated:
             for index, item in enumerate(value):
-                problem = _value_problem(field, item, f"{where}[{index}]")
-                if problem:
-                    return problem
+                found = _problem(item, check.kind, strings)
+                if found:
+                    return f".{check.name}[{index}]{found[0]}", found[1]
         else:
-            problem = _value_problem(field, value, where)
-            if problem:
-                return problem
+            found = _problem(value, check.kind, strings)
+            if found:
+                return f".{check.name}{found[0]}", found[1]
     return None
+
+
+# What a request's type allows is worked out once per message type, not per request:
+# walking every field of every request in Python cost more than parsing it.
+
+
+@functools.cache
+def _checks(descriptor: Descriptor, strings: bool) -> tuple[_Check, ...]:
+    """The fields of ``descriptor`` that can hold something refused (string lengths
+    only if ``strings``), by field number (the order the answer names the first)."""
+    checks = []
+    for field in sorted(descriptor.fields, key=lambda f: f.number):
+        if not _may_be_ill_formed(field, strings, frozenset({descriptor})):
+            continue
+        value_field = _map_value_field(field)
+        repeated = field.is_repeated
+        key_field = field.message_type.fields_by_name["key"] if value_field is not None and field.message_type else None
+        checks.append(
+            _Check(
+                name=field.name,
+                kind=_kind(field),
+                repeated=repeated,
+                presence=field.message_type is not None and not repeated,
+                map_value=_kind(value_field) if value_field is not None else None,
+                string_keys=key_field is not None and key_field.type == FieldDescriptor.TYPE_STRING,
+            )
+        )
+    return tuple(checks)
+
+
+def _kind(field: FieldDescriptor) -> int:
+    if field.message_type is not None:
+        return _WELL_KNOWN.get(field.message_type.full_name, _MESSAGE)
+    if field.type in _FLOATS:
+        return _FLOAT
+    return _STRING if field.type == FieldDescriptor.TYPE_STRING else _OTHER
+
+
+def _map_value_field(field: FieldDescriptor) -> FieldDescriptor | None:
+    """The value field of a map field's entries; None if ``field`` is not a map."""
+    entry = field.message_type
+    if entry is None or not entry.GetOptions().map_entry:
+        return None
+    value: FieldDescriptor = entry.fields_by_name["value"]
+    return value
+
+
+def _may_be_ill_formed(field: FieldDescriptor, strings: bool, enclosing: frozenset[Descriptor]) -> bool:
+    if field.type in _FLOATS:
+        return True
+    if field.type == FieldDescriptor.TYPE_STRING:
+        return strings
+    message = field.message_type
+    if message is None:
+        return False
+    value_field = _map_value_field(field)
+    if value_field is not None:
+        key_is_string = message.fields_by_name["key"].type == FieldDescriptor.TYPE_STRING
+        return (strings and key_is_string) or _may_be_ill_formed(value_field, strings, enclosing)
+    if message.full_name in _WELL_KNOWN or message in enclosing:
+        return True  # a recursive type (Failure.cause) is taken to be suspect
+    return any(_may_be_ill_formed(f, strings, enclosing | {message}) for f in message.fields)
 
 
 class _Malformed:
@@ -112,7 +215,8 @@ def _tolerant(deserializer: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
             request = deserializer(body)
         except Exception as error:  # DecodeError, RecursionError (nesting), ValueError
             return _Malformed(f"it is not a valid protobuf message ({type(error).__name__}: {str(error)[:200]})")
-        problem = ill_formed(request) if isinstance(request, Message) else None
+        # A string over the limit needs at least as many bytes in the encoding.
+        problem = ill_formed(request, strings=len(body) > MAX_STRING_CHARS) if isinstance(request, Message) else None
         return _Malformed(problem) if problem else request
 
     return deserialize
