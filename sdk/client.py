@@ -661,11 +661,13 @@ class Client(
         workflow_id: str | None = None,
         page_size: int = _LIST_PAGE_SIZE,
     ) -> AsyncIterator[WorkflowExecution]:
-        """Iterates over the runs of the namespace matching a query, newest first.
+        """Iterates over the runs of the namespace matching a query, newest first or in
+        the query's ``ORDER BY``.
 
         Use it with ``async for``; pages of ``page_size`` runs are fetched as the
-        iteration needs them. Paging is by (start time, run id), so a run started
-        while you iterate never makes another appear twice or go missing.
+        iteration needs them. Paging is by keyset (the order's attribute, start time,
+        run id), so a run started while you iterate never makes another appear twice or
+        go missing.
 
         ::
 
@@ -678,8 +680,10 @@ class Client(
                 ``TaskQueue``, ``ExecutionStatus``, ``StartTime``, ``CloseTime`` and
                 the namespace's custom search attributes, with ``=``, ``!=``, ``<``,
                 ``<=``, ``>``, ``>=``, ``BETWEEN``, ``IN``, ``STARTS_WITH``, ``IS [NOT]
-                NULL``, ``AND``, ``OR``, ``NOT`` and parentheses (docs/visibility.md).
-                ``None`` or empty lists every run.
+                NULL``, ``AND``, ``OR``, ``NOT`` and parentheses, optionally ending with
+                ``ORDER BY`` ``StartTime``, ``CloseTime``, ``WorkflowId``, ``WorkflowType``
+                or ``ExecutionStatus`` ``ASC``/``DESC`` (docs/visibility.md). ``None`` or
+                empty lists every run.
             status: Only runs with this status (ANDed with the query).
             workflow_type: Only runs of this workflow type (ANDed with the query).
             workflow_id: Only runs of this workflow id (ANDed with the query).

@@ -7,7 +7,8 @@ compiled into a parameterized SQL condition: values only ever travel as bind
 parameters, never inside the SQL text. The grammar, the types and the index each
 filter uses are in docs/visibility.md::
 
-    query      := [or_expr] EOF
+    query      := [or_expr] [order_by] EOF
+    order_by   := "ORDER" "BY" name ["ASC" | "DESC"]
     or_expr    := and_expr ("OR" and_expr)*
     and_expr   := not_expr ("AND" not_expr)*
     not_expr   := "NOT" not_expr | primary
@@ -20,13 +21,19 @@ filter uses are in docs/visibility.md::
     value      := string | number | "TRUE" | "FALSE"
 
 Every condition is two-valued (a comparison with an absent value is false, and
-``NOT`` of it true), so ``NOT`` and ``!=`` behave as a reader expects.
+``NOT`` of it true), so ``NOT`` and ``!=`` behave as a reader expects. ``ORDER BY`` takes
+one of :data:`ORDER_ATTRIBUTES` (``ASC`` or the default ``DESC``); ties are broken by
+StartTime and the run id in the same direction, and runs without a CloseTime come last.
+Its words are not reserved: they mean ``ORDER BY`` only where a condition cannot go on.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import dataclasses
+import json
 import math
 import re
 from collections.abc import Callable, Iterator
@@ -36,17 +43,21 @@ from typing import Any, NoReturn
 from flowforge.api.schema import ExecutionStatus
 from flowforge.api.v1 import common_pb2
 from flowforge.server.errors import InvalidArgument
-from flowforge.server.stores.rows import CompiledQuery, StoredValue
+from flowforge.server.stores.rows import CompiledQuery, ListOrder, StoredValue
 
 __all__ = [
     "MAX_ATTRIBUTES_PER_NAMESPACE",
     "MAX_QUERY_LENGTH",
+    "ORDER_ATTRIBUTES",
     "QUERY_COST_BUDGET",
     "SYSTEM_ATTRIBUTES",
     "CompiledQuery",
     "StoredValue",
     "check_attribute_name",
     "compile_query",
+    "list_order",
+    "page_after",
+    "page_token",
     "stored_value",
     "value_proto",
 ]
@@ -78,6 +89,9 @@ SYSTEM_ATTRIBUTES: dict[str, tuple[str, str]] = {
     "CloseTime": ("close_us", DATETIME),
 }
 _NULLABLE_SYSTEM_COLUMNS = {"close_us"}
+#: The built-in attributes a list can be ordered by (each has an index that serves it).
+ORDER_ATTRIBUTES = ("StartTime", "CloseTime", "WorkflowId", "WorkflowType", "ExecutionStatus")
+_ATTRIBUTE_OF_COLUMN = {column: name for name, (column, _) in SYSTEM_ATTRIBUTES.items()}
 # A status is matched whatever its case and underscores ('Running', 'ContinuedAsNew', 'TIMED_OUT').
 _STATUS_BY_SPELLING = {status.replace("_", "").lower(): status.value for status in ExecutionStatus}
 _TEMPORAL_STATUS_NAMES = ", ".join(f"'{s.title().replace('_', '')}'" for s in ExecutionStatus)
@@ -299,14 +313,45 @@ class _Parser(_QueryPass):
         self._index = 0
         self._depth = 0
 
-    def parse(self) -> _Node | None:
-        if self._peek().kind == "EOF":
-            return None
-        node = self._or()
+    def parse(self) -> tuple[_Node | None, ListOrder]:
+        """The condition (None if there is none) and the order."""
+        node = None if self._peek().kind == "EOF" or self._at_order_by() else self._or()
+        ordered = self._at_order_by()
+        order = self._order_by() if ordered else ListOrder()
         token = self._peek()
         if token.kind != "EOF":
-            self._fail(token, f"expected AND, OR or the end of the query, found {token.describe()}")
-        return node
+            expected = "AND, OR or the end" if node is not None and not ordered else "the end"
+            self._fail(token, f"expected {expected} of the query, found {token.describe()}")
+        return node, order
+
+    def _at_order_by(self) -> bool:
+        first, second = self._tokens[self._index], self._tokens[min(self._index + 1, len(self._tokens) - 1)]
+        return (
+            first.kind == "NAME"
+            and first.text.upper() == "ORDER"
+            and second.kind == "NAME"
+            and second.text.upper() == "BY"
+        )
+
+    def _order_by(self) -> ListOrder:
+        self._index += 2  # ORDER BY
+        name = self._next()
+        if name.kind != "NAME":
+            self._fail(name, f"expected an attribute name after ORDER BY, found {name.describe()}")
+        if name.text not in ORDER_ATTRIBUTES:
+            self._fail(
+                name,
+                f"cannot order by {name.text!r}: ORDER BY takes one of {', '.join(ORDER_ATTRIBUTES)}"
+                " (each has an index; custom attributes have none that orders)",
+            )
+        descending = True
+        direction = self._peek()
+        if direction.kind == "NAME" and direction.text.upper() in ("ASC", "DESC"):
+            descending = self._next().text.upper() == "DESC"
+        following = self._peek()
+        if following.kind == ",":
+            self._fail(following, "ORDER BY takes one attribute (ties are broken by StartTime, then the run id)")
+        return ListOrder(SYSTEM_ATTRIBUTES[name.text][0], descending)
 
     def _peek(self) -> _Token:
         return self._tokens[self._index]
@@ -437,13 +482,77 @@ def compile_query(
     """
     if len(query) > MAX_QUERY_LENGTH:
         raise InvalidArgument(f"the query is {len(query)} characters long; the limit is {MAX_QUERY_LENGTH}")
-    tree = _Parser(query).parse()
+    tree, order = _Parser(query).parse()
     compiler = _Compiler(query, namespace, custom_attributes)
     conditions = [compiler.compile(tree)] if tree is not None else []
     for column, value in (equal or {}).items():
         conditions.append(f"e.{column} = ?")
         compiler.params.append(value)
-    return CompiledQuery(" AND ".join(conditions) or "1 = 1", tuple(compiler.params))
+    return CompiledQuery(" AND ".join(conditions) or "1 = 1", tuple(compiler.params), order)
+
+
+def list_order(query: str) -> ListOrder:
+    """The order of ``query`` (its ``ORDER BY``, else newest first); INVALID_ARGUMENT if
+    it does not parse. Needs no attribute types: the order is of built-in ones only."""
+    if len(query) > MAX_QUERY_LENGTH:
+        raise InvalidArgument(f"the query is {len(query)} characters long; the limit is {MAX_QUERY_LENGTH}")
+    return _Parser(query).parse()[1]
+
+
+# ----------------------------------------------------------------------------- page tokens
+
+
+def _order_label(order: ListOrder) -> str:
+    return f"{_ATTRIBUTE_OF_COLUMN[order.column]} {'DESC' if order.descending else 'ASC'}"
+
+
+def page_token(order: ListOrder, key: tuple[Any, ...]) -> bytes:
+    """The token of the page after the run at ``key`` (``order.key(row)`` of the last one
+    listed): its keyset cursor, with the order it belongs to unless it is the default
+    one (whose tokens stay the plain ``[start_us, run_id]`` they always were)."""
+    body: object = list(key) if order == ListOrder() else {"order": _order_label(order), "after": list(key)}
+    return base64.urlsafe_b64encode(json.dumps(body, separators=(",", ":")).encode())
+
+
+def page_after(order: ListOrder, token: bytes) -> tuple[Any, ...] | None:
+    """The keyset cursor inside ``token`` for a list in ``order`` (None: the first page).
+
+    Raises:
+        InvalidArgument: the token is malformed, or from a list in another order.
+    """
+    if not token:
+        return None
+    malformed = InvalidArgument("next_page_token is malformed; pass back the one the last page returned")
+    try:
+        body = json.loads(base64.urlsafe_b64decode(token))
+    except (ValueError, binascii.Error):
+        raise malformed from None
+    if isinstance(body, list):
+        label, after = "StartTime DESC", body  # the default order's tokens carry no label
+    elif isinstance(body, dict) and set(body) == {"order", "after"} and isinstance(body["order"], str):
+        label, after = body["order"], body["after"]
+    else:
+        raise malformed
+    if label != _order_label(order):
+        raise InvalidArgument(
+            f"next_page_token belongs to a list ordered by {label[:40]}, not {_order_label(order)};"
+            " list again from the first page (without a token)"
+        )
+    if not isinstance(after, list) or len(after) != len(order.key_columns):
+        raise malformed
+    for column, value in zip(order.key_columns, after, strict=True):
+        if not _cursor_value_fits(column, value):
+            raise malformed
+    return tuple(after)
+
+
+def _cursor_value_fits(column: str, value: object) -> bool:
+    """Whether ``value`` can be the ``column`` of a run (a cursor's value, checked before use)."""
+    if column in ("start_us", "close_us"):
+        if value is None:
+            return column == "close_us"
+        return isinstance(value, int) and not isinstance(value, bool) and _INT64[0] <= value <= _INT64[1]
+    return isinstance(value, str) and len(value) <= MAX_KEYWORD_LENGTH
 
 
 class _Compiler(_QueryPass):

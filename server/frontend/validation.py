@@ -5,7 +5,6 @@ input gets a clear error and changes nothing). No function here calls a server."
 from __future__ import annotations
 
 import base64
-import json
 from typing import Protocol
 
 from google.protobuf import duration_pb2
@@ -33,7 +32,6 @@ __all__ = [
     "history_page",
     "list_filters",
     "name",
-    "page_cursor",
     "page_size",
     "poll",
     "published_event",
@@ -235,19 +233,6 @@ def text_page_token(token: bytes) -> str:
     try:
         return token.decode()
     except UnicodeDecodeError:
-        raise InvalidArgument("next_page_token is malformed; pass back the one the last page returned") from None
-
-
-def page_cursor(token: bytes) -> tuple[int, str] | None:
-    """The (start_us, run_id) keyset cursor inside a list page token."""
-    if not token:
-        return None
-    try:
-        start_us, run_id = json.loads(base64.urlsafe_b64decode(token))
-        if not isinstance(start_us, int) or not isinstance(run_id, str) or not -(2**63) <= start_us < 2**63:
-            raise ValueError(token)
-        return start_us, run_id
-    except (ValueError, TypeError):
         raise InvalidArgument("next_page_token is malformed; pass back the one the last page returned") from None
 
 

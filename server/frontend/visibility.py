@@ -3,13 +3,10 @@ custom search attributes."""
 
 from __future__ import annotations
 
-import base64
-import json
-
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.server.frontend._base import Context, ServiceBase, rpc
 from flowforge.server.frontend.protos import execution_info, indexed_value_type
-from flowforge.server.frontend.validation import list_filters, name, page_cursor, page_size, search_attribute_types
+from flowforge.server.frontend.validation import list_filters, name, page_size, search_attribute_types
 from flowforge.server.visibility import SYSTEM_ATTRIBUTES
 
 __all__ = ["VisibilityHandlers"]
@@ -23,12 +20,9 @@ class VisibilityHandlers(ServiceBase):
         namespace = name(request.namespace, "namespace")
         size = page_size(request.page_size)
         equal = list_filters(request)
-        rows, visibility = await self._engine.list_executions(
-            namespace, request.query, page_size=size, before=page_cursor(request.next_page_token), equal=equal
+        rows, visibility, token = await self._engine.list_executions(
+            namespace, request.query, page_size=size, page_token=request.next_page_token, equal=equal
         )
-        token = b""
-        if len(rows) == size:
-            token = base64.urlsafe_b64encode(json.dumps([rows[-1].start_us, rows[-1].run_id]).encode())
         return pb.ListWorkflowExecutionsResponse(
             executions=[execution_info(r, visibility[r.run_id]) for r in rows], next_page_token=token
         )

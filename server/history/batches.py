@@ -19,12 +19,13 @@ from typing import Any
 
 from flowforge.api.v1 import common_pb2
 from flowforge.server import audit
-from flowforge.server.errors import NotFound, ServiceError
+from flowforge.server.errors import InvalidArgument, NotFound, ServiceError
 from flowforge.server.history.data import StartSignal
 from flowforge.server.history.pauses import Pauses
 from flowforge.server.history.resets import Resets
 from flowforge.server.stores.base import ExecutionRow, Transaction
-from flowforge.server.stores.rows import BatchJobRow
+from flowforge.server.stores.rows import BatchJobRow, ListOrder
+from flowforge.server.visibility import list_order, page_token
 
 __all__ = ["BATCH_OPERATIONS", "Batches"]
 
@@ -48,7 +49,12 @@ class Batches(Resets, Pauses):
         rps: float,
     ) -> str:
         """Records a job over the executions ``query`` matches now; returns its id
-        (INVALID_ARGUMENT for a query that does not parse)."""
+        (INVALID_ARGUMENT for a query that does not parse or has an ORDER BY)."""
+        if list_order(query) != ListOrder():
+            raise InvalidArgument(
+                "a batch goes through its executions newest first (that is how it resumes after a"
+                " restart); remove the ORDER BY from its query"
+            )
         total = await self.count_executions(namespace, query)
         now = self.clock.now_us()
         row = BatchJobRow(
@@ -91,8 +97,12 @@ class Batches(Resets, Pauses):
 
     async def next_batch_page(self, job: BatchJobRow, page_size: int) -> list[ExecutionRow]:
         """The next executions of the job, after its cursor (newest first)."""
-        cursor = None if job.cursor_start_us is None else (job.cursor_start_us, job.cursor_run_id or "")
-        rows, _ = await self.list_executions(job.namespace, job.query, page_size=page_size, before=cursor, equal={})
+        token = b""
+        if job.cursor_start_us is not None:
+            token = page_token(ListOrder(), (job.cursor_start_us, job.cursor_run_id or ""))
+        rows, _, _ = await self.list_executions(
+            job.namespace, job.query, page_size=page_size, page_token=token, equal={}
+        )
         return rows
 
     async def apply_batch_item(self, job: BatchJobRow, execution: ExecutionRow) -> bool:

@@ -17,14 +17,18 @@ from flowforge.server.visibility import (
     VALUE_TYPES,
     check_attribute_name,
     compile_query,
+    page_after,
     stored_value,
     value_proto,
 )
+from flowforge.server.visibility import page_token as page_token_of
 
 __all__ = ["StoredValues", "VisibilityWrites", "stored_values", "visibility_attributes"]
 
 # name -> the value to store (None: remove the attribute).
 StoredValues = dict[str, Any]
+# run_id -> its search attributes and memo.
+_Visibility = dict[str, tuple[common_pb2.SearchAttributes, common_pb2.Memo]]
 
 
 def stored_values(
@@ -140,18 +144,21 @@ class VisibilityWrites(Namespaces):
         query: str,
         *,
         page_size: int,
-        before: tuple[int, str] | None,
+        page_token: bytes,
         equal: dict[str, str],
-    ) -> tuple[list[ExecutionRow], dict[str, tuple[common_pb2.SearchAttributes, common_pb2.Memo]]]:
-        """The runs matching ``query`` (newest first, one page) and their visibility data."""
+    ) -> tuple[list[ExecutionRow], _Visibility, bytes]:
+        """The runs matching ``query`` (one page, in its ``ORDER BY``, newest first by
+        default), their visibility data, and the token of the next page (empty after
+        a page that was not full). ``page_token`` is the one the previous page returned."""
         await self.ensure_namespace(namespace)
 
-        async def body(
-            tx: Transaction,
-        ) -> tuple[list[ExecutionRow], dict[str, tuple[common_pb2.SearchAttributes, common_pb2.Memo]]]:
+        async def body(tx: Transaction) -> tuple[list[ExecutionRow], _Visibility, bytes]:
             condition = compile_query(query, namespace, await tx.get_search_attribute_types(namespace), equal=equal)
-            rows = await tx.list_executions(namespace, condition, limit=page_size, before=before)
-            return rows, await self._visibility_of(tx, namespace, [r.run_id for r in rows])
+            rows = await tx.list_executions(
+                namespace, condition, limit=page_size, after=page_after(condition.order, page_token)
+            )
+            token = page_token_of(condition.order, condition.order.key(rows[-1])) if len(rows) == page_size else b""
+            return rows, await self._visibility_of(tx, namespace, [r.run_id for r in rows]), token
 
         return await self.read(body)
 

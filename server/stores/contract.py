@@ -8,6 +8,7 @@ combines them. The SQL stores implement each concern in a mixin of
 from __future__ import annotations
 
 import abc
+from typing import Any
 
 from flowforge.server.stores.rows import (
     ActivityAttemptRow,
@@ -592,10 +593,11 @@ class VisibilityOperations(abc.ABC):
 
     @abc.abstractmethod
     async def list_executions(
-        self, namespace: str, condition: CompiledQuery, *, limit: int, before: tuple[int, str] | None
+        self, namespace: str, condition: CompiledQuery, *, limit: int, after: tuple[Any, ...] | None
     ) -> list[ExecutionRow]:
-        """The runs matching ``condition``, newest first; ``before`` is the
-        (start_us, run_id) keyset cursor of the previous page."""
+        """The runs matching ``condition`` in its order (newest first by default);
+        ``after`` is the keyset cursor of the previous page: its last run's values of
+        ``condition.order.key_columns``."""
 
     @abc.abstractmethod
     async def count_executions(self, namespace: str, condition: CompiledQuery) -> int: ...

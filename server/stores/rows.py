@@ -33,6 +33,7 @@ __all__ = [
     "HistoryEventRow",
     "LeaseRow",
     "LifecycleOutboxRow",
+    "ListOrder",
     "NamespaceRow",
     "QueryRow",
     "RateLimitRow",
@@ -398,6 +399,30 @@ class StoredValue:
 
 
 @dataclasses.dataclass(frozen=True)
+class ListOrder:
+    """The order of a list (a query's ``ORDER BY``): one ``executions`` column, then
+    ``start_us`` and ``run_id`` in the same direction, so every run has its own place
+    and a keyset cursor (the last run's values of :attr:`key_columns`) finds the next page.
+
+    Attributes:
+        column: ``start_us``, ``close_us``, ``workflow_id``, ``workflow_type`` or ``status``.
+        descending: Largest first (the default order: newest first).
+    """
+
+    column: str = "start_us"
+    descending: bool = True
+
+    @property
+    def key_columns(self) -> tuple[str, ...]:
+        """The columns that order the runs, ties broken by the later ones."""
+        return ("start_us", "run_id") if self.column == "start_us" else (self.column, "start_us", "run_id")
+
+    def key(self, row: ExecutionRow) -> tuple[Any, ...]:
+        """``row``'s place in this order: its values of :attr:`key_columns`."""
+        return tuple(getattr(row, column) for column in self.key_columns)
+
+
+@dataclasses.dataclass(frozen=True)
 class CompiledQuery:
     """A list query as a SQL condition on ``executions e`` with ``?`` placeholders
     (compiled by :func:`flowforge.server.visibility.compile_query`).
@@ -405,10 +430,12 @@ class CompiledQuery:
     Attributes:
         where: The condition; ``"1 = 1"`` for an empty query.
         params: The values for its placeholders, in order.
+        order: The query's ``ORDER BY``; newest first without one.
     """
 
     where: str
     params: tuple[Any, ...]
+    order: ListOrder = ListOrder()
 
 
 @dataclasses.dataclass

@@ -50,11 +50,17 @@ CASES = {
     "Region = 'r-17'": "ix_search_attributes_keyword",
     "Amount BETWEEN 100 AND 120": "ix_search_attributes_int",
     "DueAt < '2023-11-14T22:13:21Z'": "ix_search_attributes_datetime",
+    # ORDER BY: the index of the column read in order, stopping after a page.
+    "ORDER BY StartTime ASC": "ix_executions_namespace_start",
+    "ORDER BY WorkflowType": "ix_executions_type_start",
+    "ORDER BY ExecutionStatus ASC": "ix_executions_status_start",
+    "ORDER BY WorkflowId ASC": "ix_executions_workflow_id_start",
+    "WorkflowType = 'T7' ORDER BY StartTime ASC": "ix_executions_type_start",
 }
 
 
 def _statement(query: str) -> tuple[str, list[Any]]:
-    return list_executions_sql("default", compile_query(query, "default", CUSTOM), limit=100, before=None)
+    return list_executions_sql("default", compile_query(query, "default", CUSTOM), limit=100, after=None)
 
 
 def test_sqlite_plans_use_the_documented_indexes(tmp_path) -> None:

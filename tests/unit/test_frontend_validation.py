@@ -16,6 +16,8 @@ from flowforge.api.v1 import common_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.server.errors import InvalidArgument
 from flowforge.server.frontend import validation
+from flowforge.server.stores.rows import ListOrder
+from flowforge.server.visibility import page_after
 
 
 class _Context:
@@ -70,15 +72,15 @@ def test_a_query_waits_30_s_without_a_deadline_and_until_just_before_one() -> No
 
 def test_page_tokens_are_the_ones_a_page_returned() -> None:
     token = base64.urlsafe_b64encode(json.dumps([123, "run"]).encode())
-    assert validation.page_cursor(token) == (123, "run")
-    assert validation.page_cursor(b"") is None
+    assert page_after(ListOrder(), token) == (123, "run")
+    assert page_after(ListOrder(), b"") is None
     malformed = "next_page_token is malformed; pass back the one the last page returned"
     for bad in (
         b"!!",
         base64.urlsafe_b64encode(b'["x", 1]'),
         base64.urlsafe_b64encode(json.dumps([2**63, "r"]).encode()),
     ):
-        assert _message(validation.page_cursor, bad) == malformed
+        assert _message(page_after, ListOrder(), bad) == malformed
     assert _message(validation.text_page_token, b"\xff") == malformed
     assert _message(validation.page_size, 1001) == "page_size must be between 1 and 1000"
     assert validation.page_size(0) == 100

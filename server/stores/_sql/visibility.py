@@ -19,24 +19,65 @@ _STORED_VALUE_COLUMNS = columns(StoredValue)
 
 
 def list_executions_sql(
-    namespace: str, condition: CompiledQuery, *, limit: int, before: tuple[int, str] | None
+    namespace: str,
+    condition: CompiledQuery,
+    *,
+    limit: int,
+    after: tuple[Any, ...] | None,
 ) -> tuple[str, list[Any]]:
-    """The statement behind ``list_executions`` (tests EXPLAIN it to show which index serves a query)."""
+    """The statement behind ``list_executions`` (tests EXPLAIN it to show which index serves a query).
+
+    Args:
+        after: The previous page's last run's values of ``condition.order.key_columns``.
+            Text compares in the column's collation both in the ORDER BY and in the
+            cursor's condition, so pages follow each other whatever that collation is.
+    """
+    order = condition.order
     where, params = f"e.namespace = ? AND ({condition.where})", [namespace, *condition.params]
-    if before is not None:
-        where += " AND (e.start_us < ? OR (e.start_us = ? AND e.run_id < ?))"
-        params += [before[0], before[0], before[1]]
-    sql = f"{_SELECT_EXECUTION_AS_E} WHERE {where} ORDER BY e.start_us DESC, e.run_id DESC LIMIT ?"
+    expressions = [f"e.{c}" for c in order.key_columns]
+    if after is not None:
+        if len(after) != len(expressions):
+            raise ValueError(f"a cursor of {len(after)} values for an order by {order.key_columns}")
+        keyset, keyset_params = _after(expressions, list(after), "<" if order.descending else ">")
+        if order.column == "close_us":
+            # Runs without a close time come after every closed one, in either direction.
+            if after[0] is None:
+                keyset, keyset_params = _after(expressions[1:], list(after[1:]), "<" if order.descending else ">")
+                keyset = f"e.close_us IS NULL AND {keyset}"
+            else:
+                keyset = f"(e.close_us IS NULL OR {keyset})"
+        where += f" AND {keyset}"
+        params += keyset_params
+    direction = " DESC" if order.descending else ""
+    sort = ", ".join(f"{e}{direction}" for e in expressions)
+    if order.column == "close_us":
+        sort = f"(e.close_us IS NULL), {sort}"
+    sql = f"{_SELECT_EXECUTION_AS_E} WHERE {where} ORDER BY {sort} LIMIT ?"
     return sql, [*params, limit]
+
+
+def _after(expressions: list[str], values: list[Any], op: str) -> tuple[str, list[Any]]:
+    """``(e1, e2, ...) op (v1, v2, ...)`` compared in order, spelled out so that both
+    stores' planners turn it into an index range: ``e1 op v1 OR (e1 = v1 AND e2 op v2) ...``."""
+    terms, params = [], []
+    for i, expression in enumerate(expressions):
+        equal = [f"{e} = ?" for e in expressions[:i]]
+        terms.append(" AND ".join([*equal, f"{expression} {op} ?"]))
+        params += [*values[:i], values[i]]
+    first, *rest = terms
+    return "(" + " OR ".join([first, *(f"({t})" for t in rest)]) + ")", params
 
 
 class VisibilitySQL(SQLCore, VisibilityOperations):
     """:class:`VisibilityOperations` in SQL."""
 
     async def list_executions(
-        self, namespace: str, condition: CompiledQuery, *, limit: int, before: tuple[int, str] | None
+        self, namespace: str, condition: CompiledQuery, *, limit: int, after: tuple[Any, ...] | None
     ) -> list[ExecutionRow]:
-        return await self._all(ExecutionRow, *list_executions_sql(namespace, condition, limit=limit, before=before))
+        return await self._all(
+            ExecutionRow,
+            *list_executions_sql(namespace, condition, limit=limit, after=after),
+        )
 
     async def count_executions(self, namespace: str, condition: CompiledQuery) -> int:
         record = await self._fetchone(
