@@ -174,18 +174,44 @@ class WorkflowServiceClient:
             UndecodableResponse: The payload codec (or payload storage) failed on the response.
         """
         method = getattr(self._stub, rpc, None) or getattr(self._access_stub, rpc)
+        request = await self.encode_request(rpc, request)
+        response = await self._call(method, rpc, request, retry=retry, timeout=timeout)
+        return await self.decode_response(rpc, response)
+
+    async def encode_request(self, rpc: str, request: Message) -> Any:
+        """``request`` as it goes on the wire: its payloads encoded by the payload
+        codec (a copy; the request is left as it is), and checked against the size limit.
+
+        Raises:
+            RPCError: ``INVALID_ARGUMENT`` for a request over :data:`MAX_MESSAGE_BYTES`.
+        """
         if self._payload_codec is not None:
             request = await encode_message(
                 request, self._payload_codec, encode_failure_attributes=self._encode_failure_attributes
             )
-            _check_size(rpc, request)
-            response = await self._call(method, rpc, request, retry=retry, timeout=timeout)
-            try:
-                return await decode_message(response, self._payload_codec)
-            except Exception as error:
-                raise UndecodableResponse(rpc, response, error) from error
         _check_size(rpc, request)
-        return await self._call(method, rpc, request, retry=retry, timeout=timeout)
+        return request
+
+    async def decode_response(self, rpc: str, response: Message) -> Any:
+        """``response`` with its payloads decoded by the payload codec (in place).
+
+        Raises:
+            UndecodableResponse: The payload codec (or payload storage) failed.
+        """
+        if self._payload_codec is None:
+            return response
+        try:
+            return await decode_message(response, self._payload_codec)
+        except Exception as error:
+            raise UndecodableResponse(rpc, response, error) from error
+
+    def open_stream(self, rpc: str) -> Any:
+        """Opens a bidirectional streaming RPC (``grpc.aio.StreamStreamCall``) with the
+        client's metadata, without a deadline and without retries: the caller owns
+        the stream's life, reconnects included. Payloads are not encoded or decoded
+        here; use :meth:`encode_request` and :meth:`decode_response` on what travels.
+        """
+        return getattr(self._stub, rpc)(metadata=_with_trace_context(self._metadata))
 
     async def _call(self, method: Any, rpc: str, request: Any, *, retry: bool, timeout: timedelta | None) -> Any:
         config = self.retry_config

@@ -20,6 +20,12 @@ as ``test_x[sqlite]`` and ``test_x[postgresql]``::
 PostgreSQL variant carries the ``postgres`` marker, so ``-m "not postgres"`` runs
 SQLite only.
 
+Both worker transports
+----------------------
+Request ``task_transport`` and the test runs twice, as ``test_x[stream]`` and
+``test_x[unary]``, with ``FLOWFORGE_TEST_TASK_TRANSPORT`` set for the worker processes it
+starts (:mod:`testsupport.task_transport`); pass the value to in-process workers.
+
 A fake WorkflowService
 ----------------------
 ``serve_fake`` serves a servicer (a ``WorkflowServiceServicer`` subclass that answers
@@ -53,6 +59,8 @@ from flowforge.server.app import open_store
 from flowforge.server.stores.base import Store
 from testsupport.azurite import AzuriteServer, AzuriteUnavailable, start_azurite
 from testsupport.postgres import PostgresServer, PostgresUnavailable, start_postgres
+from testsupport.task_transport import ENV as TASK_TRANSPORT_ENV
+from testsupport.task_transport import TRANSPORTS
 
 STORE_KINDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 
@@ -103,6 +111,13 @@ async def postgres_dsn(postgres: PostgresServer) -> AsyncIterator[str]:
 def store_kind(request: pytest.FixtureRequest) -> str:
     """ "sqlite" or "postgresql": the store this run of the test uses."""
     return request.param
+
+
+@pytest.fixture(params=TRANSPORTS)
+def task_transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """ "stream" or "unary": how this run's workers get tasks (set for worker processes too)."""
+    monkeypatch.setenv(TASK_TRANSPORT_ENV, request.param)
+    return str(request.param)
 
 
 @pytest.fixture

@@ -32,14 +32,9 @@ from flowforge.api.v1 import common_pb2, workflow_service_pb2
 from flowforge.converter import DataConverter, error_to_failure
 from flowforge.exceptions import ApplicationError, ApplicationErrorCategory, CancelledError, RPCError
 from flowforge.worker._metrics import WorkerMetrics
-from flowforge.worker._polling import (
-    LEASE_LOST_STATUSES,
-    TaskSlots,
-    long_poll,
-    start_handler,
-    start_pollers,
-)
+from flowforge.worker._polling import LEASE_LOST_STATUSES, TaskSlots, start_handler, start_pollers
 from flowforge.worker._shared_state import SharedStateManager
+from flowforge.worker._stream import WorkerStream, poll_task, send_report
 from flowforge.worker._thread_cancellation import ThreadInterrupter
 
 logger = logging.getLogger(__name__)
@@ -263,6 +258,8 @@ class ActivityWorker:
             down) a thread pool of ``max_concurrent_activities`` threads when None.
         interceptors: Worker interceptors.
         shared_state_manager: Carries heartbeats and cancellation to a process pool's activities.
+        stream: The worker stream that carries polls and reports; None polls and
+            reports with unary RPCs.
     """
 
     def __init__(
@@ -280,8 +277,10 @@ class ActivityWorker:
         interceptors: Sequence[Interceptor] = (),
         shared_state_manager: SharedStateManager | None = None,
         metrics: WorkerMetrics | None = None,
+        stream: WorkerStream | None = None,
     ) -> None:
         self._service = service
+        self._stream = stream
         self._interceptors = interceptors
         self._metrics = metrics or WorkerMetrics(task_queue)
         self._namespace = namespace
@@ -344,8 +343,9 @@ class ActivityWorker:
         request = workflow_service_pb2.PollActivityTaskQueueRequest(
             namespace=self._namespace, task_queue=self._task_queue, identity=self._identity
         )
-        return await long_poll(
+        return await poll_task(
             self._service,
+            self._stream,
             "PollActivityTaskQueue",
             request,
             workflow_service_pb2.PollActivityTaskQueueResponse,
@@ -578,7 +578,9 @@ class ActivityWorker:
         )
         try:
             # No retry loop here: the next heartbeat round is the retry.
-            response = await self._service.call("RecordActivityTaskHeartbeat", request, retry=False)
+            response = await send_report(
+                self._service, self._stream, "RecordActivityTaskHeartbeat", request, retry=False
+            )
         except RPCError as error:
             if error.status in LEASE_LOST_STATUSES:
                 logger.warning("heartbeat of %s rejected: lease lost (%s)", _describe(running.task), error)
@@ -601,7 +603,7 @@ class ActivityWorker:
             request.eager_workflow_task_queue = self._task_queue
             request.eager_workflow_task_cached_event_id = eager.cached_event_id(task.workflow_execution.run_id)
         try:
-            response = await self._service.call(rpc, request)
+            response = await send_report(self._service, self._stream, rpc, request)
         except RPCError as error:
             if reserved:
                 eager.release_eager_slot()  # type: ignore[union-attr]

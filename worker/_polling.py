@@ -35,7 +35,7 @@ _POLL_RETRY_MAXIMUM = 10.0
 
 # Statuses that mean the server or network is briefly unwell; anything else on a
 # poll (an unknown namespace, a rejected key) needs a person, so it is logged louder.
-_TRANSIENT_STATUSES = frozenset(
+TRANSIENT_STATUSES = frozenset(
     {
         grpc.StatusCode.UNAVAILABLE,
         grpc.StatusCode.DEADLINE_EXCEEDED,
@@ -43,6 +43,7 @@ _TRANSIENT_STATUSES = frozenset(
         grpc.StatusCode.ABORTED,
     }
 )
+"""Statuses of a poll (or the worker stream) that mean the server or network is briefly unwell."""
 
 LEASE_LOST_STATUSES = frozenset({grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND})
 """What the server answers a report whose task lease is gone (expired and given to
@@ -106,8 +107,19 @@ async def long_poll(
     ``describe()`` and history show why, and the poll returns no task.
     """
     request.poll_timeout.FromTimedelta(POLL_TIMEOUT)
+    polled = service.call(rpc, request, retry=False, timeout=POLL_RPC_TIMEOUT)
+    return await failing_undecodable(polled, response_type, fail_undecodable)
+
+
+async def failing_undecodable(
+    received: Awaitable[_Response],
+    response_type: type[_Response],
+    fail_undecodable: Callable[[_Response, ApplicationError], Awaitable[None]],
+) -> _Response:
+    """The task ``received`` gives (polled or pushed); one the codec cannot decode is
+    handed to ``fail_undecodable`` and answered as "no task" (an empty response)."""
     try:
-        response: _Response = await service.call(rpc, request, retry=False, timeout=POLL_RPC_TIMEOUT)
+        return await received
     except UndecodableResponse as error:
         undecodable = error.response
         if not isinstance(undecodable, response_type) or not undecodable.task_token:
@@ -115,7 +127,6 @@ async def long_poll(
         logger.error("%s", error)
         await fail_undecodable(undecodable, ApplicationError(str(error), type=error.failure_type))
         return response_type()
-    return response
 
 
 def start_handler(handlers: set[asyncio.Task[None]], handle: Coroutine[Any, Any, None], name: str) -> None:
@@ -151,7 +162,9 @@ def start_pollers(
     ]
 
 
-def _retry_delay(consecutive_failures: int) -> float:
+def retry_delay(consecutive_failures: int) -> float:
+    """How long to wait before trying again after ``consecutive_failures`` failures in a row
+    (exponential, capped, with jitter so many workers do not retry in step)."""
     delay = min(_POLL_RETRY_MAXIMUM, _POLL_RETRY_INITIAL * 2.0 ** (consecutive_failures - 1))
     return delay * random.uniform(0.8, 1.2)
 
@@ -188,10 +201,10 @@ async def poll_forever(
             polled(time.monotonic() - began, "error")
             slots.release()
             consecutive_failures += 1
-            delay = _retry_delay(consecutive_failures)
+            delay = retry_delay(consecutive_failures)
             # Only the status and the server's message: never request contents.
             if isinstance(error, RPCError):
-                level = logging.WARNING if error.status in _TRANSIENT_STATUSES else logging.ERROR
+                level = logging.WARNING if error.status in TRANSIENT_STATUSES else logging.ERROR
                 logger.log(level, "polling %s failed (%s); retrying in %.1fs", description, error, delay)
             else:
                 logger.exception("polling %s failed; retrying in %.1fs", description, delay)

@@ -14,7 +14,7 @@ import types
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from opentelemetry.metrics import Meter
 
@@ -24,11 +24,15 @@ from flowforge.client import Client
 from flowforge.worker._activity_worker import ActivityWorker
 from flowforge.worker._metrics import WorkerMetrics
 from flowforge.worker._shared_state import SharedStateManager
+from flowforge.worker._stream import WorkerStream
 from flowforge.worker._workflow_worker import WorkflowWorker
 
 logger = logging.getLogger(__name__)
 
 _SHUTDOWN_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+TaskTransport = Literal["stream", "unary"]
+_TASK_TRANSPORTS = ("stream", "unary")
 
 
 def _workflow_definitions(workflows: Sequence[type]) -> dict[str, workflow._Definition]:
@@ -120,9 +124,10 @@ class Worker:
             size of the thread pool for synchronous activities.
         max_concurrent_workflow_tasks: How many workflow tasks may run at once (also
             the room for workflow tasks handed back eagerly by activity completions).
-        max_concurrent_activity_polls: How many activity polls may be open at once.
+        max_concurrent_activity_polls: How many activity polls may be open at once
+            (on the worker stream: how many activity credits the server may hold).
         max_concurrent_workflow_task_polls: How many workflow task polls may be
-            open at once.
+            open at once (on the worker stream: how many workflow task credits).
         max_cached_workflows: How many workflow instances stay in memory between
             workflow tasks (least recently used first out). A cached run's next task
             feeds the instance only its new events; a run not cached is replayed from
@@ -146,6 +151,15 @@ class Worker:
             in every WorkflowTaskCompleted event, and ``describe()`` shows the one
             that ran an execution's first workflow task. Defaults to
             a hash of the source of ``workflows``, which changes with their code.
+        task_transport: How tasks reach the worker and reports the server.
+            ``"stream"`` (the default): one long-lived ``StreamWorkerTasks`` stream
+            carries the polls as credits (one per poller holding a free slot), the
+            tasks the server pushes against them, and the completions, failures and
+            heartbeats, several to a message (docs/worker-stream.md); a broken stream
+            is opened again with backoff, on any replica, and a server without the
+            stream (UNIMPLEMENTED) is polled with the unary RPCs instead.
+            ``"unary"``: one long-poll call per task and one call per report.
+            Tokens, fencing, leases and every guarantee are the same on both.
 
     Raises:
         ValueError: Nothing to run, a name registered twice, or a limit below 1.
@@ -171,6 +185,7 @@ class Worker:
         interceptors: Sequence[Interceptor] = (),
         meter: Meter | None = None,
         shared_state_manager: SharedStateManager | None = None,
+        task_transport: TaskTransport = "stream",
     ) -> None:
         if not task_queue:
             raise ValueError("task_queue must not be empty")
@@ -189,6 +204,8 @@ class Worker:
             raise ValueError(f"max_cached_workflows must not be negative, got {max_cached_workflows}")
         if graceful_shutdown_timeout < timedelta(0):
             raise ValueError("graceful_shutdown_timeout must not be negative")
+        if task_transport not in _TASK_TRANSPORTS:
+            raise ValueError(f"task_transport must be 'stream' or 'unary', got {task_transport!r}")
         workflow_definitions = _workflow_definitions(workflows)
         activity_definitions = _activity_definitions(activities)
 
@@ -202,6 +219,13 @@ class Worker:
             *interceptors,
         ]
         metrics = WorkerMetrics(task_queue, meter)
+        self._stream = (
+            WorkerStream(
+                client.workflow_service, namespace=client.namespace, identity=worker_identity, build_id=self._build_id
+            )
+            if task_transport == "stream"
+            else None
+        )
         self._activity_worker: ActivityWorker | None = None
         self._workflow_worker: WorkflowWorker | None = None
         if activity_definitions:
@@ -218,6 +242,7 @@ class Worker:
                 interceptors=worker_interceptors,
                 metrics=metrics,
                 shared_state_manager=shared_state_manager,
+                stream=self._stream,
             )
         if workflow_definitions:
             self._workflow_worker = WorkflowWorker(
@@ -234,6 +259,7 @@ class Worker:
                 build_id=self._build_id,
                 interceptors=worker_interceptors,
                 metrics=metrics,
+                stream=self._stream,
             )
         self._started = False
         self._shutdown_requested: asyncio.Event | None = None
@@ -257,6 +283,8 @@ class Worker:
             raise RuntimeError("a worker can only be started once")
         self._started = True
         self._shutdown_requested = asyncio.Event()
+        if self._stream is not None:
+            self._stream.start()
         for part in self._parts():
             part.start()
         logger.info("worker started on task queue %r", self._task_queue)
@@ -336,6 +364,11 @@ class Worker:
     async def _drain(self) -> None:
         logger.info("worker on task queue %r shutting down", self._task_queue)
         parts = self._parts()
+        if self._stream is not None:
+            # Before the pollers stop: tasks pushed meanwhile are given back, not left to their leases.
+            await self._stream.stop_tasks()
         await asyncio.gather(*(part.stop_polling() for part in parts))
         await asyncio.gather(*(part.drain(self._graceful_shutdown_timeout) for part in parts))
+        if self._stream is not None:
+            await self._stream.close()
         logger.info("worker on task queue %r stopped", self._task_queue)

@@ -29,13 +29,8 @@ from flowforge.exceptions import ApplicationError, NonDeterminismError, RPCError
 from flowforge.worker._activity_worker import ActivityWorker
 from flowforge.worker._local_activities import LocalActivityRunner
 from flowforge.worker._metrics import WorkerMetrics
-from flowforge.worker._polling import (
-    LEASE_LOST_STATUSES,
-    TaskSlots,
-    long_poll,
-    start_handler,
-    start_pollers,
-)
+from flowforge.worker._polling import LEASE_LOST_STATUSES, TaskSlots, start_handler, start_pollers
+from flowforge.worker._stream import WorkerStream, poll_task, send_report
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +104,8 @@ class WorkflowWorker:
         activity_worker: The activity worker of the same task queue, if this worker
             runs activities too; it takes activity tasks handed back eagerly.
         build_id: The build of the workflow code, reported with each completed task.
+        stream: The worker stream that carries polls and reports; None polls and
+            reports with unary RPCs.
     """
 
     def __init__(
@@ -127,8 +124,10 @@ class WorkflowWorker:
         build_id: str,
         interceptors: Sequence[Interceptor] = (),
         metrics: WorkerMetrics | None = None,
+        stream: WorkerStream | None = None,
     ) -> None:
         self._service = service
+        self._stream = stream
         self._interceptors = interceptors
         self._metrics = metrics or WorkerMetrics(task_queue)
         self._namespace = namespace
@@ -210,8 +209,9 @@ class WorkflowWorker:
         request = workflow_service_pb2.PollWorkflowTaskQueueRequest(
             namespace=self._namespace, task_queue=self._task_queue, identity=self._identity
         )
-        return await long_poll(
+        return await poll_task(
             self._service,
+            self._stream,
             "PollWorkflowTaskQueue",
             request,
             workflow_service_pb2.PollWorkflowTaskQueueResponse,
@@ -370,7 +370,7 @@ class WorkflowWorker:
             request.completed_type = workflow_service_pb2.QUERY_RESULT_TYPE_FAILED
             request.error_message = error.args[0] if isinstance(error, KeyError) else f"{type(error).__name__}: {error}"
         try:
-            await self._service.call("RespondQueryTaskCompleted", request)
+            await send_report(self._service, self._stream, "RespondQueryTaskCompleted", request)
         except RPCError as rpc_error:
             level = logging.WARNING if rpc_error.status in LEASE_LOST_STATUSES else logging.ERROR
             logger.log(level, "answering a query of %s failed (%s)", _describe(task), rpc_error)
@@ -433,7 +433,7 @@ class WorkflowWorker:
             cached_event_id=cached_event_id if next_task_slot else 0,
         )
         try:
-            response = await self._service.call("RespondWorkflowTaskCompleted", request)
+            response = await send_report(self._service, self._stream, "RespondWorkflowTaskCompleted", request)
         except RPCError as error:
             if self._activity_worker is not None:
                 self._activity_worker.slots.release(eager_slots)
@@ -510,7 +510,7 @@ class WorkflowWorker:
             identity=self._identity,
         )
         try:
-            await self._service.call("RespondWorkflowTaskFailed", request)
+            await send_report(self._service, self._stream, "RespondWorkflowTaskFailed", request)
         except RPCError as rpc_error:
             level = logging.WARNING if rpc_error.status in LEASE_LOST_STATUSES else logging.ERROR
             logger.log(level, "reporting the failure of %s failed (%s)", _describe(task), rpc_error)

@@ -41,6 +41,7 @@ from typing import Any
 from flowforge import Client, RetryPolicy, activity, workflow
 from flowforge.exceptions import ActivityError, ApplicationError
 from flowforge.worker import Worker
+from testsupport.task_transport import task_transport
 
 TASK_QUEUE = "chaos"
 LEDGER_ENV = "FLOWFORGE_CHAOS_LEDGER"
@@ -499,6 +500,7 @@ async def main(address: str, task_queue: str) -> None:
         workflows=WORKFLOWS,
         activities=ACTIVITIES,
         graceful_shutdown_timeout=timedelta(seconds=5),
+        task_transport=task_transport(),
     )
     await worker.run()
 

@@ -1,7 +1,7 @@
 """Chaos: a mix of workflows while workers and the server are kill -9'd at random moments.
 
-The default run is small (24 workflows, 5 kills, on SQLite and on PostgreSQL, each well
-under a minute). Environment knobs: ``FLOWFORGE_CHAOS_SEED`` (default: random, printed),
+The default run is small (24 workflows, 5 kills, on SQLite and on PostgreSQL, with the
+workers on their streams and on unary RPCs, each well under a minute). Environment knobs: ``FLOWFORGE_CHAOS_SEED`` (default: random, printed),
 ``FLOWFORGE_CHAOS_WORKFLOWS``, ``FLOWFORGE_CHAOS_KILLS``. Larger runs: see README.md here.
 
 The checks themselves are tested below on hand-made histories and ledgers, so that a
@@ -29,7 +29,7 @@ from tests.chaos.driver import Execution, check, make_plan, run_chaos
 
 @pytest.mark.chaos
 async def test_every_execution_ends_as_its_input_implies_while_workers_and_server_are_killed(
-    store_url: str, store_kind: str, tmp_path: Path, chaos_summaries: list[str]
+    store_url: str, store_kind: str, tmp_path: Path, chaos_summaries: list[str], task_transport: str
 ) -> None:
     seed = int(os.environ.get("FLOWFORGE_CHAOS_SEED") or random.SystemRandom().randrange(1_000_000))
     report = await run_chaos(
@@ -43,7 +43,8 @@ async def test_every_execution_ends_as_its_input_implies_while_workers_and_serve
     print(report.summary)
     chaos_summaries.append(report.summary)
     assert report.problems == [], (
-        f"{len(report.problems)} problems (reproduce with: python -m tests.chaos.driver --store {store_kind} "
+        f"{len(report.problems)} problems (reproduce with: FLOWFORGE_TEST_TASK_TRANSPORT={task_transport} "
+        f"python -m tests.chaos.driver --store {store_kind} "
         f"--seed {seed}; logs in {tmp_path}):\n" + "\n".join(report.problems)
     )
     assert report.counts["duplicates"] == 0

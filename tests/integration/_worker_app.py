@@ -18,6 +18,7 @@ from datetime import timedelta
 from flowforge import Client, RetryPolicy, activity, workflow
 from flowforge.worker import Worker
 from tests.integration._processes import record
+from testsupport.task_transport import task_transport
 
 
 @activity.defn
@@ -105,6 +106,7 @@ async def main(address: str, task_queue: str) -> None:
         workflows=WORKFLOWS,
         activities=ACTIVITIES,
         graceful_shutdown_timeout=timedelta(seconds=20),
+        task_transport=task_transport(),
     )
     await worker.run()
 

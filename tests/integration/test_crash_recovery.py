@@ -1,4 +1,8 @@
-"""kill -9 of a worker or of the server at the worst moment: nothing is lost or done twice."""
+"""kill -9 of a worker or of the server at the worst moment: nothing is lost or done twice.
+
+Each runs with the worker on its stream and on unary RPCs (``task_transport``): on the
+stream, the server dies under the worker's open stream, which reconnects to the
+restarted server."""
 
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from testsupport.waiting import wait_until
 
 
 async def test_a_killed_workers_activity_runs_again_elsewhere_with_the_same_key_and_its_late_report_is_refused(
-    client: Client, server_process: ServerProcess, ledger: Path, tmp_path: Path
+    client: Client, server_process: ServerProcess, ledger: Path, tmp_path: Path, task_transport: str
 ) -> None:
     doomed = WorkerProcess(server_process.address, "crash", ledger, tmp_path, name="doomed")
     try:
@@ -80,7 +84,7 @@ async def test_a_killed_workers_activity_runs_again_elsewhere_with_the_same_key_
 
 
 async def test_a_killed_server_restarts_on_its_store_and_every_execution_completes_once(
-    server_process: ServerProcess, ledger: Path, tmp_path: Path
+    server_process: ServerProcess, ledger: Path, tmp_path: Path, task_transport: str
 ) -> None:
     client = await Client.connect(server_process.address)
     impatient = await Client.connect(server_process.address, rpc_retry=RPCRetryConfig(maximum_elapsed=timedelta(0)))

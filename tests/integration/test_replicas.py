@@ -17,7 +17,9 @@ last 60 workflows are started (so work is left however fast the first ones
 finished), and worker "a" must work through A again. In the end every workflow id has exactly
 one run, completed once, with a gapless history without duplicate outcomes that
 both replicas serve identically, and no activity task was handed out twice
-under one fencing token.
+under one fencing token. It runs with the workers on their streams and on unary RPCs
+(``task_transport``): on the stream, worker "a" loses its stream with A and reconnects
+through the forwarder to B, then back to A.
 
 Run as a module, this file is the worker:
 ``python -m tests.integration.test_replicas ADDRESS TASK_QUEUE`` (ledger in
@@ -49,6 +51,7 @@ from flowforge import Client, WorkflowExecutionStatus, activity
 from flowforge.worker import Worker
 from samples.onboarding.workflows import ACTIVITIES, Onboarding
 from tests.integration._processes import ROOT, ServerProcess, read_ledger, record
+from testsupport.task_transport import task_transport
 from testsupport.tcp_proxy import TcpProxy
 from testsupport.waiting import wait_until
 
@@ -124,7 +127,13 @@ RECORDED_ACTIVITIES = [recorded(fn) for fn in ACTIVITIES]
 
 async def worker_main(address: str, task_queue: str) -> None:
     client = await Client.connect(address)
-    await Worker(client, task_queue=task_queue, workflows=[Onboarding], activities=RECORDED_ACTIVITIES).run()
+    await Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[Onboarding],
+        activities=RECORDED_ACTIVITIES,
+        task_transport=task_transport(),
+    ).run()
 
 
 # ------------------------------------------------------------------- the test side
@@ -200,7 +209,7 @@ async def history_of(client: Client, workflow_id: str) -> list[tuple[int, str, d
 
 
 async def test_two_replicas_share_the_work_and_a_killed_replica_loses_nothing(
-    postgres_dsn: str, tmp_path: Path
+    postgres_dsn: str, tmp_path: Path, task_transport: str
 ) -> None:
     began = time.monotonic()
     phases: list[str] = []

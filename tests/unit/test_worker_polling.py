@@ -72,7 +72,7 @@ async def test_a_slot_is_taken_before_polling_and_handed_to_dispatch():
 
 
 async def test_empty_polls_and_errors_give_the_slot_back(monkeypatch, caplog):
-    monkeypatch.setattr(_polling, "_retry_delay", lambda failures: 0)
+    monkeypatch.setattr(_polling, "retry_delay", lambda failures: 0)
     slots = TaskSlots(1)
     answers = [
         _task(b""),
@@ -135,7 +135,7 @@ async def test_cancelling_a_poll_frees_its_slot():
 
 
 def test_retry_delay_grows_and_is_capped():
-    delays = [_polling._retry_delay(failures) for failures in range(1, 12)]
+    delays = [_polling.retry_delay(failures) for failures in range(1, 12)]
 
     assert 0.15 <= delays[0] <= 0.25
     assert all(delay <= _polling._POLL_RETRY_MAXIMUM * 1.2 for delay in delays)

@@ -73,6 +73,11 @@ async def client():
             ValueError,
             "graceful_shutdown_timeout",
         ),
+        (
+            {"activities": [charge], "task_transport": "carrier-pigeon"},
+            ValueError,
+            "task_transport must be 'stream' or 'unary'",
+        ),
     ],
 )
 async def test_invalid_configurations_are_refused(client, options, error, message):
