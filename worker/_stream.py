@@ -31,6 +31,7 @@ import dataclasses
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import grpc
@@ -182,7 +183,7 @@ class WorkerStream:
         Raises:
             RPCError: The status the unary RPC would have ended with.
         """
-        if self._unsupported:
+        if self._unsupported or self._closing.is_set():
             return await self._service.call(rpc, request, retry=retry)
         if not retry and not self._connected:
             raise RPCError("the worker stream is reconnecting", grpc.StatusCode.UNAVAILABLE)
@@ -198,8 +199,16 @@ class WorkerStream:
         )
         self._reports[report_id] = pending
         self._wake.set()
+        # A server that stops answering without the stream breaking: the unary call's deadlines.
+        config = self._service.retry_config
+        patience = config.rpc_timeout + (config.maximum_elapsed if retry else timedelta(0))
         try:
-            return await pending.answer
+            return await asyncio.wait_for(asyncio.shield(pending.answer), patience.total_seconds())
+        except TimeoutError:
+            raise RPCError(
+                f"the server did not answer {rpc} on the worker stream within {patience.total_seconds():g}s",
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+            ) from None
         except StreamUnsupported:
             return await self._service.call(rpc, request, retry=retry)
         finally:

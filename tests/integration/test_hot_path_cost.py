@@ -79,6 +79,9 @@ async def counted(
             task_queue=queue,
             workflows=[Onboarding, SingleActivity, LimitedActivity],
             activities=[*ACTIVITIES, noop],
+            # These budgets count the unary calls of each poll and report; the worker
+            # stream carries the same work without a call each (docs/worker-stream.md).
+            task_transport="unary",
         ):
             # Let the worker's polls park before counting. result() can return before
             # the worker has the answer to its last report, so wait for that too.

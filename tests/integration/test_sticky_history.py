@@ -43,7 +43,11 @@ class Sequence:
 
 
 class HistoriesSeen:
-    """Wraps a client's calls: the workflow tasks its worker received, and history reads."""
+    """Wraps a client's service: the workflow tasks its worker received, and history reads.
+
+    Tasks are seen where responses are decoded and claims made where requests are
+    encoded, which both worker transports (unary calls and the worker stream) go through.
+    """
 
     def __init__(self, client: Client, *, claim_cached_through: int = 0) -> None:
         self.first_event_ids: list[int] = []
@@ -51,22 +55,30 @@ class HistoriesSeen:
         self.history_reads = 0
         """GetWorkflowExecutionHistory calls other than result()'s long poll."""
         service = client.workflow_service
-        call = service.call
+        call, encode, decode = service.call, service.encode_request, service.decode_response
 
-        async def seen(rpc: str, request: Any, **kwargs: Any) -> Any:
+        async def counted(rpc: str, request: Any, **kwargs: Any) -> Any:
+            if rpc == "GetWorkflowExecutionHistory" and not (request.wait_new_event or request.close_event_only):
+                self.history_reads += 1
+            return await call(rpc, request, **kwargs)
+
+        async def claimed(rpc: str, request: Any) -> Any:
             if claim_cached_through and rpc == "RespondActivityTaskCompleted" and request.eager_workflow_task_queue:
                 # As if the worker held the run cached but lost it before the answer came.
                 request.eager_workflow_task_cached_event_id = claim_cached_through
-            response = await call(rpc, request, **kwargs)
-            if rpc == "GetWorkflowExecutionHistory" and not (request.wait_new_event or request.close_event_only):
-                self.history_reads += 1
+            return await encode(rpc, request)
+
+        async def seen(rpc: str, response: Any) -> Any:
+            response = await decode(rpc, response)
             task = response if rpc == "PollWorkflowTaskQueue" else getattr(response, "workflow_task", None)
             if task is not None and task.task_token and not task.HasField("query"):
                 self.first_event_ids.append(task.history[0].event_id)
                 self.events += len(task.history)
             return response
 
-        service.call = seen  # type: ignore[method-assign]
+        service.call = counted  # type: ignore[method-assign]
+        service.encode_request = claimed  # type: ignore[method-assign]
+        service.decode_response = seen  # type: ignore[method-assign]
 
 
 async def test_a_worker_that_keeps_the_run_cached_gets_only_the_new_events(server: FlowForgeServer) -> None:
