@@ -12,6 +12,8 @@ import types
 from collections.abc import AsyncIterator
 from typing import Any
 
+import grpc
+
 from flowforge import Client
 from flowforge.server.stores.base import ConcurrencyConflict
 
@@ -184,4 +186,43 @@ def count_history_handed_out(client: Client) -> collections.Counter[str]:
         return response
 
     service.call = counted  # type: ignore[method-assign]
+    return counts
+
+
+class _CountedStream:
+    """A worker stream call that counts what passes each way (see :func:`count_stream_messages`)."""
+
+    def __init__(self, call: Any, counts: collections.Counter[str]) -> None:
+        self._call = call
+        self._counts = counts
+
+    async def write(self, message: Any) -> None:
+        self._counts["sent"] += 1
+        self._counts["reports"] += len(message.reports)
+        self._counts["credits"] += sum(credit.count for credit in message.credits)
+        await self._call.write(message)
+
+    async def read(self) -> Any:
+        message = await self._call.read()
+        if message is not grpc.aio.EOF:
+            self._counts["received"] += 1
+            self._counts["tasks"] += len(message.tasks)
+            self._counts["results"] += len(message.results)
+        return message
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._call, name)
+
+
+def count_stream_messages(client: Client) -> collections.Counter[str]:
+    """Counts what the worker streams of ``client``'s workers carry: messages ``sent`` and
+    ``received``, and in them ``reports``, ``credits``, pushed ``tasks`` and ``results``."""
+    counts: collections.Counter[str] = collections.Counter()
+    service = client.workflow_service
+    open_stream = service.open_stream
+
+    def counted(rpc: str) -> Any:
+        return _CountedStream(open_stream(rpc), counts)
+
+    service.open_stream = counted  # type: ignore[method-assign]
     return counts

@@ -27,7 +27,7 @@ from flowforge.worker import Worker
 from samples.onboarding.workflows import ACTIVITIES, Onboarding
 from tests.integration._protocol import NS, Wire, complete_workflow, schedule_activity
 from tests.integration._stream_client import WORKFLOW, RawWorkerStream, credit
-from testsupport.counting import StoreCounters, count_history_handed_out, count_rpcs
+from testsupport.counting import StoreCounters, count_history_handed_out, count_rpcs, count_stream_messages
 from testsupport.waiting import wait_until
 from testsupport.workloads import LIMITED_KEY, LimitedActivity, SingleActivity, noop
 
@@ -48,6 +48,12 @@ READ_TRANSACTIONS_PER_ACTIVITY = 2.2
 WRITE_STATEMENTS_PER_ACTIVITY = 20.0
 _LOOKS = ("HistoryEngine.visible_tasks", "HistoryEngine.visible_workflow_work")
 RPCS_PER_ACTIVITY = 2.67  # 16 per workflow: start, 1 poll, 6 + 6 reports, result, 1 spare
+# On the worker stream (the same workload), messages each way per activity. Without any
+# batching: 2 reports and about 0.3 credit messages out, 2 answers and 0.2 pushed tasks in;
+# reports, credits, tasks and answers ready together share messages: 1.6 out and 1.7 in
+# measured (both stores, IN_FLIGHT workflows at a time), and no poll or report call.
+STREAM_MESSAGES_SENT_PER_ACTIVITY = 2.4
+STREAM_MESSAGES_RECEIVED_PER_ACTIVITY = 2.4
 # History events sent with each workflow task (sticky execution): the polled first task
 # carries the whole (3 events), the handed-back ones only the tail from the event the
 # worker's cached instance stopped at: 7.1 measured, against 21.1 with whole histories.
@@ -124,11 +130,8 @@ async def test_one_activity_workflow_costs_five_commits_and_six_rpcs(
     assert rpcs["GetWorkflowExecutionHistory"] == SINGLES  # result(): one long poll each
 
 
-async def test_onboarding_stays_within_its_budget_per_activity(
-    counted: tuple[StoreCounters, collections.Counter[str], Client, str], store_kind: str
-) -> None:
-    store, rpcs, client, queue = counted
-    handed_out = count_history_handed_out(client)
+async def _onboard(client: Client, queue: str) -> None:
+    """Runs ``ONBOARDINGS`` onboarding workflows, ``IN_FLIGHT`` at a time."""
     request = {"name": "Cost", "email": "cost@example.com", "work_seconds": 0, "cooling_off_seconds": 0}
     gate = asyncio.Semaphore(IN_FLIGHT)
 
@@ -138,6 +141,14 @@ async def test_onboarding_stays_within_its_budget_per_activity(
             assert (await handle.result())["notification"]["sent_to"] == "cost@example.com"
 
     await asyncio.gather(*(one(i) for i in range(ONBOARDINGS)))
+
+
+async def test_onboarding_stays_within_its_budget_per_activity(
+    counted: tuple[StoreCounters, collections.Counter[str], Client, str], store_kind: str
+) -> None:
+    store, rpcs, client, queue = counted
+    handed_out = count_history_handed_out(client)
+    await _onboard(client, queue)
     activities = ONBOARDINGS * 6
     await wait_until(
         lambda: rpcs["RespondActivityTaskCompleted"] == activities,
@@ -265,3 +276,31 @@ async def test_a_batching_worker_on_the_stream_costs_under_one_transaction_and_o
     finally:
         stream.cancel()
         await wire.close()
+
+
+async def test_on_the_worker_stream_onboarding_makes_no_task_call_and_few_messages_per_activity(
+    server: FlowForgeServer,
+) -> None:
+    store = StoreCounters(server.store)
+    client = await Client.connect(f"127.0.0.1:{server.port}")
+    rpcs = count_rpcs(client)
+    messages = count_stream_messages(client)
+    queue = f"cost-stream-{uuid.uuid4().hex[:8]}"
+    try:
+        async with Worker(client, task_queue=queue, workflows=[Onboarding], activities=ACTIVITIES):
+            await _onboard(client, queue)
+            activities = ONBOARDINGS * 6
+            await wait_until(
+                lambda: messages["results"] >= 2 * activities,
+                timeout=10.0,
+                what="the worker's reports to return",
+                interval=0.01,
+            )
+    finally:
+        await client.close()
+    per_activity = {name: count / activities for name, count in store.counts.items()}
+    summary = f"store per activity {per_activity}, stream {dict(messages)}, RPCs {dict(rpcs)}"
+    assert not [rpc for rpc in rpcs if rpc.startswith(("Poll", "Respond", "Record"))], summary
+    assert per_activity["write_transactions"] <= WRITE_TRANSACTIONS_PER_ACTIVITY, summary
+    assert messages["sent"] / activities <= STREAM_MESSAGES_SENT_PER_ACTIVITY, summary
+    assert messages["received"] / activities <= STREAM_MESSAGES_RECEIVED_PER_ACTIVITY, summary
