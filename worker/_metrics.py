@@ -5,7 +5,8 @@ instruments are no-ops and cost a call each).
 - ``flowforge_worker_task_slots_used`` (up-down counter; ``task_queue``, ``kind``): slots
   taken by polls and running tasks;
 - ``flowforge_worker_poll_latency`` (histogram, s; ``task_queue``, ``kind``, ``result``:
-  ``task``, ``empty`` or ``error``): each long poll;
+  ``task``, ``empty`` or ``error``): each long poll (on the worker stream, each wait for a
+  pushed task);
 - ``flowforge_activity_execution_latency`` (histogram, s; ``task_queue``, ``activity_type``,
   ``outcome``: ``completed``, ``failed``, ``canceled``): each attempt as this worker ran it;
 - ``flowforge_workflow_task_execution_latency`` (histogram, s; ``task_queue``,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
 from typing import Any
 
 import grpc
@@ -13,7 +14,7 @@ import pytest
 
 from flowforge.api.v1 import common_pb2, workflow_service_pb2_grpc
 from flowforge.api.v1 import workflow_service_pb2 as pb
-from flowforge.client import Client
+from flowforge.client import Client, RPCRetryConfig
 from flowforge.exceptions import RPCError
 from flowforge.worker import _stream
 from flowforge.worker._stream import WorkerStream, poll_task
@@ -57,6 +58,7 @@ class ScriptedStream(workflow_service_pb2_grpc.WorkflowServiceServicer):
         self.answer: Callable[[pb.WorkerReport], pb.WorkerReportResult] = _ok
         self.break_first_stream_on_report = False
         self.push_on_stop: pb.PushedTask | None = None
+        self.silent = False  # reads everything, answers nothing (a server that hangs)
 
     async def StreamWorkerTasks(
         self, request_iterator: AsyncIterator[pb.WorkerStreamRequest], context: Any
@@ -68,6 +70,8 @@ class ScriptedStream(workflow_service_pb2_grpc.WorkflowServiceServicer):
             self.messages.append((number, request))
             credits += sum(credit.count for credit in request.credits)
             response = pb.WorkerStreamResponse()
+            if self.silent:
+                continue
             if request.reports and self.break_first_stream_on_report and number == 1:
                 await context.abort(grpc.StatusCode.UNAVAILABLE, "replica going away")
             response.results.extend(self.answer(report) for report in request.reports)
@@ -97,8 +101,8 @@ class WithoutStream(workflow_service_pb2_grpc.WorkflowServiceServicer):
 async def connect(serve_fake: Any) -> AsyncIterator[Callable[[Any], Any]]:
     clients: list[Client] = []
 
-    async def open_client(servicer: Any) -> Client:
-        client = await Client.connect(await serve_fake(servicer), namespace="payments")
+    async def open_client(servicer: Any, **options: Any) -> Client:
+        client = await Client.connect(await serve_fake(servicer), namespace="payments", **options)
         clients.append(client)
         return client
 
@@ -211,6 +215,21 @@ async def test_a_broken_stream_reconnects_and_sends_unanswered_reports_again(
     # The next message on the new stream lets the fake push against the re-granted credit.
     await stream.report("RespondActivityTaskCompleted", _completed(b"c"))
     assert (await asyncio.wait_for(poller, 10)).task_token == b"after"
+    await stream.close()
+
+
+async def test_a_report_the_server_never_answers_fails_after_the_unary_calls_deadlines(connect: Any) -> None:
+    fake = ScriptedStream()
+    fake.silent = True
+    retry = RPCRetryConfig(rpc_timeout=timedelta(milliseconds=200), maximum_elapsed=timedelta(milliseconds=100))
+    stream = _open(await connect(fake, rpc_retry=retry))
+
+    with pytest.raises(RPCError) as error:
+        await asyncio.wait_for(stream.report("RespondActivityTaskCompleted", _completed(b"a")), 10)
+
+    assert error.value.status == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert "RespondActivityTaskCompleted" in error.value.message
+    assert len(fake.reports()) == 1
     await stream.close()
 
 
