@@ -67,6 +67,8 @@ _POLL_TIMEOUT_S = 60.0
 # A poll that failed (the store unavailable, too many polls on the queue) waits this
 # long before it tries again, doubling up to the second figure.
 _RETRY_S = (0.1, 5.0)
+# How long a closing stream waits for the write under way before it cancels it.
+_WRITE_GRACE_S = 1.0
 _RPC = "StreamWorkerTasks"
 _SERVICE = "/flowforge.api.v1.WorkflowService/"
 _KINDS = {pb.TASK_QUEUE_TYPE_WORKFLOW: TaskKind.WORKFLOW, pb.TASK_QUEUE_TYPE_ACTIVITY: TaskKind.ACTIVITY}
@@ -100,6 +102,7 @@ class _WorkerStream:
         self._unspent = 0  # credits granted and not yet spent on a task, over all feeds
         self._stopped = False
         self._half_closed = False
+        self._closing = False
         self._reports: dict[int, asyncio.Task[None]] = {}  # by id, until answered
         self._report_slots = asyncio.Semaphore(MAX_PENDING_REPORTS)
         self._outbox: asyncio.Queue[object] = asyncio.Queue()
@@ -131,6 +134,11 @@ class _WorkerStream:
         that was not written: pushed ones and those answers hand out eagerly."""
         await self._stop_feeds()
         await asyncio.gather(*self._reports.values(), return_exceptions=True)
+        # The writer ends after the write under way (cancelling a write gRPC has begun
+        # breaks the status that follows); one the worker does not take is cancelled.
+        self._closing = True
+        self._outbox.put_nowait(_END)
+        await asyncio.wait({writer}, timeout=_WRITE_GRACE_S)
         writer.cancel()
         await asyncio.gather(writer, return_exceptions=True)
         while not self._outbox.empty():
@@ -327,6 +335,9 @@ class _WorkerStream:
                 batch.append(piece)
                 if isinstance(piece, pb.PushedTask | pb.WorkerReportResult):
                     size += piece.ByteSize()
+            if self._closing:
+                self._unsent.extend(batch)
+                return
             message = pb.WorkerStreamResponse()
             for piece in batch:
                 if isinstance(piece, pb.PushedTask):
