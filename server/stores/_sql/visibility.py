@@ -12,7 +12,7 @@ from typing import Any
 from flowforge.server.stores._sql.core import SQLCore, columns, placeholders
 from flowforge.server.stores._sql.executions import EXECUTION_COLUMNS
 from flowforge.server.stores.contract import VisibilityOperations
-from flowforge.server.stores.rows import CompiledQuery, ExecutionRow, StoredValue
+from flowforge.server.stores.rows import CompiledQuery, ExecutionRow, ListOrder, StoredValue
 
 _SELECT_EXECUTION_AS_E = f"SELECT {', '.join('e.' + c for c in EXECUTION_COLUMNS)} FROM executions e"
 _STORED_VALUE_COLUMNS = columns(StoredValue)
@@ -34,26 +34,56 @@ def list_executions_sql(
     """
     order = condition.order
     where, params = f"e.namespace = ? AND ({condition.where})", [namespace, *condition.params]
-    expressions = [f"e.{c}" for c in order.key_columns]
+    if order.column == "close_us":
+        return _closed_then_running_sql(where, params, order, limit=limit, after=after)
+    sql, page_params = _page_sql(where, list(order.key_columns), order.descending, after)
+    return sql, [*params, *page_params, limit]
+
+
+def _page_sql(where: str, columns: list[str], descending: bool, after: tuple[Any, ...] | None) -> tuple[str, list[Any]]:
+    """One page's SELECT ordered by ``columns`` after the cursor, ending in ``LIMIT ?``;
+    the parameters after those of ``where``, the limit's left to the caller."""
+    expressions = [f"e.{c}" for c in columns]
+    params: list[Any] = []
     if after is not None:
         if len(after) != len(expressions):
-            raise ValueError(f"a cursor of {len(after)} values for an order by {order.key_columns}")
-        keyset, keyset_params = _after(expressions, list(after), "<" if order.descending else ">")
-        if order.column == "close_us":
-            # Runs without a close time come after every closed one, in either direction.
-            if after[0] is None:
-                keyset, keyset_params = _after(expressions[1:], list(after[1:]), "<" if order.descending else ">")
-                keyset = f"e.close_us IS NULL AND {keyset}"
-            else:
-                keyset = f"(e.close_us IS NULL OR {keyset})"
+            raise ValueError(f"a cursor of {len(after)} values for an order by {columns}")
+        keyset, params = _after(expressions, list(after), "<" if descending else ">")
         where += f" AND {keyset}"
-        params += keyset_params
-    direction = " DESC" if order.descending else ""
+    direction = " DESC" if descending else ""
     sort = ", ".join(f"{e}{direction}" for e in expressions)
-    if order.column == "close_us":
-        sort = f"(e.close_us IS NULL), {sort}"
-    sql = f"{_SELECT_EXECUTION_AS_E} WHERE {where} ORDER BY {sort} LIMIT ?"
-    return sql, [*params, limit]
+    return f"{_SELECT_EXECUTION_AS_E} WHERE {where} ORDER BY {sort} LIMIT ?", params
+
+
+def _closed_then_running_sql(
+    where: str, params: list[Any], order: ListOrder, *, limit: int, after: tuple[Any, ...] | None
+) -> tuple[str, list[Any]]:
+    """``ORDER BY CloseTime``: the closed runs in close order, then the running ones (no
+    close time) in start order, whichever the direction. Each half is its own page read
+    from its index (ix_executions_close, ix_executions_status_start: running is exactly
+    ``close_us IS NULL``), and the page is the first ``limit`` of both."""
+    parts, part_params = [], []
+    if after is None or after[0] is not None:  # the cursor, if any, is among the closed runs
+        closed, closed_params = _page_sql(
+            f"{where} AND e.close_us IS NOT NULL", ["close_us", "start_us", "run_id"], order.descending, after
+        )
+        parts.append(closed)
+        part_params += [*params, *closed_params, limit]
+    running, running_params = _page_sql(
+        f"{where} AND e.status = 'RUNNING'",
+        ["start_us", "run_id"],
+        order.descending,
+        after[1:] if after is not None and after[0] is None else None,
+    )
+    parts.append(running)
+    part_params += [*params, *running_params, limit]
+    direction = " DESC" if order.descending else ""
+    union = " UNION ALL ".join(f"SELECT * FROM ({part}) AS part_{i}" for i, part in enumerate(parts))
+    sql = (
+        f"SELECT * FROM ({union}) AS u ORDER BY (u.close_us IS NULL),"
+        f" u.close_us{direction}, u.start_us{direction}, u.run_id{direction} LIMIT ?"
+    )
+    return sql, [*part_params, limit]
 
 
 def _after(expressions: list[str], values: list[Any], op: str) -> tuple[str, list[Any]]:
