@@ -178,5 +178,15 @@ class _ResultWaitTracking(WorkflowServiceClient):
         with self._skipper.result_awaited():
             return await self._inner.call(rpc, request, **options)
 
+    # A worker's stream goes to ``inner`` as it is: a worker never waits for a result.
+    async def encode_request(self, rpc: str, request: Any) -> Any:
+        return await self._inner.encode_request(rpc, request)
+
+    async def decode_response(self, rpc: str, response: Any) -> Any:
+        return await self._inner.decode_response(rpc, response)
+
+    def open_stream(self, rpc: str) -> Any:
+        return self._inner.open_stream(rpc)
+
     async def close(self) -> None:
         await self._inner.close()

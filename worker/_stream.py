@@ -250,10 +250,11 @@ class WorkerStream:
     async def _run(self) -> None:
         failures = 0
         while not self._closing.is_set():
-            call = self._service.open_stream(_RPC)
-            self._begin()
+            call: Any = None
             error: RPCError | None = None
             try:
+                call = self._service.open_stream(_RPC)
+                self._begin()
                 await self._serve(call)
             except grpc.aio.AioRpcError as failed:
                 error = rpc_error(failed)
@@ -261,7 +262,8 @@ class WorkerStream:
                 logger.exception("the worker stream failed")
                 error = RPCError("the worker stream failed", grpc.StatusCode.UNKNOWN)
             finally:
-                call.cancel()
+                if call is not None:
+                    call.cancel()
                 self._connected = False
             if error is not None and _without_stream(error):
                 self._fall_back()
