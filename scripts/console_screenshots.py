@@ -4,22 +4,34 @@
 
 Starts an in-memory server with a few executions (a finished DAG of parallel chains
 with a retried step, runs waiting for signals, a run that failed its retries and was
-terminated) and saves the workflow list, an execution's timeline, its DAG and the
-execution page on a phone-sized screen as PNG files.
+terminated) and saves the workflow list (sorted by a column header), an execution's
+timeline, its DAG and the execution page on a phone-sized screen as PNG files; then the
+sign-in page of a server with authentication on and an OIDC provider configured (the
+page only names the provider, so none is contacted).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import tempfile
 from pathlib import Path
 
-from playwright.async_api import async_playwright
+from playwright.async_api import Browser, async_playwright
 
 from benchmarks._console_demo import QUEUE, Chains, Inbox, long_history, start_server, transform
 from flowforge import Client
+from flowforge.server import FlowForgeServer, ServerConfig
+from flowforge.server.auth.setup import AuthConfig
+from flowforge.server.console import ConsoleOidc
 from flowforge.worker import Worker
 from testsupport.chromium import LAUNCH_ARGS, find_chromium
+from testsupport.credentials import JwtIssuer
+
+# A provider's name for the sign-in page; its keys come from a file, so it is never contacted.
+_ISSUER = "https://login.example.com/realms/ops"
+_VIEWPORT = {"width": 1280, "height": 900}
 
 
 async def _seed(client: Client) -> None:
@@ -34,6 +46,38 @@ async def _seed(client: Client) -> None:
         stuck = await client.start_workflow(Inbox.run, id="support-ticket-41", task_queue=QUEUE)
         await stuck.terminate("closed by the night shift")
     await long_history(client, "audit-trail-7", 60)
+
+
+async def _shoot(browser: Browser, path: Path, url: str, ready: str, viewport: dict[str, int]) -> None:
+    page = await browser.new_page(viewport=viewport, device_scale_factor=1)
+    await page.goto(url)
+    await page.wait_for_selector(ready)
+    await page.wait_for_timeout(300)  # the counts and the live note settle
+    await page.screenshot(path=str(path), full_page=path.name == "dag.png")
+    await page.close()
+    print(path)
+
+
+async def _sign_in_page(browser: Browser, path: Path) -> None:
+    """The sign-in page of a server with authentication on and an OIDC login configured."""
+    with tempfile.TemporaryDirectory() as scratch:
+        jwks = Path(scratch) / "jwks.json"
+        jwks.write_text(json.dumps(JwtIssuer(issuer=_ISSUER).jwks()))
+        auth = AuthConfig(
+            required=True,
+            bootstrap_admin_key_file=str(Path(scratch) / "admin.key"),
+            jwks=str(jwks),
+            jwt_issuer=_ISSUER,
+            jwt_audience="https://flowforge.example.com/api",
+        )
+        oidc = ConsoleOidc(issuer=_ISSUER, client_id="flowforge-console", audience="https://flowforge.example.com/api")
+        server = FlowForgeServer(ServerConfig(store=":memory:", port=0, http_port=0, auth=auth, console_oidc=oidc))
+        await server.start()
+        try:
+            url = f"http://127.0.0.1:{server.http_port}/namespaces/default/workflows"
+            await _shoot(browser, path, url, "#oidc-sign-in", {"width": 1280, "height": 560})
+        finally:
+            await server.stop()
 
 
 async def main() -> None:
@@ -52,19 +96,14 @@ async def main() -> None:
         async with async_playwright() as playwright:
             browser = await playwright.chromium.launch(executable_path=executable, args=LAUNCH_ARGS)
             shots = [
-                ("workflows.png", base, "#workflows tbody tr", {"width": 1280, "height": 640}),
-                ("execution.png", f"{base}/etl-0", "#timeline tr", {"width": 1280, "height": 900}),
-                ("dag.png", f"{base}/etl-0#dag", "svg.dag .dag-node", {"width": 1280, "height": 900}),
+                ("workflows.png", f"{base}?sort=WorkflowId+ASC", "#workflows tbody tr", {"width": 1280, "height": 640}),
+                ("execution.png", f"{base}/etl-0", "#timeline tr", _VIEWPORT),
+                ("dag.png", f"{base}/etl-0#dag", "svg.dag .dag-node", _VIEWPORT),
                 ("phone.png", f"{base}/support-ticket-42", "#timeline tr", {"width": 390, "height": 844}),
             ]
             for name, url, ready, viewport in shots:
-                page = await browser.new_page(viewport=viewport, device_scale_factor=1)
-                await page.goto(url)
-                await page.wait_for_selector(ready)
-                await page.wait_for_timeout(300)  # the counts and the live note settle
-                await page.screenshot(path=str(args.out / name), full_page=name == "dag.png")
-                await page.close()
-                print(args.out / name)
+                await _shoot(browser, args.out / name, url, ready, viewport)
+            await _sign_in_page(browser, args.out / "signin.png")
             await browser.close()
     finally:
         await client.close()

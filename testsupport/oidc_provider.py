@@ -1,13 +1,16 @@
 """A small but real OIDC provider for the console's login tests, on a loopback port:
 the discovery document, the JWKS, ``/authorize`` (the authorization code flow; it
 approves the configured test user at once) and ``/token`` (checks the PKCE verifier
-and answers RS256 tokens carrying the ``permissions`` claim), with CORS so a page on
-another origin may call it. A public client only: it holds no client secret.
+and answers RS256 tokens carrying the ``permissions`` claim; as Auth0 does, the access
+token is for the API an ``audience`` parameter named, else for the provider's
+default), ``/logout`` (RP-initiated logout), with CORS so a page on another origin may
+call it. A public client only: it holds no client secret.
 
 Use::
 
     async with OidcProvider(client_id="flowforge-console") as provider:
         provider.redirect_uris.add("http://127.0.0.1:8233/auth/callback")
+        provider.post_logout_redirect_uris.add("http://127.0.0.1:8233/")
         provider.user = TestUser("olivia", ["default:operator"])
 """
 
@@ -52,6 +55,7 @@ class _Grant:
     redirect_uri: str
     challenge: str
     nonce: str
+    audience: str | None
     user: TestUser
     expires_at: float
 
@@ -61,7 +65,8 @@ class OidcProvider:
 
     Args:
         client_id: The one public client it knows.
-        audience: The ``aud`` of its access tokens (the FlowForge server's ``--jwt-audience``).
+        audience: The ``aud`` of its access tokens when the authorization request names no
+            ``audience``.
         token_lifetime_s: The tokens' ``exp`` and ``expires_in``.
     """
 
@@ -73,9 +78,15 @@ class OidcProvider:
         self.user = TestUser("tester", ["default:reader"])
         #: Where ``/authorize`` may send the browser back (exact match, as providers do).
         self.redirect_uris: set[str] = set()
+        #: Where ``/logout`` may send the browser back (exact match).
+        self.post_logout_redirect_uris: set[str] = set()
+        #: Whether the discovery document names ``/logout`` as its ``end_session_endpoint``.
+        self.end_session = True
         #: The query of each ``/authorize`` request and the form of each ``/token`` request.
         self.authorize_requests: list[dict[str, str]] = []
         self.token_requests: list[dict[str, str]] = []
+        #: The query of each ``/logout`` request.
+        self.logout_requests: list[dict[str, str]] = []
         #: The access tokens handed out, in order.
         self.access_tokens: list[str] = []
         self.issuer = ""
@@ -93,6 +104,7 @@ class OidcProvider:
         app.router.add_get("/jwks", self._jwks)
         app.router.add_get("/authorize", self._authorize)
         app.router.add_route("*", "/token", self._token)
+        app.router.add_get("/logout", self._logout)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         sock = socket.create_server(("127.0.0.1", 0))
@@ -123,6 +135,8 @@ class OidcProvider:
             "id_token_signing_alg_values_supported": ["RS256"],
             "token_endpoint_auth_methods_supported": ["none"],
         }
+        if self.end_session:
+            document["end_session_endpoint"] = f"{self.issuer}/logout"
         return web.json_response(document, headers=_CORS)
 
     async def _jwks(self, _request: web.Request) -> web.Response:
@@ -149,6 +163,7 @@ class OidcProvider:
             redirect_uri=redirect_uri,
             challenge=query["code_challenge"],
             nonce=query.get("nonce", ""),
+            audience=query.get("audience"),
             user=self.user,
             expires_at=time.monotonic() + _CODE_LIFETIME_S,
         )
@@ -174,7 +189,10 @@ class OidcProvider:
             return _token_error("invalid_grant", "the PKCE code_verifier does not match the code_challenge")
         user = grant.user
         access = self.signer.token(
-            sub=user.sub, audience=self.audience, permissions=user.permissions, expires_in=self.token_lifetime_s
+            sub=user.sub,
+            audience=grant.audience or self.audience,
+            permissions=user.permissions,
+            expires_in=self.token_lifetime_s,
         )
         identity = self.signer.token(
             sub=user.sub,
@@ -191,6 +209,14 @@ class OidcProvider:
             "expires_in": int(self.token_lifetime_s),
         }
         return web.json_response(answer, headers={**_CORS, "Cache-Control": "no-store"})
+
+    async def _logout(self, request: web.Request) -> web.Response:
+        query = dict(request.query)
+        self.logout_requests.append(query)
+        back = query.get("post_logout_redirect_uri", "")
+        if query.get("client_id") != self.client_id or back not in self.post_logout_redirect_uris:
+            return web.Response(status=400, text="unknown client_id or post_logout_redirect_uri")
+        raise web.HTTPFound(back)
 
 
 def _s256(verifier: str) -> str:

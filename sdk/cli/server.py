@@ -142,6 +142,12 @@ def _serving_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                 help="scopes the console asks for, space-separated",
             ),
             click.option(
+                "--console-oidc-audience",
+                metavar="AUDIENCE",
+                help="sent as `audience` when signing in (Auth0 issues JWT access tokens only for one); "
+                "usually the --jwt-audience",
+            ),
+            click.option(
                 "--uvloop",
                 "use_uvloop",
                 is_flag=True,
@@ -244,6 +250,7 @@ def _serve(
     console_oidc_issuer: str | None,
     console_oidc_client_id: str | None,
     console_oidc_scopes: str,
+    console_oidc_audience: str | None,
     ready_file: Path | str | None,
     dev: bool,
     webhook: bool,
@@ -298,7 +305,9 @@ def _serve(
         except ValueError as error:
             raise click.BadParameter(str(error), param_hint="'--console-codec-endpoint'") from None
 
-    console_oidc = _console_oidc(console_oidc_issuer, console_oidc_client_id, console_oidc_scopes, auth)
+    console_oidc = _console_oidc(
+        console_oidc_issuer, console_oidc_client_id, console_oidc_scopes, console_oidc_audience, auth
+    )
     configure(format=log_format, level=log_level)
     instance = FlowForgeServer(
         ServerConfig(
@@ -334,11 +343,15 @@ def _serve(
         runner.run(instance.serve(ready_file=str(ready_file) if ready_file else None))
 
 
-def _console_oidc(issuer: str | None, client_id: str | None, scopes: str, auth: AuthConfig) -> ConsoleOidc | None:
+def _console_oidc(
+    issuer: str | None, client_id: str | None, scopes: str, audience: str | None, auth: AuthConfig
+) -> ConsoleOidc | None:
     """The console's OIDC login from its flags, or None when not asked for."""
     from flowforge.server.console import ConsoleOidc
 
     if issuer is None and client_id is None:
+        if audience is not None:
+            raise click.UsageError("--console-oidc-audience needs --console-oidc-issuer and --console-oidc-client-id")
         return None
     if issuer is None or client_id is None:
         raise click.UsageError("--console-oidc-issuer and --console-oidc-client-id go together")
@@ -346,7 +359,7 @@ def _console_oidc(issuer: str | None, client_id: str | None, scopes: str, auth: 
         # The login's tokens would be refused: the server verifies them against the JWKS.
         raise click.UsageError("--console-oidc-issuer needs --jwks-file, --jwt-issuer and --jwt-audience")
     try:
-        return ConsoleOidc(issuer=issuer, client_id=client_id, scopes=tuple(scopes.split()))
+        return ConsoleOidc(issuer=issuer, client_id=client_id, scopes=tuple(scopes.split()), audience=audience)
     except ValueError as error:
         raise click.UsageError(str(error)) from None
 

@@ -19,6 +19,8 @@ CALLBACK_PATH = "/auth/callback"
 _CLIENT_ID = re.compile(r"[\x20-\x7e]{1,256}")
 _SCOPE = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]{1,128}")
 _MAX_SCOPES = 32
+# Auth0's API identifiers are URLs or plain names; printable ASCII keeps the query simple.
+_AUDIENCE = re.compile(r"[\x21-\x7e]{1,512}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,6 +33,9 @@ class ConsoleOidc:
         client_id: The console's public client (no secret) registered with the provider,
             with ``{console origin}/auth/callback`` as a redirect URI.
         scopes: Scopes asked for; must include ``openid``.
+        audience: Sent as ``audience`` on the authorization request, for providers that
+            issue a JWT access token only for a named API (Auth0); usually the server's
+            ``--jwt-audience``. None sends no such parameter.
 
     Raises:
         ValueError: A value is malformed; the message names the flag to fix.
@@ -39,6 +44,7 @@ class ConsoleOidc:
     issuer: str
     client_id: str
     scopes: tuple[str, ...] = ("openid", "profile", "email")
+    audience: str | None = None
 
     def __post_init__(self) -> None:
         provider_origin(self.issuer, what="--console-oidc-issuer")
@@ -50,6 +56,8 @@ class ConsoleOidc:
             raise ValueError(f"--console-oidc-scopes: at most {_MAX_SCOPES} scope names without quotes or backslashes")
         if "openid" not in self.scopes:
             raise ValueError("--console-oidc-scopes must include openid")
+        if self.audience is not None and not _AUDIENCE.fullmatch(self.audience):
+            raise ValueError("--console-oidc-audience must be 1 to 512 printable ASCII characters without spaces")
 
     @property
     def origin(self) -> str:
@@ -58,4 +66,9 @@ class ConsoleOidc:
 
     def to_json(self) -> dict[str, object]:
         """What the pages need to sign in (nothing secret)."""
-        return {"issuer": self.issuer, "client_id": self.client_id, "scopes": list(self.scopes)}
+        return {
+            "issuer": self.issuer,
+            "client_id": self.client_id,
+            "scopes": list(self.scopes),
+            "audience": self.audience,
+        }

@@ -2,8 +2,10 @@
 provider (testsupport/oidc_provider.py): the page goes through the provider's
 authorization code flow with PKCE and back, the list loads with the token, an
 operator's token acts (audited as its ``jwt:`` principal) and a reader's sees no
-action button; a tampered ``state`` is refused before any code is exchanged; the token
-lives in sessionStorage only; an expired or refused token asks again; the
+action button; the login names the server's API as its ``audience`` (without it the
+provider's token would be for another audience and refused) and Sign out ends the
+provider's session too; a tampered ``state`` is refused before any code is exchanged;
+the token lives in sessionStorage only; an expired or refused token asks again; the
 configuration is validated, ``flowforge server``'s flags reach the console, and the CSP
 names the issuer only when configured."""
 
@@ -17,10 +19,12 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import aiohttp
 import pytest
+from click.testing import CliRunner
 from playwright.async_api import Page, Route, expect
 
 from flowforge import Client
 from flowforge.api.v1 import access_pb2
+from flowforge.cli import cli
 from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.server.auth.jwt import JwksSource
 from flowforge.server.auth.setup import AuthConfig
@@ -36,11 +40,14 @@ from testsupport.postgres import free_port
 from testsupport.waiting import wait_until
 
 CLIENT_ID = "flowforge-console"
+# The provider issues tokens for its own "userinfo" unless the login names the server's API
+# (as Auth0 does): the console's ``audience`` is what makes its tokens acceptable.
+API_AUDIENCE = "https://flowforge.example.com/api"
 
 
 @pytest.fixture
 async def idp() -> AsyncIterator[OidcProvider]:
-    async with OidcProvider(client_id=CLIENT_ID) as provider:
+    async with OidcProvider(client_id=CLIENT_ID, audience="userinfo") as provider:
         yield provider
 
 
@@ -53,14 +60,15 @@ async def server(store_url: str, tmp_path: Path, idp: OidcProvider) -> AsyncIter
         bootstrap_admin_key_file=str(tmp_path / "admin.key"),
         jwks=idp.jwks_url,
         jwt_issuer=idp.issuer,
-        jwt_audience=idp.audience,
+        jwt_audience=API_AUDIENCE,
     )
-    oidc = ConsoleOidc(issuer=idp.issuer, client_id=CLIENT_ID)
+    oidc = ConsoleOidc(issuer=idp.issuer, client_id=CLIENT_ID, audience=API_AUDIENCE)
     instance = FlowForgeServer(
         ServerConfig(store=store_url, port=0, http_port=0, poll_recheck_interval_s=0.2, auth=auth, console_oidc=oidc)
     )
     await instance.start()
     idp.redirect_uris.add(f"{base(instance)}/auth/callback")
+    idp.post_logout_redirect_uris.add(f"{base(instance)}/")
     yield instance
     await instance.stop()
 
@@ -104,6 +112,7 @@ async def test_sign_in_through_the_provider_as_operator_then_reader(
     # The flow was PKCE S256 with state and nonce, and the browser sent no secret.
     (authorize,) = idp.authorize_requests
     assert authorize["code_challenge_method"] == "S256" and authorize["state"] and authorize["nonce"]
+    assert authorize["audience"] == API_AUDIENCE
     (exchange,) = idp.token_requests
     assert exchange["code_verifier"] and "client_secret" not in exchange
     # The token is kept in this tab's sessionStorage only.
@@ -119,10 +128,13 @@ async def test_sign_in_through_the_provider_as_operator_then_reader(
     records = (await admin.workflow_service.call("ListAuditLog", request)).records
     assert ("SignalWorkflowExecution", "jwt:olivia") in {(r.action, r.principal) for r in records if r.reason}
 
-    # Signing out forgets the token; a reader signs in and sees no action button.
+    # Signing out forgets the token and ends the provider's session (RP-initiated logout),
+    # which sends the browser back to the console; a reader signs in and sees no action button.
     await page.click("#who button")
     await expect(page.locator("#oidc-sign-in")).to_be_visible()
-    assert "flowforge.bearer" not in (await stored(page))["session"]  # type: ignore[operator]
+    assert idp.logout_requests == [{"client_id": CLIENT_ID, "post_logout_redirect_uri": base(server) + "/"}]
+    assert page.url == base(server) + "/"
+    assert not {"flowforge.bearer", "flowforge.endSession"} & set((await stored(page))["session"])  # type: ignore[arg-type]
     idp.user = TestUser("rita", ["default:reader"])
     await sign_in_with_provider(page, server, "/namespaces/default/workflows/oidc-order", idp.user)
     await expect(page.locator("#summary .badge")).to_have_text("COMPLETED")
@@ -183,7 +195,12 @@ async def test_config_endpoint_and_csp(server: FlowForgeServer, idp: OidcProvide
             assert answer.status == 200
             assert await answer.json() == {
                 "auth_required": True,
-                "oidc": {"issuer": idp.issuer, "client_id": CLIENT_ID, "scopes": ["openid", "profile", "email"]},
+                "oidc": {
+                    "issuer": idp.issuer,
+                    "client_id": CLIENT_ID,
+                    "scopes": ["openid", "profile", "email"],
+                    "audience": API_AUDIENCE,
+                },
             }
             assert f"connect-src 'self' {idp.issuer};" in answer.headers["Content-Security-Policy"]
         async with http.get(base(server) + "/auth/callback?code=x&state=y") as answer:
@@ -207,7 +224,7 @@ def test_the_cli_flags_reach_the_console(tmp_path: Path) -> None:
         *("start-dev", "--in-memory", "--require-auth", "--http-port", str(http_port)),
         *("--jwks-file", str(tmp_path / "jwks.json"), "--jwt-issuer", issuer, "--jwt-audience", "flowforge"),
         *("--console-oidc-issuer", issuer, "--console-oidc-client-id", CLIENT_ID),
-        *("--console-oidc-scopes", "openid groups"),
+        *("--console-oidc-scopes", "openid groups", "--console-oidc-audience", API_AUDIENCE),
     ]
     process, _address = start_server(arguments, str(tmp_path / "ready"), timeout_s=60)
     try:
@@ -216,11 +233,18 @@ def test_the_cli_flags_reach_the_console(tmp_path: Path) -> None:
                 "issuer": issuer,
                 "client_id": CLIENT_ID,
                 "scopes": ["openid", "groups"],
+                "audience": API_AUDIENCE,
             }
             assert "connect-src 'self' http://127.0.0.1:9;" in answer.headers["Content-Security-Policy"]
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_the_cli_refuses_an_audience_without_a_provider() -> None:
+    answer = CliRunner().invoke(cli, ["server", "start-dev", "--in-memory", "--console-oidc-audience", "api"])
+    assert answer.exit_code == 2
+    assert "--console-oidc-audience needs --console-oidc-issuer" in answer.output
 
 
 @pytest.mark.parametrize(
@@ -240,6 +264,13 @@ def test_the_cli_flags_reach_the_console(tmp_path: Path) -> None:
 def test_bad_oidc_configuration_is_refused(issuer: str, client_id: str, scopes: tuple[str, ...], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         ConsoleOidc(issuer=issuer, client_id=client_id, scopes=scopes)
+
+
+@pytest.mark.parametrize("audience", ["", "my api", "x" * 513, "api\n"])
+def test_a_bad_oidc_audience_is_refused(audience: str) -> None:
+    with pytest.raises(ValueError, match="--console-oidc-audience"):
+        ConsoleOidc(issuer="https://login.example.com", client_id="c", audience=audience)
+    assert ConsoleOidc("https://login.example.com", "c", audience="https://api.example.com/v1").to_json()["audience"]
 
 
 def test_good_oidc_configuration_and_jwks_urls() -> None:

@@ -1,6 +1,8 @@
 """The console's other pages in headless Chromium, as an admin (both stores): schedules
 (pause from the page), a task queue's pollers, concurrency and rate limits, namespaces with their
-quotas (changed from the page), the audit log and the scheduler's leader."""
+quotas (changed from the page), the audit log and the scheduler's leader; a circuit breaker
+opened from the limits page holds an execution's activity (its page says why) until it is
+closed from there."""
 
 from __future__ import annotations
 
@@ -9,13 +11,15 @@ from datetime import timedelta
 from playwright.async_api import Page, expect
 
 from flowforge import Client
+from flowforge.api.v1 import access_pb2
 from flowforge.api.v1 import flow_control_pb2 as flow_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.client import Schedule, ScheduleActionStartWorkflow, ScheduleIntervalSpec, ScheduleSpec
 from flowforge.server import FlowForgeServer
-from tests.console._app import QUEUE, Pipeline, step
-from tests.console.test_console import base, sign_in
+from tests.console._app import QUEUE, Pipeline, step, waiting_for_signal
+from tests.console.test_console import base, execution_path, sign_in
 from tests.integration._reliability import fast_worker
+from testsupport.waiting import wait_until
 
 
 async def test_admin_pages(server: FlowForgeServer, admin: Client, page: Page) -> None:
@@ -70,3 +74,51 @@ async def test_admin_pages(server: FlowForgeServer, admin: Client, page: Page) -
 
     await page.goto(base(server) + "/scheduler")
     await expect(page.locator("#leader")).not_to_have_text("none")
+
+
+async def test_a_breaker_opened_from_the_limits_page_holds_activities_until_closed(
+    server: FlowForgeServer, admin: Client, page: Page
+) -> None:
+    key = admin.api_key
+    assert key
+    await admin.workflow_service.call(
+        "SetBreaker",
+        flow_pb2.SetBreakerRequest(
+            namespace="default",
+            activity_type="step",
+            failure_rate=0.5,
+            min_calls=10,
+            window_seconds=60,
+            open_seconds=3600,
+            reason="r",
+        ),
+    )
+    await sign_in(page, server, "/namespaces/default/limits", key)
+    row = page.locator("#breakers tr[data-activity-type=step]")
+    await expect(row.locator(".badge")).to_have_text("closed")
+    await expect(row).to_contain_text("50% failed of ≥ 10 calls")
+
+    async def force(action: str, reason: str, state: str) -> None:
+        await row.locator(f"[data-action={action}]").click()
+        await page.fill("dialog [name=reason]", reason)
+        await page.click("dialog #confirm")
+        await expect(row.locator(".badge")).to_have_text(state)
+
+    await force("open", "payments provider down", "open")
+    await expect(row).to_contain_text("payments provider down")
+    async with fast_worker(admin, QUEUE, workflows=[Pipeline], activities=[step]):
+        handle = await admin.start_workflow(Pipeline.run, "x", id="held-by-breaker", task_queue=QUEUE)
+        await page.goto(base(server) + execution_path("held-by-breaker"))
+        await expect(page.locator("#pending tbody tr")).to_contain_text(
+            "held by the open circuit breaker of activity type step"
+        )
+        assert not await waiting_for_signal(handle)
+
+        await page.goto(base(server) + "/namespaces/default/limits")
+        await force("close", "provider back", "closed")
+        await wait_until(lambda: waiting_for_signal(handle), timeout=20, what="the held activities to run")
+
+    records = (await admin.workflow_service.call("ListAuditLog", access_pb2.ListAuditLogRequest(page_size=100))).records
+    assert {("OpenBreaker", "payments provider down"), ("CloseBreaker", "provider back")} <= {
+        (record.action, record.reason) for record in records
+    }

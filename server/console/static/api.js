@@ -4,6 +4,7 @@
 
 const BEARER = 'flowforge.bearer';
 const EXPIRES = 'flowforge.bearerExpires'; // ms since the epoch; absent: no known expiry
+const END_SESSION = 'flowforge.endSession'; // the provider's logout URL of an OIDC login's bearer
 const ROLE_INCLUDES = {
   reader: ['reader'],
   writer: ['reader', 'writer'],
@@ -31,15 +32,23 @@ export function bearerExpired() {
   return Boolean(sessionStorage.getItem(BEARER)) && expires > 0 && Date.now() >= expires;
 }
 
-/** Keeps `token` for this tab only; '' forgets it (signing out). */
-export function setBearer(token, expiresAt = 0) {
+/** Keeps `token` for this tab only; '' forgets it (signing out). `endSession` is the
+ * provider's logout endpoint when the token came from an OIDC login that has one. */
+export function setBearer(token, expiresAt = 0, endSession = '') {
   sessionStorage.removeItem(EXPIRES);
+  sessionStorage.removeItem(END_SESSION);
   if (!token) {
     sessionStorage.removeItem(BEARER);
     return;
   }
   sessionStorage.setItem(BEARER, token);
   if (expiresAt > 0) sessionStorage.setItem(EXPIRES, String(expiresAt));
+  if (endSession) sessionStorage.setItem(END_SESSION, endSession);
+}
+
+/** The provider's logout endpoint of the bearer held ('' for an API key or a provider without one). */
+export function endSession() {
+  return sessionStorage.getItem(BEARER) ? sessionStorage.getItem(END_SESSION) || '' : '';
 }
 
 function headers(reason) {
@@ -71,7 +80,7 @@ export async function whoami() {
   return answer(await fetch('/api/v1/whoami', { headers: headers() }), { announce401: false });
 }
 
-/** How to sign in, read before signing in: {auth_required, oidc: {issuer, client_id, scopes} | null}. */
+/** How to sign in, read before signing in: {auth_required, oidc: {issuer, client_id, scopes, audience} | null}. */
 export async function consoleConfig() {
   return answer(await fetch('/api/v1/console-config'), { announce401: false });
 }

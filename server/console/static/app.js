@@ -2,7 +2,7 @@
 // without a reload. With authentication on, it asks for an API key or an OIDC login first.
 
 import { ApiError, bearer, bearerExpired, consoleConfig, setBearer, useCodec, whoami } from './api.js';
-import { CALLBACK_PATH, completeSignIn, providerName, signIn } from './oidc.js';
+import { CALLBACK_PATH, completeSignIn, providerLogoutUrl, providerName, signIn } from './oidc.js';
 import { errorBox, h, link, path, replace } from './dom.js';
 import { workflowList } from './workflows.js';
 import { executionPage } from './execution.js';
@@ -26,8 +26,16 @@ function drawNav(namespace) {
   const who = document.getElementById('who');
   replace(who, me ? me.name : '');
   if (me && me.auth_required) {
-    who.append(' ', h('button', { class: 'link', type: 'button', onclick: () => { setBearer(''); route(); } }, 'Sign out'));
+    who.append(' ', h('button', { class: 'link', type: 'button', onclick: signOut }, 'Sign out'));
   }
+}
+
+/** Forgets the bearer; after an OIDC login whose provider offers it, ends that session too. */
+function signOut() {
+  const logout = providerLogoutUrl(config && config.oidc);
+  setBearer('');
+  if (logout) location.assign(logout);
+  else route();
 }
 
 function signInForm(message) {

@@ -3,7 +3,7 @@
 // state, nonce and verifier of a login in progress, and then the token, are kept in
 // this tab's sessionStorage only.
 
-import { setBearer } from './api.js';
+import { endSession, setBearer } from './api.js';
 
 export const CALLBACK_PATH = '/auth/callback';
 const PENDING = 'flowforge.oidcPending';
@@ -65,6 +65,10 @@ async function discover(oidc) {
   return {
     authorize: endpoint(doc.authorization_endpoint, 'authorization_endpoint', oidc.issuer, { fetched: false }),
     token: endpoint(doc.token_endpoint, 'token_endpoint', oidc.issuer, { fetched: true }),
+    // RP-initiated logout (optional): Sign out ends the provider's session there too.
+    endSession: doc.end_session_endpoint
+      ? endpoint(doc.end_session_endpoint, 'end_session_endpoint', oidc.issuer, { fetched: false })
+      : null,
   };
 }
 
@@ -75,9 +79,10 @@ export function providerName(oidc) {
 
 /** Leaves for the provider's login; it sends the browser back to CALLBACK_PATH. */
 export async function signIn(oidc, returnTo) {
-  const { authorize, token } = await discover(oidc);
+  const { authorize, token, endSession: logout } = await discover(oidc);
   const pending = {
     state: randomText(16), nonce: randomText(16), verifier: randomText(32), returnTo, tokenEndpoint: token.href,
+    endSession: logout ? logout.href : '',
   };
   sessionStorage.setItem(PENDING, JSON.stringify(pending));
   const query = {
@@ -90,6 +95,8 @@ export async function signIn(oidc, returnTo) {
     code_challenge: await codeChallenge(pending.verifier),
     code_challenge_method: 'S256',
   };
+  // Auth0 issues a JWT access token (one the server can verify) only for a named API.
+  if (oidc.audience) query.audience = oidc.audience;
   for (const [name, value] of Object.entries(query)) authorize.searchParams.set(name, value);
   location.assign(authorize.href);
 }
@@ -133,7 +140,19 @@ export async function completeSignIn(oidc) {
   const access = claims(body.access_token);
   const lifetime = Number(body.expires_in);
   const expiresAt = lifetime > 0 ? Date.now() + lifetime * 1000 : access && access.exp ? access.exp * 1000 : 0;
-  setBearer(body.access_token, expiresAt);
+  setBearer(body.access_token, expiresAt, pending.endSession || '');
   const back = String(pending.returnTo || '/');
   return back.startsWith('/') && !back.startsWith('//') ? back : '/';
+}
+
+/** Where Sign out sends the browser to end the provider's session too (OIDC RP-Initiated
+ * Logout), back to the console's root after; '' when the bearer is not from such a login.
+ * Register `{console origin}/` as a post-logout redirect URI at the provider. */
+export function providerLogoutUrl(oidc) {
+  const logout = endSession();
+  if (!oidc || !logout) return '';
+  const url = new URL(logout);
+  url.searchParams.set('client_id', oidc.client_id);
+  url.searchParams.set('post_logout_redirect_uri', `${location.origin}/`);
+  return url.href;
 }

@@ -1,5 +1,5 @@
-// The other pages: schedules, task queues, dead letters, namespaces and quotas,
-// the audit log and the scheduler's leader.
+// The other pages: schedules, task queues, dead letters, limits and circuit breakers,
+// namespaces and quotas, the audit log and the scheduler's leader.
 
 import { can, rpc, showPayloads } from './api.js';
 import { confirmAction } from './actions.js';
@@ -124,15 +124,8 @@ export async function namespacesPage({ main, me }) {
   return null;
 }
 
-/** Any list the server answers, as a table of its fields (for RPCs newer than this page). */
-function anyTable(items, id) {
-  const columns = [...new Set(items.flatMap((item) => Object.keys(item)))];
-  const cell = (value) => (value !== null && typeof value === 'object' ? JSON.stringify(value) : value);
-  return table(columns.map((c) => c.replaceAll('_', ' ')), items.map((item) => h('tr', {},
-    columns.map((c) => h('td', {}, item[c] === undefined ? '' : cell(item[c]))))), { id });
-}
-
 export async function limitsPage({ me, namespace, main }) {
+  const breakers = breakerSection({ me, namespace });
   const answer = await rpc('ListConcurrencyLimits', { namespace });
   const rows = (answer.limits || []).map((l) => h('tr', {},
     h('td', { class: 'mono' }, l.concurrency_key), h('td', { class: 'num' }, l.running || 0), h('td', { class: 'num' }, l.max_running || 0),
@@ -144,14 +137,36 @@ export async function limitsPage({ me, namespace, main }) {
   replace(main, h('h1', {}, 'Concurrency limits ', h('small', { class: 'muted' }, namespace)),
     table(['Key', 'Running', 'Max running', 'Waiting', 'Updated'], rows, { id: 'limits' }),
     h('h2', {}, 'Dispatch rate limits'), table(['Task queue', 'Key', 'Per second', 'Updated'], rateRows, { id: 'rate-limits' }));
-  // Circuit breakers, when this server has them: shown field by field.
-  const breakers = Object.keys(me.rules).find((method) => /^List\w*Breakers$/.test(method));
-  if (breakers) {
-    const answer = await rpc(breakers, { namespace }).catch(() => ({}));
-    const list = Object.values(answer).find(Array.isArray) || [];
-    main.append(h('h2', {}, 'Circuit breakers'), anyTable(list, 'breakers'));
-  }
+  main.append(h('h2', {}, 'Circuit breakers'), breakers.section);
+  await breakers.draw();
   return null;
+}
+
+/** The namespace's circuit breakers, each with Open or Close for the roles that may. */
+function breakerSection({ me, namespace }) {
+  const section = table(['Activity type', 'State', 'Since', 'Opens at', 'Window', 'Open for', 'Reason', ''], [], { id: 'breakers' });
+  const body = section.querySelector('tbody');
+  const draw = async () => {
+    const answer = await rpc('ListBreakers', { namespace });
+    const force = (method, title, type) => () => confirmAction(`${title} the breaker of ${type}`,
+      method === 'OpenBreaker' ? 'Its activities are held until it closes.' : 'The activities it held are handed out now.', [],
+      async (v, reason) => {
+        await rpc(method, { namespace, activity_type: type, reason, identity: 'console' }, { reason });
+        await draw();
+      });
+    replace(body, (answer.breakers || []).map((b) => {
+      const [method, title] = b.state === 'closed' ? ['OpenBreaker', 'Open'] : ['CloseBreaker', 'Close'];
+      return h('tr', { 'data-activity-type': b.activity_type },
+        h('td', { class: 'mono' }, b.activity_type), h('td', {}, h('span', { class: `badge breaker-${b.state}` }, b.state)),
+        h('td', {}, time(b.since)), h('td', { class: 'num' }, `${Math.round((b.failure_rate || 0) * 100)}% failed of ≥ ${b.min_calls || 0} calls`),
+        h('td', {}, `${b.successes || 0} ok, ${b.failures || 0} failed in ${b.window_seconds || 0} s`),
+        h('td', {}, `${b.open_seconds || 0} s${b.probe_in_flight ? ', probing' : ''}`), h('td', {}, b.reason || ''),
+        h('td', {}, can(me, method, namespace)
+          ? h('button', { type: 'button', 'data-action': method === 'OpenBreaker' ? 'open' : 'close', onclick: force(method, title, b.activity_type) }, title)
+          : null));
+    }));
+  };
+  return { section, draw };
 }
 
 export async function batchesPage({ namespace, main }) {
