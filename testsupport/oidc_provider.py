@@ -147,7 +147,7 @@ class OidcProvider:
         self.authorize_requests.append(query)
         redirect_uri = query.get("redirect_uri", "")
         # An unknown client or redirect URI gets an error page, never a redirect (RFC 6749 4.1.2.1).
-        if query.get("client_id") != self.client_id or redirect_uri not in self.redirect_uris:
+        if not self._sends_back(query, redirect_uri, self.redirect_uris):
             return web.Response(status=400, text="unknown client_id or redirect_uri")
         state = query.get("state", "")
         if (
@@ -214,9 +214,13 @@ class OidcProvider:
         query = dict(request.query)
         self.logout_requests.append(query)
         back = query.get("post_logout_redirect_uri", "")
-        if query.get("client_id") != self.client_id or back not in self.post_logout_redirect_uris:
+        if not self._sends_back(query, back, self.post_logout_redirect_uris):
             return web.Response(status=400, text="unknown client_id or post_logout_redirect_uri")
         raise web.HTTPFound(back)
+
+    def _sends_back(self, query: dict[str, str], uri: str, registered: set[str]) -> bool:
+        """Whether a request names this client and a URI registered for the browser's way back."""
+        return query.get("client_id") == self.client_id and uri in registered
 
 
 def _s256(verifier: str) -> str:

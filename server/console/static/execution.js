@@ -75,6 +75,11 @@ export async function executionPage(context, workflowId, runId) {
   let describe = await rpc('DescribeWorkflowExecution', request);
   const execution = { workflow_id: workflowId, run_id: describe.execution.run_id };
   const events = await readHistory(namespace, execution, 0);
+  // The history, read after describe, may hold newer events: describe again so the head does
+  // not lag them (the run may then wait with no next event to refresh it, e.g. held by a breaker).
+  if (events.length && Number(describe.history_length || 0) < events[events.length - 1].event_id) {
+    describe = await rpc('DescribeWorkflowExecution', { namespace, execution });
+  }
   const stop = new AbortController();
 
   const head = h('section', { class: 'card', id: 'summary' });
