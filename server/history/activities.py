@@ -93,11 +93,7 @@ class ActivityTasks(WorkflowTasks):
                 await self.count_breaker_outcome(tx, task, None)  # a probe handed back may be taken again
                 tx.notify_after_commit(queue_channel(task.namespace, task.kind, task.task_queue))
                 return
-            row = await self._execution_of(tx, task)
-            m = _Mutation(tx, row, self.clock.now_us())
-            await tx.delete_task(task.task_id or 0)
-            m.time_out_started_workflow_task(task)
-            await m.save()
+            await self.time_out_leased_workflow_task(tx, task)
 
         await self._transaction(body)
 

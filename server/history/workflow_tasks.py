@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 import json
@@ -18,6 +19,7 @@ from flowforge.api.schema import (
     failure_json,
 )
 from flowforge.api.v1 import command_pb2, common_pb2
+from flowforge.server.errors import FailedPrecondition
 from flowforge.server.history.command_validation import CLOSE_COMMANDS, CommandValidator
 from flowforge.server.history.commands import DEADLINE_COMMANDS, Commands
 from flowforge.server.history.data import LeasedActivityTask, LeasedWorkflowTask, WorkflowTaskCompletion
@@ -26,6 +28,7 @@ from flowforge.server.history.flow_control import FlowControl
 from flowforge.server.history.mutation import StartedWorkflowTask, _Mutation, activity_lease_expiry
 from flowforge.server.observations import TaskStarted, observe
 from flowforge.server.stores.base import TaskRow, Transaction
+from flowforge.server.tokens import TaskToken
 
 __all__ = ["WorkflowTasks"]
 
@@ -72,7 +75,37 @@ class WorkflowTasks(Commands, FlowControl):
             return started
 
         started = await self._transaction(body, shielded=False)
-        return None if started is None else await self._hand_out_workflow_task(started)
+        if started is None:
+            return None
+        try:
+            return await self._hand_out_workflow_task(started)
+        except asyncio.CancelledError:
+            # The poll went away between the lease's commit and its history read (a call
+            # cancelled, a worker stream stopping): the task is handed back now rather
+            # than left leased to nobody until its timeout.
+            await asyncio.shield(self._give_back_workflow_task(started.task))
+            raise
+
+    async def _give_back_workflow_task(self, leased: TaskRow) -> None:
+        token = TaskToken(leased.namespace, leased.task_id or 0, leased.fencing_token, leased.kind, leased.run_id)
+
+        async def body(tx: Transaction) -> None:
+            try:
+                task = await self._leased_task(tx, token)
+            except FailedPrecondition:
+                return  # timed out or reported meanwhile
+            await self.time_out_leased_workflow_task(tx, task)
+
+        await self._transaction(body)
+
+    async def time_out_leased_workflow_task(self, tx: Transaction, task: TaskRow) -> None:
+        """Ends a leased workflow task's attempt at once (its started event is written
+        already), so the next attempt is scheduled now: how a lease is handed back."""
+        row = await self._execution_of(tx, task)
+        m = _Mutation(tx, row, self.clock.now_us())
+        await tx.delete_task(task.task_id or 0)
+        m.time_out_started_workflow_task(task)
+        await m.save()
 
     async def _hand_out_workflow_task(
         self, started: StartedWorkflowTask, cached_event_id: int = 0

@@ -11,6 +11,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -21,7 +22,7 @@ from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.converter import default_converter
 from flowforge.server import FlowForgeServer
 from tests.integration._processes import ADMIN_KEY_FILE, ServerProcess
-from tests.integration._protocol import NS, Wire, complete_workflow, schedule_activity
+from tests.integration._protocol import NS, Wire, complete_workflow, event_types, schedule_activity, seconds
 from tests.integration._stream_client import ACTIVITY, WORKFLOW, RawWorkerStream, credit
 from testsupport.waiting import wait_until
 
@@ -391,3 +392,30 @@ async def test_open_streams_and_their_messages_are_counted(wire: Wire, server: F
     assert sample("flowforge_worker_streams") == 0
     assert sample("flowforge_worker_stream_messages_total", direction="received") - before["received"] == 2
     assert sample("flowforge_worker_stream_messages_total", direction="sent") - before["sent"] == 1
+
+
+async def test_a_lease_attempt_cancelled_after_its_commit_hands_the_workflow_task_back(
+    wire: Wire, server: FlowForgeServer, queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream stopping cancels its lease attempts; one whose lease committed while its
+    history is read gives the task back at once, not after the workflow task timeout."""
+    await wire.start(f"{queue}-0", task_queue=queue, workflow_task_timeout=seconds(3600))
+    engine = server.engine
+    reading = asyncio.Event()
+    hand_out = engine._hand_out_workflow_task
+
+    async def stalled_hand_out(*args: Any, **kwargs: Any) -> Any:
+        reading.set()
+        await asyncio.Event().wait()  # until cancelled
+        return await hand_out(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "_hand_out_workflow_task", stalled_hand_out)
+    attempt = asyncio.create_task(engine.try_lease_workflow_task(NS, queue, "stopping"))
+    await asyncio.wait_for(reading.wait(), 10)
+    attempt.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await attempt
+    monkeypatch.undo()
+    polled = await wire.poll_workflow_task(queue, timeout=10.0)  # not the hour the lease had
+    assert polled.task_token and polled.attempt == 2
+    assert "WorkflowTaskTimedOut" in event_types(await wire.history(f"{queue}-0"))
