@@ -32,6 +32,16 @@ from testsupport.credentials import JwtIssuer
 # A provider's name for the sign-in page; its keys come from a file, so it is never contacted.
 _ISSUER = "https://login.example.com/realms/ops"
 _VIEWPORT = {"width": 1280, "height": 900}
+#: The seeded server's pages: file, path after the workflow list, what shows it is drawn, viewport.
+_PAGES = [
+    ("workflows.png", "?sort=WorkflowId+ASC", "#workflows tbody tr", {"width": 1280, "height": 640}),
+    ("execution.png", "/etl-0", "#timeline tr", _VIEWPORT),
+    ("dag.png", "/etl-0#dag", "svg.dag .dag-node", _VIEWPORT),
+    ("phone.png", "/support-ticket-42", "#timeline tr", {"width": 390, "height": 844}),
+]
+_SIGN_IN = "signin.png"
+#: Every file the script writes (tests/unit/test_console_screenshots.py: each is committed and shown).
+SCREENSHOTS = (*(name for name, *_ in _PAGES), _SIGN_IN)
 
 
 async def _seed(client: Client) -> None:
@@ -95,15 +105,9 @@ async def main() -> None:
         base = f"http://127.0.0.1:{server.http_port}/namespaces/default/workflows"
         async with async_playwright() as playwright:
             browser = await playwright.chromium.launch(executable_path=executable, args=LAUNCH_ARGS)
-            shots = [
-                ("workflows.png", f"{base}?sort=WorkflowId+ASC", "#workflows tbody tr", {"width": 1280, "height": 640}),
-                ("execution.png", f"{base}/etl-0", "#timeline tr", _VIEWPORT),
-                ("dag.png", f"{base}/etl-0#dag", "svg.dag .dag-node", _VIEWPORT),
-                ("phone.png", f"{base}/support-ticket-42", "#timeline tr", {"width": 390, "height": 844}),
-            ]
-            for name, url, ready, viewport in shots:
-                await _shoot(browser, args.out / name, url, ready, viewport)
-            await _sign_in_page(browser, args.out / "signin.png")
+            for name, suffix, ready, viewport in _PAGES:
+                await _shoot(browser, args.out / name, base + suffix, ready, viewport)
+            await _sign_in_page(browser, args.out / _SIGN_IN)
             await browser.close()
     finally:
         await client.close()
