@@ -1,6 +1,7 @@
 """The workflows the console tests look at: a small DAG (a, then b and c from a's
-result, then d from both) that waits for a ``proceed`` signal before d, and a checkout
-whose charge is parked in the dead-letter store."""
+result, then d from both) that waits for a ``proceed`` signal before d, a checkout
+whose charge is parked in the dead-letter store, and a family run (a timer, a child,
+then continue-as-new once) for the links between runs."""
 
 from __future__ import annotations
 
@@ -65,6 +66,28 @@ class Checkout:
             )
         except ActivityError:
             return "discarded"
+
+
+@workflow.defn
+class Leaf:
+    @workflow.run
+    async def run(self, name: str) -> str:
+        return name + "!"
+
+
+@workflow.defn
+class Family:
+    """Sleeps, runs a ``Leaf`` child, then continues as new once (round 0 to round 1)."""
+
+    @workflow.run
+    async def run(self, round_: int) -> str:
+        await workflow.sleep(timedelta(milliseconds=10))
+        leaf = await workflow.execute_child_workflow(
+            Leaf.run, f"leaf {round_}", id=f"{workflow.info().workflow_id}-leaf-{round_}"
+        )
+        if round_ == 0:
+            workflow.continue_as_new(1)
+        return leaf
 
 
 async def waiting_for_signal(handle: WorkflowHandle[Any, Any]) -> bool:
