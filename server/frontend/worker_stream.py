@@ -23,8 +23,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any
+
+import grpc
 
 from flowforge.api.schema import TaskKind
 from flowforge.api.v1 import workflow_service_pb2 as pb
@@ -72,6 +75,7 @@ _WRITE_GRACE_S = 1.0
 _RPC = "StreamWorkerTasks"
 _SERVICE = "/flowforge.api.v1.WorkflowService/"
 _KINDS = {pb.TASK_QUEUE_TYPE_WORKFLOW: TaskKind.WORKFLOW, pb.TASK_QUEUE_TYPE_ACTIVITY: TaskKind.ACTIVITY}
+_CODE_NAMES = {code.value[0]: code.name for code in grpc.StatusCode}
 _STOPPED = object()  # queued after the last task: the answer to stop_tasks
 _END = object()  # queued last: the writer ends
 
@@ -297,6 +301,7 @@ class _WorkerStream:
         result = pb.WorkerReportResult(id=report.id)
         field = report.WhichOneof("report")
         rpc = _RPC
+        began = time.perf_counter()
         try:
             if field is None:
                 raise InvalidArgument(f"report {report.id} carries no request (set one field of WorkerReport.report)")
@@ -319,6 +324,10 @@ class _WorkerStream:
             result.status_code, result.status_message = code.value[0], message
         finally:
             del self._reports[report.id]
+        # Counted as its unary RPC (rpc_observer.py), so dashboards read the same on either path.
+        metrics = self._engine.metrics
+        metrics.rpc_requests.labels(rpc, _CODE_NAMES.get(result.status_code, "UNKNOWN")).inc()
+        metrics.rpc_latency.labels(rpc).observe(time.perf_counter() - began)
         self._outbox.put_nowait(result)  # its slot is freed once written
 
     # ------------------------------------------------------------------ writing

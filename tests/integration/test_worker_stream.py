@@ -384,14 +384,21 @@ async def test_open_streams_and_their_messages_are_counted(wire: Wire, server: F
     stream = RawWorkerStream(wire.channel)
     await stream.hello(NS, credit(queue, WORKFLOW, 2))
     await wait_until(lambda: sample("flowforge_worker_streams") == 1, timeout=5.0, what="the gauge to count the stream")
+    # A report counts as its unary RPC, so the RPC panels read the same on either path.
+    refused = {"method": "RespondActivityTaskCompleted", "code": "INVALID_ARGUMENT"}
+    refused_before = sample("flowforge_rpc_requests_total", **refused)
+    forged = stream.report(activity_task_completed=pb.RespondActivityTaskCompletedRequest(task_token=b"ff2.0.x.y"))
+    await stream.send(reports=[forged])
+    assert (await stream.results(1))[forged.id].status_code == grpc.StatusCode.INVALID_ARGUMENT.value[0]
+    assert sample("flowforge_rpc_requests_total", **refused) - refused_before == 1
     await stream.send(stop_tasks=True)
     message = await stream.receive()
     assert message is not None and message.tasks_stopped
     await stream.call.done_writing()
     assert (await stream.status())[0] == grpc.StatusCode.OK
     assert sample("flowforge_worker_streams") == 0
-    assert sample("flowforge_worker_stream_messages_total", direction="received") - before["received"] == 2
-    assert sample("flowforge_worker_stream_messages_total", direction="sent") - before["sent"] == 1
+    assert sample("flowforge_worker_stream_messages_total", direction="received") - before["received"] == 3
+    assert sample("flowforge_worker_stream_messages_total", direction="sent") - before["sent"] == 2
 
 
 async def test_a_lease_attempt_cancelled_after_its_commit_hands_the_workflow_task_back(
