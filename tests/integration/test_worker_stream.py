@@ -7,7 +7,9 @@ breaks or hands tasks back."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
+import random
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -24,6 +26,7 @@ from flowforge.server import FlowForgeServer
 from tests.integration._processes import ADMIN_KEY_FILE, ServerProcess
 from tests.integration._protocol import NS, Wire, complete_workflow, event_types, schedule_activity, seconds
 from tests.integration._stream_client import ACTIVITY, WORKFLOW, RawWorkerStream, credit
+from testsupport.fuzz_messages import random_message
 from testsupport.waiting import wait_until
 
 
@@ -426,3 +429,35 @@ async def test_a_lease_attempt_cancelled_after_its_commit_hands_the_workflow_tas
     polled = await wire.poll_workflow_task(queue, timeout=10.0)  # not the hour the lease had
     assert polled.task_token and polled.attempt == 2
     assert "WorkflowTaskTimedOut" in event_types(await wire.history(f"{queue}-0"))
+
+
+async def test_random_messages_after_hello_never_end_a_stream_unclearly(
+    wire: Wire, server: FlowForgeServer, queue: str
+) -> None:
+    """Seeded fuzz of what follows a valid hello: every stream ends with a clear status (never
+    INTERNAL or UNKNOWN), every answer too, and none is left open."""
+    rng = random.Random(20)
+    unclear = {grpc.StatusCode.INTERNAL.value[0], grpc.StatusCode.UNKNOWN.value[0]}
+    seen: collections.Counter[str] = collections.Counter()
+    for index in range(60):
+        stream = RawWorkerStream(wire.channel)
+        await stream.hello(NS)
+        message = random_message(pb.WorkerStreamRequest(), rng, 1.0 if index < 20 else 0.15)
+        if rng.random() < 0.8:
+            message.ClearField("hello")  # mostly past the first check, to reach the others
+        try:
+            await stream.call.write(message)
+            await stream.call.done_writing()
+        except (asyncio.InvalidStateError, grpc.aio.AioRpcError):
+            pass  # ended already: the status says why
+        while (answer := await stream.receive(timeout=30.0)) is not None:
+            assert not unclear & {r.status_code for r in answer.results}, answer.results
+        code, details = await stream.status(timeout=30.0)
+        assert code not in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN), details
+        seen[code.name] += 1
+    assert seen["INVALID_ARGUMENT"] and len(seen) > 1, seen  # the fuzz reached past the checks
+    await wait_until(
+        lambda: (server.engine.metrics.registry.get_sample_value("flowforge_worker_streams") or 0) == 0,
+        timeout=10.0,
+        what="every fuzzed stream to close",
+    )
