@@ -10,6 +10,7 @@ the execution row or its history, so a query works on closed runs too.
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from flowforge.api.schema import QueryState, TaskKind
@@ -117,10 +118,17 @@ class Queries(Executions):
         query = await self._transaction(body, shielded=False)
         if query is None:
             return None
-        history = await self.read(lambda tx: tx.read_events(namespace, query.run_id))
         assert query.query_id is not None
         token = TaskToken(query.namespace, query.query_id, query.fencing_token, TaskKind.QUERY, query.run_id)
-        return LeasedQuery(self.signer.sign(token), query, history)
+        signed = self.signer.sign(token)
+        try:
+            history = await self.read(lambda tx: tx.read_events(namespace, query.run_id))
+        except asyncio.CancelledError:
+            # The poll went away after the lease committed: offer the query again now
+            # rather than when its lease runs out (its caller is waiting).
+            await asyncio.shield(self.release_query(signed))
+            raise
+        return LeasedQuery(signed, query, history)
 
     async def release_query(self, raw_token: bytes) -> None:
         """Offers a query leased to a poll whose caller went away to the next poll at once."""

@@ -461,3 +461,41 @@ async def test_random_messages_after_hello_never_end_a_stream_unclearly(
         timeout=10.0,
         what="every fuzzed stream to close",
     )
+
+
+async def test_a_query_lease_cancelled_after_its_commit_offers_the_query_again(
+    wire: Wire, server: FlowForgeServer, queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As for workflow tasks: a query leased by an attempt cancelled while its history is read
+    goes to the next poll at once, not when its 10 s lease runs out."""
+    await wire.start(f"{queue}-q", task_queue=queue)
+    engine = server.engine
+    asked = wire.stub.QueryWorkflow(  # a call under way until answered or cancelled
+        pb.QueryWorkflowRequest(
+            namespace=NS,
+            execution=common_pb2.WorkflowExecution(workflow_id=f"{queue}-q"),
+            query=pb.WorkflowQuery(query_type="state"),
+        ),
+        timeout=30,
+    )
+
+    async def query_waits() -> bool:
+        return (await engine.visible_workflow_work(NS, queue, 16))[0]
+
+    await wait_until(query_waits, timeout=10.0, what="the query to wait for a worker")
+    reading = asyncio.Event()
+
+    async def stalled_read(*args: Any, **kwargs: Any) -> Any:
+        reading.set()
+        await asyncio.Event().wait()  # until cancelled
+
+    monkeypatch.setattr(engine, "read", stalled_read)
+    attempt = asyncio.create_task(engine.try_lease_query(NS, queue))
+    await asyncio.wait_for(reading.wait(), 10)
+    attempt.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await attempt
+    monkeypatch.undo()
+    polled = await wire.poll_workflow_task(queue, timeout=5.0)
+    assert polled.HasField("query") and polled.query.query_type == "state"
+    asked.cancel()
