@@ -39,10 +39,18 @@ __all__ = [
 _LEGACY_PREFIX = b"ff1."
 _PREFIX = b"ff2."
 _MAX_TOKEN_BYTES = 1024
-_KIND_NAMES = {TaskKind.WORKFLOW: "a workflow task", TaskKind.ACTIVITY: "an activity task", TaskKind.QUERY: "a query"}
+_KIND_NAMES: dict[str, str] = {
+    TaskKind.WORKFLOW: "a workflow task",
+    TaskKind.ACTIVITY: "an activity task",
+    TaskKind.QUERY: "a query",
+}
 # server_metadata rows: key 0 is the original secret; keys 1, 2, ... are rotations.
 _LEGACY_SECRET_ROW = "task_token_secret"
 _KEY_ROW = "task_token_key:{}"
+# json.dumps with separators builds an encoder per call; this one is built once.
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))
+#: Tokens this process signed that verify() recognizes without recomputing the MAC.
+_SIGNED_KEPT = 4096
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,6 +132,10 @@ class TokenSigner:
         self._now_us = now_us
         self.activation_delay_us = activation_delay_us
         self._keys: list[TokenKey] = []
+        # Recently signed tokens -> (key id, token), oldest first. The bytes are ours,
+        # so their MAC and body are known good; whether the key is still accepted
+        # and the kind are checked on every verify as for any token.
+        self._signed: dict[bytes, tuple[str, TaskToken]] = {}
         self.replace_keys(keys)
 
     def replace_keys(self, keys: Sequence[TokenKey]) -> None:
@@ -131,6 +143,7 @@ class TokenSigner:
         if not keys or any(len(k.secret) < 32 for k in keys):
             raise ValueError("task token keys must be at least 32 bytes, and there must be one")
         self._keys = list(keys)
+        self._signed.clear()
 
     @property
     def signing_key_id(self) -> str:
@@ -158,18 +171,49 @@ class TokenSigner:
 
     def sign(self, token: TaskToken) -> bytes:
         body = _b64(
-            json.dumps(
-                [token.namespace, token.task_id, token.fencing_token, token.kind, token.run_id],
-                separators=(",", ":"),
+            _COMPACT_JSON.encode(
+                [token.namespace, token.task_id, token.fencing_token, token.kind, token.run_id]
             ).encode()
         )
         key = self._signing_key()
-        return _PREFIX + key.kid.encode() + b"." + body + b"." + _b64(self._mac(key, body))
+        raw = _PREFIX + key.kid.encode() + b"." + body + b"." + _b64(self._mac(key, body))
+        if len(self._signed) >= _SIGNED_KEPT:
+            del self._signed[next(iter(self._signed))]
+        # As verify() would decode it from the bytes (plain str kind, int ids).
+        decoded = TaskToken(
+            token.namespace, int(token.task_id), int(token.fencing_token), str(token.kind), token.run_id
+        )
+        self._signed[raw] = (key.kid, decoded)
+        return raw
 
     def verify(self, raw: bytes, expected_kind: TaskKind | None) -> TaskToken:
         """Returns the token, or raises INVALID_ARGUMENT if it is malformed, forged,
         signed by a key no longer accepted, or of another kind than ``expected_kind``
         (None accepts both)."""
+        signed = self._signed.get(raw)
+        if signed is not None:
+            self._check_key(signed[0])
+            token = signed[1]
+        else:
+            token = self._decode(raw)
+        if expected_kind is not None and token.kind != expected_kind:
+            raise InvalidArgument(
+                f"this is {_KIND_NAMES.get(token.kind, token.kind)} token;"
+                f" the call needs {_KIND_NAMES[expected_kind]} token"
+            )
+        return token
+
+    def _check_key(self, kid: str) -> TokenKey:
+        key = self._accepted(kid)
+        if key is None:
+            raise InvalidArgument(
+                f"task token is signed by key {kid!r}, which this server no longer accepts (rotated out);"
+                " poll for the task again"
+            )
+        return key
+
+    def _decode(self, raw: bytes) -> TaskToken:
+        """The token ``raw`` carries, its MAC checked (not its kind)."""
         invalid = InvalidArgument(
             "task token is malformed or was not issued by this server; pass the task_token"
             " exactly as the poll returned it"
@@ -178,12 +222,7 @@ class TokenSigner:
         if parts is None:
             raise invalid
         kid, body, mac = parts
-        key = self._accepted(kid)
-        if key is None:
-            raise InvalidArgument(
-                f"task token is signed by key {kid!r}, which this server no longer accepts (rotated out);"
-                " poll for the task again"
-            )
+        key = self._check_key(kid)
         expected = self._mac(key, body) if raw.startswith(_PREFIX) else hmac.digest(key.secret, body, "sha256")
         try:
             if not hmac.compare_digest(_unb64(mac), expected):
@@ -191,10 +230,6 @@ class TokenSigner:
             namespace, task_id, fencing_token, kind, run_id = json.loads(_unb64(body))
         except (ValueError, TypeError):
             raise invalid from None
-        if expected_kind is not None and kind != expected_kind:
-            raise InvalidArgument(
-                f"this is {_KIND_NAMES.get(kind, kind)} token; the call needs {_KIND_NAMES[expected_kind]} token"
-            )
         return TaskToken(namespace, int(task_id), int(fencing_token), kind, run_id)
 
 

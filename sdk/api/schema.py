@@ -749,9 +749,13 @@ EVENT_ATTRIBUTES: dict[EventType, type] = {
 # ------------------------------------------------------------------ JSON helpers
 
 
+# json.dumps with options builds an encoder per call; every event goes through this one.
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
 def dumps(attributes: Mapping[str, Any]) -> str:
     """Canonical JSON for attributes: byte-identical whenever the content is."""
-    return json.dumps(attributes, sort_keys=True, separators=(",", ":"))
+    return _CANONICAL_JSON.encode(attributes)
 
 
 def duration_s(duration: duration_pb2.Duration) -> float:

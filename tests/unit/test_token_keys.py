@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from flowforge.api.schema import TaskKind
 from flowforge.server.errors import InvalidArgument
 from flowforge.server.tokens import TaskToken, TokenKey, TokenSigner, token_namespace
 
@@ -48,3 +49,22 @@ def test_tokens_of_the_first_format_verify_with_key_0() -> None:
     legacy = b"ff1." + body + b"." + mac
     signer = TokenSigner([OLD, NEW], now_us=lambda: 0)
     assert signer.verify(legacy, "ACTIVITY") == TOKEN and token_namespace(legacy) == "ns"
+
+
+def test_a_token_verifies_alike_on_the_replica_that_signed_it_and_on_another() -> None:
+    """The signer recognizes its own recent tokens without recomputing the MAC; what
+    it answers (the token, a refused kind, a key rotated out) is what another replica
+    decoding the bytes answers."""
+    now = [500]
+    signer = TokenSigner([OLD, NEW], now_us=lambda: now[0], activation_delay_us=10_000)
+    other = TokenSigner([OLD, NEW], now_us=lambda: now[0], activation_delay_us=10_000)
+    raw = signer.sign(TaskToken("ns", 7, 3, TaskKind.ACTIVITY, "run-1"))
+    assert signer.verify(raw, "ACTIVITY") == other.verify(raw, "ACTIVITY") == TOKEN
+    assert type(signer.verify(raw, None).kind) is type(other.verify(raw, None).kind) is str
+    for verifier in (signer, other):
+        with pytest.raises(InvalidArgument, match="needs a workflow task token"):
+            verifier.verify(raw, "WORKFLOW")
+    now[0] = 50_000  # the old key's grace is over
+    for verifier in (signer, other):
+        with pytest.raises(InvalidArgument, match="no longer accepts"):
+            verifier.verify(raw, "ACTIVITY")
