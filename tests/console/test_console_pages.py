@@ -1,6 +1,7 @@
 """The console's other pages in headless Chromium, as an admin (both stores): schedules
 (pause from the page), a task queue's pollers, concurrency and rate limits, namespaces with their
-quotas (changed from the page), the audit log and the scheduler's leader; a circuit breaker
+quotas (changed from the page), the audit log and the scheduler's leader; an execution's
+search attributes, memo and full history view; a circuit breaker
 opened from the limits page holds an execution's activity (its page says why) until it is
 closed from there."""
 
@@ -15,6 +16,7 @@ from flowforge.api.v1 import access_pb2
 from flowforge.api.v1 import flow_control_pb2 as flow_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.client import Schedule, ScheduleActionStartWorkflow, ScheduleIntervalSpec, ScheduleSpec
+from flowforge.common import SearchAttributeIndexedValueType
 from flowforge.server import FlowForgeServer
 from tests.console._app import QUEUE, Pipeline, step, waiting_for_signal
 from tests.console.test_console import base, execution_path, sign_in
@@ -36,14 +38,34 @@ async def test_admin_pages(server: FlowForgeServer, admin: Client, page: Page) -
         await sign_in(page, server, "/namespaces/default/schedules", key)
         await page.click("#schedules a")
         await expect(page.locator("h1 .wid")).to_have_text("hourly-<b>report</b>")
+        await expect(page.locator("section", has_text="Next fires").locator("li").first).to_be_visible()
+        await page.click("[data-action=trigger]")
+        await page.fill("dialog [name=reason]", "rerun the report")
+        await page.click("dialog #confirm")
+        schedule = admin.get_schedule_handle("hourly-<b>report</b>")
+
+        async def fired() -> bool:
+            return bool((await schedule.describe()).info.recent_actions)
+
+        await wait_until(fired, timeout=20, what="the triggered fire")
+        await page.reload()
+        recent = page.locator("section", has_text="Recent fires").locator("tbody tr")
+        await expect(recent.first).to_contain_text("scheduled")
         await page.click("[data-action=pause]")
         await page.fill("dialog [name=reason]", "quarter close")
         await page.click("dialog #confirm")
         await expect(page.locator("[data-action=unpause]")).to_be_visible()
-        assert (await admin.get_schedule_handle("hourly-<b>report</b>").describe()).schedule.state.paused
+        assert (await schedule.describe()).schedule.state.paused
 
         await page.goto(base(server) + f"/namespaces/default/task-queues/{QUEUE}")
         await expect(page.get_by_text("console-test-worker").first).to_be_visible()
+
+    # A queue no worker polls: its backlog and the age of its oldest task.
+    await admin.start_workflow(Pipeline.run, "q", id="unpolled", task_queue="console-unpolled")
+    await page.goto(base(server) + "/namespaces/default/task-queues/console-unpolled")
+    backlog = page.locator("section", has_text="Backlog").locator("tbody tr", has_text="WORKFLOW")
+    await expect(backlog.locator("td").nth(1)).to_have_text("1")
+    await expect(backlog.locator("td").nth(2)).not_to_have_text("")
 
     await admin.workflow_service.call(
         "SetConcurrencyLimit",
@@ -70,7 +92,8 @@ async def test_admin_pages(server: FlowForgeServer, admin: Client, page: Page) -
 
     await page.goto(base(server) + "/audit")
     await expect(page.locator("#audit tr", has_text="UpdateNamespace")).to_contain_text("black friday")
-    await expect(page.locator("#audit tr", has_text="PatchSchedule")).to_contain_text("quarter close")
+    for reason in ("quarter close", "rerun the report"):
+        await expect(page.locator("#audit tr", has_text="PatchSchedule").filter(has_text=reason)).to_have_count(1)
 
     await page.goto(base(server) + "/scheduler")
     await expect(page.locator("#leader")).not_to_have_text("none")
@@ -122,3 +145,32 @@ async def test_a_breaker_opened_from_the_limits_page_holds_activities_until_clos
     assert {("OpenBreaker", "payments provider down"), ("CloseBreaker", "provider back")} <= {
         (record.action, record.reason) for record in records
     }
+
+
+async def test_an_execution_shows_its_search_attributes_memo_and_full_history(
+    server: FlowForgeServer, admin: Client, page: Page
+) -> None:
+    key = admin.api_key
+    assert key
+    await admin.add_search_attributes({"CustomerId": SearchAttributeIndexedValueType.KEYWORD})
+    handle = await admin.start_workflow(
+        Pipeline.run,
+        "gift",
+        id="detailed",
+        task_queue="console-unpolled",
+        search_attributes={"CustomerId": "<b>c-42</b>"},
+        memo={"note": {"wrap": "red paper"}},
+    )
+    await sign_in(page, server, execution_path("detailed"), key)
+    card = page.locator("#details section", has_text="Search attributes")
+    await expect(card.locator("pre").first).to_contain_text('"CustomerId": "<b>c-42</b>"')
+    await expect(card.locator("pre").nth(1)).to_contain_text('"wrap": "red paper"')
+    assert await page.locator("main b").count() == 0  # the value's markup is text
+
+    # The full view: every event with its attributes, the input decoded.
+    await page.click("button[data-tab=History]")
+    events = (await handle.fetch_history()).events
+    await expect(page.locator("#full-history details")).to_have_count(len(events))
+    first = page.locator("#full-history details").first
+    await first.locator("summary").click()
+    await expect(first.locator("pre")).to_contain_text('"gift"')

@@ -29,6 +29,12 @@ function readable(value) {
   return value;
 }
 
+/** A search attribute's value without its type's wrapper ({keyword_value: 'x'} -> 'x'). */
+function attributeValue(value) {
+  const entries = value && typeof value === 'object' ? Object.entries(value) : [];
+  return entries.length === 1 && entries[0][0].endsWith('_value') ? entries[0][1] : value;
+}
+
 function summary(e) {
   const a = e.attrs;
   const bits = [a.activity_type, a.activity_id && `id ${a.activity_id}`, a.signal_name, a.timer_id && `timer ${a.timer_id}`,
@@ -162,8 +168,11 @@ export async function executionPage(context, workflowId, runId) {
     const io = [h('h2', {}, 'Input'), payloadBlock(first.input)];
     if (closing && closing.attrs.result) io.push(h('h2', {}, 'Result'), payloadBlock(closing.attrs.result));
     if (closing && closing.attrs.failure) io.push(h('h2', {}, 'Failure'), pretty(readable(closing.attrs.failure)));
-    const attributes = readable((d.search_attributes || {}).indexed_fields || {});
-    const memo = readable((d.memo || {}).fields || {});
+    const attributes = Object.fromEntries(Object.entries((d.search_attributes || {}).indexed_fields || {})
+      .map(([name, value]) => [name, attributeValue(value)]));
+    // Each memo field is one payload (not a list of them).
+    const memo = Object.fromEntries(Object.entries((d.memo || {}).fields || {})
+      .map(([name, payload]) => [name, showPayloads({ payloads: [payload] })]));
     const pending = (d.pending_activities || []).map((p) => h('tr', {},
       h('td', {}, p.activity_id), h('td', {}, p.activity_type), h('td', {}, p.state), h('td', { class: 'num' }, p.attempt || 1),
       h('td', {}, waiting(p, d)), h('td', {}, p.last_failure ? p.last_failure.message || 'failed' : '')));
