@@ -40,8 +40,9 @@ async def test_every_execution_ends_as_its_input_implies_while_workers_and_serve
         workflows=int(os.environ.get("FLOWFORGE_CHAOS_WORKFLOWS", "24")),
         kills=int(os.environ.get("FLOWFORGE_CHAOS_KILLS", "5")),
     )
-    print(report.summary)
-    chaos_summaries.append(report.summary)
+    summary = f"{report.summary} (worker transport: {task_transport})"
+    print(summary)
+    chaos_summaries.append(summary)
     assert report.problems == [], (
         f"{len(report.problems)} problems (reproduce with: FLOWFORGE_TEST_TASK_TRANSPORT={task_transport} "
         f"python -m tests.chaos.driver --store {store_kind} "
