@@ -1,11 +1,13 @@
 """The workflows the console tests look at: a small DAG (a, then b and c from a's
 result, then d from both) that waits for a ``proceed`` signal before d, a checkout
-whose charge is parked in the dead-letter store, and a family run (a timer, a child,
+whose charge is parked in the dead-letter store, two activities on one concurrency key
+held by a gate the test opens, and a family run (a timer, a child,
 then continue-as-new once) for the links between runs."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from datetime import timedelta
 from typing import Any
 
@@ -66,6 +68,30 @@ class Checkout:
             )
         except ActivityError:
             return "discarded"
+
+
+#: ``hold`` returns once a test sets it (a thread event: any test's event loop may wait on it).
+HOLD_GATE = threading.Event()
+
+
+@activity.defn
+async def hold(name: str) -> str:
+    """Keeps its concurrency slot until the test opens :data:`HOLD_GATE`."""
+    await asyncio.to_thread(HOLD_GATE.wait, _TIMEOUT.total_seconds())
+    return name
+
+
+@workflow.defn
+class Throttled:
+    """Two ``hold`` activities at once on the concurrency key ``payments-api``."""
+
+    @workflow.run
+    async def run(self) -> list[str]:
+        calls = (
+            workflow.execute_activity(hold, name, start_to_close_timeout=_TIMEOUT, concurrency_key="payments-api")
+            for name in ("first", "second")
+        )
+        return list(await asyncio.gather(*calls))
 
 
 @workflow.defn

@@ -1,7 +1,8 @@
 """The console's other pages in headless Chromium, as an admin (both stores): schedules
 (pause from the page), a task queue's pollers, concurrency and rate limits, namespaces with their
 quotas (changed from the page), the audit log and the scheduler's leader; an execution's
-search attributes, memo and full history view; a circuit breaker
+search attributes, memo and full history view; why a pending activity waits (a concurrency
+slot, the run's pause); a circuit breaker
 opened from the limits page holds an execution's activity (its page says why) until it is
 closed from there."""
 
@@ -18,7 +19,7 @@ from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.client import Schedule, ScheduleActionStartWorkflow, ScheduleIntervalSpec, ScheduleSpec
 from flowforge.common import SearchAttributeIndexedValueType
 from flowforge.server import FlowForgeServer
-from tests.console._app import QUEUE, Pipeline, step, waiting_for_signal
+from tests.console._app import HOLD_GATE, QUEUE, Pipeline, Throttled, hold, step, waiting_for_signal
 from tests.console.test_console import base, execution_path, sign_in
 from tests.integration._reliability import fast_worker
 from testsupport.waiting import wait_until
@@ -174,3 +175,33 @@ async def test_an_execution_shows_its_search_attributes_memo_and_full_history(
     first = page.locator("#full-history details").first
     await first.locator("summary").click()
     await expect(first.locator("pre")).to_contain_text('"gift"')
+
+
+async def test_why_an_activity_waits_for_a_slot_and_for_a_pause(
+    server: FlowForgeServer, admin: Client, page: Page
+) -> None:
+    key = admin.api_key
+    assert key
+    await admin.workflow_service.call(
+        "SetConcurrencyLimit",
+        flow_pb2.SetConcurrencyLimitRequest(
+            namespace="default", concurrency_key="payments-api", max_running=1, reason="r"
+        ),
+    )
+    HOLD_GATE.clear()
+    try:
+        async with fast_worker(admin, QUEUE, workflows=[Throttled], activities=[hold]):
+            handle = await admin.start_workflow(Throttled.run, id="throttled", task_queue=QUEUE)
+            await sign_in(page, server, execution_path("throttled"), key)
+            pending = page.locator("#pending tbody tr")
+            await expect(pending.filter(has_text="waiting for a slot of concurrency key payments-api")).to_have_count(1)
+            await expect(pending.filter(has_text="running on")).to_have_count(1)
+
+            await admin.pause_workflow("throttled", reason="audit")
+            await page.reload()
+            await expect(pending.filter(has_text="the run is paused")).to_have_count(2)
+            await admin.unpause_workflow("throttled", reason="done")
+            HOLD_GATE.set()
+            assert await handle.result() == ["first", "second"]
+    finally:
+        HOLD_GATE.set()  # a failed assertion must not leave the worker's activity waiting
