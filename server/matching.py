@@ -76,7 +76,9 @@ class Matching:
             leased = await engine.try_lease_query(namespace, task_queue) if query_visible else None
             return leased or await engine.try_lease_workflow_task(namespace, task_queue, identity)
 
-        return await self._poll(namespace, TaskKind.WORKFLOW, task_queue, identity, timeout_s, visible, try_lease)
+        return await self._poll(
+            namespace, TaskKind.WORKFLOW, task_queue, identity, timeout_s, visible, try_lease, lease_on_wake=True
+        )
 
     async def poll_activity_task(
         self, namespace: str, task_queue: str, identity: str, timeout_s: float
@@ -100,9 +102,12 @@ class Matching:
         timeout_s: float,
         visible: Callable[[], Awaitable[int]],
         try_lease: Callable[[], Awaitable[_T | None]],
+        lease_on_wake: bool = False,
     ) -> _T | None:
         """Waits at most ``timeout_s`` for a task of the queue; counts the wait (metrics.py)
-        and notes the poller and the dispatch (task_queues.py)."""
+        and notes the poller and the dispatch (task_queues.py). With ``lease_on_wake`` the
+        first poll a commit wakes leases without looking first (see _wait_and_lease_parked):
+        not for activities, whose queue's rate limit may answer a lease with nothing."""
         label = kind.lower()
         self.activity.polled(namespace, task_queue, label, identity)
         began = time.monotonic()
@@ -111,6 +116,7 @@ class Matching:
             began + timeout_s,
             visible,
             self._poison_guarded(namespace, kind, task_queue, try_lease),
+            lease_on_wake,
         )
         self.activity.polled(namespace, task_queue, label, identity)
         metrics = self._engine.metrics
@@ -171,6 +177,7 @@ class Matching:
         deadline: float,
         visible: Callable[[], Awaitable[int]],
         try_lease: Callable[[], Awaitable[_T | None]],
+        lease_on_wake: bool,
     ) -> _T | None:
         if self._parked[channel] >= self._max_parked_polls:
             raise ResourceExhausted(
@@ -179,7 +186,7 @@ class Matching:
             )
         self._parked[channel] += 1
         try:
-            return await self._wait_and_lease_parked(channel, deadline, visible, try_lease)
+            return await self._wait_and_lease_parked(channel, deadline, visible, try_lease, lease_on_wake)
         finally:
             self._parked[channel] -= 1
             if not self._parked[channel]:
@@ -196,14 +203,20 @@ class Matching:
         deadline: float,
         visible: Callable[[], Awaitable[int]],
         try_lease: Callable[[], Awaitable[_T | None]],
+        lease_on_wake: bool,
     ) -> _T | None:
         store = self._engine.store
+        woken = False
         while True:
             # Listen before looking, so a task added in between still wakes us.
             wake = store.notifier.listen(channel)
+            # A wake-up means a commit added a task to the queue: the first poll it wakes
+            # leases at once, without the look's read transaction (on the path to every
+            # first workflow task); the polls woken with it see the lease under way and look.
+            trusted = woken and lease_on_wake and not self._leasing[channel]
             # Look before taking the write lock (see _leasing). No await between the
             # look's answer and the count, so two polls cannot both take the last task.
-            if await self._look(channel, visible) > self._leasing[channel]:
+            if trusted or await self._look(channel, visible) > self._leasing[channel]:
                 self._leasing[channel] += 1
                 try:
                     leased = await try_lease()
@@ -213,9 +226,13 @@ class Matching:
                     self._leasing[channel] -= 1
                 if leased is not None:
                     return leased
+                if trusted:
+                    # Another poll or process took it, or the wake was for a query: look now.
+                    woken = False
+                    continue
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
             # A queue whose rate limit ran out of tokens is looked at again when the next one is due.
             wait_s = min(remaining, self._recheck_interval_s, self._engine.rate_wait_s(channel))
-            await store.wait_for_notification(wake, wait_s)
+            woken = await store.wait_for_notification(wake, wait_s)

@@ -20,14 +20,17 @@ from collections.abc import AsyncIterator
 import pytest
 
 from flowforge import Client
+from flowforge.api.schema import TaskKind
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.converter import default_converter
-from flowforge.server import FlowForgeServer
+from flowforge.server import FlowForgeServer, ServerConfig
+from flowforge.server.history import queue_channel
 from flowforge.worker import Worker
 from samples.onboarding.workflows import ACTIVITIES, Onboarding
 from tests.integration._protocol import NS, Wire, complete_workflow, schedule_activity
 from tests.integration._stream_client import WORKFLOW, RawWorkerStream, credit
 from testsupport.counting import StoreCounters, count_history_handed_out, count_rpcs, count_stream_messages
+from testsupport.parking import ParkingNotifier
 from testsupport.waiting import wait_until
 from testsupport.workloads import LIMITED_KEY, LimitedActivity, SingleActivity, noop
 
@@ -304,3 +307,31 @@ async def test_on_the_worker_stream_onboarding_makes_no_task_call_and_few_messag
     assert per_activity["write_transactions"] <= WRITE_TRANSACTIONS_PER_ACTIVITY, summary
     assert messages["sent"] / activities <= STREAM_MESSAGES_SENT_PER_ACTIVITY, summary
     assert messages["received"] / activities <= STREAM_MESSAGES_RECEIVED_PER_ACTIVITY, summary
+
+
+async def test_the_poll_a_start_wakes_leases_its_workflow_task_without_a_look(store_url: str) -> None:
+    # The first workflow task of every execution goes to a parked poll: the wake-up says a
+    # task was added, so the poll leases at once instead of reading first (the read is a
+    # PostgreSQL round trip or more on the way to schedule-to-start). No periodic re-check
+    # can run a look meanwhile: the interval is far past the test.
+    server = FlowForgeServer(ServerConfig(store=store_url, port=0, poll_recheck_interval_s=300.0))
+    notifier = server.store.notifier = ParkingNotifier()
+    await server.start()
+    wire = Wire(f"127.0.0.1:{server.port}")
+    store = StoreCounters(server.store)
+    try:
+        for i in range(3):
+            parked = notifier.parked[queue_channel(NS, TaskKind.WORKFLOW, "woken")]
+            parked.clear()
+            poll = asyncio.create_task(wire.poll_workflow_task("woken", timeout=60.0))
+            await asyncio.wait_for(parked.wait(), 20.0)
+            store.reset()
+            await wire.start(f"woken-{i}", "woken")
+            task = await asyncio.wait_for(poll, 20.0)
+            assert task.workflow_execution.workflow_id == f"woken-{i}"
+            looks = {reader: n for reader, n in store.readers.items() if reader in _LOOKS}
+            assert looks == {}, dict(store.readers)
+            assert store.counts["write_transactions"] == 2, dict(store.counts)  # the start and the lease
+    finally:
+        await wire.close()
+        await server.stop()
