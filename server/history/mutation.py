@@ -8,7 +8,6 @@ docs/architecture.md); nothing reaches the store before it.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import uuid
@@ -122,10 +121,13 @@ class _Mutation:
         self.now = now
         self.new = new
         self.expected_version = row.version
-        # What the row was, so a batch save writes only the columns that changed.
-        self.original = copy.copy(row)
+        # What the row was, so a batch save writes only the columns that changed
+        # (a shallow copy as copy.copy makes it, without its generic protocol).
+        self.original = object.__new__(type(row))
+        self.original.__dict__.update(row.__dict__)
         self.events: list[HistoryEventRow] = []
-        self.buffered: list[dict[str, Any]] = json.loads(row.buffered_events)
+        # Nearly always empty: no need to parse it.
+        self.buffered: list[dict[str, Any]] = [] if row.buffered_events == "[]" else json.loads(row.buffered_events)
         self.new_tasks: list[TaskRow] = []
         self.new_timers: list[TimerRow] = []
         #: The run's WorkflowExecutionStarted attributes, once read (run_close.py).
