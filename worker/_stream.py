@@ -93,6 +93,7 @@ class _Report:
     retry: bool
     give_up_at: float
     sent: bool = False
+    sent_at: float = 0.0
 
 
 class WorkerStream:
@@ -258,6 +259,8 @@ class WorkerStream:
                 await self._serve(call)
             except grpc.aio.AioRpcError as failed:
                 error = rpc_error(failed)
+            except RPCError as stalled:
+                error = stalled
             except Exception:  # a bug must not end the worker's stream for good
                 logger.exception("the worker stream failed")
                 error = RPCError("the worker stream failed", grpc.StatusCode.UNKNOWN)
@@ -297,8 +300,11 @@ class WorkerStream:
     async def _serve(self, call: Any) -> None:
         reader = asyncio.create_task(self._read(call))
         writer = asyncio.create_task(self._write(call))
+        stalled = asyncio.create_task(self._watch())
         try:
-            done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait({reader, writer, stalled}, return_when=asyncio.FIRST_COMPLETED)
+            if stalled in done:
+                raise RPCError("the server stopped answering on the worker stream", grpc.StatusCode.DEADLINE_EXCEEDED)
             if reader not in done:
                 # A write to a stream that has ended: the reader has its status.
                 with contextlib.suppress(asyncio.InvalidStateError):
@@ -306,9 +312,21 @@ class WorkerStream:
                 await reader  # half-closed: the server ends the stream once it has answered
             reader.result()
         finally:
-            for task in (reader, writer):
+            for task in (reader, writer, stalled):
                 task.cancel()
-            await asyncio.gather(reader, writer, return_exceptions=True)
+            await asyncio.gather(reader, writer, stalled, return_exceptions=True)
+
+    async def _watch(self) -> None:
+        """Returns when a report sent on this stream has waited longer than a unary call's
+        deadline for its answer: the connection may be dead without the stream having
+        noticed (no reset came), so a new stream is opened and the report sent again."""
+        deadline = self._service.retry_config.rpc_timeout.total_seconds()
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(deadline / 4)
+            now = loop.time()
+            if any(report.sent and now - report.sent_at > deadline for report in self._reports.values()):
+                return
 
     def _on_break(self, error: RPCError) -> None:
         self._returned.clear()  # their leases were this stream's; they run out
@@ -414,10 +432,12 @@ class WorkerStream:
             self._stop_unsent = False
         messages = [first]
         size = first.ByteSize()
+        now = asyncio.get_running_loop().time()
         for report in self._reports.values():
             if report.sent:
                 continue
             report.sent = True
+            report.sent_at = now
             report_size = report.message.ByteSize()
             if messages[-1].reports and size + report_size > _BATCH_BYTES:
                 messages.append(pb.WorkerStreamRequest())
