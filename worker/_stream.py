@@ -72,6 +72,9 @@ _MAX_CREDIT = 10_000
 # How long shutdown waits for the server's tasks_stopped, and then for the stream to end.
 _STOP_TIMEOUT_S = 5.0
 _CLOSE_TIMEOUT_S = 5.0
+# A stream that received nothing for this long is renewed (stop_tasks, then a new stream),
+# which proves the connection alive or finds it dead, as a long poll's deadline would.
+_IDLE_RENEW_S = 60.0
 
 _STATUS_CODES = {code.value[0]: code for code in grpc.StatusCode}
 
@@ -122,6 +125,8 @@ class WorkerStream:
         self._connected = False
         self._needs_hello = False
         self._received = False
+        self._last_received = 0.0
+        self._renewing = False
         self._unsupported = False
         self._stopping = False
         self._stop_unsent = False
@@ -157,7 +162,7 @@ class WorkerStream:
         waiters = self._waiters[lane]
         waiters.append(waiter)
         # A credit left by a poller that was cancelled serves this one.
-        if self._connected and not self._stopping and self._outstanding[lane] < len(waiters):
+        if self._connected and not (self._stopping or self._renewing) and self._outstanding[lane] < len(waiters):
             self._outstanding[lane] += 1
             self._unsent_credits[lane] += 1
             self._wake.set()
@@ -253,10 +258,11 @@ class WorkerStream:
         while not self._closing.is_set():
             call: Any = None
             error: RPCError | None = None
+            renewed = False
             try:
                 call = self._service.open_stream(_RPC)
                 self._begin()
-                await self._serve(call)
+                renewed = await self._serve(call)
             except grpc.aio.AioRpcError as failed:
                 error = rpc_error(failed)
             except RPCError as stalled:
@@ -273,6 +279,11 @@ class WorkerStream:
                 return
             if self._closing.is_set():
                 return
+            if renewed:
+                self._on_break(RPCError("the worker stream was renewed", grpc.StatusCode.UNAVAILABLE))
+                logger.debug("the worker stream was idle for %.0fs and is renewed", _IDLE_RENEW_S)
+                failures = 0
+                continue
             error = error or RPCError("the server ended the worker stream", grpc.StatusCode.UNAVAILABLE)
             failures = 1 if self._received else failures + 1
             delay = retry_delay(failures)
@@ -287,6 +298,8 @@ class WorkerStream:
         self._connected = True
         self._needs_hello = True
         self._received = False
+        self._last_received = asyncio.get_running_loop().time()
+        self._renewing = False
         self._tasks_stopped.clear()
         self._outstanding.clear()
         self._unsent_credits.clear()
@@ -297,13 +310,16 @@ class WorkerStream:
                     self._outstanding[lane] = self._unsent_credits[lane] = live
         self._wake.set()
 
-    async def _serve(self, call: Any) -> None:
+    async def _serve(self, call: Any) -> bool:
+        """Serves one stream until it ends; True when it ended to be renewed."""
         reader = asyncio.create_task(self._read(call))
         writer = asyncio.create_task(self._write(call))
         stalled = asyncio.create_task(self._watch())
         try:
             done, _ = await asyncio.wait({reader, writer, stalled}, return_when=asyncio.FIRST_COMPLETED)
             if stalled in done:
+                if stalled.result():
+                    return True
                 raise RPCError("the server stopped answering on the worker stream", grpc.StatusCode.DEADLINE_EXCEEDED)
             if reader not in done:
                 # A write to a stream that has ended: the reader has its status.
@@ -311,22 +327,34 @@ class WorkerStream:
                     writer.result()  # a failed write raises the stream's status
                 await reader  # half-closed: the server ends the stream once it has answered
             reader.result()
+            return False
         finally:
             for task in (reader, writer, stalled):
                 task.cancel()
             await asyncio.gather(reader, writer, stalled, return_exceptions=True)
 
-    async def _watch(self) -> None:
-        """Returns when a report sent on this stream has waited longer than a unary call's
-        deadline for its answer: the connection may be dead without the stream having
-        noticed (no reset came), so a new stream is opened and the report sent again."""
+    async def _watch(self) -> bool:
+        """Watches the open stream for a dead connection (one that died without a reset).
+
+        Returns False when a report sent on it has waited longer than a unary call's
+        deadline for its answer (it is sent again on a new stream). After
+        :data:`_IDLE_RENEW_S` with nothing received it asks the server to stop pushing:
+        True once the server confirms (the stream is renewed), False if it does not.
+        """
         deadline = self._service.retry_config.rpc_timeout.total_seconds()
         loop = asyncio.get_running_loop()
         while True:
-            await asyncio.sleep(deadline / 4)
+            await asyncio.sleep(min(deadline, _IDLE_RENEW_S) / 4)
             now = loop.time()
             if any(report.sent and now - report.sent_at > deadline for report in self._reports.values()):
-                return
+                return False
+            if now - self._last_received > _IDLE_RENEW_S and not self._stopping:
+                self._renewing = True
+                self._stop_unsent = True
+                self._wake.set()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._tasks_stopped.wait(), _STOP_TIMEOUT_S)
+                return self._tasks_stopped.is_set()
 
     def _on_break(self, error: RPCError) -> None:
         self._returned.clear()  # their leases were this stream's; they run out
@@ -355,6 +383,7 @@ class WorkerStream:
             if response is grpc.aio.EOF:
                 return
             self._received = True
+            self._last_received = asyncio.get_running_loop().time()
             for pushed in response.tasks:
                 await self._take(pushed)
             for result in response.results:

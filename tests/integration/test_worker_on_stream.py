@@ -13,9 +13,12 @@ from collections import Counter
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from flowforge import Client, RetryPolicy, activity, workflow
 from flowforge.exceptions import ActivityError, ApplicationError
 from flowforge.server import FlowForgeServer
+from flowforge.worker import _stream
 from tests.integration._reliability import DEADLINE_S, assert_gapless, events, fast_worker, of_type
 from testsupport.waiting import wait_until
 
@@ -163,3 +166,30 @@ async def test_the_unary_transport_polls_and_reports_with_unary_calls(server: Fl
     finally:
         await worker_client.close()
     assert unary_calls["PollActivityTaskQueue"] >= 1
+
+
+async def test_an_idle_stream_is_renewed_and_work_that_comes_later_runs_on_the_new_one(
+    server: FlowForgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_stream, "_IDLE_RENEW_S", 0.3)
+    worker_client = await Client.connect(f"127.0.0.1:{server.port}")
+    unary_calls = _record_unary_calls(worker_client)
+    opened = 0
+    open_stream = worker_client.workflow_service.open_stream
+
+    def counted(rpc: str) -> Any:
+        nonlocal opened
+        opened += 1
+        return open_stream(rpc)
+
+    worker_client.workflow_service.open_stream = counted  # type: ignore[method-assign]
+    try:
+        async with fast_worker(worker_client, "renewed", workflows=[Mixed], activities=[flaky, counting, refuses]):
+            await wait_until(lambda: opened >= 3, timeout=DEADLINE_S, what="the idle stream to be renewed twice")
+            handle = await worker_client.start_workflow(Mixed.run, "late", id="renewed-1", task_queue="renewed")
+            await wait_until(lambda handle=handle: _is(handle, "waiting"), timeout=DEADLINE_S, what="the workflow")
+            await handle.signal(Mixed.approve, "ops")
+            assert (await asyncio.wait_for(handle.result(), DEADLINE_S))["counted"] == 5
+    finally:
+        await worker_client.close()
+    assert not set(unary_calls) & _TASK_RPCS, dict(unary_calls)

@@ -66,8 +66,12 @@ class ScriptedStream(workflow_service_pb2_grpc.WorkflowServiceServicer):
         self.streams += 1
         number = self.streams
         credits = 0
+        stopped = False
         async for request in request_iterator:
             self.messages.append((number, request))
+            if request.credits and stopped:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "credits came after stop_tasks")
+            stopped = stopped or request.stop_tasks
             credits += sum(credit.count for credit in request.credits)
             response = pb.WorkerStreamResponse()
             if self.silent:
@@ -233,6 +237,43 @@ async def test_a_stream_that_stops_answering_is_opened_again_and_the_report_fail
     # Unanswered for longer than one call's deadline: a new stream, the report sent again on it.
     assert fake.streams >= 2
     assert len({number for number, message in fake.messages if message.reports}) >= 2
+    await stream.close()
+
+
+async def test_an_idle_stream_is_renewed_and_its_poller_keeps_its_credit(
+    connect: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_stream, "_IDLE_RENEW_S", 0.2)
+    fake = ScriptedStream()
+    stream = _open(await connect(fake))
+    poller = asyncio.create_task(stream.next_task(QUEUE, ACTIVITY))
+
+    await wait_until(lambda: fake.streams >= 2, timeout=10, what="the idle stream to be renewed")
+    fake.tasks = [_activity_task(b"after-renewal")]
+
+    assert (await asyncio.wait_for(poller, 10)).task_token == b"after-renewal"
+    first = [message for number, message in fake.messages if number == 1]
+    # Renewed the polite way: the server confirmed stop_tasks before the new stream opened.
+    assert [m.stop_tasks for m in first] == [False, True]
+    assert all(m.hello.namespace == "payments" and m.credits for n, m in fake.messages if m.HasField("hello"))
+    await stream.close()
+
+
+async def test_an_idle_stream_whose_server_does_not_confirm_stop_tasks_is_replaced(
+    connect: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_stream, "_IDLE_RENEW_S", 0.2)
+    monkeypatch.setattr(_stream, "_STOP_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(_stream, "retry_delay", lambda failures: 0.01)
+    fake = ScriptedStream()
+    fake.silent = True  # as over a connection that died without a reset
+    stream = _open(await connect(fake))
+    poller = asyncio.create_task(stream.next_task(QUEUE, ACTIVITY))
+
+    await wait_until(lambda: fake.streams >= 2, timeout=10, what="a new stream")
+
+    assert any(message.stop_tasks for number, message in fake.messages if number == 1)
+    poller.cancel()
     await stream.close()
 
 
