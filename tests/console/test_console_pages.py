@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from playwright.async_api import Page, expect
+from playwright.async_api import Browser, Page, expect
 
 from flowforge import Client
 from flowforge.api.v1 import access_pb2
@@ -205,3 +205,25 @@ async def test_why_an_activity_waits_for_a_slot_and_for_a_pause(
             assert await handle.result() == ["first", "second"]
     finally:
         HOLD_GATE.set()  # a failed assertion must not leave the worker's activity waiting
+
+
+async def test_the_pages_fit_a_phone(server: FlowForgeServer, admin: Client, browser: Browser) -> None:
+    key = admin.api_key
+    assert key
+    async with fast_worker(admin, QUEUE, workflows=[Pipeline], activities=[step]):
+        handle = await admin.start_workflow(Pipeline.run, "p", id="on-a-phone", task_queue=QUEUE)
+        await wait_until(lambda: waiting_for_signal(handle), timeout=20, what="the run to wait for its signal")
+    context = await browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    page = await context.new_page()
+    try:
+        await sign_in(page, server, "/namespaces/default/workflows", key)
+        await expect(page.locator("#workflows tbody tr")).to_have_count(1)
+        pages = ["/namespaces/default/workflows", execution_path("on-a-phone"), execution_path("on-a-phone") + "#dag"]
+        for path in [*pages, "/namespaces/default/limits", "/audit"]:
+            await page.goto(base(server) + path)
+            await expect(page.locator("main h1").first).to_be_visible()
+            # Wide tables and the DAG scroll inside their boxes; the page itself never scrolls sideways.
+            width = await page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+            assert width[0] <= width[1], (path, width)
+    finally:
+        await context.close()
