@@ -136,6 +136,7 @@ async def test_sign_in_through_the_provider_as_operator_then_reader(
     assert page.url == base(server) + "/"
     assert not {"flowforge.bearer", "flowforge.endSession"} & set((await stored(page))["session"])  # type: ignore[arg-type]
     idp.user = TestUser("rita", ["default:reader"])
+    idp.end_session = False  # this time the provider offers no RP-initiated logout
     await sign_in_with_provider(page, server, "/namespaces/default/workflows/oidc-order", idp.user)
     await expect(page.locator("#summary .badge")).to_have_text("COMPLETED")
     assert await page.locator("[data-action]").count() == 0
@@ -146,6 +147,12 @@ async def test_sign_in_through_the_provider_as_operator_then_reader(
         url = base(server) + "/api/v1/WorkflowService/TerminateWorkflowExecution"
         async with http.post(url, data=body, headers=headers) as answer:
             assert answer.status == 403
+
+    # Without an end_session_endpoint, Sign out forgets the token and stays on the console.
+    await page.click("#who button")
+    await expect(page.locator("#oidc-sign-in")).to_be_visible()
+    assert len(idp.logout_requests) == 1 and urlsplit(page.url).netloc == urlsplit(base(server)).netloc
+    assert "flowforge.bearer" not in (await stored(page))["session"]  # type: ignore[operator]
 
 
 async def test_a_tampered_state_is_refused(server: FlowForgeServer, idp: OidcProvider, page: Page) -> None:
