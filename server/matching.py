@@ -120,9 +120,11 @@ class Matching:
         )
         self.activity.polled(namespace, task_queue, label, identity)
         metrics = self._engine.metrics
-        metrics.poll_wait.labels(label, "empty" if leased is None else "task").observe(time.monotonic() - began)
+        metrics.series(metrics.poll_wait, label, "empty" if leased is None else "task").observe(
+            time.monotonic() - began
+        )
         if leased is None:
-            metrics.empty_polls.labels(namespace, task_queue, label).inc()
+            metrics.series(metrics.empty_polls, namespace, task_queue, label).inc()
         else:
             self.activity.dispatched(namespace, task_queue, label)
         return leased

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.metrics import MetricWrapperBase
 
 from flowforge.server.http import HttpListener
 from flowforge.server.observations import (
@@ -157,16 +159,27 @@ class ServerMetrics:
         # Queues a scrape reported, so one that emptied reads 0 instead of vanishing.
         self._reported_queues: set[tuple[str, str, str]] = set()
         self._reported_dead_letters: set[tuple[str, str]] = set()
+        self._series: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+    def series(self, family: MetricWrapperBase, *labels: str) -> Any:
+        """``family.labels(*labels)``, looked up once: labels() takes a lock and builds
+        a key on every call, and the hot path records several series per activity.
+        (No series is ever removed, so a kept one stays the registry's.)"""
+        key = (id(family), labels)
+        child = self._series.get(key)
+        if child is None:
+            child = self._series[key] = family.labels(*labels)
+        return child
 
     def record(self, observations: Iterable[Observation]) -> None:
         """Counts what a committed transaction did."""
         for o in observations:
             if isinstance(o, WorkflowClosed):
-                self.workflow_closed.labels(o.namespace, o.workflow_type, o.status).inc()
+                self.series(self.workflow_closed, o.namespace, o.workflow_type, o.status).inc()
             elif isinstance(o, ActivityAttemptEnded):
-                self.activity_attempts.labels(o.namespace, o.activity_type, o.outcome).inc()
+                self.series(self.activity_attempts, o.namespace, o.activity_type, o.outcome).inc()
             elif isinstance(o, TaskStarted):
-                self.schedule_to_start.labels(o.namespace, o.task_queue, o.kind).observe(o.wait_s)
+                self.series(self.schedule_to_start, o.namespace, o.task_queue, o.kind).observe(o.wait_s)
             elif isinstance(o, TimerFired):
                 self.timers_fired.inc()
                 self.timer_lateness.observe(o.late_s)

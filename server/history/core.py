@@ -105,19 +105,19 @@ class EngineCore:
                 if audited is not None:
                     audited.appended = True
             except ConcurrencyConflict:
-                latency.labels("conflict").observe(time.perf_counter() - began)
+                self.metrics.series(latency, "conflict").observe(time.perf_counter() - began)
                 self.metrics.store_conflicts.inc()
                 if attempt == _CONFLICT_ATTEMPTS:
                     raise Unavailable("too much contention on one execution; retry the call") from None
                 await asyncio.sleep(self._rng.uniform(0, 0.002 * attempt))
             except StoreUnavailable as error:
-                latency.labels("unavailable").observe(time.perf_counter() - began)
+                self.metrics.series(latency, "unavailable").observe(time.perf_counter() - began)
                 raise Unavailable(f"the store is unavailable ({error}); retry with backoff") from error
             except BaseException:
-                latency.labels("rolled_back").observe(time.perf_counter() - began)
+                self.metrics.series(latency, "rolled_back").observe(time.perf_counter() - began)
                 raise
             else:
-                latency.labels("committed").observe(time.perf_counter() - began)
+                self.metrics.series(latency, "committed").observe(time.perf_counter() - began)
                 # Committed: now, and only now, what it did counts (observations.py).
                 self.metrics.record(observations)
                 return result
