@@ -11,7 +11,9 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
+import grpc
 import pytest
 
 from flowforge._json_depth import MAX_JSON_DEPTH, JSONTooDeep, loads_bounded
@@ -19,7 +21,7 @@ from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.server.errors import InvalidArgument
 from flowforge.server.events import parse_condition
-from flowforge.server.frontend.malformed import MAX_DURATION_S, MAX_STRING_CHARS, ill_formed
+from flowforge.server.frontend.malformed import MAX_DURATION_S, MAX_STRING_CHARS, MalformedRequests, ill_formed
 from flowforge.server.visibility import QUERY_COST_BUDGET, compile_query
 
 
@@ -122,3 +124,57 @@ def test_commands_retry_policies_reasons_and_metadata_are_bounded() -> None:
     heavy = common_pb2.Payloads(payloads=[common_pb2.Payload(data=b"1", metadata={"k" * 2048: b""})])
     with pytest.raises(InvalidArgument, match="payload limit"):
         check_payloads(heavy, "the input", 1024)
+
+
+async def test_the_interceptor_checks_requests_from_their_bytes_strings_only_when_long_enough() -> None:
+    """The deserializer the interceptor installs refuses what no field may hold, from
+    the bytes on the wire: a short encoding cannot hold an over-long string (so none
+    is looked for), yet its non-finite numbers and bad durations are still refused,
+    deep in a command; a long one is checked for strings too, map keys included."""
+
+    async def behavior(request: Any, context: Any) -> None:
+        return None
+
+    handler = grpc.unary_unary_rpc_method_handler(
+        behavior,
+        request_deserializer=pb.RespondWorkflowTaskCompletedRequest.FromString,
+        response_serializer=pb.RespondWorkflowTaskCompletedResponse.SerializeToString,
+    )
+
+    class Details(grpc.HandlerCallDetails):
+        method = "/flowforge.api.v1.WorkflowService/RespondWorkflowTaskCompleted"
+        invocation_metadata = ()
+
+    async def continuation(details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler[Any, Any]:
+        return handler
+
+    wrapped = await MalformedRequests().intercept_service(continuation, Details())
+    assert wrapped is not None and wrapped.request_deserializer is not None
+    deserialize = wrapped.request_deserializer
+
+    def refusal(request: pb.RespondWorkflowTaskCompletedRequest) -> str | None:
+        decoded = deserialize(request.SerializeToString())
+        return getattr(decoded, "reason", None)
+
+    def schedule(**changes: Any) -> command_pb2.Command:
+        return command_pb2.Command(
+            schedule_activity_task=command_pb2.ScheduleActivityTaskCommandAttributes(activity_id="a", **changes)
+        )
+
+    fine = pb.RespondWorkflowTaskCompletedRequest(namespace="default", commands=[schedule(), schedule()])
+    assert refusal(fine) is None
+    nan = pb.RespondWorkflowTaskCompletedRequest(
+        commands=[schedule(), schedule(retry_policy=common_pb2.RetryPolicy(backoff_coefficient=float("inf")))]
+    )
+    assert refusal(nan) == "commands[1].schedule_activity_task.retry_policy.backoff_coefficient must be a finite number"
+    negative = pb.RespondWorkflowTaskCompletedRequest(commands=[schedule()])
+    negative.commands[0].schedule_activity_task.start_to_close_timeout.FromSeconds(-5)
+    assert refusal(negative) == "commands[0].schedule_activity_task.start_to_close_timeout must not be negative"
+    long_key = pb.RespondWorkflowTaskCompletedRequest(commands=[schedule()])
+    payload = long_key.commands[0].schedule_activity_task.input.payloads.add()
+    payload.metadata["k" * (MAX_STRING_CHARS + 1)] = b"v"
+    assert "has a key of" in (refusal(long_key) or "")
+    long_string = pb.RespondWorkflowTaskCompletedRequest(identity="i" * (MAX_STRING_CHARS + 1))
+    assert refusal(long_string) == (
+        f"identity is {MAX_STRING_CHARS + 1} characters long; no field may exceed {MAX_STRING_CHARS}"
+    )
