@@ -36,13 +36,14 @@ from asyncpg.pool import PoolConnectionProxy
 from flowforge.server._tasks import cancel_and_wait
 from flowforge.server.stores import migrations
 from flowforge.server.stores._sql import SQLTransaction
-from flowforge.server.stores._sql.core import Record
-from flowforge.server.stores._sql.executions import SELECT_EXECUTION
+from flowforge.server.stores._sql.core import Record, columns
+from flowforge.server.stores._sql.executions import EXECUTION_COLUMNS, SELECT_EXECUTION
 from flowforge.server.stores.base import (
     ConcurrencyConflict,
     ExecutionRow,
     Store,
     StoreUnavailable,
+    TaskRow,
     Transaction,
 )
 
@@ -145,6 +146,12 @@ def _array_type(annotation: str) -> str:
     raise TypeError(f"no PostgreSQL type for {annotation!r}")
 
 
+_TASK_COLUMNS = columns(TaskRow)
+_LOCK_TASK_AND_EXECUTION = (
+    f"SELECT {', '.join(f't.{c}' for c in _TASK_COLUMNS)}, {', '.join(f'e.{c}' for c in EXECUTION_COLUMNS)}"
+    " FROM tasks AS t JOIN executions AS e ON e.namespace = t.namespace AND e.run_id = t.run_id"
+    " WHERE t.task_id = ? FOR UPDATE OF t, e"
+)
 _LOCK_EXECUTIONS = f"{SELECT_EXECUTION} WHERE namespace = ? AND run_id = ANY(?::text[]) ORDER BY run_id FOR UPDATE"
 _EXECUTION_TYPES = {f.name: str(f.type) for f in dataclasses.fields(ExecutionRow)}
 
@@ -207,15 +214,40 @@ class _PostgresTransaction(SQLTransaction):
         #: hot-path cost test counts them). Preparing a statement the connection has
         #: not seen yet is one more, once per connection.
         self.round_trips = 0
+        self._prefetched: ExecutionRow | None = None
+
+    def _round_trip(self) -> None:
+        self.round_trips += 1
+        # A prefetched execution serves only the call right after its task's.
+        self._prefetched = None
+
+    async def get_task(self, task_id: int, *, for_update: bool = False) -> TaskRow | None:
+        if not for_update:
+            return await super().get_task(task_id)
+        # A report locks its task, then the task's execution (HistoryEngine._leased_task,
+        # then _execution_of): both rows in one statement, locked in that order, save
+        # the second round trip; get_execution hands the row out if it is asked next.
+        record = await self._fetchone(_LOCK_TASK_AND_EXECUTION, (task_id,))
+        if record is None:
+            return None
+        values = tuple(record)
+        self._prefetched = ExecutionRow(*values[len(_TASK_COLUMNS) :])
+        return TaskRow(*values[: len(_TASK_COLUMNS)])
+
+    async def get_execution(self, namespace: str, run_id: str, *, for_update: bool = False) -> ExecutionRow | None:
+        row, self._prefetched = self._prefetched, None
+        if for_update and row is not None and (row.namespace, row.run_id) == (namespace, run_id):
+            return row
+        return await super().get_execution(namespace, run_id, for_update=for_update)
 
     async def _script(self, sql: str) -> None:
         """Runs statements without parameters, all in one round trip."""
-        self.round_trips += 1
+        self._round_trip()
         with _translated(self.connection):
             await self.connection.execute(sql)
 
     async def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        self.round_trips += 1
+        self._round_trip()
         with _translated(self.connection):
             status = await self.connection.execute(_numbered(sql), *params)
         # The command tag ends with the row count: "UPDATE 1", "INSERT 0 1", "DELETE 0".
@@ -223,12 +255,12 @@ class _PostgresTransaction(SQLTransaction):
         return int(count) if count.isdigit() else 0
 
     async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Record | None:
-        self.round_trips += 1
+        self._round_trip()
         with _translated(self.connection):
             return await self.connection.fetchrow(_numbered(sql), *params)
 
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Record]:
-        self.round_trips += 1
+        self._round_trip()
         with _translated(self.connection):
             return await self.connection.fetch(_numbered(sql), *params)
 
@@ -247,7 +279,7 @@ class _PostgresTransaction(SQLTransaction):
         # One statement over column arrays: asyncpg's executemany reports no row
         # counts, and the version check needs them.
         arrays = [list(values) for values in zip(*params, strict=False)]
-        self.round_trips += 1
+        self._round_trip()
         with _translated(self.connection):
             status = await self.connection.execute(_update_executions_from_arrays(columns), *arrays)
         return int(status.rpartition(" ")[2])

@@ -62,10 +62,11 @@ STREAM_MESSAGES_RECEIVED_PER_ACTIVITY = 2.4
 # worker's cached instance stopped at: 7.1 measured, against 21.1 with whole histories.
 EVENTS_PER_WORKFLOW_TASK = 8.0
 # PostgreSQL round trips: the statements plus BEGIN and COMMIT, which carries the
-# transaction's notifications (pg_notify) in the same round trip. 19.4 write and ~7
-# read measured (the polls' looks not counted); 21.6 write before the NOTIFY rode
-# with the COMMIT and a start stopped taking a savepoint.
-WRITE_ROUND_TRIPS_PER_ACTIVITY = 21.0
+# transaction's notifications (pg_notify) in the same round trip, and a report reads
+# its task and execution with one statement. 17.2-17.4 write and ~7 read measured
+# (the polls' looks not counted); 21.6 write before the NOTIFY rode with the COMMIT,
+# a start stopped taking a savepoint and a report stopped reading its execution apart.
+WRITE_ROUND_TRIPS_PER_ACTIVITY = 19.0
 READ_ROUND_TRIPS_PER_ACTIVITY = 8.5
 # The limited path (LimitedActivity: a concurrency key with a limit and a fairness key):
 # the activity is never leased eagerly, so a poll leases it (one more commit) and the

@@ -730,6 +730,10 @@ async def test_an_oversized_channel_does_not_fail_the_commit(store: Store) -> No
     assert await visible_run(store, run) == run
 
 
+# How a locking task read starts on PostgreSQL (it reads the task's execution with it).
+LOCKING_TASK_READ = "SELECT t.task_id"
+
+
 @pg
 async def test_a_cancelled_transaction_leaves_the_pool_usable(
     pg_stores: OpenReplica, monitor: asyncpg.Connection
@@ -748,7 +752,7 @@ async def test_a_cancelled_transaction_leaves_the_pool_usable(
         await holder.get_task(task_id, for_update=True)
         waiting = asyncio.create_task(waiter())
         await wait_until(
-            lambda: waiting_on_lock(monitor, "SELECT task_id"),
+            lambda: waiting_on_lock(monitor, LOCKING_TASK_READ),
             timeout=DEADLINE_S,
             what="the waiter waits for the row lock",
             interval=0.01,
@@ -758,7 +762,7 @@ async def test_a_cancelled_transaction_leaves_the_pool_usable(
             await waiting
 
     async def nobody_waits() -> bool:
-        return not await waiting_on_lock(monitor, "SELECT task_id")
+        return not await waiting_on_lock(monitor, LOCKING_TASK_READ)
 
     await wait_until(nobody_waits, timeout=DEADLINE_S, what="the lock wait is given up", interval=0.01)
     # Both pooled connections serve transactions again.
