@@ -348,7 +348,9 @@ class WorkerStream:
             now = loop.time()
             if any(report.sent and now - report.sent_at > deadline for report in self._reports.values()):
                 return False
-            if now - self._last_received > _IDLE_RENEW_S and not self._stopping:
+            # With no report awaiting an answer, so none needs sending again on the new stream.
+            idle = now - self._last_received > _IDLE_RENEW_S
+            if idle and not self._stopping and not any(report.sent for report in self._reports.values()):
                 self._renewing = True
                 self._stop_unsent = True
                 self._wake.set()
@@ -463,7 +465,7 @@ class WorkerStream:
         size = first.ByteSize()
         now = asyncio.get_running_loop().time()
         for report in self._reports.values():
-            if report.sent:
+            if report.sent or self._renewing:  # while renewing, reports wait for the new stream
                 continue
             report.sent = True
             report.sent_at = now
