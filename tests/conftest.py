@@ -43,6 +43,14 @@ answers. If none works the PostgreSQL tests are skipped — except with ``CI=tru
 where they fail: CI must never pass by skipping them. ``postgres_dsn`` is a fresh
 migrated database per test (copied from a template, so cheap), dropped afterwards;
 ``await postgres.create_database(migrated=False)`` gives an empty one.
+
+Parallel workers
+----------------
+The README's test command runs the suite in pytest-xdist worker processes, each taking
+whole test files (``--dist loadfile``). Each worker is a session of its own, so it starts
+its own PostgreSQL cluster, Azurite and browser (session fixtures), on free ports, with its
+own ``tmp_path`` root. A test owns only what it started: its servers listen on free ports,
+and it counts, kills and measures its own processes, stores and databases, never the machine's.
 """
 
 from __future__ import annotations
@@ -50,6 +58,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -174,3 +183,23 @@ async def serve_fake() -> AsyncIterator[FakeServer]:
     yield serve
     for server in servers:
         await server.stop(grace=None)
+
+
+CHAOS_SUMMARY = "chaos summary"
+"""The user property under which ``tests/chaos`` records each chaos run's summary line."""
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Prints the chaos runs' summary lines, also when pytest-xdist workers ran them."""
+    lines = [
+        value
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if getattr(report, "when", None) == "teardown"
+        for name, value in getattr(report, "user_properties", ())
+        if name == CHAOS_SUMMARY
+    ]
+    if lines:
+        terminalreporter.section("chaos")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from testsupport.install_lock import install_lock
 from testsupport.postgres import free_port
 
 __all__ = ["ACCOUNT", "AzuriteServer", "AzuriteUnavailable", "start_azurite"]
@@ -68,6 +69,14 @@ def _installed_binary() -> Path:
     binary = prefix / "node_modules" / ".bin" / "azurite-blob"
     if binary.exists():
         return binary
+    # Parallel test workers install once: the others wait here, then find the binary.
+    with install_lock("azurite"):
+        if not binary.exists():
+            _npm_install(prefix, binary)
+    return binary
+
+
+def _npm_install(prefix: Path, binary: Path) -> None:
     npm = shutil.which("npm")
     if npm is None or shutil.which("node") is None:
         raise AzuriteUnavailable("node and npm are not installed (Debian: apt-get install nodejs npm)")
@@ -87,7 +96,6 @@ def _installed_binary() -> Path:
         raise AzuriteUnavailable(f"npm install azurite took over {_INSTALL_TIMEOUT_S}s") from None
     if not binary.exists():
         raise AzuriteUnavailable(f"npm install azurite left no {binary}")
-    return binary
 
 
 def start_azurite() -> AzuriteServer:

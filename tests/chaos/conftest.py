@@ -1,23 +1,22 @@
-"""Shows each chaos run's summary line at the end of the pytest run (even with -q)."""
+"""Shows each chaos run's summary line at the end of the pytest run (even with -q).
+
+The lines travel as user properties of the test's report, so they reach the terminal
+summary also from pytest-xdist workers; ``tests/conftest.py`` prints them (a conftest here
+is not loaded by xdist's controlling process).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 
-_SUMMARIES = pytest.StashKey[list[str]]()
+from tests.conftest import CHAOS_SUMMARY
 
 
 @pytest.fixture
-def chaos_summaries(request: pytest.FixtureRequest) -> list[str]:
+def chaos_summaries(request: pytest.FixtureRequest) -> Iterator[list[str]]:
     """Append a line here to have it printed in the "chaos" section of the terminal summary."""
-    return request.config.stash.setdefault(_SUMMARIES, [])
-
-
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    lines = config.stash.get(_SUMMARIES, [])
-    if lines:
-        terminalreporter.section("chaos")
-        for line in lines:
-            terminalreporter.write_line(line)
+    lines: list[str] = []
+    yield lines
+    request.node.user_properties.extend((CHAOS_SUMMARY, line) for line in lines)

@@ -27,5 +27,15 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 def test_the_test_command_runs_the_static_checks_before_the_tests() -> None:
     steps = _readme_test_command().split(" && ")
-    assert steps[-1] == ".venv/bin/pytest -q"
+    assert steps[-1].startswith(".venv/bin/pytest -q")
     assert {".venv/bin/ruff check .", ".venv/bin/ruff format --check .", ".venv/bin/mypy"} <= set(steps)
+
+
+def test_the_test_command_runs_every_test_in_parallel_workers_one_file_per_worker() -> None:
+    # The suite waits more than it computes, so worker processes (pytest-xdist, in the test
+    # extra) shorten it; a whole file stays on one worker, in order, with its module fixtures.
+    # No -k, -m or path: the command runs the whole suite.
+    pytest_step = _readme_test_command().split(" && ")[-1]
+    assert pytest_step.split() == [".venv/bin/pytest", "-q", "-n", "3", "--dist", "loadfile"]
+    extras = (ROOT / "pyproject.toml").read_text()
+    assert '"pytest-xdist>=' in extras
