@@ -185,6 +185,14 @@ async def serve_fake() -> AsyncIterator[FakeServer]:
         await server.stop(grace=None)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Files holding a ``slow`` test go first, the rest keep their order: pytest-xdist hands
+    whole files out in this order (``--dist loadfile --no-loadscope-reorder``), so a long file
+    never starts last while the other workers have nothing left to run."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)  # a stable sort
+
+
 CHAOS_SUMMARY = "chaos summary"
 """The user property under which ``tests/chaos`` records each chaos run's summary line."""
 

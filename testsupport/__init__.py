@@ -7,5 +7,6 @@
 - :mod:`testsupport.counting`: counters of store transactions and client RPCs.
 - :mod:`testsupport.workloads`: the one-activity workflow the hot-path measurements run.
 - :mod:`testsupport.large_payloads`: a workflow carrying one large value through every payload path.
+- :mod:`testsupport.install_lock`: one installer at a time when parallel test workers find a tool missing.
 - :mod:`testsupport.otlp_receiver`: an OTLP/HTTP trace receiver that keeps the spans it is sent.
 """

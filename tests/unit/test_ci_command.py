@@ -33,9 +33,18 @@ def test_the_test_command_runs_the_static_checks_before_the_tests() -> None:
 
 def test_the_test_command_runs_every_test_in_parallel_workers_one_file_per_worker() -> None:
     # The suite waits more than it computes, so worker processes (pytest-xdist, in the test
-    # extra) shorten it; a whole file stays on one worker, in order, with its module fixtures.
+    # extra) shorten it; a whole file stays on one worker, in order, with its module fixtures,
+    # and files go out in collection order (files with slow tests first, tests/conftest.py).
     # No -k, -m or path: the command runs the whole suite.
     pytest_step = _readme_test_command().split(" && ")[-1]
-    assert pytest_step.split() == [".venv/bin/pytest", "-q", "-n", "3", "--dist", "loadfile"]
+    assert pytest_step.split() == [
+        ".venv/bin/pytest",
+        "-q",
+        "-n",
+        "3",
+        "--dist",
+        "loadfile",
+        "--no-loadscope-reorder",
+    ]
     extras = (ROOT / "pyproject.toml").read_text()
     assert '"pytest-xdist>=' in extras
