@@ -76,10 +76,16 @@ WORKFLOW_TASK_S2S_P95_GOAL_MS = 50.0
 _PLACEMENT_ATTEMPTS = 20
 
 
-async def run_worker(address: str, task_queue: str) -> None:
+async def run_worker(address: str, task_queue: str, transport: str) -> None:
     """A worker process: runs until SIGTERM."""
     client = await Client.connect(address)
-    worker = Worker(client, task_queue=task_queue, workflows=[Onboarding], activities=ACTIVITIES)
+    worker = Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[Onboarding],
+        activities=ACTIVITIES,
+        task_transport="unary" if transport == "unary" else "stream",
+    )
     await worker.run()
     await client.close()
 
@@ -135,7 +141,7 @@ def _port(address: str) -> int:
     return int(address.rsplit(":", 1)[1])
 
 
-async def start_workers(where: Target, task_queue: str) -> list[subprocess.Popen[bytes]]:
+async def start_workers(where: Target, task_queue: str, transport: str) -> list[subprocess.Popen[bytes]]:
     """One worker process per server process, each connected to a different one."""
     servers, port = _serving(where), _port(where.address)
     workers: list[subprocess.Popen[bytes]] = []
@@ -144,7 +150,7 @@ async def start_workers(where: Target, task_queue: str) -> list[subprocess.Popen
             if len(workers) == len(servers):
                 break
             process = subprocess.Popen(
-                [sys.executable, "-m", "benchmarks.scale", "--worker", where.address, task_queue]
+                [sys.executable, "-m", "benchmarks.scale", "--worker", where.address, task_queue, transport]
             )
             workers.append(process)
             landed: collections.Counter[int] = collections.Counter()
@@ -282,7 +288,7 @@ async def step(
 async def curve(where: Target, name: str, processes: int, settings: argparse.Namespace) -> dict[str, Any]:
     """On a fresh deployment: the steps up to saturation, then the run at half the maximum throughput."""
     task_queue = f"scale-{uuid.uuid4().hex[:8]}"
-    workers = await start_workers(where, task_queue)
+    workers = await start_workers(where, task_queue, settings.task_transport)
     starters = await connect_starters(where)
     try:
         # Warm up: every worker polling, the server's caches and PostgreSQL's pool filled.
@@ -401,17 +407,21 @@ def plot(report: dict[str, Any], path: str) -> bool:
         xlabel="offered onboarding workflows/s", ylabel="achieved workflows/s (6 activities each)", title="Throughput"
     )
     right.set(xlabel="offered onboarding workflows/s", ylabel="ms", yscale="log", title="Latency")
-    for axes in (left, right):
+    for axes, columns in ((left, 1), (right, 2)):
         axes.grid(True, which="both", alpha=0.3)
-        axes.legend(fontsize=7)
+        # Below the plot: inside, the legend hides the points.
+        axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=columns)
     figure.suptitle(report["heading"], fontsize=8)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, dpi=110, bbox_inches="tight")
     return True
 
 
-def heading(code: str, load_before: float, load_after: float) -> str:
-    return f"FlowForge `{code}`; {machine()}; load average {load_before} / {load_after}"
+def heading(code: str, transport: str, load_before: float, load_after: float) -> str:
+    return (
+        f"FlowForge `{code}`, workers on the {transport} transport; {machine()}; "
+        f"load average {load_before} / {load_after}"
+    )
 
 
 def report_out(report: dict[str, Any], png: str) -> None:
@@ -425,7 +435,13 @@ def report_out(report: dict[str, Any], png: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--worker", nargs=2, metavar=("ADDRESS", "TASK_QUEUE"), help=argparse.SUPPRESS)
+    parser.add_argument("--worker", nargs=3, metavar=("ADDRESS", "TASK_QUEUE", "TRANSPORT"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--task-transport",
+        choices=["stream", "unary"],
+        default="stream",
+        help="how the workers get tasks and report (Worker(task_transport=...); default stream)",
+    )
     parser.add_argument(
         "--store",
         help="stores, comma-separated: postgresql, sqlite or URLs (default postgresql,sqlite; --quick: postgresql)",
@@ -468,7 +484,7 @@ def main() -> None:
                 curves.append(asyncio.run(curve(where, name, processes, args)))
     if code != code_version():
         code += " (changed during the run)"
-    report = {"heading": heading(code, load_before, load_average()), "curves": curves}
+    report = {"heading": heading(code, args.task_transport, load_before, load_average()), "curves": curves}
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)
