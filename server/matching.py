@@ -10,18 +10,26 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from flowforge.api.schema import TaskKind
 from flowforge.server.errors import ResourceExhausted, ServiceError
-from flowforge.server.history import HistoryEngine, LeasedActivityTask, LeasedQuery, LeasedWorkflowTask, queue_channel
+from flowforge.server.history import (
+    HistoryEngine,
+    LeasedActivityTask,
+    LeasedQuery,
+    LeasedWorkflowTask,
+    StartedWorkflowTask,
+    queue_channel,
+)
 from flowforge.server.quarantine import Quarantine
 from flowforge.server.stores.base import Transaction
 from flowforge.server.task_queues import TaskQueueActivity
 
-__all__ = ["MAX_PARKED_POLLS", "Matching"]
+__all__ = ["MAX_PARKED_POLLS", "IdlePoll", "Matching"]
 
 _T = TypeVar("_T")
 
@@ -32,6 +40,19 @@ _LOOK_LIMIT = 16
 MAX_PARKED_POLLS = 1000
 # Looks a poll takes at most before it trusts one (see Matching._look).
 _LOOKS_PER_POLL = 3
+
+
+@dataclasses.dataclass(eq=False)
+class IdlePoll:
+    """A worker stream's workflow poll waiting for a task, which a start may claim
+    (:meth:`Matching.claim_idle_workflow_poll`) to lease its run's first workflow task
+    to it in the start's own transaction (eager start, docs/worker-stream.md)."""
+
+    identity: str
+    #: The start's committed lease, or None when it leased nothing; cancelled by a poll
+    #: that went away, so the start gives its lease back.
+    handoff: asyncio.Future[StartedWorkflowTask | None]
+    claimed: bool = False
 
 
 class Matching:
@@ -52,6 +73,8 @@ class Matching:
         self._leased: collections.Counter[str] = collections.Counter()
         # Polls waiting per queue in this process, at most max_parked_polls.
         self._parked: collections.Counter[str] = collections.Counter()
+        # Worker streams' workflow polls waiting now per queue, oldest first (eager start).
+        self._idle: dict[str, list[IdlePoll]] = {}
         self._max_parked_polls = max_parked_polls
         #: Tasks whose lease failed unexpectedly, set aside with the reason (server/quarantine.py).
         self.held = Quarantine("matching: task", engine.metrics)
@@ -59,9 +82,10 @@ class Matching:
         self.activity = TaskQueueActivity(engine.clock)
 
     async def poll_workflow_task(
-        self, namespace: str, task_queue: str, identity: str, timeout_s: float
+        self, namespace: str, task_queue: str, identity: str, timeout_s: float, claimable: bool = False
     ) -> LeasedWorkflowTask | LeasedQuery | None:
-        """A workflow task or a query of the queue; queries first, as a caller waits on each."""
+        """A workflow task or a query of the queue; queries first, as a caller waits on each.
+        A ``claimable`` poll (a worker stream's) may be handed a start's first task while it waits."""
 
         engine = self._engine
         query_visible = False
@@ -77,8 +101,42 @@ class Matching:
             return leased or await engine.try_lease_workflow_task(namespace, task_queue, identity)
 
         return await self._poll(
-            namespace, TaskKind.WORKFLOW, task_queue, identity, timeout_s, visible, try_lease, lease_on_wake=True
+            namespace,
+            TaskKind.WORKFLOW,
+            task_queue,
+            identity,
+            timeout_s,
+            visible,
+            try_lease,
+            lease_on_wake=True,
+            handed=engine.hand_out_leased_workflow_task if claimable else None,
         )
+
+    def claim_idle_workflow_poll(self, namespace: str, task_queue: str) -> IdlePoll | None:
+        """Takes the oldest claimable poll waiting on the queue in this process, if any.
+
+        Nothing is awaited: the poll stays parked, waiting only for :meth:`hand_over`,
+        which the claimer must call whatever happens to its start."""
+        channel = queue_channel(namespace, TaskKind.WORKFLOW, task_queue)
+        idle = self._idle.get(channel)
+        while idle:
+            poll = idle.pop(0)
+            if not poll.handoff.done():
+                poll.claimed = True
+                return poll
+        return None
+
+    def idle_workflow_polls(self, namespace: str, task_queue: str) -> int:
+        """How many claimable polls wait on the queue in this process now."""
+        return len(self._idle.get(queue_channel(namespace, TaskKind.WORKFLOW, task_queue), ()))
+
+    async def hand_over(self, poll: IdlePoll, started: StartedWorkflowTask | None) -> None:
+        """Gives a claimed poll the lease its start committed (None: nothing leased, the
+        poll waits on); a poll that went away meanwhile has the lease released at once."""
+        if not poll.handoff.done():
+            poll.handoff.set_result(started)
+        elif started is not None:
+            await asyncio.shield(self._engine.give_back_workflow_task(started.task))
 
     async def poll_activity_task(
         self, namespace: str, task_queue: str, identity: str, timeout_s: float
@@ -103,11 +161,14 @@ class Matching:
         visible: Callable[[], Awaitable[int]],
         try_lease: Callable[[], Awaitable[_T | None]],
         lease_on_wake: bool = False,
+        handed: Callable[[StartedWorkflowTask], Awaitable[_T]] | None = None,
     ) -> _T | None:
         """Waits at most ``timeout_s`` for a task of the queue; counts the wait (metrics.py)
         and notes the poller and the dispatch (task_queues.py). With ``lease_on_wake`` the
         first poll a commit wakes leases without looking first (see _wait_and_lease_parked):
-        not for activities, whose queue's rate limit may answer a lease with nothing."""
+        not for activities, whose queue's rate limit may answer a lease with nothing.
+        With ``handed`` the poll may be claimed while it waits (see :class:`IdlePoll`);
+        ``handed`` turns the lease it is handed into what the poll returns."""
         label = kind.lower()
         self.activity.polled(namespace, task_queue, label, identity)
         began = time.monotonic()
@@ -117,6 +178,7 @@ class Matching:
             visible,
             self._poison_guarded(namespace, kind, task_queue, try_lease),
             lease_on_wake,
+            None if handed is None else (identity, handed),
         )
         self.activity.polled(namespace, task_queue, label, identity)
         metrics = self._engine.metrics
@@ -180,6 +242,7 @@ class Matching:
         visible: Callable[[], Awaitable[int]],
         try_lease: Callable[[], Awaitable[_T | None]],
         lease_on_wake: bool,
+        claimable: tuple[str, Callable[[StartedWorkflowTask], Awaitable[_T]]] | None,
     ) -> _T | None:
         if self._parked[channel] >= self._max_parked_polls:
             raise ResourceExhausted(
@@ -188,7 +251,7 @@ class Matching:
             )
         self._parked[channel] += 1
         try:
-            return await self._wait_and_lease_parked(channel, deadline, visible, try_lease, lease_on_wake)
+            return await self._wait_and_lease_parked(channel, deadline, visible, try_lease, lease_on_wake, claimable)
         finally:
             self._parked[channel] -= 1
             if not self._parked[channel]:
@@ -206,6 +269,7 @@ class Matching:
         visible: Callable[[], Awaitable[int]],
         try_lease: Callable[[], Awaitable[_T | None]],
         lease_on_wake: bool,
+        claimable: tuple[str, Callable[[StartedWorkflowTask], Awaitable[_T]]] | None,
     ) -> _T | None:
         store = self._engine.store
         woken = False
@@ -237,4 +301,32 @@ class Matching:
                 return None
             # A queue whose rate limit ran out of tokens is looked at again when the next one is due.
             wait_s = min(remaining, self._recheck_interval_s, self._engine.rate_wait_s(channel))
-            woken = await store.wait_for_notification(wake, wait_s)
+            if claimable is None:
+                woken = await store.wait_for_notification(wake, wait_s)
+                continue
+            identity, handed = claimable
+            poll = IdlePoll(identity, asyncio.get_running_loop().create_future())
+            woken = await self._wait_claimable(channel, poll, wake, wait_s)
+            if poll.claimed:
+                started = await poll.handoff  # cancelled with this poll: the start gives it back
+                if started is not None:
+                    return await handed(started)
+                woken = False  # the start leased nothing: look again
+
+    async def _wait_claimable(self, channel: str, poll: IdlePoll, wake: asyncio.Event, wait_s: float) -> bool:
+        """Waits like a poll, with ``poll`` open to a start's claim meanwhile; True if notified."""
+        idle = self._idle.setdefault(channel, [])
+        idle.append(poll)
+        notified = asyncio.ensure_future(self._engine.store.wait_for_notification(wake, wait_s))
+        try:
+            await asyncio.wait((notified, poll.handoff), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            poll.handoff.cancel()  # a start that claimed it gives its lease back
+            raise
+        finally:
+            notified.cancel()
+            if not poll.claimed:
+                idle.remove(poll)
+            if not idle and self._idle.get(channel) is idle:
+                del self._idle[channel]
+        return notified.done() and not notified.cancelled() and notified.result()

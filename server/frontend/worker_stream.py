@@ -269,7 +269,7 @@ class _WorkerStream:
                 else pb.PushedTask(task_queue=feed.task_queue, activity_task=activity_task_proto(activity))
             )
         leased = await self._matching.poll_workflow_task(
-            self._namespace, feed.task_queue, self._identity, _POLL_TIMEOUT_S
+            self._namespace, feed.task_queue, self._identity, _POLL_TIMEOUT_S, claimable=True
         )
         if leased is None:
             return None

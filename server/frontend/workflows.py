@@ -10,6 +10,7 @@ from flowforge.server.frontend.dead_letters import attempt_proto
 from flowforge.server.frontend.describe import describe_response
 from flowforge.server.frontend.protos import event_proto
 from flowforge.server.frontend.validation import execution_key, history_page, name, seconds, start_signal, text
+from flowforge.server.history import EagerStart
 from flowforge.server.history.cron import check_cron_schedule
 from flowforge.server.history.data import DEFAULT_PRIORITY
 from flowforge.server.history.flow_control import priority_from_proto
@@ -24,11 +25,31 @@ class WorkflowHandlers(ServiceBase):
         self, request: pb.StartWorkflowExecutionRequest, context: Context
     ) -> pb.StartWorkflowExecutionResponse:
         request_id = name(request.request_id, "request_id", required=False) or str(uuid.uuid4())
-        run_id, started = await self._engine.start_workflow(
-            namespace=name(request.namespace, "namespace"),
+        namespace, task_queue = name(request.namespace, "namespace"), name(request.task_queue, "task_queue")
+        # Eager start: a worker stream's workflow poll waiting on the queue here is given
+        # the run's first task, leased in the start's transaction (docs/worker-stream.md).
+        poll = self._matching.claim_idle_workflow_poll(namespace, task_queue)
+        eager = None if poll is None else EagerStart(poll.identity)
+        try:
+            run_id, started = await self._start(request, request_id, namespace, task_queue, eager)
+        finally:
+            if poll is not None and eager is not None:
+                await self._matching.hand_over(poll, eager.started)
+        return pb.StartWorkflowExecutionResponse(run_id=run_id, started=started)
+
+    async def _start(
+        self,
+        request: pb.StartWorkflowExecutionRequest,
+        request_id: str,
+        namespace: str,
+        task_queue: str,
+        eager: EagerStart | None,
+    ) -> tuple[str, bool]:
+        return await self._engine.start_workflow(
+            namespace=namespace,
             workflow_id=name(request.workflow_id, "workflow_id"),
             workflow_type=name(request.workflow_type, "workflow_type"),
-            task_queue=name(request.task_queue, "task_queue"),
+            task_queue=task_queue,
             input=request.input,
             request_id=request_id,
             identity=name(request.identity, "identity", required=False),
@@ -47,8 +68,8 @@ class WorkflowHandlers(ServiceBase):
                 request.workflow_id_conflict_policy, pb.WorkflowIdConflictPolicy, "workflow_id_conflict_policy"
             ),
             priority=priority_from_proto(request.priority, DEFAULT_PRIORITY),
+            eager=eager,
         )
-        return pb.StartWorkflowExecutionResponse(run_id=run_id, started=started)
 
     @rpc
     async def DescribeWorkflowExecution(

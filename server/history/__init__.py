@@ -35,15 +35,17 @@ from flowforge.server.history.data import (
     WorkflowTaskCompletion,
 )
 from flowforge.server.history.engine import HistoryEngine
-from flowforge.server.history.mutation import queue_channel
+from flowforge.server.history.mutation import EagerStart, StartedWorkflowTask, queue_channel
 
 __all__ = [
+    "EagerStart",
     "EngineConfig",
     "HistoryEngine",
     "LeasedActivityTask",
     "LeasedQuery",
     "LeasedWorkflowTask",
     "StartSignal",
+    "StartedWorkflowTask",
     "WorkflowTaskCompletion",
     "queue_channel",
 ]

@@ -13,7 +13,14 @@ from flowforge.server.history.cron import cron_delay_s
 from flowforge.server.history.data import DEFAULT_PRIORITY, StartSignal, TaskPriority, header_attributes
 from flowforge.server.history.execution_limits import check_signal
 from flowforge.server.history.id_policies import apply_id_policies
-from flowforge.server.history.mutation import _Mutation, close_channel, new_run, run_channel
+from flowforge.server.history.mutation import (
+    EagerStart,
+    StartedWorkflowTask,
+    _Mutation,
+    close_channel,
+    new_run,
+    run_channel,
+)
 from flowforge.server.history.run_close import RunClose
 from flowforge.server.history.visibility_writes import visibility_attributes
 from flowforge.server.stores.base import (
@@ -39,6 +46,7 @@ class _Started:
     run_id: str
     started: bool
     deadline_us: int | None = None
+    workflow_task: StartedWorkflowTask | None = None
 
 
 class Executions(RunClose):
@@ -68,6 +76,7 @@ class Executions(RunClose):
         id_reuse_policy: int = 0,
         id_conflict_policy: int = 0,
         priority: TaskPriority = DEFAULT_PRIORITY,
+        eager: EagerStart | None = None,
     ) -> tuple[str, bool]:
         """Starts a run; returns (run_id, started). A repeated request_id returns the
         first run with started=False; a running workflow id gives ALREADY_EXISTS.
@@ -89,6 +98,9 @@ class Executions(RunClose):
             id_conflict_policy: A ``WorkflowIdConflictPolicy`` value; 0 fails on a running execution.
             dag: The declarative DAG version the run executes instead of workflow code (dag_runs.py).
             priority: The run's dispatch order, inherited by its tasks (docs/flow-control.md).
+            eager: A new run's first workflow task, if due now, is leased to ``eager.identity``
+                in this transaction (as matching leases it) and left in ``eager.started``:
+                one write transaction less on the way to the first task (docs/worker-stream.md).
         """
         self.check_payloads(input, "the workflow input")
         if start_signal is not None:
@@ -151,6 +163,8 @@ class Executions(RunClose):
                 priority=priority,
             )
             run_id = m.row.run_id
+            first = m.new_workflow_task(task_queue) if eager is not None else None
+            workflow_task = m.start_workflow_task(first, eager.identity) if first and eager else None
             values = await self._stored_values(tx, namespace, search_attributes)
             try:
                 await m.save()
@@ -164,11 +178,13 @@ class Executions(RunClose):
                 ) from None
             await self._write_visibility(tx, m.row, values, memo)
             await tx.insert_request_id(namespace, request_id, run_id, now)
-            return _Started(run_id, True, m.earliest_new_deadline())
+            return _Started(run_id, True, m.earliest_new_deadline(), workflow_task)
 
         result = await (body(tx) if tx is not None else self._transaction(body))
         if result.started and result.deadline_us is not None:
             self.on_new_deadline(result.deadline_us)
+        if eager is not None:
+            eager.started = result.workflow_task
         return result.run_id, result.started
 
     async def resolve_execution(self, tx: Transaction, namespace: str, workflow_id: str, run_id: str) -> ExecutionRow:

@@ -37,6 +37,7 @@ from flowforge.server.observations import TaskStarted, WorkflowClosed, observe
 from flowforge.server.stores.base import ExecutionRow, HistoryEventRow, TaskRow, TimerRow, Transaction
 
 __all__ = [
+    "EagerStart",
     "StartedWorkflowTask",
     "close_channel",
     "new_run",
@@ -105,6 +106,16 @@ class StartedWorkflowTask:
     """The Scheduled/Started events of a retried task (not written to history)."""
     next_event_id: int
     """The history the worker gets ends before this event."""
+
+
+@dataclasses.dataclass
+class EagerStart:
+    """Asks a start to lease its run's first workflow task to ``identity`` in the
+    start's own transaction (a worker stream's idle poll, server/matching.py)."""
+
+    identity: str
+    started: StartedWorkflowTask | None = None
+    """The lease, once committed; None if the run's first task is not due now."""
 
 
 _MUTABLE_EXECUTION_COLUMNS = tuple(

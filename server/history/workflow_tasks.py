@@ -75,18 +75,21 @@ class WorkflowTasks(Commands, FlowControl):
             return started
 
         started = await self._transaction(body, shielded=False)
-        if started is None:
-            return None
+        return None if started is None else await self.hand_out_leased_workflow_task(started)
+
+    async def hand_out_leased_workflow_task(self, started: StartedWorkflowTask) -> LeasedWorkflowTask:
+        """A poll's committed lease (its own, or an eager start's) with its history."""
         try:
             return await self._hand_out_workflow_task(started)
         except asyncio.CancelledError:
             # The poll went away between the lease's commit and its history read (a call
             # cancelled, a worker stream stopping): the task is handed back now rather
             # than left leased to nobody until its timeout.
-            await asyncio.shield(self._give_back_workflow_task(started.task))
+            await asyncio.shield(self.give_back_workflow_task(started.task))
             raise
 
-    async def _give_back_workflow_task(self, leased: TaskRow) -> None:
+    async def give_back_workflow_task(self, leased: TaskRow) -> None:
+        """Ends the attempt of a workflow task leased to nobody, so the next is scheduled now."""
         token = TaskToken(leased.namespace, leased.task_id or 0, leased.fencing_token, leased.kind, leased.run_id)
 
         async def body(tx: Transaction) -> None:

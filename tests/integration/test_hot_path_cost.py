@@ -134,6 +134,34 @@ async def test_one_activity_workflow_costs_five_commits_and_six_rpcs(
     assert rpcs["GetWorkflowExecutionHistory"] == SINGLES  # result(): one long poll each
 
 
+async def test_on_the_worker_stream_a_one_activity_workflow_costs_four_commits(server: FlowForgeServer) -> None:
+    store = StoreCounters(server.store)
+    client = await Client.connect(f"127.0.0.1:{server.port}")
+    messages = count_stream_messages(client)
+    queue = f"cost-eager-{uuid.uuid4().hex[:8]}"
+    try:
+        async with Worker(client, task_queue=queue, workflows=[SingleActivity], activities=[noop]):
+            await (await client.start_workflow(SingleActivity.run, -1, id=f"warm-{queue}", task_queue=queue)).result()
+            await wait_until(
+                lambda: messages["results"] >= 3, timeout=10.0, what="the worker's reports to return", interval=0.01
+            )
+            store.reset()
+            for i in range(SINGLES):
+                handle = await client.start_workflow(SingleActivity.run, i, id=f"single-{queue}-{i}", task_queue=queue)
+                assert await handle.result() == i
+            await wait_until(
+                lambda: messages["results"] >= 3 * (SINGLES + 1),
+                timeout=10.0,
+                what="the worker's reports to return",
+                interval=0.01,
+            )
+    finally:
+        await client.close()
+    # The unary path's five less the first task's lease: the start leases it to the
+    # stream's waiting poll in its own transaction (eager start, docs/worker-stream.md).
+    assert store.counts["write_transactions"] == 4 * SINGLES, dict(store.counts)
+
+
 async def _onboard(client: Client, queue: str) -> None:
     """Runs ``ONBOARDINGS`` onboarding workflows, ``IN_FLIGHT`` at a time."""
     request = {"name": "Cost", "email": "cost@example.com", "work_seconds": 0, "cooling_off_seconds": 0}
