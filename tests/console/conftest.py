@@ -3,6 +3,11 @@
 install``), a page per test, and servers with authentication on.
 
 Without a browser the tests are skipped, except under ``CI=true``, where they fail.
+
+Every ``expect(...)`` waits up to :data:`SYSTEM_WAIT_MS` (Playwright's default is 5 s): what
+it waits on is the system (a page load, a long-poll woken across replicas, a run finishing),
+a deadline on a shared, loaded machine and never a measure of speed
+(``benchmarks/console.py`` measures that).
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Browser, Page, async_playwright, expect
 
 from flowforge import Client
 from flowforge.api.v1 import access_pb2
@@ -20,6 +25,10 @@ from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.server.auth.setup import AuthConfig
 from testsupport.chromium import LAUNCH_ARGS, find_chromium
 from testsupport.parking import ParkingNotifier
+
+#: How long an ``expect(...)`` waits for the page to show what it should (page actions
+#: already wait 30 s by default).
+SYSTEM_WAIT_MS = 30_000
 
 
 @pytest.fixture(scope="session")
@@ -30,6 +39,7 @@ async def browser() -> AsyncIterator[Browser]:
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)
+    expect.set_options(timeout=SYSTEM_WAIT_MS)
     async with async_playwright() as playwright:
         instance = await playwright.chromium.launch(executable_path=executable, args=LAUNCH_ARGS)
         yield instance

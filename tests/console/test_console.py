@@ -87,9 +87,9 @@ async def test_list_execution_dag_and_live_timeline(
     # A signal from another client shows up without a reload, and so does the rest.
     await page.click("button[data-tab=Timeline]")
     await handle.signal(Pipeline.proceed, "from another client")
-    await expect(page.locator("#timeline tr.ev-WorkflowExecutionSignaled")).to_have_count(1, timeout=5000)
+    await expect(page.locator("#timeline tr.ev-WorkflowExecutionSignaled")).to_have_count(1)
     await handle.result()
-    await expect(page.locator("#summary .badge")).to_have_text("COMPLETED", timeout=5000)
+    await expect(page.locator("#summary .badge")).to_have_text("COMPLETED")
     await expect(page.locator("#timeline tr")).to_have_count(len((await handle.fetch_history()).events))
     await page.click("button[data-tab=DAG]")
     await _expect_dag(page, admin, handle.id)
@@ -135,7 +135,7 @@ async def test_an_open_page_on_an_unchanged_execution_costs_the_store_nothing(
     assert not [reader for reader in counters.readers if reader.startswith("Executions.")], counters.readers
     # And it is live: a change ends the wait at once.
     await handle.signal(Pipeline.proceed, "now")
-    await expect(page.locator("#timeline tr.ev-WorkflowExecutionSignaled")).to_have_count(1, timeout=5000)
+    await expect(page.locator("#timeline tr.ev-WorkflowExecutionSignaled")).to_have_count(1)
 
 
 async def _history_wait(
@@ -216,14 +216,14 @@ async def test_the_page_works_against_a_postgresql_replica_pair(postgres_dsn: st
         client = await Client.connect(f"127.0.0.1:{replicas[0].port}", api_key=key)
         async with fast_worker(client, QUEUE, workflows=[Pipeline], activities=[step]):
             handle = await client.start_workflow(Pipeline.run, "p", id="replicated", task_queue=QUEUE)
-            await wait_until(lambda: waiting_for_signal(handle), timeout=20, what="the run to wait for its signal")
+            await wait_until(lambda: waiting_for_signal(handle), timeout=30, what="the run to wait for its signal")
             # The page is served by the other replica; the signal goes through the first.
             await sign_in(page, replicas[1], execution_path("replicated"), key)
             await expect(page.locator("#summary h1")).to_have_text("replicated")
             await handle.signal(Pipeline.proceed, "through replica 0")
-            await expect(page.locator("#timeline tr.ev-WorkflowExecutionSignaled")).to_have_count(1, timeout=5000)
+            await expect(page.locator("#timeline tr.ev-WorkflowExecutionSignaled")).to_have_count(1)
             await handle.result()
-            await expect(page.locator("#summary .badge")).to_have_text("COMPLETED", timeout=5000)
+            await expect(page.locator("#summary .badge")).to_have_text("COMPLETED")
         await client.close()
     finally:
         for replica in replicas:

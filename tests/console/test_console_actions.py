@@ -62,7 +62,7 @@ async def test_each_action_changes_the_execution_and_is_audited(
     await open_execution(page, server, "act-signal")
     await act(page, "SignalWorkflowExecution", "customer called", signal="proceed", input='"from the console"')
     assert await handles["signal"].result() == "signal.b.signal.c.."
-    await expect(page.locator("#summary .badge")).to_have_text("COMPLETED", timeout=5000)
+    await expect(page.locator("#summary .badge")).to_have_text("COMPLETED")
 
     await open_execution(page, server, "act-cancel")
     await act(page, "RequestCancelWorkflowExecution", "duplicate order")
@@ -70,7 +70,7 @@ async def test_each_action_changes_the_execution_and_is_audited(
 
     await open_execution(page, server, "act-terminate")
     await act(page, "TerminateWorkflowExecution", "stuck since Tuesday")
-    await expect(page.locator("#summary .badge")).to_have_text("TERMINATED", timeout=5000)
+    await expect(page.locator("#summary .badge")).to_have_text("TERMINATED")
 
     # Reset the completed run to its first workflow task: a new run, shown at once.
     await open_execution(page, server, "act-signal")
@@ -112,7 +112,7 @@ async def test_pause_unpause_and_dead_letters_from_the_console(
     await expect(page.locator("#actions [data-action=PauseWorkflowExecution]")).to_be_visible()
 
     await page.goto(base(server) + "/namespaces/default/dead-letters")
-    await expect(page.locator("#dead-letters tbody tr")).to_have_count(2, timeout=15000)
+    await expect(page.locator("#dead-letters tbody tr")).to_have_count(2)
     await page.click("#dead-letters tr:has-text('checkout-1') [data-action=retry]")
     await page.fill("dialog [name=reason]", "card limit raised")
     await page.click("dialog #confirm")
