@@ -11,6 +11,8 @@ Per stream, beside the handler that writes answers:
 - each report runs in its own task, so reports that arrive together reach group
   commit together; each is answered once, by its id, with what its unary RPC would
   have answered or that RPC's status (``error_status``, the ``@rpc`` mapping).
+  Reports of one task (the same task token) run one after another in the order they
+  were read, as one worker's unary calls for a task would.
 
 What is ready is written together: the writer takes everything queued into one
 message. Leases are the unary path's: a pushed task that never reached the stream
@@ -108,6 +110,8 @@ class _WorkerStream:
         self._half_closed = False
         self._closing = False
         self._reports: dict[int, asyncio.Task[None]] = {}  # by id, until answered
+        # The last report started per task token, until it ends: the next one waits for it.
+        self._last_of_task: dict[bytes, asyncio.Task[None]] = {}
         self._report_slots = asyncio.Semaphore(MAX_PENDING_REPORTS)
         self._outbox: asyncio.Queue[object] = asyncio.Queue()
         self._unsent: list[object] = []  # taken by the writer but not written
@@ -295,9 +299,24 @@ class _WorkerStream:
         if report.id in self._reports:
             raise InvalidArgument(f"report id {report.id} is already used by a report not yet answered on this stream")
         await self._report_slots.acquire()
-        self._reports[report.id] = asyncio.create_task(self._run_report(report))
+        field = report.WhichOneof("report")
+        token: bytes = getattr(report, field).task_token if field else b""
+        before = self._last_of_task.get(token) if token else None
+        task = self._reports[report.id] = asyncio.create_task(self._run_report(report, before))
+        if token:
+            self._last_of_task[token] = task
+            task.add_done_callback(lambda done: self._forget_task(token, done))
 
-    async def _run_report(self, report: pb.WorkerReport) -> None:
+    def _forget_task(self, token: bytes, report: asyncio.Task[None]) -> None:
+        if self._last_of_task.get(token) is report:
+            del self._last_of_task[token]
+
+    async def _run_report(self, report: pb.WorkerReport, before: asyncio.Task[None] | None) -> None:
+        """Runs a report and queues its answer, after ``before`` (the previous report
+        of the same task on this stream) has run: a heartbeat sent before its task's
+        completion is not refused for a lease that completion ended."""
+        if before is not None:
+            await asyncio.wait({before})
         result = pb.WorkerReportResult(id=report.id)
         field = report.WhichOneof("report")
         rpc = _RPC

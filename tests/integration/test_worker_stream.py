@@ -98,7 +98,8 @@ async def test_a_workflow_runs_on_reports_answered_by_id(wire: Wire, stream: Raw
         results.update({r.id: r for r in more.results})
         message.tasks.extend(more.tasks)
     assert results[done.id].status_code == 0 and results[done.id].WhichOneof("response") == "activity_task_completed"
-    assert results[beat.id].WhichOneof("response") == "activity_task_heartbeat"
+    # Sent before the completion in the same message, so applied before it (docs/worker-stream.md).
+    assert results[beat.id].status_code == 0 and results[beat.id].WhichOneof("response") == "activity_task_heartbeat"
     (next_task,) = message.tasks
     finish = stream.report(
         workflow_task_completed=_completed(next_task.workflow_task.task_token, complete_workflow("done"))
@@ -108,6 +109,34 @@ async def test_a_workflow_runs_on_reports_answered_by_id(wire: Wire, stream: Raw
     assert (await wire.describe(workflow_id)).status == common_pb2.WORKFLOW_EXECUTION_STATUS_COMPLETED
     await stream.call.done_writing()
     assert (await stream.status())[0] == grpc.StatusCode.OK
+
+
+async def test_reports_of_one_task_are_applied_in_the_order_they_were_sent(
+    wire: Wire, stream: RawWorkerStream, queue: str
+) -> None:
+    await _start(wire, queue, 1)
+    await stream.hello(NS, credit(queue, WORKFLOW, 1), credit(queue, ACTIVITY, 1))
+    (task,) = await stream.tasks(1)
+    schedule = stream.report(workflow_task_completed=_completed(task.workflow_task.task_token, schedule_activity("a1")))
+    await stream.send(reports=[schedule])
+    assert (await stream.results(1))[schedule.id].status_code == 0
+    (activity,) = await stream.tasks(1)
+    token = activity.activity_task.task_token
+    beats_before = [
+        stream.report(activity_task_heartbeat=pb.RecordActivityTaskHeartbeatRequest(task_token=token)) for _ in range(4)
+    ]
+    done = stream.report(activity_task_completed=pb.RespondActivityTaskCompletedRequest(task_token=token))
+    beats_after = [
+        stream.report(activity_task_heartbeat=pb.RecordActivityTaskHeartbeatRequest(task_token=token)) for _ in range(2)
+    ]
+    await stream.send(reports=[*beats_before, done, *beats_after])
+    results = await stream.results(7)
+    # Each heartbeat sees the lease as the completion left it: held before, ended after.
+    assert {r.id: _code(r.status_code) for r in results.values()} == {
+        **{beat.id: grpc.StatusCode.OK for beat in beats_before},
+        done.id: grpc.StatusCode.OK,
+        **{beat.id: grpc.StatusCode.FAILED_PRECONDITION for beat in beats_after},
+    }
 
 
 async def test_a_stale_or_forged_token_is_answered_as_the_unary_rpc_answers(
