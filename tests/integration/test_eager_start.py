@@ -116,3 +116,27 @@ async def test_a_stream_gone_before_the_hand_over_has_the_lease_released_at_once
     task = await wire.poll_workflow_task(queue, timeout=5.0)
     assert task.workflow_execution.workflow_id == f"{queue}-1"
     assert task.attempt == 2
+
+
+async def test_a_signal_with_start_that_creates_a_run_is_pushed_and_one_that_signals_hands_nothing(
+    server: FlowForgeServer, wire: Wire
+) -> None:
+    queue = _queue()
+    stream = RawWorkerStream(wire.channel)
+    try:
+        await stream.hello(NS, credit(queue, WORKFLOW, 2))
+        await _idle(server, queue, 2)
+        store = StoreCounters(server.store)
+        await wire.start(f"{queue}-1", task_queue=queue, start_signal="go")
+        (pushed,) = await stream.tasks(1)
+        assert pushed.workflow_task.workflow_execution.workflow_id == f"{queue}-1"
+        assert store.counts["write_transactions"] == 1, dict(store.counts)
+        types = event_types(await wire.history(f"{queue}-1"))
+        assert types[0] == "WorkflowExecutionStarted" and types[-1] == "WorkflowTaskStarted"
+        assert "WorkflowExecutionSignaled" in types
+        # The run is running: the second signals it and leases nothing (its task is leased).
+        await _idle(server, queue, 1)
+        await wire.start(f"{queue}-1", task_queue=queue, start_signal="go")
+        await _idle(server, queue, 1)  # the claimed poll was handed nothing and waits again
+    finally:
+        stream.cancel()
