@@ -6,7 +6,6 @@ activity was scheduled."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 from typing import Any
 
@@ -15,7 +14,6 @@ from flowforge.api.v1 import common_pb2
 from flowforge.server.errors import FailedPrecondition
 from flowforge.server.history.data import LeasedActivityTask, LeasedWorkflowTask
 from flowforge.server.history.dead_letters import PARKED_RETRY_STATES, attempt_base, park
-from flowforge.server.history.group_commit import GroupCommit
 from flowforge.server.history.mutation import (
     HELD_US,
     PREVIOUS_EVENT,
@@ -38,11 +36,6 @@ __all__ = ["ActivityTasks"]
 
 class ActivityTasks(WorkflowTasks):
     """Activity tasks, from their lease to their outcome."""
-
-    @functools.cached_property
-    def _activity_reports(self) -> GroupCommit[StartedWorkflowTask | None]:
-        """Completions and cancellations that arrive together commit together."""
-        return GroupCommit(self._transaction)
 
     async def try_lease_activity_task(
         self, namespace: str, task_queue: str, identity: str
@@ -201,7 +194,7 @@ class ActivityTasks(WorkflowTasks):
             await m.save()
             return started
 
-        started = await self._activity_reports.run(token.run_id, body)
+        started = await self._reports.run(token.run_id, body)
         return None if started is None else await self._hand_out_workflow_task(started, cached_event_id)
 
     async def _activity_attempt_failed(

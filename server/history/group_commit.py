@@ -1,7 +1,9 @@
 """Group commit: reports that arrive together share one store transaction.
 
-A report that finds no transaction of its kind under way runs at once, alone, as
-before. Reports that arrive while one is under way queue, and when it ends they all
+One group serves every report on a run that the engine groups (workflow task
+completions and activity completions alike), so reports of both kinds share a
+transaction. A report that finds no group transaction under way runs at once, alone,
+as before. Reports that arrive while one is under way queue, and when it ends they all
 commit together in one transaction (up to ``max_batch``), ordered by run id so every
 group takes its row locks in one order. No report waits for company: a queued report
 waits only for the transaction that was already running. Most reports of a group touch
@@ -20,7 +22,7 @@ import asyncio
 import contextvars
 import dataclasses
 from collections.abc import Awaitable, Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from flowforge.server.errors import Unavailable
 from flowforge.server.stores.base import Transaction
@@ -37,8 +39,8 @@ class _Report(Generic[_T]):
     answer: asyncio.Future[_T]
 
 
-class GroupCommit(Generic[_T]):
-    """Runs transaction bodies of one kind, grouping those that arrive together.
+class GroupCommit:
+    """Runs transaction bodies of reports, grouping those that arrive together.
 
     Args:
         transaction: Runs a body in a transaction (retried on a conflict), e.g.
@@ -46,16 +48,16 @@ class GroupCommit(Generic[_T]):
         max_batch: The most reports in one transaction.
     """
 
-    def __init__(self, transaction: Callable[[Body[list[_T]]], Awaitable[list[_T]]], max_batch: int = 64) -> None:
+    def __init__(self, transaction: Callable[[Body[list[Any]]], Awaitable[list[Any]]], max_batch: int = 64) -> None:
         self._transaction = transaction
         self._max_batch = max_batch
-        self._queue: list[_Report[_T]] = []
+        self._queue: list[_Report[Any]] = []
         self._busy = False
         self._flusher: asyncio.Task[None] | None = None  # referenced, so it is not collected mid-run
 
     async def run(self, run_id: str, body: Body[_T]) -> _T:
-        """Runs ``body`` (a report on ``run_id``) alone if nothing of this kind is under
-        way, else in the next group; returns what it returned."""
+        """Runs ``body`` (a report on ``run_id``) alone if no group transaction is
+        under way, else in the next group; returns what it returned."""
         if not self._busy:
             self._busy = True
             try:
@@ -69,6 +71,7 @@ class GroupCommit(Generic[_T]):
         return await asyncio.shield(answer)
 
     async def _alone(self, body: Body[_T]) -> _T:
+        result: _T
         (result,) = await self._transaction(lambda tx: _all(tx, [body]))
         return result
 
@@ -92,7 +95,7 @@ class GroupCommit(Generic[_T]):
             self._queue.clear()
             self._busy = False
 
-    async def _commit(self, group: list[_Report[_T]]) -> None:
+    async def _commit(self, group: list[_Report[Any]]) -> None:
         if len(group) > 1:
             try:
                 results = await self._transaction(lambda tx: _all(tx, [report.body for report in group]))
@@ -105,7 +108,7 @@ class GroupCommit(Generic[_T]):
                 return
         await asyncio.gather(*(self._answer_alone(report) for report in group))
 
-    async def _answer_alone(self, report: _Report[_T]) -> None:
+    async def _answer_alone(self, report: _Report[Any]) -> None:
         try:
             result = await self._alone(report.body)
         except Exception as error:
@@ -116,5 +119,5 @@ class GroupCommit(Generic[_T]):
                 report.answer.set_result(result)
 
 
-async def _all(tx: Transaction, bodies: list[Body[_T]]) -> list[_T]:
+async def _all(tx: Transaction, bodies: list[Body[Any]]) -> list[Any]:
     return [await body(tx) for body in bodies]

@@ -25,6 +25,7 @@ from flowforge.server.history.commands import DEADLINE_COMMANDS, Commands
 from flowforge.server.history.data import LeasedActivityTask, LeasedWorkflowTask, WorkflowTaskCompletion
 from flowforge.server.history.execution_limits import LimitBreach, check_completion
 from flowforge.server.history.flow_control import FlowControl
+from flowforge.server.history.group_commit import GroupCommit
 from flowforge.server.history.mutation import StartedWorkflowTask, _Mutation, activity_lease_expiry
 from flowforge.server.observations import TaskStarted, observe
 from flowforge.server.stores.base import TaskRow, Transaction
@@ -50,6 +51,12 @@ class WorkflowTasks(Commands, FlowControl):
     @functools.cached_property
     def _validator(self) -> CommandValidator:
         return CommandValidator(self.config.max_payload_bytes)
+
+    @functools.cached_property
+    def _reports(self) -> GroupCommit:
+        """Workflow task completions and activity completions and cancellations that
+        arrive together commit together (one group for all: fewer transactions)."""
+        return GroupCommit(self._transaction)
 
     async def try_lease_workflow_task(
         self, namespace: str, task_queue: str, identity: str
@@ -224,7 +231,7 @@ class WorkflowTasks(Commands, FlowControl):
             hot_path = m.running and all(c.WhichOneof("attributes") in DEADLINE_COMMANDS for c in commands)
             return _Completed(eager, started, m.earliest_new_deadline() if hot_path else now)
 
-        completed = await self._transaction(body)
+        completed = await self._reports.run(token.run_id, body)
         if completed.deadline_us is not None:
             self.on_new_deadline(completed.deadline_us)
         return WorkflowTaskCompletion(
