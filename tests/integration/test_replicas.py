@@ -9,9 +9,11 @@ timer per workflow) with every activity wrapped to append what it was handed —
 attempt, idempotency key and the fencing token decoded from its task token — to
 a ledger file. Half the workflows are started through A, half through B.
 
-When a third of them have completed, the forwarder is pointed at B (the load
-balancer takes A out) and A is killed with SIGKILL. Both workers must keep
-going, through B alone, and executions must keep completing while A is down.
+When 100 of them have completed, the forwarder is pointed at B (the load
+balancer takes A out) and A is killed with SIGKILL; 60 more workflows are
+started through B (so work is left for both workers however fast the first ones
+finished). Both workers must keep going, through B alone, and executions must
+keep completing while A is down.
 Then A is started again on the same port and put back behind the forwarder, the
 last 60 workflows are started (so work is left however fast the first ones
 finished), and worker "a" must work through A again. In the end every workflow id has exactly
@@ -62,6 +64,9 @@ TASK_QUEUE = "replicas"
 KILL_AT_COMPLETED = WORKFLOWS // 3
 # Executions that must complete while A is down, with only B serving.
 COMPLETED_WHILE_DOWN = 30
+# Executions started through B once A is down, so work is left for both workers
+# through B alone however fast the first ones finished.
+STARTED_WHILE_DOWN = 60
 # Executions started only once A is back, so work is left for worker a through the
 # restarted A however fast the first ones finished.
 STARTED_AFTER_RESTART = 60
@@ -244,13 +249,14 @@ async def test_two_replicas_share_the_work_and_a_killed_replica_loses_nothing(
         ids = [f"replicas-{i}" for i in range(WORKFLOWS)]
         gate = asyncio.Semaphore(50)
 
-        async def start(i: int) -> None:
+        async def start(i: int, client: Client | None = None) -> None:
             async with gate:
-                await (client_a, client_b)[i % 2].start_workflow(
+                await (client or (client_a, client_b)[i % 2]).start_workflow(
                     Onboarding.run, {**REQUEST, "email": f"r{i}@example.com"}, id=ids[i], task_queue=TASK_QUEUE
                 )
 
-        await asyncio.gather(*(start(i) for i in range(WORKFLOWS - STARTED_AFTER_RESTART)))
+        started_while_up = WORKFLOWS - STARTED_AFTER_RESTART - STARTED_WHILE_DOWN
+        await asyncio.gather(*(start(i) for i in range(started_while_up)))
         phase("started")
 
         # Both workers, each through its own replica, do the work.
@@ -273,6 +279,7 @@ async def test_two_replicas_share_the_work_and_a_killed_replica_loses_nothing(
         phase("killed")
         completed_at_kill = await count_completed(client_b)
         assert completed_at_kill < WORKFLOWS - 2 * COMPLETED_WHILE_DOWN, "the kill came too late to be mid-run"
+        await asyncio.gather(*(start(i, client_b) for i in range(started_while_up, WORKFLOWS - STARTED_AFTER_RESTART)))
 
         # Progress without A: executions complete, and both workers (worker a now
         # through B) keep running activities.
