@@ -234,15 +234,24 @@ class _WorkerStream:
             self._unspent += credit.count
             while feed.credits and len(feed.polls) < POLLS_PER_QUEUE:
                 feed.credits -= 1
-                poll = asyncio.create_task(self._poll(feed))
-                feed.polls.add(poll)
-                poll.add_done_callback(feed.polls.discard)
+                feed.polls.add(asyncio.create_task(self._poll(feed)))
 
     # ------------------------------------------------------------------ pushing tasks
 
     async def _poll(self, feed: _Feed) -> None:
         """Leases tasks of the feed's queue, one credit each (taken before it
-        leases), while credits are left; every task leased is queued to be written."""
+        leases), while credits are left; every task leased is queued to be written.
+
+        It leaves ``feed.polls`` itself as it ends, not by a done callback: a credit
+        granted between its end and that callback would find the feed's polls all
+        counted, start none, and wait for the worker's next credit."""
+        try:
+            await self._poll_while_credited(feed)
+        finally:
+            if (current := asyncio.current_task()) is not None:
+                feed.polls.discard(current)
+
+    async def _poll_while_credited(self, feed: _Feed) -> None:
         retry_s = _RETRY_S[0]
         while True:
             try:

@@ -408,8 +408,10 @@ class PostgresStore(Store):
             connection = await pool.acquire(timeout=self._acquire_timeout_s)
         try:
             tx = _PostgresTransaction(connection)
-            await tx._script(begin)
             try:
+                # Inside the try: cancelled during BEGIN, the transaction may have begun on
+                # the server, and the pool would otherwise reset it with an error logged.
+                await tx._script(begin)
                 yield tx
             except BaseException:
                 await self._roll_back(connection)
