@@ -192,6 +192,16 @@ async def test_why_an_activity_waits_for_a_slot_and_for_a_pause(
     try:
         async with fast_worker(admin, QUEUE, workflows=[Throttled], activities=[hold]):
             handle = await admin.start_workflow(Throttled.run, id="throttled", task_queue=QUEUE)
+
+            async def one_runs_one_waits() -> bool:
+                pending = (await handle.describe()).pending_activities
+                return sorted((a.state, "payments-api" in a.waiting_reason) for a in pending) == [
+                    ("SCHEDULED", True),
+                    ("STARTED", False),
+                ]
+
+            # An activity starting writes no event, so the open page would not redraw for it.
+            await wait_until(one_runs_one_waits, timeout=30, what="one activity to run and the other to wait")
             await sign_in(page, server, execution_path("throttled"), key)
             pending = page.locator("#pending tbody tr")
             await expect(pending.filter(has_text="waiting for a slot of concurrency key payments-api")).to_have_count(1)
