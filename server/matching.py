@@ -308,10 +308,22 @@ class Matching:
             poll = IdlePoll(identity, asyncio.get_running_loop().create_future())
             woken = await self._wait_claimable(channel, poll, wake, wait_s)
             if poll.claimed:
-                started = await poll.handoff  # cancelled with this poll: the start gives it back
+                try:
+                    started = await poll.handoff
+                except asyncio.CancelledError:
+                    await self._cancel_claim(poll)
+                    raise
                 if started is not None:
                     return await handed(started)
                 woken = False  # the start leased nothing: look again
+
+    async def _cancel_claim(self, poll: IdlePoll) -> None:
+        """For a poll being cancelled: a start that claimed it gives its lease back, and a
+        lease handed over just before the cancellation is given back here rather than
+        left leased to nobody until its timeout."""
+        handoff = poll.handoff
+        if not handoff.cancel() and not handoff.cancelled() and (started := handoff.result()) is not None:
+            await asyncio.shield(self._engine.give_back_workflow_task(started.task))
 
     async def _wait_claimable(self, channel: str, poll: IdlePoll, wake: asyncio.Event, wait_s: float) -> bool:
         """Waits like a poll, with ``poll`` open to a start's claim meanwhile; True if notified."""
@@ -321,7 +333,7 @@ class Matching:
         try:
             await asyncio.wait((notified, poll.handoff), return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
-            poll.handoff.cancel()  # a start that claimed it gives its lease back
+            await self._cancel_claim(poll)
             raise
         finally:
             notified.cancel()

@@ -6,12 +6,15 @@ before, and a stream that goes away before the hand-over gets the lease released
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
+from flowforge.api.v1 import common_pb2
 from flowforge.server import FlowForgeServer, ServerConfig
+from flowforge.server.history import EagerStart
 from tests.integration._protocol import NS, Wire, event_types
 from tests.integration._stream_client import WORKFLOW, RawWorkerStream, credit
 from testsupport.counting import StoreCounters
@@ -140,3 +143,37 @@ async def test_a_signal_with_start_that_creates_a_run_is_pushed_and_one_that_sig
         await _idle(server, queue, 1)  # the claimed poll was handed nothing and waits again
     finally:
         stream.cancel()
+
+
+async def test_a_poll_cancelled_right_after_the_hand_over_gives_the_lease_back(
+    server: FlowForgeServer, wire: Wire
+) -> None:
+    # The hand-over and the poll's cancellation in the same turn of the event loop: the
+    # lease reached the poll but will never be pushed, so the poll gives it back itself.
+    queue = _queue()
+    poll = asyncio.create_task(server.matching.poll_workflow_task(NS, queue, "doomed", 60.0, claimable=True))
+    await _idle(server, queue)
+    claimed = server.matching.claim_idle_workflow_poll(NS, queue)
+    assert claimed is not None and claimed.identity == "doomed"
+    eager = EagerStart(claimed.identity)
+    await server.engine.start_workflow(
+        namespace=NS,
+        workflow_id=f"{queue}-1",
+        workflow_type="wf",
+        task_queue=queue,
+        input=common_pb2.Payloads(),
+        request_id=f"{queue}-1",
+        identity="starter",
+        execution_timeout_s=0,
+        run_timeout_s=0,
+        task_timeout_s=0,
+        eager=eager,
+    )
+    assert eager.started is not None
+    await server.matching.hand_over(claimed, eager.started)
+    poll.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await poll
+    task = await wire.poll_workflow_task(queue, timeout=5.0)
+    assert task.workflow_execution.workflow_id == f"{queue}-1"
+    assert task.attempt == 2
