@@ -180,7 +180,10 @@ async def test_an_expired_or_refused_token_asks_again(server: FlowForgeServer, i
     idp.user = TestUser("olivia", ["default:operator"])
     await sign_in_with_provider(page, server, "/namespaces/default/workflows", idp.user)
 
-    # Past the token's expiry the page asks again, without sending it.
+    # Past the token's expiry the page asks again, without sending it. The list's calls end
+    # first: one still in flight would be refused (sent without the expired token), ask again
+    # itself and forget the token, and the reload below would then find no token to call expired.
+    await page.wait_for_load_state("networkidle")
     await page.evaluate("() => sessionStorage.setItem('flowforge.bearerExpires', String(Date.now() - 1000))")
     await page.reload()
     await expect(page.locator("#key-form .error")).to_contain_text("expired")
