@@ -14,9 +14,10 @@ field means (:mod:`.validation`, the engine's input checks).
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import grpc
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -237,6 +238,17 @@ def _refusing_stream(behavior: StreamBehavior, method: str) -> StreamBehavior:
             if isinstance(request, _Malformed):
                 raise InvalidArgument(f"{method}: a message on the stream was refused: {request.reason}")
             yield request
+
+    if inspect.isasyncgenfunction(behavior):
+        # A servicer written as an async generator (gRPC reflection's) yields its
+        # answers rather than writing them: the wrapper must yield them on.
+        generator = cast(Callable[[AsyncIterator[Any], Any], AsyncIterator[Any]], behavior)
+
+        async def handle_yielding(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
+            async for response in generator(checked(requests), context):
+                yield response
+
+        return cast(StreamBehavior, handle_yielding)
 
     async def handle(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext[Any, Any]) -> None:
         await behavior(checked(requests), context)
