@@ -425,8 +425,11 @@ class PostgresStore(Store):
         is nothing to roll back, which PostgreSQL only warns about). A
         connection that cannot (dropped, still busy with a cancelled statement) is
         closed; the pool opens a fresh one."""
-        if connection.is_closed():
-            return
+        try:
+            if connection.is_closed():
+                return
+        except asyncpg.InterfaceError:
+            return  # the pool took it back as it died (a failed BEGIN): nothing to roll back
         try:
             await connection.execute("ROLLBACK")
         except Exception:

@@ -64,7 +64,20 @@ async def _started(client: Client, key: str, *, buggy: bool) -> WorkflowHandle:
         BUGGY.discard(key)  # the fix is deployed
     else:
         await wait_until(lambda: RUNS[f"{key}/2"] == 1, timeout=DEADLINE_S, what="the second step")
+        # The activity ran, but its result is history only once reported and the workflow
+        # task after it completed; before that, "last" would be the task that scheduled it.
+        await wait_until(
+            lambda: _result_of_second_step_recorded(handle), timeout=DEADLINE_S, what="the second step's result"
+        )
     return handle
+
+
+async def _result_of_second_step_recorded(handle: WorkflowHandle) -> bool:
+    history = await events(handle)
+    completed = of_type(history, "ActivityTaskCompleted")
+    return len(completed) == 2 and any(
+        e.event_id > completed[1].event_id for e in of_type(history, "WorkflowTaskCompleted")
+    )
 
 
 @pytest.mark.parametrize(("buggy", "reset_type"), [(True, "last"), (True, "first"), (False, "last"), (False, "first")])
