@@ -5,10 +5,32 @@ from __future__ import annotations
 import asyncio
 import collections
 import weakref
+from datetime import timedelta
 
+from flowforge.api.v1 import common_pb2
+from flowforge.api.v1 import workflow_service_pb2 as pb
+from flowforge.client import Client
 from flowforge.server.stores.base import Notifier
 
-__all__ = ["ParkingNotifier"]
+__all__ = ["ParkingNotifier", "history_long_poll"]
+
+
+async def history_long_poll(
+    client: Client, workflow_id: str, run_id: str, after_event_id: int, *, seconds: int
+) -> pb.GetWorkflowExecutionHistoryResponse:
+    """One history long-poll (``wait_new_event``) after ``after_event_id``, held by the
+    server for up to ``seconds``: the events that arrived, or none when it ran out."""
+    request = pb.GetWorkflowExecutionHistoryRequest(
+        namespace="default",
+        execution=common_pb2.WorkflowExecution(workflow_id=workflow_id, run_id=run_id),
+        after_event_id=after_event_id,
+        wait_new_event=True,
+    )
+    request.wait_timeout.FromSeconds(seconds)
+    answer: pb.GetWorkflowExecutionHistoryResponse = await client.workflow_service.call(
+        "GetWorkflowExecutionHistory", request, retry=False, timeout=timedelta(seconds=seconds + 60)
+    )
+    return answer
 
 
 class ParkingNotifier(Notifier):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -20,8 +19,6 @@ import pytest
 from playwright.async_api import Page, expect
 
 from flowforge import Client
-from flowforge.api.v1 import common_pb2
-from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.client import WorkflowHandle, WorkflowHistory
 from flowforge.server import FlowForgeServer
 from flowforge.testing import Replayer
@@ -29,7 +26,7 @@ from tests.console._app import QUEUE, Pipeline, step, waiting_for_signal
 from tests.console.conftest import console_server, create_key
 from tests.integration._reliability import fast_worker
 from testsupport.counting import StoreCounters
-from testsupport.parking import ParkingNotifier
+from testsupport.parking import ParkingNotifier, history_long_poll
 from testsupport.waiting import wait_until
 
 # The measured window of the idle-page test: long enough for any periodic work to show.
@@ -129,29 +126,13 @@ async def test_an_open_page_on_an_unchanged_execution_costs_the_store_nothing(
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url))
     counters = StoreCounters(server.store)
-    window = await _history_wait(admin, handle.id, description.run_id, last, WINDOW_S)
+    window = await history_long_poll(admin, handle.id, description.run_id, last, seconds=WINDOW_S)
     assert not window.events
     assert requests == [], "the page asked for something while nothing changed"
     assert not [reader for reader in counters.readers if reader.startswith("Executions.")], counters.readers
     # And it is live: a change ends the wait at once.
     await handle.signal(Pipeline.proceed, "now")
     await expect(page.locator("#timeline tr.ev-WorkflowExecutionSignaled")).to_have_count(1)
-
-
-async def _history_wait(
-    client: Client, workflow_id: str, run_id: str, after_event_id: int, seconds: int
-) -> pb.GetWorkflowExecutionHistoryResponse:
-    request = pb.GetWorkflowExecutionHistoryRequest(
-        namespace="default",
-        execution=common_pb2.WorkflowExecution(workflow_id=workflow_id, run_id=run_id),
-        after_event_id=after_event_id,
-        wait_new_event=True,
-    )
-    request.wait_timeout.FromSeconds(seconds)
-    answer: pb.GetWorkflowExecutionHistoryResponse = await client.workflow_service.call(
-        "GetWorkflowExecutionHistory", request, retry=False, timeout=timedelta(seconds=seconds + 20)
-    )
-    return answer
 
 
 async def _events(handle: WorkflowHandle[Any, Any]) -> list[Any]:

@@ -29,7 +29,7 @@ from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.server.stores.postgres import PostgresStore
 from tests.integration._reliability import DEADLINE_S, events, fast_worker
 from testsupport.counting import StoreCounters
-from testsupport.parking import ParkingNotifier
+from testsupport.parking import ParkingNotifier, history_long_poll
 from testsupport.postgres import with_address
 from testsupport.tcp_proxy import TcpProxy
 from testsupport.waiting import wait_until
@@ -237,37 +237,21 @@ async def test_a_wait_on_an_unchanged_run_reads_nothing_until_a_change(server: F
     run_id = (await handle.describe()).run_id
     last = (await events(handle))[-1].event_id
     counters = StoreCounters(server.store)
-    first = await quiet_wait(client, handle.id, run_id, last, seconds=1)
+    first = await history_long_poll(client, handle.id, run_id, last, seconds=1)
     assert not first.events
     assert counters.readers["Executions.get_history"] == 2  # resolve the run, then read it
     counters.reset()
     # The window: three more waits of 1 s each, answered empty by their own deadline.
     for _ in range(3):
-        assert not (await quiet_wait(client, handle.id, run_id, last, seconds=1)).events
+        assert not (await history_long_poll(client, handle.id, run_id, last, seconds=1)).events
     assert counters.readers["Executions.get_history"] == 0, counters.readers
     # What did read meanwhile are the server's own loops (matching, timers, scheduler, batches).
     assert not [reader for reader in counters.readers if reader.startswith("Executions.")], counters.readers
     await handle.signal(Driven.do, "nothing")
     counters.reset()
-    woke = await quiet_wait(client, handle.id, run_id, last, seconds=PARKED_S)
+    woke = await history_long_poll(client, handle.id, run_id, last, seconds=int(PARKED_S))
     assert woke.events[0].event_type == "WorkflowExecutionSignaled"
     assert counters.readers["Executions.get_history"] == 2
-
-
-async def quiet_wait(
-    client: Client, workflow_id: str, run_id: str, after_event_id: int, *, seconds: float
-) -> pb.GetWorkflowExecutionHistoryResponse:
-    request = pb.GetWorkflowExecutionHistoryRequest(
-        namespace="default",
-        execution=common_pb2.WorkflowExecution(workflow_id=workflow_id, run_id=run_id),
-        after_event_id=after_event_id,
-        wait_new_event=True,
-    )
-    request.wait_timeout.FromSeconds(int(seconds))
-    answer: pb.GetWorkflowExecutionHistoryResponse = await client.workflow_service.call(
-        "GetWorkflowExecutionHistory", request, retry=False, timeout=timedelta(seconds=seconds + DEADLINE_S)
-    )
-    return answer
 
 
 # ------------------------------------------------------------------ PostgreSQL: other replicas, lost notifications
