@@ -37,6 +37,16 @@ from tests.integration._processes import ServerProcess, _env
 _ids = itertools.count(1)
 
 
+def _eventually(check: Callable[[], Any], what: str, timeout_s: float = 30.0) -> Any:
+    """Runs the CLI check (synchronous: each is a subprocess) until it gives something
+    truthy, and returns that; fails naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not (found := check()):
+        assert time.monotonic() < deadline, f"timed out after {timeout_s:.0f} s waiting for {what}"
+        time.sleep(0.05)
+    return found
+
+
 def _walk(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator[str]:
     for name, command in group.commands.items():
         if isinstance(command, click.Group):
@@ -167,13 +177,13 @@ class Session:
         """An ``Unserved`` execution once its activity "1" is pending; returns the workflow id."""
         workflow_id = self.fresh("unserved")
         ok("workflow", "start", "--type", "Unserved", "--task-queue", "cli", "--workflow-id", workflow_id)
-        deadline = time.monotonic() + 30
-        while True:
-            described = json.loads(ok("workflow", "describe", "--workflow-id", workflow_id, "--output", "json").out)
-            if described["pending_activities"]:
-                return workflow_id
-            assert time.monotonic() < deadline, f"{workflow_id}'s activity was not scheduled in 30 s"
-            time.sleep(0.05)
+        _eventually(
+            lambda: json.loads(ok("workflow", "describe", "--workflow-id", workflow_id, "--output", "json").out)[
+                "pending_activities"
+            ],
+            f"{workflow_id}'s activity to be scheduled",
+        )
+        return workflow_id
 
     def paused_activity(self) -> str:
         """An ``Unserved`` execution whose activity "1" is paused; returns the workflow id."""
@@ -207,14 +217,12 @@ class Session:
         """A ``Parks`` execution's activity, once parked in the dead-letter store; returns its id."""
         workflow_id = self.fresh("parks")
         ok("workflow", "start", "--type", "Parks", "--task-queue", "cli", "--workflow-id", workflow_id)
-        deadline = time.monotonic() + 30
-        while True:
-            listed = json.loads(ok("dlq", "list", "--workflow-id", workflow_id, "--output", "json").out)
-            if listed:
-                dead_letter_id: str = listed[0]["id"]
-                return dead_letter_id
-            assert time.monotonic() < deadline, f"{workflow_id}'s activity was not parked in 30 s"
-            time.sleep(0.05)
+        listed = _eventually(
+            lambda: json.loads(ok("dlq", "list", "--workflow-id", workflow_id, "--output", "json").out),
+            f"{workflow_id}'s activity to be parked",
+        )
+        dead_letter_id: str = listed[0]["id"]
+        return dead_letter_id
 
     def dag_file(self) -> str:
         """A fresh valid DAG definition (its own name, so its own version) in a temporary file."""
