@@ -123,13 +123,13 @@ class StoreCounters:
                 self.counts["write_transactions_that_changed_rows"] += 1
 
         @contextlib.asynccontextmanager
-        async def counted_read() -> AsyncIterator[Any]:
+        async def counted_read(**options: Any) -> AsyncIterator[Any]:
             self.counts["read_transactions"] += 1
             reader = _engine_caller("read")
             self.readers[reader] += 1
             tx = None
             try:
-                async with read() as tx:
+                async with read(**options) as tx:
                     count_statements(tx, "read", [False])
                     yield tx
             finally:

@@ -135,10 +135,11 @@ class EngineCore:
         beside the engine that write their own rows together with a start."""
         return await self._transaction(body)
 
-    async def read(self, body: Callable[[Transaction], Awaitable[_T]]) -> _T:
-        """Runs ``body`` on a read-only snapshot; UNAVAILABLE if the store is down."""
+    async def read(self, body: Callable[[Transaction], Awaitable[_T]], *, one_statement: bool = False) -> _T:
+        """Runs ``body`` on a read-only snapshot; UNAVAILABLE if the store is down.
+        ``one_statement``: the body runs one SELECT at most (see :meth:`Store.read`)."""
         try:
-            async with self.store.read() as tx:
+            async with self.store.read(one_statement=one_statement) as tx:
                 return await body(tx)
         except StoreUnavailable as error:
             raise Unavailable(f"the store is unavailable ({error}); retry with backoff") from error

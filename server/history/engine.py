@@ -61,7 +61,8 @@ class HistoryEngine(
     async def visible_tasks(self, namespace: str, kind: str, task_queue: str, limit: int) -> int:
         """How many tasks a poll of the queue could lease now, at most ``limit`` (a read, no lock)."""
         return await self.read(
-            lambda tx: tx.count_visible_tasks(namespace, kind, task_queue, self.clock.now_us(), limit)
+            lambda tx: tx.count_visible_tasks(namespace, kind, task_queue, self.clock.now_us(), limit),
+            one_statement=True,
         )
 
     async def task_queue_backlogs(

@@ -254,7 +254,7 @@ class Executions(RunClose):
                 quiet_run_id, wake = quiet
                 if not await self.store.wait_for_notification(wake, wait_timeout_s):
                     return quiet_run_id, [], False
-        row = await self.read(lambda tx: self.resolve_execution(tx, namespace, workflow_id, run_id))
+        row = await self.read(lambda tx: self.resolve_execution(tx, namespace, workflow_id, run_id), one_statement=True)
         while True:
             wake = self.store.notifier.listen(channel(row.run_id))
 

@@ -129,7 +129,9 @@ class WorkflowTasks(Commands, FlowControl):
         task, row = started.task, started.execution
         self.on_new_deadline(task.lease_expires_us or 0)
         after = cached_event_id - 1 if 1 < cached_event_id < started.next_event_id else 0
-        events = await self.read(lambda tx: tx.read_events(row.namespace, row.run_id, after_event_id=after))
+        events = await self.read(
+            lambda tx: tx.read_events(row.namespace, row.run_id, after_event_id=after), one_statement=True
+        )
         history = [e for e in events if e.event_id < started.next_event_id] + started.transient
         return LeasedWorkflowTask(self._sign(task), row, task, history)
 

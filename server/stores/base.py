@@ -137,8 +137,14 @@ class Store(abc.ABC):
         unreachable; commit-time serialization failures raise ConcurrencyConflict."""
 
     @abc.abstractmethod
-    def read(self) -> contextlib.AbstractAsyncContextManager[Transaction]:
-        """A read-only snapshot; never blocks writers."""
+    def read(self, *, one_statement: bool = False) -> contextlib.AbstractAsyncContextManager[Transaction]:
+        """A read-only snapshot; never blocks writers.
+
+        Args:
+            one_statement: The body runs at most one statement, a SELECT. One statement
+                sees one snapshot by itself, so the store may skip the transaction around
+                it (PostgreSQL: no BEGIN and no ROLLBACK, two round trips fewer).
+        """
 
     async def wait_for_notification(self, event: asyncio.Event, timeout: float) -> bool:
         return await self.notifier.wait(event, timeout)

@@ -207,7 +207,7 @@ class _PostgresTransaction(SQLTransaction):
     for_update_clause = " FOR UPDATE"
     skip_locked_clause = " FOR UPDATE SKIP LOCKED"
 
-    def __init__(self, connection: PoolConnectionProxy) -> None:
+    def __init__(self, connection: PoolConnectionProxy, *, one_statement: bool = False) -> None:
         super().__init__()
         self.connection = connection
         #: Requests sent to PostgreSQL and waited for, BEGIN and COMMIT included (the
@@ -215,8 +215,12 @@ class _PostgresTransaction(SQLTransaction):
         #: not seen yet is one more, once per connection.
         self.round_trips = 0
         self._prefetched: ExecutionRow | None = None
+        # A read outside any transaction (Store.read(one_statement=True)): one SELECT.
+        self._one_statement = one_statement
 
-    def _round_trip(self) -> None:
+    def _round_trip(self, sql: str) -> None:
+        if self._one_statement and (self.round_trips or not sql.startswith("SELECT")):
+            raise RuntimeError(f"a one-statement read may run one SELECT, not also {sql[:40]!r}")
         self.round_trips += 1
         # A prefetched execution serves only the call right after its task's.
         self._prefetched = None
@@ -242,12 +246,12 @@ class _PostgresTransaction(SQLTransaction):
 
     async def _script(self, sql: str) -> None:
         """Runs statements without parameters, all in one round trip."""
-        self._round_trip()
+        self._round_trip(sql)
         with _translated(self.connection):
             await self.connection.execute(sql)
 
     async def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        self._round_trip()
+        self._round_trip(sql)
         with _translated(self.connection):
             status = await self.connection.execute(_numbered(sql), *params)
         # The command tag ends with the row count: "UPDATE 1", "INSERT 0 1", "DELETE 0".
@@ -255,12 +259,12 @@ class _PostgresTransaction(SQLTransaction):
         return int(count) if count.isdigit() else 0
 
     async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Record | None:
-        self._round_trip()
+        self._round_trip(sql)
         with _translated(self.connection):
             return await self.connection.fetchrow(_numbered(sql), *params)
 
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Record]:
-        self._round_trip()
+        self._round_trip(sql)
         with _translated(self.connection):
             return await self.connection.fetch(_numbered(sql), *params)
 
@@ -279,9 +283,10 @@ class _PostgresTransaction(SQLTransaction):
         # One statement over column arrays: asyncpg's executemany reports no row
         # counts, and the version check needs them.
         arrays = [list(values) for values in zip(*params, strict=False)]
-        self._round_trip()
+        sql = _update_executions_from_arrays(columns)
+        self._round_trip(sql)
         with _translated(self.connection):
-            status = await self.connection.execute(_update_executions_from_arrays(columns), *arrays)
+            status = await self.connection.execute(sql, *arrays)
         return int(status.rpartition(" ")[2])
 
 
@@ -386,35 +391,43 @@ class PostgresStore(Store):
             await tx._script(_commit_script(tx.channels))
 
     @contextlib.asynccontextmanager
-    async def read(self) -> AsyncIterator[Transaction]:
+    async def read(self, *, one_statement: bool = False) -> AsyncIterator[Transaction]:
+        if one_statement:
+            async with self._begin(None) as tx:
+                yield tx
+            return
         async with self._begin(_BEGIN_READ) as tx:
             yield tx
             await tx._script("ROLLBACK")
 
     async def ping(self) -> None:
-        async with self.read() as tx:
+        async with self.read(one_statement=True) as tx:
             await tx.get_metadata("schema_version")
 
     @contextlib.asynccontextmanager
-    async def _begin(self, begin: str) -> AsyncIterator[_PostgresTransaction]:
+    async def _begin(self, begin: str | None) -> AsyncIterator[_PostgresTransaction]:
         """A pooled connection in a transaction started by ``begin``, rolled back if the
         block raises; the block itself commits or rolls back when it succeeds. The
         transaction is plain SQL, not asyncpg's Transaction object, so that its COMMIT
-        can share a round trip with the notifications."""
+        can share a round trip with the notifications. Without ``begin``, no transaction:
+        the block runs one SELECT, a snapshot by itself."""
         pool = self._pool
         if pool is None:
             raise StoreUnavailable("the PostgreSQL store is closed")
         with _translated():
             connection = await pool.acquire(timeout=self._acquire_timeout_s)
         try:
-            tx = _PostgresTransaction(connection)
+            tx = _PostgresTransaction(connection, one_statement=begin is None)
             try:
                 # Inside the try: cancelled during BEGIN, the transaction may have begun on
                 # the server, and the pool would otherwise reset it with an error logged.
-                await tx._script(begin)
+                if begin is not None:
+                    await tx._script(begin)
                 yield tx
-            except BaseException:
-                await self._roll_back(connection)
+            except BaseException as error:
+                # Outside a transaction only a cancelled statement leaves something to clear.
+                if begin is not None or not isinstance(error, Exception):
+                    await self._roll_back(connection)
                 raise
         finally:
             await pool.release(connection)

@@ -274,7 +274,8 @@ class SQLiteStore(Store):
         return "locked" in str(error) or "busy" in str(error)
 
     @contextlib.asynccontextmanager
-    async def read(self) -> AsyncIterator[Transaction]:
+    async def read(self, *, one_statement: bool = False) -> AsyncIterator[Transaction]:
+        # one_statement changes nothing here: BEGIN and COMMIT are calls in this process.
         connection = self._require(self._reader)
         # The body runs without yielding to the loop (SQLite calls are inline), so
         # one reader connection serves every coroutine; BEGIN gives a snapshot.

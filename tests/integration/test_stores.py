@@ -169,6 +169,24 @@ async def test_read_sees_one_snapshot(store: Store) -> None:
     assert (await visible_run(store, run)).task_queue == "other"
 
 
+async def test_a_one_statement_read_runs_its_select_alone(store: Store) -> None:
+    run = await insert_run(store)
+    async with store.read(one_statement=True) as tx:
+        assert await tx.get_execution("default", run.run_id) == run
+    if isinstance(store, PostgresStore):
+        # No transaction around it: the SELECT is the one round trip, and a second
+        # statement (another snapshot) or a write (committed at once) is refused.
+        assert tx.round_trips == 1  # type: ignore[attr-defined]
+        with pytest.raises(RuntimeError, match="one SELECT"):
+            async with store.read(one_statement=True) as tx:
+                await tx.get_execution("default", run.run_id)
+                await tx.read_events("default", run.run_id)
+        with pytest.raises(RuntimeError, match="one SELECT"):
+            async with store.read(one_statement=True) as tx:
+                await tx.delete_run_tasks(run.run_id)
+    assert await visible_run(store, run) == run
+
+
 async def test_stale_version_conflicts_and_changes_nothing(store: Store) -> None:
     run = await insert_run(store)
     async with store.transaction() as tx:
