@@ -35,3 +35,26 @@ async def wait_until(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         await asyncio.sleep(interval)
+
+
+async def within(awaitable: Awaitable[_T], *, timeout: float, what: str) -> _T:
+    """Awaits ``awaitable`` for at most ``timeout`` seconds, so a test that would hang
+    (a workflow that never starts, a lost wake-up) fails with a message instead of
+    stalling until the suite's timeout, which reports no cause.
+
+    Args:
+        awaitable: What to wait for, e.g. ``handle.result()``.
+        timeout: Seconds until the wait fails (``awaitable`` is then cancelled).
+        what: The awaited outcome in words, for the failure message.
+
+    Raises:
+        AssertionError: ``awaitable`` did not finish within ``timeout`` seconds.
+    """
+    deadline = asyncio.timeout(timeout)
+    try:
+        async with deadline:
+            return await awaitable
+    except TimeoutError:
+        if not deadline.expired():
+            raise  # the awaitable's own TimeoutError
+        raise AssertionError(f"timed out after {timeout}s waiting for {what}") from None
