@@ -191,6 +191,8 @@ class ActivityTasks(WorkflowTasks):
             )
             eager = m.new_workflow_task(eager_workflow_task_queue)
             started = m.start_workflow_task(eager, identity) if eager is not None else None
+            if started is not None:
+                await self.read_history_gap(tx, started, cached_event_id)
             await m.save()
             return started
 

@@ -106,6 +106,12 @@ class StartedWorkflowTask:
     """The Scheduled/Started events of a retried task (not written to history)."""
     next_event_id: int
     """The history the worker gets ends before this event."""
+    appended: list[HistoryEventRow] = dataclasses.field(default_factory=list)
+    """The events the leasing transaction appended (its mutation's list, complete once
+    it commits): what a hand-out takes instead of reading them back."""
+    earlier: list[HistoryEventRow] = dataclasses.field(default_factory=list)
+    """The events just before ``appended`` that the transaction read for a worker that
+    keeps the rest cached (``WorkflowTasks.read_history_gap``)."""
 
 
 @dataclasses.dataclass
@@ -282,7 +288,7 @@ class _Mutation:
         else:
             transient = self.transient_workflow_task_events(identity)
             row.wft_scheduled_event_id, row.wft_started_event_id = (e.event_id for e in transient)
-        return StartedWorkflowTask(task, row, transient, row.next_event_id)
+        return StartedWorkflowTask(task, row, transient, row.next_event_id, appended=self.events)
 
     def new_workflow_task(self, task_queue: str) -> TaskRow | None:
         """The workflow task this mutation scheduled on ``task_queue``, due now, if any."""

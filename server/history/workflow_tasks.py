@@ -28,12 +28,33 @@ from flowforge.server.history.flow_control import FlowControl
 from flowforge.server.history.group_commit import GroupCommit
 from flowforge.server.history.mutation import StartedWorkflowTask, _Mutation, activity_lease_expiry
 from flowforge.server.observations import TaskStarted, observe
-from flowforge.server.stores.base import TaskRow, Transaction
+from flowforge.server.stores.base import HistoryEventRow, TaskRow, Transaction
 from flowforge.server.tokens import TaskToken
 
 __all__ = ["WorkflowTasks"]
 
 log = logging.getLogger("flowforge.server.history")
+
+# The most events a lease's transaction reads for a worker that keeps the run cached:
+# the tail of its last task (a few events) before what the transaction appended. A
+# longer gap (a cold cache) is read after the commit, outside the write lock.
+_GAP_READ_IN_TRANSACTION = 32
+
+
+def _after_event(started: StartedWorkflowTask, cached_event_id: int) -> int:
+    """The last event the worker need not be sent (it re-reads the one it stopped at)."""
+    return cached_event_id - 1 if 1 < cached_event_id < started.next_event_id else 0
+
+
+def _known_history(started: StartedWorkflowTask, after: int) -> list[HistoryEventRow] | None:
+    """The history past ``after`` from what the leasing transaction holds, or None if it
+    does not hold all of it (ids without a gap through the task's started event)."""
+    known = started.earlier + started.appended
+    if not known or known[0].event_id > after + 1:
+        return None
+    if known[-1].event_id - known[0].event_id != len(known) - 1 or known[-1].event_id < started.next_event_id - 1:
+        return None
+    return [e for e in known if e.event_id > after]
 
 
 @dataclasses.dataclass
@@ -117,21 +138,36 @@ class WorkflowTasks(Commands, FlowControl):
         m.time_out_started_workflow_task(task)
         await m.save()
 
+    async def read_history_gap(self, tx: Transaction, started: StartedWorkflowTask, cached_event_id: int) -> None:
+        """In the transaction that leased ``started``: reads the few events between those
+        the worker keeps cached and those the transaction appended, so that the hand-out
+        reads nothing after the commit (a read snapshot fewer on the task's path)."""
+        if not started.appended:
+            return
+        after = _after_event(started, cached_event_id)
+        gap = started.appended[0].event_id - 1 - after
+        if 0 < gap <= _GAP_READ_IN_TRANSACTION:
+            row = started.execution
+            started.earlier = await tx.read_events(row.namespace, row.run_id, after_event_id=after, limit=gap)
+
     async def _hand_out_workflow_task(
         self, started: StartedWorkflowTask, cached_event_id: int = 0
     ) -> LeasedWorkflowTask:
-        """The committed lease with its history, read after commit, outside the write
-        lock. Nothing can be appended meanwhile but a terminate, hence the bound.
+        """The committed lease with its history: what its transaction appended and read
+        when that covers it, else read after commit, outside the write lock. Nothing can
+        be appended meanwhile but a terminate, hence the bound.
 
         Sticky execution: a worker that holds the run cached through
         ``cached_event_id`` gets (and the store reads) only the history from that
         event on; an id outside the stored history gets the whole of it."""
         task, row = started.task, started.execution
         self.on_new_deadline(task.lease_expires_us or 0)
-        after = cached_event_id - 1 if 1 < cached_event_id < started.next_event_id else 0
-        events = await self.read(
-            lambda tx: tx.read_events(row.namespace, row.run_id, after_event_id=after), one_statement=True
-        )
+        after = _after_event(started, cached_event_id)
+        events = _known_history(started, after)
+        if events is None:
+            events = await self.read(
+                lambda tx: tx.read_events(row.namespace, row.run_id, after_event_id=after), one_statement=True
+            )
         history = [e for e in events if e.event_id < started.next_event_id] + started.transient
         return LeasedWorkflowTask(self._sign(task), row, task, history)
 
@@ -225,6 +261,8 @@ class WorkflowTasks(Commands, FlowControl):
                 )
             next_task = m.new_workflow_task(row.task_queue) if return_new_workflow_task else None
             started = m.start_workflow_task(next_task, identity) if next_task is not None else None
+            if started is not None:
+                await self.read_history_gap(tx, started, cached_event_id)
             await self._save(applying)
             if not m.running:
                 await self._after_run_closed(m)

@@ -198,6 +198,10 @@ async def test_on_the_worker_stream_a_one_activity_workflow_costs_four_commits(
     # The unary path's five less the first task's lease: the start leases it to the
     # stream's waiting poll in its own transaction (eager start, docs/worker-stream.md).
     assert store.counts["write_transactions"] == 4 * SINGLES, dict(store.counts)
+    # No workflow task's history is read back after its lease commits: the start's
+    # task carries what the start appended, the activity completion's what it appended
+    # and read in its own transaction (docs/performance.md, one-activity latency).
+    assert store.readers["WorkflowTasks._hand_out_workflow_task"] == 0, dict(store.readers)
 
 
 async def _onboard(client: Client, queue: str) -> None:
