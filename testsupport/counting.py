@@ -71,8 +71,8 @@ class StoreCounters:
     """Wraps a store's transaction() and read() to count what they do.
 
     On PostgreSQL it also counts round trips (``write_round_trips``,
-    ``read_round_trips``): the statements plus BEGIN and COMMIT (with the notifications
-    it carries) or ROLLBACK, as the store's transaction reports them.
+    ``read_round_trips``): the statements plus BEGIN and COMMIT or ROLLBACK, as the store's
+    transaction reports them (not the NOTIFY of its wake-ups, sent after it).
 
     The server's periodic transactions (the health probe, the scheduler's election) are
     counted apart (``health_probes``, ``scheduler_elections``), not as write transactions

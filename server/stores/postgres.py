@@ -7,10 +7,18 @@
   transactions that read the same execution: READ COMMITTED re-evaluates the
   UPDATE's ``version = ?`` on the newest row version, so the later writer changes
   no row and gets :class:`ConcurrencyConflict`.
-- Long-poll wake-ups cross replicas by NOTIFY: a transaction sends its channels,
-  packed into JSON arrays, with ``pg_notify`` in the same round trip as its COMMIT (PostgreSQL delivers them only
-  if it commits), and each store keeps one LISTEN connection, outside the pool, that
-  hands every notification to its in-process :class:`~flowforge.server.stores.base.Notifier`.
+- Long-poll wake-ups: a committed transaction wakes its channels' waiters in this
+  process at once (as on SQLite) and hands the channels to one sender that NOTIFYs
+  them, packed into JSON arrays, to the other replicas, whose LISTEN connection (one
+  per store, outside the pool) passes them to their
+  :class:`~flowforge.server.stores.base.Notifier`; a store skips the notifications its
+  own sender sent. Not inside the transaction: PostgreSQL serializes the commits of
+  every transaction that NOTIFYs on one database-wide lock held through the WAL flush,
+  so they could not share a flush (4x fewer commits/s with 8 sessions, measured). The
+  sender has one NOTIFY in flight and sends whatever committed meanwhile in the next;
+  a replica that dies between a COMMIT and its NOTIFY leaves the other replicas'
+  waiters to their periodic re-check or deadline (a wake-up is a hint, the rows are
+  the truth).
 - Round trips are the cost on this store (each is a wait on the event loop and on
   the network): BEGIN, each statement, and COMMIT with its notifications; hot
   statements are prepared once per connection and kept (``statement_cache_size``),
@@ -23,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import functools
 import json
@@ -121,15 +130,18 @@ def _channels(payload: str) -> list[str]:
     return [payload]
 
 
-def _commit_script(channels: set[str]) -> str:
-    """COMMIT, preceded in the same round trip by the NOTIFYs of ``channels``: a failed
-    NOTIFY aborts the transaction and the COMMIT after it is not run."""
+def _notify_script(channels: set[str]) -> str | None:
+    """A transaction that NOTIFYs ``channels``, in one round trip (None if no channel
+    fits in a payload). It holds no data, so its commit need not wait for the WAL
+    flush: the notifications leave at commit, and the database-wide NOTIFY lock is
+    held that much less."""
     payloads = [_literal(payload) for payload in _payloads(channels)]
     if not payloads:
-        return "COMMIT"
+        return None
     return (
-        f"SELECT pg_notify('{NOTIFY_CHANNEL}', payload)"
-        f" FROM unnest(ARRAY[{', '.join(payloads)}]::text[]) AS payload; COMMIT"
+        "BEGIN; SET LOCAL synchronous_commit = off;"
+        f" SELECT pg_notify('{NOTIFY_CHANNEL}', payload) FROM unnest(ARRAY[{', '.join(payloads)}]::text[]) AS payload;"
+        " COMMIT"
     )
 
 
@@ -334,6 +346,13 @@ class PostgresStore(Store):
         self._listener: asyncpg.Connection | None = None
         self._listener_lost = asyncio.Event()
         self._listener_task: asyncio.Task[None] | None = None
+        # Committed channels the other replicas have not been sent yet, and the task
+        # sending them (one NOTIFY in flight).
+        self._unsent: set[str] = set()
+        self._sender: asyncio.Task[None] | None = None
+        # The backends this store's NOTIFYs come from: their notifications woke this
+        # process's waiters at commit already.
+        self._sender_pids: set[int] = set()
 
     async def open(self) -> None:
         try:
@@ -373,6 +392,9 @@ class PostgresStore(Store):
     async def close(self) -> None:
         await cancel_and_wait(self._listener_task)
         self._listener_task = None
+        await cancel_and_wait(self._sender)
+        self._sender = None
+        self._unsent.clear()
         if self._listener is not None:
             self._listener.terminate()
             self._listener = None
@@ -388,7 +410,9 @@ class PostgresStore(Store):
     async def transaction(self) -> AsyncIterator[Transaction]:
         async with self._begin(_BEGIN_WRITE) as tx:
             yield tx
-            await tx._script(_commit_script(tx.channels))
+            await tx._script("COMMIT")
+        if tx.channels:
+            self._committed(tx.channels)
 
     @contextlib.asynccontextmanager
     async def read(self, *, one_statement: bool = False) -> AsyncIterator[Transaction]:
@@ -408,9 +432,9 @@ class PostgresStore(Store):
     async def _begin(self, begin: str | None) -> AsyncIterator[_PostgresTransaction]:
         """A pooled connection in a transaction started by ``begin``, rolled back if the
         block raises; the block itself commits or rolls back when it succeeds. The
-        transaction is plain SQL, not asyncpg's Transaction object, so that its COMMIT
-        can share a round trip with the notifications. Without ``begin``, no transaction:
-        the block runs one SELECT, a snapshot by itself."""
+        transaction is plain SQL (BEGIN, COMMIT), not asyncpg's Transaction object: one
+        round trip each, nothing else. Without ``begin``, no transaction: the block runs
+        one SELECT, a snapshot by itself."""
         pool = self._pool
         if pool is None:
             raise StoreUnavailable("the PostgreSQL store is closed")
@@ -448,6 +472,47 @@ class PostgresStore(Store):
         except Exception:
             connection.terminate()
 
+    # ------------------------------------------------------------ wake-ups
+
+    def _committed(self, channels: set[str]) -> None:
+        """Wakes ``channels`` here now and queues them for the other replicas."""
+        for channel in channels:
+            self.notifier.notify(channel)
+        self._unsent |= channels
+        if self._sender is None or self._sender.done():
+            # A context of its own: the sends are no one transaction's (its spans).
+            self._sender = asyncio.create_task(
+                self._send_unsent(), name="flowforge-postgres-notify", context=contextvars.Context()
+            )
+
+    async def _send_unsent(self) -> None:
+        """NOTIFYs the queued channels, all that queued meanwhile in the next NOTIFY;
+        a failed send is retried with backoff (until the store closes)."""
+        delay_s = 0.1
+        while self._unsent:
+            channels, self._unsent = self._unsent, set()
+            try:
+                await self._notify(channels)
+                delay_s = 0.1
+            except (StoreUnavailable, TimeoutError) as error:
+                self._unsent |= channels
+                log.warning("cannot NOTIFY the other replicas (%s); retrying in %.1f s", error, delay_s)
+                await asyncio.sleep(delay_s)
+                delay_s = min(delay_s * 2, 5.0)
+
+    async def _notify(self, channels: set[str]) -> None:
+        script, pool = _notify_script(channels), self._pool
+        if script is None or pool is None:
+            return
+        with _translated():
+            async with pool.acquire(timeout=self._acquire_timeout_s) as connection:
+                pid = connection.get_server_pid()
+                if pid not in self._sender_pids:
+                    self._sender_pids.add(pid)
+                    # A closed connection's pid may be reused by another replica's backend.
+                    connection.add_termination_listener(lambda _connection: self._sender_pids.discard(pid))
+                await connection.execute(script)
+
     # ------------------------------------------------------------ LISTEN connection
 
     async def _connect_listener(self) -> None:
@@ -469,8 +534,10 @@ class PostgresStore(Store):
         self._listener, self._listener_lost = connection, lost
 
     def _on_notification(
-        self, _connection: asyncpg.Connection[Any] | PoolConnectionProxy[Any], _pid: int, _channel: str, payload: object
+        self, _connection: asyncpg.Connection[Any] | PoolConnectionProxy[Any], pid: int, _channel: str, payload: object
     ) -> None:
+        if pid in self._sender_pids:
+            return  # this store's own: its waiters were woken at commit
         for channel in _channels(str(payload)):
             self.notifier.notify(channel)
 

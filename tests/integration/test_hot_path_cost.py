@@ -67,10 +67,11 @@ STREAM_SDK_WRITE_TRANSACTIONS_PER_ACTIVITY = 1.6
 # carries the whole (3 events), the handed-back ones only the tail from the event the
 # worker's cached instance stopped at: 7.1 measured, against 21.1 with whole histories.
 EVENTS_PER_WORKFLOW_TASK = 8.0
-# PostgreSQL round trips: the statements plus BEGIN and COMMIT, which carries the
-# transaction's notifications (pg_notify) in the same round trip, and a report reads
-# its task and execution with one statement. 17.2-17.4 write measured; 21.6 before the
-# NOTIFY rode with the COMMIT, a start stopped taking a savepoint and a report stopped
+# PostgreSQL round trips: the statements plus BEGIN and COMMIT (a transaction's
+# wake-ups for other replicas leave after it, batched in a NOTIFY transaction of their
+# own, not counted here), and a report reads its task and execution with one statement.
+# 17.2-17.4 write measured; 21.6 before the NOTIFY rode with the COMMIT (it has its own
+# transaction since), a start stopped taking a savepoint and a report stopped
 # reading its execution apart. Reads (the polls' looks not counted): 5.2 measured, ~7
 # when the history handed out with a workflow task and a result()'s run lookup still
 # took a BEGIN and a ROLLBACK around their one SELECT (Store.read(one_statement=True)).

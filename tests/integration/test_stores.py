@@ -8,6 +8,7 @@ on one execution row), wake-ups across replicas, and outages.
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import json
 import sqlite3
@@ -26,13 +27,14 @@ from flowforge.server.stores.base import (
     ExecutionRow,
     HistoryEventRow,
     NamespaceRow,
+    Notifier,
     QueryRow,
     Store,
     StoreUnavailable,
     TaskRow,
     TimerRow,
 )
-from flowforge.server.stores.postgres import PostgresStore, _numbered
+from flowforge.server.stores.postgres import PostgresStore, _numbered, _PostgresTransaction
 from flowforge.server.stores.sqlite import SQLiteStore
 from testsupport.postgres import free_port, with_address
 from testsupport.store_rows import NOW, execution
@@ -653,6 +655,54 @@ async def test_commit_wakes_a_listener_on_another_replica(pg_stores: OpenReplica
         tx.notify_after_commit("q:default:WORKFLOW:orders")
     assert await replica.wait_for_notification(woken, DEADLINE_S)
     assert time.monotonic() - started < DEADLINE_S
+
+
+class CountingNotifier(Notifier):
+    """A :class:`Notifier` that counts the wake-ups of each channel."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.wake_ups: collections.Counter[str] = collections.Counter()
+
+    def notify(self, channel: str) -> None:
+        self.wake_ups[channel] += 1
+        super().notify(channel)
+
+
+@pg
+async def test_commits_do_not_notify_inside_their_transaction(
+    pg_stores: OpenReplica, monitor: asyncpg.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # PostgreSQL serializes the commits of all transactions that NOTIFY (one
+    # database-wide lock held through the WAL flush), so concurrent reports could not
+    # share a flush: the wake-ups leave in a NOTIFY of their own after the commit, the
+    # store's own waiters are woken at once, and its own NOTIFYs do not wake them again.
+    store = await pg_stores()
+    store.notifier = notifier = CountingNotifier()
+    notified: list[str] = []
+    await monitor.add_listener("flowforge", lambda _connection, _pid, _channel, payload: notified.append(payload))
+    woken = notifier.listen("q:default:WORKFLOW:mine")
+    scripts: list[str] = []
+    async with store.transaction() as tx:
+        assert isinstance(tx, _PostgresTransaction)
+        script = tx._script
+
+        async def recorded(sql: str) -> None:
+            scripts.append(sql)
+            await script(sql)
+
+        monkeypatch.setattr(tx, "_script", recorded)
+        tx.notify_after_commit("q:default:WORKFLOW:mine")
+    assert scripts == ["COMMIT"]
+    assert woken.is_set()  # at commit, not when the NOTIFY comes back
+    await wait_until(lambda: bool(notified), timeout=DEADLINE_S, what="the other replicas are notified", interval=0.01)
+    assert notified == ['["q:default:WORKFLOW:mine"]']
+    # The store's LISTEN connection gets notifications in commit order: once the
+    # monitor's own arrives there, the store's NOTIFY has been seen and skipped.
+    sentinel = notifier.listen("q:default:WORKFLOW:sentinel")
+    await monitor.execute("""SELECT pg_notify('flowforge', '["q:default:WORKFLOW:sentinel"]')""")
+    assert await store.wait_for_notification(sentinel, DEADLINE_S)
+    assert notifier.wake_ups["q:default:WORKFLOW:mine"] == 1
 
 
 @pg
