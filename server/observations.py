@@ -14,6 +14,8 @@ import contextvars
 import dataclasses
 from collections.abc import Iterator
 
+from flowforge.server.stores.rows import HistoryEventRow
+
 __all__ = [
     "ActivityAttemptEnded",
     "Observation",
@@ -28,11 +30,14 @@ __all__ = [
 
 @dataclasses.dataclass(frozen=True)
 class WorkflowClosed:
-    """A run closed with ``status`` (a WorkflowExecutionStatus name)."""
+    """A run closed with ``status`` (a WorkflowExecutionStatus name); ``close_event`` is
+    its last event, for the ``result()`` long polls parked on it (history/parked_closes.py)."""
 
     namespace: str
     workflow_type: str
     status: str
+    run_id: str = ""
+    close_event: HistoryEventRow | None = None
 
 
 @dataclasses.dataclass(frozen=True)

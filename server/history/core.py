@@ -20,6 +20,8 @@ from flowforge.server.clock import Clock, SystemClock
 from flowforge.server.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from flowforge.server.history.data import EngineConfig
 from flowforge.server.history.input_checks import check_failure, check_payloads
+from flowforge.server.history.mutation import close_channel
+from flowforge.server.history.parked_closes import ParkedCloses, PendingClose
 from flowforge.server.history.quiet_runs import QuietRuns
 from flowforge.server.metrics import ServerMetrics
 from flowforge.server.observations import collecting
@@ -60,6 +62,8 @@ class EngineCore:
         self._rng = random.Random()
         #: Runs whose history long-polls can park again without a read (quiet_runs.py).
         self._quiet_runs = QuietRuns()
+        #: Close events for the result() long polls parked in this process (parked_closes.py).
+        self._parked_closes = ParkedCloses()
         #: Called with a deadline (µs) that may be earlier than the reaper's next wake-up.
         self.on_new_deadline: Callable[[int], None] = lambda _deadline: None
         #: Fed what each committed transaction did (history/observations.py).
@@ -96,12 +100,16 @@ class EngineCore:
         latency = self.metrics.store_transaction_latency
         for attempt in range(1, _CONFLICT_ATTEMPTS + 1):
             began = time.perf_counter()
+            closes: list[PendingClose] = []
+            committed = False
             try:
                 with collecting() as observations, self._transaction_span(attempt):
                     async with self.store.transaction() as tx:
                         result = await body(tx)
                         # An audited RPC's row goes in with its change (server/audit.py).
                         audited = await audit.append_pending(tx, self.clock.now_us())
+                        # For the result() waiters parked here (parked_closes.py).
+                        closes = self._parked_closes.closing(observations)
                 if audited is not None:
                     audited.appended = True
             except ConcurrencyConflict:
@@ -117,10 +125,16 @@ class EngineCore:
                 self.metrics.series(latency, "rolled_back").observe(time.perf_counter() - began)
                 raise
             else:
+                committed = True
                 self.metrics.series(latency, "committed").observe(time.perf_counter() - began)
                 # Committed: now, and only now, what it did counts (observations.py).
                 self.metrics.record(observations)
                 return result
+            finally:
+                # Wakes the waiters too: PostgreSQL's NOTIFY comes back through the
+                # LISTEN connection, maybe later.
+                for run_id in self._parked_closes.settle(closes, committed):
+                    self.store.notifier.notify(close_channel(run_id))
         raise AssertionError("unreachable")
 
     def _transaction_span(self, attempt: int) -> contextlib.AbstractContextManager[object]:

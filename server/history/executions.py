@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from typing import Any
@@ -252,11 +253,19 @@ class Executions(RunClose):
             quiet = self._quiet_runs.unchanged(key, watermark, lambda run: self.store.notifier.listen(channel(run)))
             if quiet is not None:
                 quiet_run_id, wake = quiet
-                if not await self.store.wait_for_notification(wake, wait_timeout_s):
+                notified, handed = await self._park(quiet_run_id, wake, wait_timeout_s, close_event_only)
+                if handed is not None:
+                    return quiet_run_id, [handed], False
+                if not notified:
                     return quiet_run_id, [], False
+        # A run named by id is listened to before its lookup, which then serves as a
+        # close-only wait's first look (one read fewer before it parks).
+        listened = self.store.notifier.listen(channel(run_id)) if run_id else None
         row = await self.read(lambda tx: self.resolve_execution(tx, namespace, workflow_id, run_id), one_statement=True)
+        if not (close_event_only and row.status == ExecutionStatus.RUNNING):
+            listened = None
         while True:
-            wake = self.store.notifier.listen(channel(row.run_id))
+            wake = listened if listened is not None else self.store.notifier.listen(channel(row.run_id))
 
             async def body(tx: Transaction) -> tuple[ExecutionRow, list[HistoryEventRow]]:
                 current = await tx.get_execution(namespace, row.run_id)
@@ -267,7 +276,8 @@ class Executions(RunClose):
                     return current, await tx.read_events(namespace, current.run_id, current.next_event_id - 2, 1)
                 return current, await tx.read_events(namespace, current.run_id, after_event_id, page_size + 1)
 
-            current, events = await self.read(body)
+            current, events = (row, []) if listened is not None else await self.read(body)
+            listened = None
             if wait and not events and current.status == ExecutionStatus.RUNNING:
                 self._quiet_runs.remember(key, wake, current.run_id, watermark)
             remaining = deadline - time.monotonic()
@@ -275,8 +285,22 @@ class Executions(RunClose):
                 return current.run_id, events[:page_size], len(events) > page_size
             # No periodic re-check: every change of the run notifies (see above), so
             # a wait that ran out saw no change and answers without reading again.
-            if not await self.store.wait_for_notification(wake, remaining):
+            notified, handed = await self._park(current.run_id, wake, remaining, close_event_only)
+            if handed is not None:
+                return current.run_id, [handed], False
+            if not notified:
                 return current.run_id, [], False
+
+    async def _park(
+        self, run_id: str, wake: asyncio.Event, timeout_s: float, close_event_only: bool
+    ) -> tuple[bool, HistoryEventRow | None]:
+        """Waits on ``wake`` (whether it was notified); a wait for the close only also
+        takes the close event its committing transaction left here (parked_closes.py)."""
+        if not close_event_only:
+            return await self.store.wait_for_notification(wake, timeout_s), None
+        with self._parked_closes.waiting(run_id):
+            notified = await self.store.wait_for_notification(wake, timeout_s)
+            return notified, await self._parked_closes.close_event(run_id) if notified else None
 
     async def request_cancel(
         self,

@@ -438,7 +438,8 @@ class _Mutation:
             tx.notify_after_commit(close_channel(run_id))
         for m in mutations:
             if not m.running and m.original.status == ExecutionStatus.RUNNING:
-                observe(WorkflowClosed(m.row.namespace, m.row.workflow_type, str(m.row.status)))
+                last = m.events[-1] if m.events and m.events[-1].event_id == m.row.next_event_id - 1 else None
+                observe(WorkflowClosed(m.row.namespace, m.row.workflow_type, str(m.row.status), m.row.run_id, last))
 
 
 def activity_task_row(

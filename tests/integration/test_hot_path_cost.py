@@ -26,6 +26,7 @@ from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.converter import default_converter
 from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.server.history import queue_channel
+from flowforge.server.history.mutation import close_channel
 from flowforge.worker import Worker
 from samples.onboarding.workflows import ACTIVITIES, Onboarding
 from tests.integration._protocol import NS, Wire, complete_workflow, schedule_activity
@@ -408,5 +409,33 @@ async def test_the_poll_a_start_wakes_leases_its_workflow_task_without_a_look(st
             assert looks == {}, dict(store.readers)
             assert store.counts["write_transactions"] == 2, dict(store.counts)  # the start and the lease
     finally:
+        await wire.close()
+        await server.stop()
+
+
+async def test_a_parked_result_wait_reads_the_run_once_and_takes_the_close_from_its_commit(store_url: str) -> None:
+    # result() (a close-only history long poll) on a run named by id: its lookup is its
+    # first look, so it parks after one read; the commit that closes the run hands it the
+    # close event, so it answers without reading again (docs/performance.md, one-activity
+    # latency). Before: a second read before parking and one more after the wake-up.
+    server = FlowForgeServer(ServerConfig(store=store_url, port=0))
+    notifier = server.store.notifier = ParkingNotifier()
+    await server.start()
+    wire = Wire(f"127.0.0.1:{server.port}")
+    client = await Client.connect(f"127.0.0.1:{server.port}")
+    store = StoreCounters(server.store)
+    try:
+        for i in range(3):
+            run_id = await wire.start(f"closing-{i}", "closing")
+            task = await wire.poll_workflow_task("closing", timeout=20.0)
+            store.reset()
+            result = asyncio.create_task(client.get_workflow_handle(f"closing-{i}", run_id=run_id).result())
+            await asyncio.wait_for(notifier.parked[close_channel(run_id)].wait(), 20.0)
+            assert store.readers["Executions.get_history"] == 1, dict(store.readers)
+            await wire.complete_workflow_task(task.task_token, complete_workflow(i))
+            assert await asyncio.wait_for(result, 20.0) == i
+            assert store.readers["Executions.get_history"] == 1, dict(store.readers)
+    finally:
+        await client.close()
         await wire.close()
         await server.stop()
