@@ -23,16 +23,27 @@ at a fixed rate, the offered load, for ``--step-seconds`` and waits for all of
 them. Achieved throughput is the completion rate (results after the first over
 first to last result); latency is start call to result. Steps grow by
 ``--growth`` until the achieved rate falls below 85 % of the offered one
-(saturated); the maximum throughput is the highest achieved rate. Then a run at
-half that rate gives the figure issue 20 asks for: workflow-task
-schedule-to-start p95 < 50 ms. Schedule-to-start comes from the event times of up
-to ``--histories`` executions per step (``WorkflowTaskScheduled`` to
-``WorkflowTaskStarted``; activities likewise), read after the step.
+(saturated) twice at the same rate (a saturated step is run once more); the
+maximum throughput is the highest achieved rate. Then a run at half that rate
+gives the figure issue 20 asks for: workflow-task schedule-to-start p95 < 50 ms.
+Schedule-to-start comes from the event times of up to ``--histories`` executions
+per step (``WorkflowTaskScheduled`` to ``WorkflowTaskStarted``; activities
+likewise), read after the step.
+
+Each step also says why it may be slow: CPU used by the server processes (each one
+too), the workers, PostgreSQL, the starter and everything else; the time the
+benchmark's threads spent runnable but waiting for a CPU (other work on the
+machine); tasks that failed or timed out in the histories read; and how often a
+worker's stream broke (counted in the workers' logs, whose last lines are printed
+after each curve). Each curve records the connections each server process holds
+and how many workers reached it. Worker processes end with the benchmark even when
+it is killed (their stdin is the benchmark's).
 
 Prints a markdown table per step, a summary per curve, the machine, the commit
 and the load average; draws ``--png`` when matplotlib is installed; ``--json PATH``
-also writes the raw figures. ``--quick`` is a smoke test (PostgreSQL, one process,
-two short steps, the plot in a temporary file unless ``--png`` is given).
+also writes the raw figures. ``--quick`` is a smoke test (PostgreSQL, 1 and 2
+processes, two short steps each, the plot in a temporary file unless ``--png`` is
+given).
 """
 
 from __future__ import annotations
@@ -74,10 +85,19 @@ SATURATED = 0.85
 #: The figure issue 20 asks for at half the maximum throughput.
 WORKFLOW_TASK_S2S_P95_GOAL_MS = 50.0
 _PLACEMENT_ATTEMPTS = 20
+# The workers' last log lines shown after a curve (all are counted in the report).
+_LOG_LINES_SHOWN = 20
+# Events of a task that failed or timed out: a lease stranded, say by a stream that
+# broke, shows as a timeout (an activity's retried attempts as its Started's attempt).
+_FAILED_OR_TIMED_OUT = {"WorkflowTaskFailed", "WorkflowTaskTimedOut", "ActivityTaskFailed", "ActivityTaskTimedOut"}
 
 
 async def run_worker(address: str, task_queue: str, transport: str) -> None:
-    """A worker process: runs until SIGTERM."""
+    """A worker process: runs until SIGTERM or until its stdin ends.
+
+    The benchmark holds the other end of stdin, so the worker also stops when the
+    benchmark dies without stopping it (killed): an orphan would go on reconnecting to
+    a server that is gone, and load the machine the next run measures."""
     client = await Client.connect(address)
     worker = Worker(
         client,
@@ -86,7 +106,21 @@ async def run_worker(address: str, task_queue: str, transport: str) -> None:
         activities=ACTIVITIES,
         task_transport="unary" if transport == "unary" else "stream",
     )
-    await worker.run()
+    loop = asyncio.get_running_loop()
+    orphaned = asyncio.Event()
+
+    def read_stdin() -> None:
+        if not os.read(0, 4096):  # end of file: the benchmark has gone
+            loop.remove_reader(0)
+            orphaned.set()
+
+    loop.add_reader(0, read_stdin)
+    running = asyncio.create_task(worker.run())
+    watching = asyncio.create_task(orphaned.wait())
+    await asyncio.wait({running, watching}, return_when=asyncio.FIRST_COMPLETED)
+    watching.cancel()
+    await worker.shutdown()
+    await running
     await client.close()
 
 
@@ -141,17 +175,45 @@ def _port(address: str) -> int:
     return int(address.rsplit(":", 1)[1])
 
 
-async def start_workers(where: Target, task_queue: str, transport: str) -> list[subprocess.Popen[bytes]]:
-    """One worker process per server process, each connected to a different one."""
+def connections(where: Target) -> dict[int, int]:
+    """Established connections on the gRPC port each serving process holds: with
+    ``SO_REUSEPORT`` the kernel picks the process, so this shows that both work."""
+    port = _port(where.address)
+    accepted = {inode for local, _, inode in _tcp_sockets("01") if local == port}
+    return {server: len(_socket_inodes(server) & accepted) for server in _serving(where)}
+
+
+def runqueue_wait_seconds(pids: list[int]) -> float:
+    """Time the threads of ``pids`` have spent runnable but waiting for a CPU
+    (``/proc/PID/task/TID/schedstat``): high while other work takes the cores, so a
+    slow step with a high wait is the machine's, one with a low wait is ours."""
+    nanoseconds = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for thread in os.listdir(f"/proc/{pid}/task"):
+                with contextlib.suppress(OSError, IndexError, ValueError):
+                    with open(f"/proc/{pid}/task/{thread}/schedstat") as f:
+                        nanoseconds += int(f.read().split()[1])
+    return nanoseconds / 1e9
+
+
+async def start_workers(where: Target, task_queue: str, transport: str, log_dir: str) -> list[subprocess.Popen[bytes]]:
+    """One worker process per server process, each connected to a different one; each
+    logs to ``worker-PID.log`` in ``log_dir`` (see :func:`worker_log_lines`)."""
     servers, port = _serving(where), _port(where.address)
     workers: list[subprocess.Popen[bytes]] = []
     try:
         for _ in range(_PLACEMENT_ATTEMPTS * len(servers)):
             if len(workers) == len(servers):
                 break
-            process = subprocess.Popen(
-                [sys.executable, "-m", "benchmarks.scale", "--worker", where.address, task_queue, transport]
-            )
+            with tempfile.NamedTemporaryFile(dir=log_dir, suffix=".log", delete=False) as log:
+                process = subprocess.Popen(
+                    [sys.executable, "-m", "benchmarks.scale", "--worker", where.address, task_queue, transport],
+                    stdin=subprocess.PIPE,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+            os.replace(log.name, os.path.join(log_dir, f"worker-{process.pid}.log"))
             workers.append(process)
             landed: collections.Counter[int] = collections.Counter()
 
@@ -166,7 +228,7 @@ async def start_workers(where: Target, task_queue: str, transport: str) -> list[
             if any(reached(other.pid, port, servers) & landed for other in workers[:-1]):
                 # Killed, not drained: it has leased nothing yet, and a drain waits on its polls.
                 workers.pop().kill()
-                process.wait()
+                _reap(process)
     except BaseException:
         stop_workers(workers)
         raise
@@ -183,7 +245,29 @@ def stop_workers(workers: list[subprocess.Popen[bytes]]) -> None:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
-            process.wait()
+        _reap(process)
+
+
+def _reap(process: subprocess.Popen[bytes]) -> None:
+    process.wait()
+    if process.stdin is not None:
+        process.stdin.close()
+
+
+def worker_log_lines(log_dir: str) -> list[str]:
+    """What the worker processes have logged so far (warnings and errors: the default
+    level), every line prefixed with its worker's pid."""
+    lines = []
+    for entry in sorted(os.listdir(log_dir)):
+        if entry.startswith("worker-"):
+            with open(os.path.join(log_dir, entry), errors="replace") as f:
+                lines += [f"{entry[7:-4]}: {line.rstrip()}" for line in f if line.strip()]
+    return lines
+
+
+def count_stream_breaks(lines: list[str]) -> int:
+    """How many times a worker's stream broke (and was opened again) in ``lines``."""
+    return sum("worker stream broke" in line for line in lines)
 
 
 async def connect_starters(where: Target) -> list[Client]:
@@ -210,6 +294,13 @@ async def connect_starters(where: Target) -> list[Client]:
 # ------------------------------------------------------------------ one step
 
 
+def _retried(event: Any) -> bool:
+    """Whether a history event shows a task that ran again or will (see _FAILED_OR_TIMED_OUT)."""
+    if event.event_type == "ActivityTaskStarted":
+        return int(event.attributes.get("attempt", 1)) > 1
+    return event.event_type in _FAILED_OR_TIMED_OUT
+
+
 def _ms(values: list[float], fraction: float) -> float | None:
     return round(percentile(values, fraction) * 1000, 1) if values else None
 
@@ -222,6 +313,7 @@ async def step(
     rate: float,
     seconds: float,
     histories: int,
+    log_dir: str,
 ) -> dict[str, Any]:
     """Offers ``rate`` onboarding executions per second for ``seconds``; waits for them all."""
     request = {"name": "Scale", "email": "scale@example.com", "work_seconds": 0, "cooling_off_seconds": 0}
@@ -239,12 +331,16 @@ async def step(
         finished.append(time.perf_counter())
         latencies.append(finished[-1] - began)
 
-    servers = sorted({*where.server_pids, *_serving(where)})
+    serving = sorted(_serving(where))
+    servers = sorted({*where.server_pids, *serving})
     postgres = [pid for pid in where.pids() if pid not in servers]
     groups = {"server": servers, "worker": [w.pid for w in workers], "postgres": postgres, "starter": [os.getpid()]}
     cpu_before = {name: cpu_seconds(pids) for name, pids in groups.items()}
+    each_before = [cpu_seconds([pid]) for pid in serving]
+    waited_before = runqueue_wait_seconds([pid for pids in groups.values() for pid in pids])
     busy_before = machine_busy_seconds()
     load_before = load_average()
+    breaks_before = count_stream_breaks(worker_log_lines(log_dir))
     began = time.perf_counter()
     runs = []
     for i in range(count):
@@ -259,13 +355,14 @@ async def step(
     # PostgreSQL backends opened meanwhile count in full (they are new).
     groups["postgres"] = sorted({*postgres, *(pid for pid in where.pids() if pid not in servers)})
     cores = {name: (cpu_seconds(pids) - cpu_before.get(name, 0.0)) / elapsed for name, pids in groups.items()}
+    each = [(cpu_seconds([pid]) - before) / elapsed for pid, before in zip(serving, each_before, strict=True)]
+    waited = (runqueue_wait_seconds([pid for pids in groups.values() for pid in pids]) - waited_before) / elapsed
     others = max(0.0, (machine_busy_seconds() - busy_before) / elapsed - sum(cores.values()))
 
     sample = [round(i * count / histories) for i in range(min(histories, count))]
     client = starters[0]
-    activity_s2s, workflow_s2s = schedule_to_start(
-        [flowforge_events(await client.get_workflow_handle(f"scale-{tag}-{i}").fetch_history()) for i in sample]
-    )
+    fetched = [await client.get_workflow_handle(f"scale-{tag}-{i}").fetch_history() for i in sample]
+    activity_s2s, workflow_s2s = schedule_to_start([flowforge_events(history) for history in fetched])
     return {
         "offered_per_s": round(rate, 1),
         "workflows": count,
@@ -277,7 +374,12 @@ async def step(
         "workflow_task_s2s_p95_ms": _ms(workflow_s2s, 0.95),
         "activity_s2s_p95_ms": _ms(activity_s2s, 0.95),
         **{f"cores_{name}": round(value, 2) for name, value in cores.items()},
+        "cores_server_each": [round(value, 2) for value in each],
         "cores_others": round(others, 2),
+        "cores_waiting": round(waited, 2),
+        "server_cpu_ms_per_activity": round(1000 * cores["server"] * elapsed / (count * ACTIVITIES_PER_WORKFLOW), 2),
+        "retried_tasks": sum(_retried(event) for history in fetched for event in history.events),
+        "stream_breaks": count_stream_breaks(worker_log_lines(log_dir)) - breaks_before,
         "load_average": load_before,
     }
 
@@ -286,37 +388,64 @@ async def step(
 
 
 async def curve(where: Target, name: str, processes: int, settings: argparse.Namespace) -> dict[str, Any]:
-    """On a fresh deployment: the steps up to saturation, then the run at half the maximum throughput."""
+    """On a fresh deployment: the steps up to saturation, then the run at half the maximum throughput.
+
+    A step that saturates is run once more at the same rate before the curve ends there:
+    one stall (a checkpoint, a burst of other work on the machine) must not end a curve
+    far below its maximum."""
     task_queue = f"scale-{uuid.uuid4().hex[:8]}"
-    workers = await start_workers(where, task_queue, settings.task_transport)
-    starters = await connect_starters(where)
-    try:
-        # Warm up: every worker polling, the server's caches and PostgreSQL's pool filled.
-        await step(where, starters, workers, task_queue, settings.start_rate, settings.warmup_seconds, 0)
-        steps: list[dict[str, Any]] = []
-        rate = settings.start_rate
-        for _ in range(settings.max_steps):
-            steps.append(
-                await step(where, starters, workers, task_queue, rate, settings.step_seconds, settings.histories)
+    with tempfile.TemporaryDirectory(prefix="flowforge-scale-") as log_dir:
+        workers = await start_workers(where, task_queue, settings.task_transport, log_dir)
+        starters = await connect_starters(where)
+        port, serving = _port(where.address), _serving(where)
+        placed = [reached(worker.pid, port, serving) for worker in workers]
+        placement = {
+            "connections_per_process": list(connections(where).values()),
+            "workers_per_process": [sum(bool(landed[server]) for landed in placed) for server in serving],
+        }
+        try:
+            # Warm up: every worker polling, the server's caches and PostgreSQL's pool filled.
+            await step(where, starters, workers, task_queue, settings.start_rate, settings.warmup_seconds, 0, log_dir)
+            steps: list[dict[str, Any]] = []
+            rate, repeated = settings.start_rate, False
+            for _ in range(settings.max_steps):
+                steps.append(
+                    await step(
+                        where, starters, workers, task_queue, rate, settings.step_seconds, settings.histories, log_dir
+                    )
+                )
+                print(f"  {name}: {steps[-1]}", file=sys.stderr)
+                saturated = steps[-1]["workflows_per_s"] < SATURATED * rate
+                if saturated and repeated:
+                    break
+                repeated = saturated
+                rate *= 1 if saturated else settings.growth
+            maximum = max(s["workflows_per_s"] for s in steps)
+            half = await step(
+                where,
+                starters,
+                workers,
+                task_queue,
+                maximum / 2,
+                settings.half_seconds,
+                settings.half_histories,
+                log_dir,
             )
-            print(f"  {name}: {steps[-1]}", file=sys.stderr)
-            if steps[-1]["workflows_per_s"] < SATURATED * rate:
-                break
-            rate *= settings.growth
-        maximum = max(s["workflows_per_s"] for s in steps)
-        half = await step(
-            where, starters, workers, task_queue, maximum / 2, settings.half_seconds, settings.half_histories
-        )
-        print(f"  {name}, half of the maximum: {half}", file=sys.stderr)
-    finally:
-        for client in starters:
-            await client.close()
-        stop_workers(workers)
+            print(f"  {name}, half of the maximum: {half}", file=sys.stderr)
+        finally:
+            for client in starters:
+                await client.close()
+            stop_workers(workers)
+            logged = worker_log_lines(log_dir)
+            for line in logged[-_LOG_LINES_SHOWN:]:
+                print(f"  {name}, worker {line}", file=sys.stderr)
     return {
         "name": name,
         "processes": processes,
         "workers": len(workers),
         "starters": len(starters),
+        **placement,
+        "worker_log_lines": len(logged),
         "max_workflows_per_s": maximum,
         "steps": steps,
         "half": half,
@@ -335,10 +464,14 @@ _STEP_COLUMNS = [
     ("wf-task s2s p95 (ms)", "workflow_task_s2s_p95_ms"),
     ("activity s2s p95 (ms)", "activity_s2s_p95_ms"),
     ("cores: server", "cores_server"),
+    ("each server process", "cores_server_each"),
     ("worker", "cores_worker"),
     ("PostgreSQL", "cores_postgres"),
     ("starter", "cores_starter"),
     ("others", "cores_others"),
+    ("waiting for a CPU", "cores_waiting"),
+    ("retried tasks", "retried_tasks"),
+    ("stream breaks", "stream_breaks"),
 ]
 
 
@@ -354,17 +487,26 @@ def table(report: dict[str, Any]) -> str:
             lines.append(f"| {label} | " + " | ".join(str(s.get(key, "")) for _, key in _STEP_COLUMNS) + " |")
     lines += [
         "",
-        "| store × server processes | max throughput (wf/s) | at half of it: offered / achieved wf/s | latency p95 (ms) "
-        f"| wf-task s2s p95 (ms) | < {WORKFLOW_TASK_S2S_P95_GOAL_MS:g} ms |",
-        "|---|---|---|---|---|---|",
+        "| store × server processes | max throughput (wf/s) | at half of it: offered / achieved wf/s "
+        "| latency p50 / p95 (ms) | wf-task s2s p50 / p95 (ms) "
+        f"| < {WORKFLOW_TASK_S2S_P95_GOAL_MS:g} ms | server cores (each process) | server CPU per activity (ms) "
+        "| connections (workers) per server process |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for c in report["curves"]:
         half = c["half"]
         p95 = half["workflow_task_s2s_p95_ms"]
         met = "yes" if p95 is not None and p95 < WORKFLOW_TASK_S2S_P95_GOAL_MS else "no"
+        placement = " / ".join(
+            f"{n} ({w})"
+            for n, w in zip(c.get("connections_per_process", []), c.get("workers_per_process", []), strict=False)
+        )
+        each = " / ".join(str(v) for v in half.get("cores_server_each", []))
         lines.append(
             f"| {c['name']} | {c['max_workflows_per_s']} | {half['offered_per_s']} / {half['workflows_per_s']} "
-            f"| {half['latency_p95_ms']} | {p95} | {met} |"
+            f"| {half['latency_p50_ms']} / {half['latency_p95_ms']} "
+            f"| {half['workflow_task_s2s_p50_ms']} / {p95} | {met} | {half['cores_server']} ({each}) "
+            f"| {half.get('server_cpu_ms_per_activity', '')} | {placement} |"
         )
     return "\n".join(lines)
 
@@ -446,7 +588,7 @@ def main() -> None:
         "--store",
         help="stores, comma-separated: postgresql, sqlite or URLs (default postgresql,sqlite; --quick: postgresql)",
     )
-    parser.add_argument("--processes", help="server process counts, comma-separated (default 1,2; --quick: 1)")
+    parser.add_argument("--processes", help="server process counts, comma-separated (default 1,2)")
     parser.add_argument("--start-rate", type=float, default=5.0, help="the first step's offered workflows/s")
     parser.add_argument("--growth", type=float, default=1.5, help="each step offers this times the last")
     parser.add_argument("--max-steps", type=int, default=10, help="steps at most per process count")
@@ -458,7 +600,7 @@ def main() -> None:
     parser.add_argument("--png", help="where to draw the curves (default docs/scale-curve.png)")
     parser.add_argument("--json", help="also write the raw figures here")
     parser.add_argument("--from-json", help="print the table and draw the plot of an earlier --json; no run")
-    parser.add_argument("--quick", action="store_true", help="smoke test: 1 process, two short steps")
+    parser.add_argument("--quick", action="store_true", help="smoke test: PostgreSQL, 1 and 2 processes, short steps")
     args = parser.parse_args()
     if args.worker:
         asyncio.run(run_worker(*args.worker))
@@ -468,7 +610,7 @@ def main() -> None:
             report_out(json.load(f), args.png or os.path.join("docs", "scale-curve.png"))
         return
     if args.quick:
-        args.store, args.processes = args.store or "postgresql", args.processes or "1"
+        args.store, args.processes = args.store or "postgresql", args.processes or "1,2"
         args.max_steps, args.step_seconds = 2, 2.0
         args.warmup_seconds = 1.0
         args.half_seconds, args.histories, args.half_histories = 2.0, 5, 5
