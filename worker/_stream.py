@@ -10,7 +10,11 @@ report RPCs carry, without a call per task:
   more tasks than free slots. A task pushed with nobody waiting for it (its poller was
   cancelled) is given back at once through ``returned_task_tokens``.
 - Reports (:meth:`WorkerStream.report`) are queued; the writer sends whatever is ready
-  (credits, given-back tokens, reports) in one message per flush, and each
+  (credits, given-back tokens, reports) in one message per flush. While tasks handed
+  over moments ago are still running (those of the last message, which report soon),
+  a flush waits for their reports, at most :data:`_LINGER_S`; with none, it goes at
+  once, so a lone report is never held. A credit the server does not need at once (it
+  holds others of the queue and kind) rides with the next message. Each
   ``WorkerReportResult`` is turned back into the response, or the :class:`RPCError`, the
   unary RPC would have given, so callers keep their lease-lost handling.
 - When the stream breaks it is opened again with backoff, on any replica. Tokens, fencing
@@ -72,6 +76,12 @@ _MAX_CREDIT = 10_000
 # How long shutdown waits for the server's tasks_stopped, and then for the stream to end.
 _STOP_TIMEOUT_S = 5.0
 _CLOSE_TIMEOUT_S = 5.0
+# The longest a flush waits for the reports of tasks handed over moments ago.
+_LINGER_S = 0.0005
+# A task handed over this long ago is not waited for (it is no quick one).
+_FRESH_S = 0.05
+# The longest a credit the server does not need at once waits for a message to ride with.
+_CREDIT_LINGER_S = 0.01
 # A stream that received nothing for this long is renewed (stop_tasks, then a new stream),
 # which proves the connection alive or finds it dead, as a long poll's deadline would.
 _IDLE_RENEW_S = 60.0
@@ -119,6 +129,10 @@ class WorkerStream:
         self._outstanding: collections.Counter[_Lane] = collections.Counter()
         self._unsent_credits: collections.Counter[_Lane] = collections.Counter()
         self._returned: list[bytes] = []
+        self._urgent = False  # something unsent must leave without lingering
+        self._credit_timer: asyncio.TimerHandle | None = None
+        # Tokens of tasks handed over in the last _FRESH_S and not yet reported, oldest first.
+        self._fresh: dict[bytes, float] = {}
         self._reports: dict[int, _Report] = {}
         self._report_ids = itertools.count(1)
         self._wake = asyncio.Event()
@@ -163,9 +177,7 @@ class WorkerStream:
         waiters.append(waiter)
         # A credit left by a poller that was cancelled serves this one.
         if self._connected and not (self._stopping or self._renewing) and self._outstanding[lane] < len(waiters):
-            self._outstanding[lane] += 1
-            self._unsent_credits[lane] += 1
-            self._wake.set()
+            self._grant(lane)
         try:
             return await waiter
         except asyncio.CancelledError:
@@ -176,6 +188,28 @@ class WorkerStream:
         finally:
             with contextlib.suppress(ValueError):
                 waiters.remove(waiter)
+
+    def _grant(self, lane: _Lane) -> None:
+        """One more credit of ``lane``: sent at once if the server holds none of it,
+        else with the next message (or after :data:`_CREDIT_LINGER_S`)."""
+        held_by_server = self._outstanding[lane] - self._unsent_credits[lane]
+        self._outstanding[lane] += 1
+        self._unsent_credits[lane] += 1
+        if held_by_server <= 0:
+            self._send_now()
+        elif self._credit_timer is None:
+            self._credit_timer = asyncio.get_running_loop().call_later(_CREDIT_LINGER_S, self._send_now)
+
+    def _send_now(self) -> None:
+        """Wakes the writer to send what is ready without lingering."""
+        self._stop_credit_timer()
+        self._urgent = True
+        self._wake.set()
+
+    def _stop_credit_timer(self) -> None:
+        if self._credit_timer is not None:
+            self._credit_timer.cancel()
+            self._credit_timer = None
 
     async def report(self, rpc: str, request: Any, *, retry: bool = True) -> Any:
         """Sends a report (the request of ``rpc``) and returns what the unary RPC would.
@@ -204,6 +238,8 @@ class WorkerStream:
             give_up_at=loop.time() + self._service.retry_config.maximum_elapsed.total_seconds(),
         )
         self._reports[report_id] = pending
+        if rpc != "RecordActivityTaskHeartbeat":
+            self._fresh.pop(request.task_token, None)
         self._wake.set()
         # A server that stops answering without the stream breaking: the unary call's deadlines.
         config = self._service.retry_config
@@ -308,7 +344,7 @@ class WorkerStream:
                 live = sum(not waiter.done() for waiter in waiters)
                 if live:
                     self._outstanding[lane] = self._unsent_credits[lane] = live
-        self._wake.set()
+        self._send_now()
 
     async def _serve(self, call: Any) -> bool:
         """Serves one stream until it ends; True when it ended to be renewed."""
@@ -412,6 +448,7 @@ class WorkerStream:
             waiter = waiters.popleft()
             if not waiter.done():
                 _settle(waiter, outcome, result=not isinstance(outcome, UndecodableResponse))
+                self._handed_over([task.task_token])
                 return
         self._give_back(task.task_token)
 
@@ -423,31 +460,66 @@ class WorkerStream:
             status = _STATUS_CODES.get(result.status_code, grpc.StatusCode.UNKNOWN)
             _settle(report.answer, RPCError(result.status_message or status.name, status))
             return
+        answer = getattr(result, _REPORT_FIELDS[report.rpc])
+        self._handed_over(_eager_tokens(answer))
         try:
-            response = await self._service.decode_response(report.rpc, getattr(result, _REPORT_FIELDS[report.rpc]))
+            response = await self._service.decode_response(report.rpc, answer)
         except UndecodableResponse as error:
             _settle(report.answer, error)
             return
         _settle(report.answer, response, result=True)
 
+    def _handed_over(self, tokens: list[bytes]) -> None:
+        now = asyncio.get_running_loop().time()
+        for token in tokens:
+            self._fresh[token] = now
+
     def _give_back(self, token: bytes) -> None:
+        self._fresh.pop(token, None)
         if token and self._connected:
             self._returned.append(token)
-            self._wake.set()
+            self._send_now()
 
     async def _write(self, call: Any) -> None:
         while True:
             await self._wake.wait()
             self._wake.clear()
             await asyncio.sleep(0)  # reports made ready in this same turn of the loop join the message
+            await self._linger()
             for message in self._messages():
                 await call.write(message)
             if self._closing.is_set() and not self._wake.is_set():
                 await call.done_writing()
                 return
 
+    async def _linger(self) -> None:
+        """Waits, at most :data:`_LINGER_S`, for the reports of tasks handed over
+        moments ago, unless something must leave at once."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _LINGER_S
+        while not (self._urgent or self._stop_unsent or self._closing.is_set()) and self._expecting_reports():
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), remaining)
+
+    def _expecting_reports(self) -> bool:
+        """Whether a task handed over in the last :data:`_FRESH_S` has not reported yet
+        (forgetting older ones: they are no quick tasks, or were never reported)."""
+        stale_before = asyncio.get_running_loop().time() - _FRESH_S
+        while self._fresh:
+            oldest = next(iter(self._fresh))
+            if self._fresh[oldest] >= stale_before:
+                return True
+            del self._fresh[oldest]
+        return False
+
     def _messages(self) -> list[pb.WorkerStreamRequest]:
         """Everything ready, in as few messages as the batch size allows."""
+        self._urgent = False
+        self._stop_credit_timer()
         first = pb.WorkerStreamRequest()
         if self._needs_hello:
             first.hello.CopyFrom(self._hello)
@@ -476,6 +548,14 @@ class WorkerStream:
             messages[-1].reports.append(report.message)
             size += report_size
         return [message for message in messages if message.ByteSize()]
+
+
+def _eager_tokens(answer: Any) -> list[bytes]:
+    """The tokens of the tasks a report's answer hands over (leased eagerly)."""
+    tokens = [task.task_token for task in getattr(answer, "activity_tasks", ())]
+    if answer.DESCRIPTOR.fields_by_name.get("workflow_task") is not None and answer.HasField("workflow_task"):
+        tokens.append(answer.workflow_task.task_token)
+    return tokens
 
 
 def _without_stream(error: RPCError) -> bool:

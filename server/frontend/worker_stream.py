@@ -15,7 +15,10 @@ Per stream, beside the handler that writes answers:
   were read, as one worker's unary calls for a task would.
 
 What is ready is written together: the writer takes everything queued into one
-message. Leases are the unary path's: a pushed task that never reached the stream
+message, after waiting (at most :data:`_LINGER_S`) for the answers of reports that have
+committed but are still being finished (a workflow task's history read), so reports
+committed in one group transaction are answered in one message. A lone answer is
+written at once: nothing else is decided. Leases are the unary path's: a pushed task that never reached the stream
 (it broke, or the worker half-closed) is released at once, and one the worker held
 follows the lease rules.
 """
@@ -23,7 +26,9 @@ follows the lease rules.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -40,6 +45,7 @@ from flowforge.server.frontend._base import Context, ServiceBase, error_status
 from flowforge.server.frontend.protos import activity_task_proto, query_task_proto, workflow_task_proto
 from flowforge.server.frontend.validation import name
 from flowforge.server.history import HistoryEngine, LeasedQuery
+from flowforge.server.history.group_commit import on_committed
 from flowforge.server.matching import Matching
 
 __all__ = [
@@ -72,6 +78,8 @@ _POLL_TIMEOUT_S = 60.0
 # A poll that failed (the store unavailable, too many polls on the queue) waits this
 # long before it tries again, doubling up to the second figure.
 _RETRY_S = (0.1, 5.0)
+# The longest the writer holds what is ready for the answers of reports already committed.
+_LINGER_S = 0.005
 # How long a closing stream waits for the write under way before it cancels it.
 _WRITE_GRACE_S = 1.0
 _RPC = "StreamWorkerTasks"
@@ -113,6 +121,8 @@ class _WorkerStream:
         # The last report started per task token, until it ends: the next one waits for it.
         self._last_of_task: dict[bytes, asyncio.Task[None]] = {}
         self._report_slots = asyncio.Semaphore(MAX_PENDING_REPORTS)
+        self._decided: set[int] = set()  # reports committed whose answer is not queued yet
+        self._answer_queued = asyncio.Event()
         self._outbox: asyncio.Queue[object] = asyncio.Queue()
         self._unsent: list[object] = []  # taken by the writer but not written
         self._messages_in = 0
@@ -326,6 +336,7 @@ class _WorkerStream:
         completion is not refused for a lease that completion ended."""
         if before is not None:
             await asyncio.wait({before})
+        on_committed.set(functools.partial(self._decided.add, report.id))
         result = pb.WorkerReportResult(id=report.id)
         field = report.WhichOneof("report")
         rpc = _RPC
@@ -352,11 +363,13 @@ class _WorkerStream:
             result.status_code, result.status_message = code.value[0], message
         finally:
             del self._reports[report.id]
+            self._decided.discard(report.id)
         # Counted as its unary RPC (rpc_observer.py), so dashboards read the same on either path.
         metrics = self._engine.metrics
         metrics.rpc_requests.labels(rpc, _CODE_NAMES.get(result.status_code, "UNKNOWN")).inc()
         metrics.rpc_latency.labels(rpc).observe(time.perf_counter() - began)
         self._outbox.put_nowait(result)  # its slot is freed once written
+        self._answer_queued.set()
 
     # ------------------------------------------------------------------ writing
 
@@ -364,6 +377,7 @@ class _WorkerStream:
         """Writes what is queued, everything ready in one message, until :data:`_END`."""
         while True:
             batch = [await self._outbox.get()]
+            await self._decided_answers()
             size = 0
             while batch[-1] is not _STOPPED and batch[-1] is not _END and size < _MAX_BATCH_BYTES:
                 if self._outbox.empty():
@@ -397,6 +411,16 @@ class _WorkerStream:
                     self._report_slots.release()
             if batch[-1] is _END:
                 return
+
+    async def _decided_answers(self) -> None:
+        """Waits, at most :data:`_LINGER_S`, until every report of the stream that has
+        committed has queued its answer (they leave together)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _LINGER_S
+        while self._decided and (remaining := deadline - loop.time()) > 0:
+            self._answer_queued.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._answer_queued.wait(), remaining)
 
 
 class WorkerStreamHandlers(ServiceBase):

@@ -2,13 +2,19 @@
 
 One group serves every report on a run that the engine groups (workflow task
 completions and activity completions alike), so reports of both kinds share a
-transaction. A report that finds no group transaction under way runs at once, alone,
-as before. Reports that arrive while one is under way queue, and when it ends they all
+transaction. A report that finds no group transaction under way yields to the event
+loop once, so the reports already on their way in the same turn (those of one worker
+stream message, which start together) join it; if none did, it runs alone, as before.
+Reports that arrive while a transaction is under way queue, and when it ends they all
 commit together in one transaction (up to ``max_batch``), ordered by run id so every
-group takes its row locks in one order. No report waits for company: a queued report
-waits only for the transaction that was already running. Most reports of a group touch
-different executions; two of one execution are applied one after the other in the
-same transaction, as they would be in two.
+group takes its row locks in one order. No report waits for company that is not
+already on its way: a queued report waits only for the transaction that was already
+running. Most reports of a group touch different executions; two of one execution are
+applied one after the other in the same transaction, as they would be in two.
+
+A caller may set :data:`on_committed` (a context variable) to learn when its report
+has committed, before the report's caller resumes: the worker stream waits for the
+answers already decided to write them in one message.
 
 If the group's transaction fails for any reason (a lost lease, a conflict that kept
 coming back, an unavailable store), it rolls back whole and each report of the
@@ -31,12 +37,24 @@ _T = TypeVar("_T")
 
 Body = Callable[[Transaction], Awaitable[_T]]
 
+#: Called (without arguments) once the current context's report has committed.
+on_committed: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "flowforge_group_commit_on_committed", default=None
+)
+
 
 @dataclasses.dataclass
 class _Report(Generic[_T]):
     run_id: str
     body: Body[_T]
     answer: asyncio.Future[_T]
+    committed: Callable[[], None] | None
+
+    def settle(self, result: _T) -> None:
+        if self.committed is not None:
+            self.committed()
+        if not self.answer.done():
+            self.answer.set_result(result)
 
 
 class GroupCommit:
@@ -56,16 +74,35 @@ class GroupCommit:
         self._flusher: asyncio.Task[None] | None = None  # referenced, so it is not collected mid-run
 
     async def run(self, run_id: str, body: Body[_T]) -> _T:
-        """Runs ``body`` (a report on ``run_id``) alone if no group transaction is
-        under way, else in the next group; returns what it returned."""
-        if not self._busy:
-            self._busy = True
-            try:
-                return await self._alone(body)
-            finally:
-                self._next_group()
+        """Runs ``body`` (a report on ``run_id``) with the reports that arrive in the
+        same turn of the event loop, else alone, if no group transaction is under way;
+        in the next group if one is. Returns what ``body`` returned."""
+        committed = on_committed.get()
+        if self._busy:
+            return await self._join(run_id, body, committed)
+        self._busy = True
+        try:
+            await asyncio.sleep(0)  # the reports that started with this one arrive meanwhile
+        except BaseException:
+            self._next_group()
+            raise
+        if self._queue:
+            return await self._join(run_id, body, committed, leading=True)
+        try:
+            result = await self._alone(body)
+        finally:
+            self._next_group()
+        if committed is not None:
+            committed()
+        return result
+
+    async def _join(
+        self, run_id: str, body: Body[_T], committed: Callable[[], None] | None, *, leading: bool = False
+    ) -> _T:
         answer: asyncio.Future[_T] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Report(run_id, body, answer))
+        self._queue.append(_Report(run_id, body, answer, committed))
+        if leading:
+            self._next_group()
         # Shielded like a transaction of its own: a caller that goes away does not
         # take the group (or its own report) with it.
         return await asyncio.shield(answer)
@@ -103,8 +140,7 @@ class GroupCommit:
                 pass
             else:
                 for report, result in zip(group, results, strict=True):
-                    if not report.answer.done():
-                        report.answer.set_result(result)
+                    report.settle(result)
                 return
         await asyncio.gather(*(self._answer_alone(report) for report in group))
 
@@ -115,8 +151,7 @@ class GroupCommit:
             if not report.answer.done():
                 report.answer.set_exception(error)
         else:
-            if not report.answer.done():
-                report.answer.set_result(result)
+            report.settle(result)
 
 
 async def _all(tx: Transaction, bodies: list[Body[Any]]) -> list[Any]:
