@@ -26,6 +26,7 @@ from flowforge.server import FlowForgeServer
 from tests.integration._processes import ADMIN_KEY_FILE, ServerProcess
 from tests.integration._protocol import NS, Wire, complete_workflow, event_types, schedule_activity, seconds
 from tests.integration._stream_client import ACTIVITY, WORKFLOW, RawWorkerStream, credit
+from testsupport.counting import StoreCounters
 from testsupport.fuzz_messages import random_message
 from testsupport.waiting import wait_until
 
@@ -109,6 +110,42 @@ async def test_a_workflow_runs_on_reports_answered_by_id(wire: Wire, stream: Raw
     assert (await wire.describe(workflow_id)).status == common_pb2.WORKFLOW_EXECUTION_STATUS_COMPLETED
     await stream.call.done_writing()
     assert (await stream.status())[0] == grpc.StatusCode.OK
+
+
+async def test_the_reports_of_one_message_commit_in_one_transaction_and_are_answered_in_one_message(
+    server: FlowForgeServer, wire: Wire, stream: RawWorkerStream, queue: str
+) -> None:
+    runs = 6
+    await _start(wire, queue, runs)
+    await stream.hello(NS, credit(queue, WORKFLOW, runs))
+    scheduling = [
+        stream.report(
+            workflow_task_completed=_completed(
+                task.workflow_task.task_token, schedule_activity("a"), eager_activity_slots=1
+            )
+        )
+        for task in await stream.tasks(runs)
+    ]
+    await stream.send(reports=scheduling)
+    scheduled = await stream.results(runs)
+    tokens = [t.task_token for r in scheduled.values() for t in r.workflow_task_completed.activity_tasks]
+    assert len(tokens) == runs, scheduled
+    store = StoreCounters(server.store)
+    received = stream.received
+    completions = [
+        stream.report(
+            activity_task_completed=pb.RespondActivityTaskCompletedRequest(
+                task_token=token, result=default_converter.to_payloads(["ok"])
+            )
+        )
+        for token in tokens
+    ]
+    await stream.send(reports=completions)
+    answered = await stream.results(runs)
+    assert all(result.status_code == 0 for result in answered.values()), answered
+    # Started in one turn of the server's event loop, so none commits alone before the rest.
+    assert store.counts["write_transactions"] == 1, dict(store.counts)
+    assert stream.received == received + 1
 
 
 async def test_reports_of_one_task_are_applied_in_the_order_they_were_sent(

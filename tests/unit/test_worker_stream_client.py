@@ -179,6 +179,64 @@ async def test_reports_ready_together_share_a_message_and_errors_keep_their_stat
     await stream.close()
 
 
+async def test_the_tasks_of_one_message_report_in_one_message_and_a_lone_report_is_not_held(
+    connect: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A linger far past the test: only the flush policy, never the clock, ends a wait.
+    monkeypatch.setattr(_stream, "_LINGER_S", 600.0)
+    fake = ScriptedStream()
+    fake.tasks = [_activity_task(b"t-1"), _activity_task(b"t-2"), _activity_task(b"t-3")]
+    stream = _open(await connect(fake))
+    tasks = await asyncio.wait_for(asyncio.gather(*(stream.next_task(QUEUE, ACTIVITY) for _ in range(3))), 10)
+    assert sorted(task.task_token for task in tasks) == [b"t-1", b"t-2", b"t-3"]
+
+    reports = []
+    for task in tasks:  # each in a turn of the event loop of its own, as tasks finish
+        reports.append(
+            asyncio.ensure_future(stream.report("RespondActivityTaskCompleted", _completed(task.task_token)))
+        )
+        for _ in range(3):
+            await asyncio.sleep(0)
+    await asyncio.wait_for(asyncio.gather(*reports), 10)
+    assert [len(message.reports) for _, message in fake.messages if message.reports] == [3]
+
+    # Nothing else in hand: the report leaves at once, not after the linger.
+    fake.tasks = [_activity_task(b"t-4")]
+    (task,) = await asyncio.wait_for(asyncio.gather(stream.next_task(QUEUE, ACTIVITY)), 10)
+    await asyncio.wait_for(stream.report("RespondActivityTaskCompleted", _completed(task.task_token)), 10)
+    assert [len(message.reports) for _, message in fake.messages if message.reports] == [3, 1]
+    await stream.close()
+
+
+async def test_a_credit_the_server_does_not_need_at_once_rides_with_the_next_report(
+    connect: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_stream, "_CREDIT_LINGER_S", 600.0)
+    fake = ScriptedStream()
+    fake.tasks = [_activity_task(b"t-1")]
+    stream = _open(await connect(fake))
+
+    def granted() -> int:
+        return sum(credit.count for _, message in fake.messages for credit in message.credits)
+
+    task = await asyncio.wait_for(stream.next_task(QUEUE, ACTIVITY), 10)
+    # The server holds none: this poller's credit goes at once.
+    waiting = [asyncio.ensure_future(stream.next_task(QUEUE, ACTIVITY))]
+    await wait_until(lambda: granted() == 2, timeout=10, what="the second poller's credit")
+    # The server holds one: the third poller's credit waits for the report.
+    waiting.append(asyncio.ensure_future(stream.next_task(QUEUE, ACTIVITY)))
+    messages_before = len(fake.messages)
+    for _ in range(10):  # the writer's turns: a credit sent at once would leave alone now
+        await asyncio.sleep(0)
+    await asyncio.wait_for(stream.report("RespondActivityTaskCompleted", _completed(task.task_token)), 10)
+    (message,) = [message for _, message in fake.messages[messages_before:]]
+    assert len(message.reports) == 1
+    assert [(c.task_queue, c.task_queue_type, c.count) for c in message.credits] == [(QUEUE, ACTIVITY, 1)]
+    for poller in waiting:
+        poller.cancel()
+    await stream.close()
+
+
 async def test_a_broken_stream_reconnects_and_sends_unanswered_reports_again(
     connect: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
