@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
+import types
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
@@ -33,6 +35,22 @@ class _SignalDefinition:
 class _QueryDefinition:
     name: str
     fn: Callable[..., Any]
+
+
+@functools.lru_cache(maxsize=1024)
+def _type_hints(fn: Callable[..., Any]) -> Mapping[str, Any]:
+    """``typing.get_type_hints(fn)``, worked out once per function (it costs more than
+    the rest of a start, and of a workflow task's replay); errors are not kept."""
+    return types.MappingProxyType(typing.get_type_hints(fn))
+
+
+@functools.lru_cache(maxsize=1024)
+def _hints_after_self(fn: Callable[..., Any]) -> tuple[Any, ...]:
+    """The type hints of ``fn``'s parameters after ``self``, in order (None where
+    absent); NameError or TypeError if an annotation cannot be resolved (not kept)."""
+    hints = _type_hints(fn)
+    parameters = list(inspect.signature(fn).parameters.values())[1:]
+    return tuple(hints.get(parameter.name) for parameter in parameters)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -78,9 +96,7 @@ class _Definition:
 
     def run_arg_types(self) -> list[Any]:
         """The type hints of the run method's parameters after ``self``, in order."""
-        hints = typing.get_type_hints(self.run_fn)
-        parameters = list(inspect.signature(self.run_fn).parameters.values())[1:]
-        return [hints.get(parameter.name) for parameter in parameters]
+        return list(_hints_after_self(self.run_fn))
 
     @staticmethod
     def _build(cls: type, name: str) -> _Definition:
@@ -237,11 +253,9 @@ def query(fn: CallableType | None = None, *, name: str | None = None) -> Any:
 def _parameter_hints(fn: Callable[..., Any]) -> list[Any]:
     """The type hints of a handler's parameters after ``self``, in order (None where absent)."""
     try:
-        hints = typing.get_type_hints(fn)
+        return list(_hints_after_self(fn))
     except (NameError, TypeError):
-        hints = {}
-    parameters = list(inspect.signature(fn).parameters.values())[1:]
-    return [hints.get(parameter.name) for parameter in parameters]
+        return [None] * (len(inspect.signature(fn).parameters) - 1)
 
 
 def _workflow_type_and_result_hint(workflow: Any) -> tuple[str, Any]:
@@ -259,7 +273,7 @@ def _workflow_type_and_result_hint(workflow: Any) -> tuple[str, Any]:
     else:
         definition = _Definition.from_run_fn(workflow)
     try:
-        result_hint = typing.get_type_hints(definition.run_fn).get("return")
+        result_hint = _type_hints(definition.run_fn).get("return")
     except (NameError, TypeError):
         # An annotation that cannot be resolved here leaves the result plain JSON.
         result_hint = None

@@ -12,6 +12,7 @@ Inside the attributes, payload lists use the protobuf JSON form of ``Payloads``,
 failures the protobuf JSON form of ``Failure`` and durations are float seconds.
 """
 
+import base64
 import enum
 import json
 from collections.abc import Mapping
@@ -770,7 +771,9 @@ def message_to_json_dict(message: Message) -> dict[str, Any]:
 
 def json_dict_to_message(value: dict[str, Any] | None, message_type: type[_M]) -> _M:
     """Inverse of :func:`message_to_json_dict`; ``None`` gives an empty message."""
-    return json_format.ParseDict(value or {}, message_type(), ignore_unknown_fields=True)
+    if not value:
+        return message_type()  # most memos, headers and search attributes: no ParseDict
+    return json_format.ParseDict(value, message_type(), ignore_unknown_fields=True)
 
 
 def payloads_json(payloads: common_pb2.Payloads) -> PayloadsJSON:
@@ -780,7 +783,40 @@ def payloads_json(payloads: common_pb2.Payloads) -> PayloadsJSON:
 
 def payloads_from_json(value: PayloadsJSON | None) -> common_pb2.Payloads:
     """An attribute value back to ``Payloads`` (``None``: none)."""
-    return json_dict_to_message(value, common_pb2.Payloads)
+    decoded = _payloads_as_written(value) if value else None
+    return decoded if decoded is not None else json_dict_to_message(value, common_pb2.Payloads)
+
+
+def _payloads_as_written(value: Mapping[str, Any]) -> common_pb2.Payloads | None:
+    """``value`` decoded directly when it has the shape :func:`payloads_json` writes
+    (base64 strings only), as ``ParseDict`` would; None for any other shape, which
+    ``ParseDict`` decodes (or refuses) itself. ``ParseDict`` is pure Python, and a
+    workflow's payloads are decoded under the determinism guard's profile hook, where
+    every Python call costs several: this is most of a workflow task's replay."""
+    try:
+        if value.keys() != {"payloads"}:
+            return None
+        decoded = common_pb2.Payloads()
+        for item in value["payloads"]:
+            if not item.keys() <= {"metadata", "data"}:
+                return None
+            payload = decoded.payloads.add(data=_base64_bytes(item.get("data", "")))
+            for key, encoded in item.get("metadata", {}).items():
+                if not isinstance(key, str):
+                    return None
+                payload.metadata[key] = _base64_bytes(encoded)
+        return decoded
+    except (AttributeError, TypeError, ValueError):  # binascii.Error is a ValueError
+        return None
+
+
+def _base64_bytes(text: object) -> bytes:
+    """A JSON bytes value, decoded as ``json_format`` does (padding added, URL-safe
+    or standard alphabet); TypeError for anything but a string."""
+    if not isinstance(text, str):
+        raise TypeError("not a string")
+    encoded = text.encode()
+    return base64.urlsafe_b64decode(encoded + b"=" * (4 - len(encoded) % 4))
 
 
 def failure_json(failure: common_pb2.Failure) -> FailureJSON:
