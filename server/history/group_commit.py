@@ -2,15 +2,19 @@
 
 One group serves every report on a run that the engine groups (workflow task
 completions and activity completions alike), so reports of both kinds share a
-transaction. A report that finds no group transaction under way yields to the event
-loop once, so the reports already on their way in the same turn (those of one worker
-stream message, which start together) join it; if none did, it runs alone, as before.
-Reports that arrive while a transaction is under way queue, and when it ends they all
-commit together in one transaction (up to ``max_batch``), ordered by run id so every
-group takes its row locks in one order. No report waits for company that is not
-already on its way: a queued report waits only for the transaction that was already
-running. Most reports of a group touch different executions; two of one execution are
-applied one after the other in the same transaction, as they would be in two.
+transaction. Up to ``max_in_flight`` report transactions run at once (one on a store
+with a single writer; several where writes proceed in parallel, so the round trips of
+one group never hold up the next). A report that finds one of them free takes it and
+yields to the event loop once, so the reports already on their way in the same turn
+(those of one worker stream message, which start together) join it; if none did, it
+runs alone, as before. Reports that arrive while all are under way queue, and the
+first to end commits them together in one transaction (up to ``max_batch``), ordered
+by run id so every group takes its row locks in one order. No report waits for
+company that is not already on its way: a queued report waits only for a transaction
+that was already running. Most reports of a group touch different executions; two of
+one execution are applied one after the other in the same transaction, as they would
+be in two (in two groups at once, they take turns on the run's row lock, or conflict
+and run again).
 
 A caller may set :data:`on_committed` (a context variable) to learn when its report
 has committed, before the report's caller resumes: the worker stream waits for the
@@ -64,28 +68,40 @@ class GroupCommit:
         transaction: Runs a body in a transaction (retried on a conflict), e.g.
             ``EngineCore._transaction``.
         max_batch: The most reports in one transaction.
+        max_in_flight: The most report transactions under way at once.
     """
 
-    def __init__(self, transaction: Callable[[Body[list[Any]]], Awaitable[list[Any]]], max_batch: int = 64) -> None:
+    def __init__(
+        self,
+        transaction: Callable[[Body[list[Any]]], Awaitable[list[Any]]],
+        max_batch: int = 64,
+        max_in_flight: int = 1,
+    ) -> None:
         self._transaction = transaction
         self._max_batch = max_batch
+        self._max_in_flight = max_in_flight
         self._queue: list[_Report[Any]] = []
-        self._busy = False
-        self._flusher: asyncio.Task[None] | None = None  # referenced, so it is not collected mid-run
+        self._in_flight = 0
+        # A report took a free transaction and lets this loop turn's reports join it.
+        self._gathering = False
+        self._flushers: set[asyncio.Task[None]] = set()  # referenced, so none is collected mid-run
 
     async def run(self, run_id: str, body: Body[_T]) -> _T:
         """Runs ``body`` (a report on ``run_id``) with the reports that arrive in the
-        same turn of the event loop, else alone, if no group transaction is under way;
-        in the next group if one is. Returns what ``body`` returned."""
+        same turn of the event loop, else alone, if a report transaction is free; in
+        the next group if none is. Returns what ``body`` returned."""
         committed = on_committed.get()
-        if self._busy:
+        if self._gathering or self._in_flight == self._max_in_flight:
             return await self._join(run_id, body, committed)
-        self._busy = True
+        self._in_flight += 1
+        self._gathering = True
         try:
             await asyncio.sleep(0)  # the reports that started with this one arrive meanwhile
         except BaseException:
             self._next_group()
             raise
+        finally:
+            self._gathering = False
         if self._queue:
             return await self._join(run_id, body, committed, leading=True)
         try:
@@ -113,11 +129,14 @@ class GroupCommit:
         return result
 
     def _next_group(self) -> None:
+        """The transaction that just ended hands its place to the queued reports, if any."""
         if not self._queue:
-            self._busy = False
+            self._in_flight -= 1
             return
         # A context of its own: the group is no one caller's (its spans, its audit).
-        self._flusher = asyncio.create_task(self._flush(), name="flowforge-group-commit", context=contextvars.Context())
+        flusher = asyncio.create_task(self._flush(), name="flowforge-group-commit", context=contextvars.Context())
+        self._flushers.add(flusher)
+        flusher.add_done_callback(self._flushers.discard)
 
     async def _flush(self) -> None:
         try:
@@ -130,7 +149,7 @@ class GroupCommit:
                 if not report.answer.done():
                     report.answer.set_exception(Unavailable("the server is stopping; retry the call"))
             self._queue.clear()
-            self._busy = False
+            self._in_flight -= 1
 
     async def _commit(self, group: list[_Report[Any]]) -> None:
         if len(group) > 1:

@@ -35,6 +35,11 @@ __all__ = ["WorkflowTasks"]
 
 log = logging.getLogger("flowforge.server.history")
 
+# Report transactions under way at once on a store with row locks (PostgreSQL): a
+# group's statements are round trips one after the other, so with one at a time the
+# reports of a whole server queue behind one connection's latency.
+REPORT_TRANSACTIONS_AT_ONCE = 4
+
 # The most events a lease's transaction reads for a worker that keeps the run cached:
 # the tail of its last task (a few events) before what the transaction appended. A
 # longer gap (a cold cache) is read after the commit, outside the write lock.
@@ -76,8 +81,11 @@ class WorkflowTasks(Commands, FlowControl):
     @functools.cached_property
     def _reports(self) -> GroupCommit:
         """Workflow task completions and activity completions and cancellations that
-        arrive together commit together (one group for all: fewer transactions)."""
-        return GroupCommit(self._transaction)
+        arrive together commit together (one group for all: fewer transactions); where
+        writes proceed in parallel, several groups at once."""
+        return GroupCommit(
+            self._transaction, max_in_flight=REPORT_TRANSACTIONS_AT_ONCE if self.store.parallel_writes else 1
+        )
 
     async def try_lease_workflow_task(
         self, namespace: str, task_queue: str, identity: str

@@ -1,0 +1,100 @@
+"""GroupCommit's concurrency: how many report transactions run at once, and how the
+reports that find none free are grouped. A fake transaction runner that holds each
+transaction open until the test lets it commit; the stores' side is in
+tests/integration/test_group_commit.py."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, cast
+
+from flowforge.server.history.group_commit import Body, GroupCommit
+from flowforge.server.stores.base import Transaction
+from testsupport.waiting import wait_until
+
+DEADLINE_S = 10.0
+
+
+class HeldTransactions:
+    """Runs bodies in fake transactions that stay open until :meth:`commit_all`."""
+
+    def __init__(self) -> None:
+        self.open = 0
+        self.most_open = 0
+        self.sizes: list[int] = []  # reports per transaction, in the order they began
+        self._commit = asyncio.Event()
+
+    async def __call__(self, body: Body[list[Any]]) -> list[Any]:
+        self.open += 1
+        self.most_open = max(self.most_open, self.open)
+        try:
+            results = await body(cast(Transaction, None))  # the bodies ignore it
+            self.sizes.append(len(results))
+            await self._commit.wait()
+            return results
+        finally:
+            self.open -= 1
+
+    def commit_all(self) -> None:
+        self._commit.set()
+
+
+def report(value: int) -> Body[int]:
+    async def body(_tx: Transaction) -> int:
+        return value
+
+    return body
+
+
+async def test_reports_run_in_as_many_transactions_at_once_as_allowed_and_the_rest_in_one_group() -> None:
+    transactions = HeldTransactions()
+    group = GroupCommit(transactions, max_in_flight=3)
+    answers = []
+    for i in range(3):  # one after another: each finds a free transaction, runs alone
+        answers.append(asyncio.create_task(group.run(f"run-{i}", report(i))))
+        await wait_until(lambda: transactions.open == len(answers), timeout=DEADLINE_S, what="one more open")
+    # Three at once, not waiting for each other; the next four queue.
+    answers += [asyncio.create_task(group.run(f"run-{i}", report(i))) for i in range(3, 7)]
+    await asyncio.sleep(0)  # each queued report has run up to its wait
+    assert transactions.sizes == [1, 1, 1]
+    transactions.commit_all()
+    assert await asyncio.gather(*answers) == list(range(7))
+    # The first transaction to end committed the queued four together.
+    assert transactions.sizes == [1, 1, 1, 4]
+    assert transactions.most_open == 3
+
+
+async def test_reports_that_arrive_in_one_loop_turn_share_a_transaction_though_others_are_free() -> None:
+    # As a worker stream message's reports do: one transaction, not one each.
+    transactions = HeldTransactions()
+    group = GroupCommit(transactions, max_in_flight=3)
+    transactions.commit_all()
+    assert await asyncio.gather(*(group.run(f"run-{i}", report(i)) for i in range(5))) == list(range(5))
+    assert transactions.sizes == [5]
+
+
+async def test_with_one_in_flight_a_report_waits_for_the_transaction_under_way() -> None:
+    transactions = HeldTransactions()
+    group = GroupCommit(transactions)
+    first = asyncio.create_task(group.run("run-0", report(0)))
+    await wait_until(lambda: transactions.open == 1, timeout=DEADLINE_S, what="the first transaction open")
+    others = [asyncio.create_task(group.run(f"run-{i}", report(i))) for i in range(1, 4)]
+    await asyncio.sleep(0)  # each queued report has run up to its wait
+    assert transactions.sizes == [1]
+    transactions.commit_all()
+    assert await asyncio.gather(first, *others) == [0, 1, 2, 3]
+    assert transactions.sizes == [1, 3]
+    assert transactions.most_open == 1
+
+
+async def test_a_freed_place_takes_a_new_report_at_once() -> None:
+    # Once every transaction ended, none counts as under way: a new report runs alone
+    # at once, and one more beside it.
+    transactions = HeldTransactions()
+    group = GroupCommit(transactions, max_in_flight=2)
+    transactions.commit_all()
+    assert await asyncio.gather(*(group.run(f"run-{i}", report(i)) for i in range(5))) == list(range(5))
+    first = asyncio.create_task(group.run("a", report(10)))
+    await wait_until(lambda: len(transactions.sizes) == 2, timeout=DEADLINE_S, what="the first alone")
+    assert await asyncio.gather(first, group.run("b", report(11))) == [10, 11]
+    assert transactions.sizes == [5, 1, 1]
