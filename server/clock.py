@@ -16,6 +16,10 @@ __all__ = ["Clock", "ManualClock", "SkippingClock", "SystemClock"]
 class Clock:
     """Wall-clock time in integer microseconds since the epoch."""
 
+    #: False for a clock that moves only when told: waiting for it to reach a time
+    #: may last until someone moves it.
+    advances_on_its_own = True
+
     def now_us(self) -> int:
         raise NotImplementedError  # abstract: SystemClock or a test clock
 
@@ -45,6 +49,8 @@ class ManualClock(Clock):
     Args:
         start_us: The initial time; defaults to the wall clock at construction.
     """
+
+    advances_on_its_own = False
 
     def __init__(self, start_us: int | None = None) -> None:
         self._now_us = time.time_ns() // 1000 if start_us is None else start_us

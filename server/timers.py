@@ -12,6 +12,14 @@ backlog between them, and on a store whose writers do not take turns (PostgreSQL
 one timekeeper fires several batches at once, so the database's work for them runs
 on several cores while this process builds the next batch.
 
+There, timers are also fired ahead of time: the loop wakes before a burst is due,
+as long before as its size needs (``_LEAD_US_PER_TIMER``), and each firer claims a
+batch of timers due within ``_SLACK_S`` of each other, writes it, and holds the
+transaction open until the batch's last timer is due; then only the COMMIT is left,
+so 10,000 timers due together are durable within milliseconds of due instead of
+after the seconds their writing takes. Nothing shows before that commit (no timer
+fires early); the cost is that a report on one of those executions waits for it.
+
 Each item is handled on its own (server/quarantine.py): an expired task or a run
 timeout whose handling fails is held aside with its reason and retried after a
 backoff, and a timer batch that fails is fired one timer at a time so the timer
@@ -59,7 +67,16 @@ _ROUNDS_PER_PASS = 4
 # workflow task completed), and a wake-up at the first would fire a small round, then
 # the rest only after that round's commits, behind the work its workflow tasks bring.
 # 10,000 timers "due at one instant" in benchmarks.timers spread over ~0.1 s (90 %).
+# Ahead of time (PostgreSQL), the same slack is how far apart a batch's due times may
+# be: the batch commits when its last is due.
 _SLACK_S = 0.1
+# How long ahead of a burst the firing starts, per timer due within _BURST_US of its
+# first: the writing of a batch of 2,500 (benchmarks.timers) takes ~0.2-0.7 s on 2
+# cores, with 4 batches at once. Capped: an execution whose timer is claimed ahead
+# of time keeps its row locked until then.
+_LEAD_US_PER_TIMER = 150
+_BURST_US = 1_000_000
+_MAX_LEAD_US = 2_000_000
 
 
 class Timekeeper:
@@ -69,6 +86,12 @@ class Timekeeper:
         self._engine = engine
         self._timer_batch = timer_batch
         self._timer_batches_at_once = _PARALLEL_FIRERS if engine.store.parallel_writes else 1
+        # Ahead of time only where batches do not take turns, and on a clock that gets
+        # to a due time by itself (a test's manual clock might never).
+        self._ahead_of_time = engine.store.parallel_writes and engine.clock.advances_on_its_own
+        #: How far ahead of due this pass claims timers (set as the loop plans its sleep).
+        self._lead_us = 0
+        self._clock_jumped = asyncio.Event()
         self._max_sleep_s = max_sleep_s
         self._wake = asyncio.Event()
         self._planned_wake_us = 0
@@ -82,9 +105,11 @@ class Timekeeper:
         engine.on_new_deadline = self.deadline_added
         # A virtual clock that jumps ahead may pass every deadline we sleep towards.
         engine.clock.add_jump_listener(self._wake.set)
+        engine.clock.add_jump_listener(self._clock_jumped.set)
 
     def deadline_added(self, deadline_us: int) -> None:
-        if deadline_us + int(_SLACK_S * 1e6) < self._planned_wake_us:
+        slack_us = 0 if self._ahead_of_time else int(_SLACK_S * 1e6)
+        if deadline_us + slack_us < self._planned_wake_us:
             self._wake.set()
 
     def start(self) -> None:
@@ -102,11 +127,16 @@ class Timekeeper:
                 failures = 0
                 if busy:
                     continue
-                next_deadline = await self._engine.read(lambda tx: tx.next_deadline_us())
+                next_deadline, burst = await self._engine.read(self._plan)
                 sleep_s = self._max_sleep_s
                 if next_deadline is not None:
-                    until_due_s = max(0.0, (next_deadline - self._engine.clock.now_us()) / 1e6)
+                    now = self._engine.clock.now_us()
+                    until_due_s = max(0.0, (next_deadline - now) / 1e6)
                     sleep_s = min(sleep_s, until_due_s + _SLACK_S)
+                    if burst is not None:
+                        first_us, count = burst
+                        self._lead_us = min(_MAX_LEAD_US, count * _LEAD_US_PER_TIMER)
+                        sleep_s = min(sleep_s, max(0.0, (first_us - self._lead_us - now) / 1e6))
                     if until_due_s == 0.0 and (self.tasks_held or self.runs_held):
                         # What is due now may be only held items: do not spin on them; a
                         # new earlier deadline still wakes the loop (deadline_added).
@@ -122,8 +152,14 @@ class Timekeeper:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), sleep_s)
 
+    async def _plan(self, tx: Transaction) -> tuple[int | None, tuple[int, int] | None]:
+        """The next deadline and, when firing ahead of time, the next burst of timers."""
+        burst = await tx.timer_burst(_BURST_US) if self._ahead_of_time else None
+        return await tx.next_deadline_us(), burst
+
     async def tick(self) -> bool:
-        """One pass over everything due now; True if a batch was full (more is due)."""
+        """One pass over everything due now (timers: due within the lead); True if a
+        batch was full (more is due)."""
         engine = self._engine
         now = self._engine.clock.now_us()
 
@@ -131,7 +167,7 @@ class Timekeeper:
             tx: Transaction,
         ) -> tuple[list[TimerRow], list[int], list[tuple[str, str]], list[tuple[str, str]]]:
             return (
-                await tx.due_timers(now, 1),
+                await tx.due_timers(now + self._lead_us, 1),
                 await tx.expired_task_ids(now, _BATCH + len(self.tasks_held)),
                 await tx.expired_run_ids(now, _BATCH + len(self.runs_held)),
                 await tx.keys_with_held_tasks(_BATCH),
@@ -189,10 +225,25 @@ class Timekeeper:
         the due timers when it claimed, and more fell due during its commit), so this
         firer claims again at once rather than after the slowest batch in flight."""
         for _ in range(_ROUNDS_PER_PASS):
-            fired = await self._engine.fire_due_timers(self._timer_batch)
+            if self._ahead_of_time:
+                fired = await self._engine.fire_due_timers(
+                    self._timer_batch,
+                    lead_us=self._lead_us,
+                    window_us=int(_SLACK_S * 1e6),
+                    wait_until=self._wait_until,
+                )
+            else:
+                fired = await self._engine.fire_due_timers(self._timer_batch)
             if fired < self._timer_batch and (fired == 0 or self._timer_batches_at_once == 1):
                 return False
         return True
+
+    async def _wait_until(self, when_us: int) -> None:
+        """Returns once the clock reads ``when_us`` (a jump of the clock counts)."""
+        while (left_us := when_us - self._engine.clock.now_us()) > 0:
+            self._clock_jumped.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._clock_jumped.wait(), left_us / 1e6)
 
     async def _fire_timers(self) -> bool:
         """Fires batches of due timers, with several firers at once where the store

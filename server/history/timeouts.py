@@ -5,6 +5,7 @@ run reached its execution or run timeout."""
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from flowforge.api.schema import (
@@ -66,8 +67,16 @@ class Timeouts(ActivityTasks):
 
         await self._transaction(body)
 
-    async def fire_due_timers(self, limit: int) -> int:
-        """Fires up to ``limit`` due timers in one transaction; returns how many.
+    async def fire_due_timers(
+        self,
+        limit: int,
+        *,
+        lead_us: int = 0,
+        window_us: int | None = None,
+        wait_until: Callable[[int], Awaitable[None]] | None = None,
+    ) -> int:
+        """Fires up to ``limit`` timers due within ``lead_us`` from now in one
+        transaction; returns how many.
 
         The batch is claimed by deleting its rows (skipping rows another replica's
         timekeeper holds), so each timer fires exactly once however many replicas
@@ -75,10 +84,19 @@ class Timeouts(ActivityTasks):
         run id) order, so two batches never wait on each other in a cycle, and a
         concurrent report waits rather than conflicts. Their events, workflow tasks
         and execution rows are written a batch at a time (:meth:`_Mutation.save_all`).
+
+        A batch claimed ahead of its due times (``lead_us``; ``window_us`` bounds how
+        far apart they are) is written at once, stamped with its last due time, and
+        committed when ``wait_until`` returns at that time: the work is done before
+        the timers are due, and the commit at their due time is all that is left.
+        Nothing is visible before that commit, so no timer fires early. A cancelled
+        batch rolls back and its timers stay due.
         """
 
         async def body(tx: Transaction) -> int:
-            claimed = await tx.claim_due_timers(self.clock.now_us(), limit)
+            claimed = await tx.claim_due_timers(self.clock.now_us() + lead_us, limit, window_us)
+            if not claimed:
+                return 0
             timers_of_run: dict[tuple[str, str], list[TimerRow]] = {}
             for timer in sorted(claimed, key=lambda t: (t.fire_us, t.started_event_id)):
                 timers_of_run.setdefault((timer.namespace, timer.run_id), []).append(timer)
@@ -86,13 +104,11 @@ class Timeouts(ActivityTasks):
             assert len(rows) == len(timers_of_run), "timers are deleted with their run"
             # One mutation per execution: its timers of the batch fire in due order,
             # with gapless event ids, through the same rules as any other delivery.
-            now = self.clock.now_us()
-            for timer in claimed:
-                observe(TimerFired(max(0, now - timer.fire_us) / 1e6))
+            fire_us = max(self.clock.now_us(), max(timer.fire_us for timer in claimed))
             mutations = []
             for row in rows:
                 assert row.status == ExecutionStatus.RUNNING, "timers are deleted when their run closes"
-                m = _Mutation(tx, row, now)
+                m = _Mutation(tx, row, fire_us)
                 m.deliver(
                     [
                         (
@@ -104,9 +120,17 @@ class Timeouts(ActivityTasks):
                 )
                 mutations.append(m)
             await _Mutation.save_all(tx, mutations)
+            if fire_us > self.clock.now_us():
+                assert wait_until is not None, "a batch claimed ahead of time needs wait_until"
+                await wait_until(fire_us)
+            now = self.clock.now_us()
+            for timer in claimed:
+                observe(TimerFired(max(0, now - timer.fire_us) / 1e6))
             return len(claimed)
 
-        return await self._transaction(body)
+        # Unshielded: a batch whose caller (the timekeeper) stops rolls back, and its
+        # timers stay due; one waiting for its due time must not hold up shutdown.
+        return await self._transaction(body, shielded=False)
 
     async def time_out_execution(self, namespace: str, run_id: str) -> None:
         """Closes a run whose execution or run timeout passed as TIMED_OUT."""

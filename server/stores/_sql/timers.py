@@ -60,13 +60,35 @@ class TimerSQL(SQLCore, TimerOperations):
             (now_us, limit),
         )
 
-    async def claim_due_timers(self, now_us: int, limit: int) -> list[TimerRow]:
+    async def claim_due_timers(self, due_by_us: int, limit: int, window_us: int | None = None) -> list[TimerRow]:
+        returning = f" RETURNING {', '.join(_TIMER_COLUMNS)}"
+        if window_us is None:
+            return await self._all(
+                TimerRow,
+                "DELETE FROM timers WHERE (run_id, timer_id) IN (SELECT run_id, timer_id FROM timers"
+                f" WHERE fire_us <= ? ORDER BY fire_us LIMIT ?{self.skip_locked_clause}){returning}",
+                (due_by_us, limit),
+            )
+        # The window starts at the earliest timer no other claim holds, not the earliest
+        # in the table: a concurrent firer's uncommitted batch must not leave this one an
+        # empty window. Finding it locks it, so both look in one total order: the batch
+        # then starts with that timer, and holds no lock on a timer it does not fire.
+        order = "ORDER BY fire_us, run_id, timer_id"
+        first = f"SELECT fire_us FROM timers WHERE fire_us <= ? {order} LIMIT 1{self.skip_locked_clause}"
         return await self._all(
             TimerRow,
-            f"DELETE FROM timers WHERE (run_id, timer_id) IN (SELECT run_id, timer_id FROM timers WHERE fire_us <= ?"
-            f" ORDER BY fire_us LIMIT ?{self.skip_locked_clause}) RETURNING {', '.join(_TIMER_COLUMNS)}",
-            (now_us, limit),
+            "DELETE FROM timers WHERE (run_id, timer_id) IN (SELECT run_id, timer_id FROM timers"
+            f" WHERE fire_us <= ? + ({first}) {order} LIMIT ?{self.skip_locked_clause}){returning}",
+            (window_us, due_by_us, limit),
         )
+
+    async def timer_burst(self, within_us: int) -> tuple[int, int] | None:
+        record = await self._fetchone(
+            "SELECT first_us, (SELECT COUNT(*) FROM timers WHERE fire_us <= first_us + ?)"
+            " FROM (SELECT MIN(fire_us) AS first_us FROM timers) AS earliest WHERE first_us IS NOT NULL",
+            (within_us,),
+        )
+        return None if record is None else (int(record[0]), int(record[1]))
 
     async def expired_run_ids(self, now_us: int, limit: int) -> list[tuple[str, str]]:
         records = await self._fetchall(
