@@ -94,7 +94,8 @@ class Timeouts(ActivityTasks):
         """
 
         async def body(tx: Transaction) -> int:
-            claimed = await tx.claim_due_timers(self.clock.now_us() + lead_us, limit, window_us)
+            now = self.clock.now_us()
+            claimed = await tx.claim_due_timers(now + lead_us, limit, window_us, now)
             if not claimed:
                 return 0
             timers_of_run: dict[tuple[str, str], list[TimerRow]] = {}

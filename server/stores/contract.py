@@ -429,14 +429,16 @@ class TimerOperations(abc.ABC):
     async def due_timers(self, now_us: int, limit: int) -> list[TimerRow]: ...
 
     @abc.abstractmethod
-    async def claim_due_timers(self, due_by_us: int, limit: int, window_us: int | None = None) -> list[TimerRow]:
+    async def claim_due_timers(
+        self, due_by_us: int, limit: int, window_us: int | None = None, now_us: int | None = None
+    ) -> list[TimerRow]:
         """Deletes and returns up to ``limit`` timers due by ``due_by_us``, earliest
         first, skipping rows another transaction holds (``FOR UPDATE SKIP LOCKED`` on
         PostgreSQL), so the timekeepers of several replicas take disjoint batches. The
         delete is the claim: if the transaction rolls back, the timers are due again.
         With ``window_us``, the earliest timer must be due by ``due_by_us`` and the
-        others within ``window_us`` after it (a batch fired ahead of time commits when
-        its last timer is due)."""
+        others within ``window_us`` after it or already due at ``now_us`` (a batch
+        fired ahead of time commits when its last timer is due)."""
 
     @abc.abstractmethod
     async def timer_burst(self, within_us: int) -> tuple[int, int] | None:

@@ -11,7 +11,8 @@
 - On PostgreSQL, timers claimed ahead of their due time are written at once and
   committed at due: before it nothing shows, at it they all fire, once each, in
   ``ceil(count / batch)`` transactions. SQLite (one writer) never holds its write
-  lock waiting for a due time.
+  lock waiting for a due time. A claim ahead of time takes one window of due times
+  from the earliest unclaimed timer, and every timer already due.
 
 The servers run on a :class:`ManualClock`, so "due together" is one clock jump.
 """
@@ -391,3 +392,26 @@ async def test_a_burst_of_timers_fires_once_across_two_server_processes(postgres
                 assert [e.event_id for e in events] == list(range(1, len(events) + 1)), handle.id
     finally:
         await store.close()
+
+
+async def test_a_claim_ahead_of_time_takes_one_window_and_every_overdue_timer(store: Store) -> None:
+    """Ahead of time, a claim takes the earliest timer due by the horizon and those due
+    within the window after it, and every timer already due (a backlog is one batch)."""
+    async with store.transaction() as tx:
+        for index, fire_us in enumerate((100, 200, 300, 1_050, 1_200, 1_260, 5_000)):
+            await tx.insert_execution(
+                execution(f"w-{index}", namespace=NS, run_id=f"run-{index}", workflow_type="wf", start_us=0)
+            )
+            await tx.insert_timer(TimerRow(NS, f"run-{index}", "t", 1, fire_us))
+
+    async def claim() -> list[int]:
+        async with store.transaction() as tx:
+            claimed = await tx.claim_due_timers(2_000, 10, 100, 1_000)
+        return sorted(t.fire_us for t in claimed)
+
+    assert await claim() == [100, 200, 300]
+    assert await claim() == [1_050]
+    assert await claim() == [1_200, 1_260]
+    assert await claim() == []
+    async with store.read() as tx:
+        assert [t.fire_us for t in await tx.due_timers(10_000, 10)] == [5_000]

@@ -60,7 +60,9 @@ class TimerSQL(SQLCore, TimerOperations):
             (now_us, limit),
         )
 
-    async def claim_due_timers(self, due_by_us: int, limit: int, window_us: int | None = None) -> list[TimerRow]:
+    async def claim_due_timers(
+        self, due_by_us: int, limit: int, window_us: int | None = None, now_us: int | None = None
+    ) -> list[TimerRow]:
         returning = f" RETURNING {', '.join(_TIMER_COLUMNS)}"
         if window_us is None:
             return await self._all(
@@ -73,13 +75,14 @@ class TimerSQL(SQLCore, TimerOperations):
         # in the table: a concurrent firer's uncommitted batch must not leave this one an
         # empty window. Finding it locks it, so both look in one total order: the batch
         # then starts with that timer, and holds no lock on a timer it does not fire.
+        # Timers already due (a backlog) are all in the window: a full batch, at once.
         order = "ORDER BY fire_us, run_id, timer_id"
         first = f"SELECT fire_us FROM timers WHERE fire_us <= ? {order} LIMIT 1{self.skip_locked_clause}"
         return await self._all(
             TimerRow,
             "DELETE FROM timers WHERE (run_id, timer_id) IN (SELECT run_id, timer_id FROM timers"
-            f" WHERE fire_us <= ? + ({first}) {order} LIMIT ?{self.skip_locked_clause}){returning}",
-            (window_us, due_by_us, limit),
+            f" WHERE fire_us <= ? OR fire_us <= ? + ({first}) {order} LIMIT ?{self.skip_locked_clause}){returning}",
+            (due_by_us if now_us is None else now_us, window_us, due_by_us, limit),
         )
 
     async def timer_burst(self, within_us: int) -> tuple[int, int] | None:
