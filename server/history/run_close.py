@@ -60,8 +60,10 @@ _CARRIED_START_ATTRIBUTES = (
 class RunClose(VisibilityWrites):
     """Continue-as-new, retries of runs, parent close policies and child outcomes."""
 
-    async def _after_run_closed(self, m: _Mutation) -> None:
-        """The consequences of closing ``m``'s run, in its transaction (see above)."""
+    async def _after_run_closed(self, m: _Mutation) -> bool:
+        """The consequences of closing ``m``'s run, in its transaction (see above);
+        whether they reached another run (one started, a parent, a child's close policy),
+        which may add deadlines of its own."""
         row = m.row
         close_event = m.events[-1]
         attributes = json.loads(close_event.attributes)
@@ -80,15 +82,16 @@ class RunClose(VisibilityWrites):
         for child in children:
             await m.tx.delete_child_execution(row.namespace, row.run_id, child.initiated_event_id)
             await self._apply_parent_close_policy(m.tx, child, m.now, parent=row)
+        reached_others = new_run_id is not None or bool(children)
         if link is None:
-            return
+            return reached_others
         if new_run_id is not None:
             await m.tx.move_child_execution(row.namespace, row.run_id, new_run_id)
-            return
+            return True
         await m.tx.delete_child_execution(row.namespace, link.parent_run_id, link.initiated_event_id)
         parent = await m.tx.get_execution(row.namespace, link.parent_run_id)
         if parent is None or parent.status != ExecutionStatus.RUNNING:
-            return
+            return reached_others
         outcome_type, outcome = _CHILD_OUTCOMES[close_event.event_type]
         pm = _Mutation(m.tx, parent, m.now)
         pm.deliver(
@@ -107,6 +110,7 @@ class RunClose(VisibilityWrites):
             ]
         )
         await pm.save()
+        return True
 
     @staticmethod
     async def _started_attributes_of(m: _Mutation) -> dict[str, Any]:

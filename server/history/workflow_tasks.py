@@ -40,6 +40,10 @@ log = logging.getLogger("flowforge.server.history")
 # reports of a whole server queue behind one connection's latency.
 REPORT_TRANSACTIONS_AT_ONCE = 4
 
+# Commands whose new deadlines the completing mutation knows: its own timers and tasks,
+# and the run's close when it reaches no other run.
+_PRECISE_COMMANDS = DEADLINE_COMMANDS | CLOSE_COMMANDS
+
 # The most events a lease's transaction reads for a worker that keeps the run cached:
 # the tail of its last task (a few events) before what the transaction appended. A
 # longer gap (a cold cache) is read after the commit, outside the write lock.
@@ -272,11 +276,11 @@ class WorkflowTasks(Commands, FlowControl):
             if started is not None:
                 await self.read_history_gap(tx, started, cached_event_id)
             await self._save(applying)
-            if not m.running:
-                await self._after_run_closed(m)
-            # Precise on the hot path; anything else (a continued or child run, a
-            # closing parent) may add deadlines elsewhere, so the timekeeper looks now.
-            hot_path = m.running and all(c.WhichOneof("attributes") in DEADLINE_COMMANDS for c in commands)
+            reached_others = not m.running and await self._after_run_closed(m)
+            # Precise on the hot path, a run that closes alone included (its deadlines
+            # go with it); anything else (a continued or child run, a closing parent)
+            # may add deadlines elsewhere, so the timekeeper looks now.
+            hot_path = not reached_others and all(c.WhichOneof("attributes") in _PRECISE_COMMANDS for c in commands)
             return _Completed(eager, started, m.earliest_new_deadline() if hot_path else now)
 
         completed = await self._reports.run(token.run_id, body)

@@ -190,6 +190,16 @@ async def test_on_the_worker_stream_a_one_activity_workflow_costs_four_commits(
                 lambda: messages["results"] >= 3, timeout=10.0, what="the worker's reports to return", interval=0.01
             )
             store.reset()
+            # How far ahead each deadline the engine reports is: one due within the
+            # timekeeper's longest sleep (1 s) wakes it for a look (two reads).
+            deadlines_ahead_s: list[float] = []
+            deadline_added = server.engine.on_new_deadline
+
+            def note(deadline_us: int) -> None:
+                deadlines_ahead_s.append((deadline_us - server.engine.clock.now_us()) / 1e6)
+                deadline_added(deadline_us)
+
+            server.engine.on_new_deadline = note
             for i in range(SINGLES):
                 # Each start is eager only with the stream's poll back in wait; on a loaded
                 # machine the worker may not have asked again yet (its poll then leases
@@ -217,6 +227,9 @@ async def test_on_the_worker_stream_a_one_activity_workflow_costs_four_commits(
     # task carries what the start appended, the activity completion's what it appended
     # and read in its own transaction (docs/performance.md, one-activity latency).
     assert store.readers["WorkflowTasks._hand_out_workflow_task"] == 0, dict(store.readers)
+    # Nor does the close wake the timekeeper: a run that closes reaching no other run
+    # adds no deadline (its own go with it).
+    assert deadlines_ahead_s and min(deadlines_ahead_s) > 1.0, deadlines_ahead_s
 
 
 async def _onboard(client: Client, queue: str, onboardings: int = ONBOARDINGS, in_flight: int = IN_FLIGHT) -> None:
