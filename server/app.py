@@ -5,7 +5,6 @@ stopped together."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import gc
 import logging
@@ -17,6 +16,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from flowforge.api.v1 import access_pb2, access_pb2_grpc, workflow_service_pb2, workflow_service_pb2_grpc
+from flowforge.server._tasks import cancel_and_wait
 from flowforge.server.auth.service import AccessService
 from flowforge.server.auth.setup import AuthConfig, TLSFiles, bootstrap_admin_key, build_interceptor, server_credentials
 from flowforge.server.batches import BatchRunner
@@ -250,11 +250,8 @@ class FlowForgeServer:
                 log.warning("could not reload the task token keys: %s", error)
 
     async def stop(self) -> None:
-        if self._token_keys is not None:
-            self._token_keys.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._token_keys
-            self._token_keys = None
+        await cancel_and_wait(self._token_keys)
+        self._token_keys = None
         await self.health.stop()  # NOT_SERVING first, so balancers move away while gRPC drains
         if self._http is not None:
             await self._http.stop()

@@ -32,6 +32,7 @@ from typing import Any
 from flowforge._json_depth import JSONTooDeep, loads_bounded
 from flowforge.api.schema import ExecutionStatus
 from flowforge.api.v1 import common_pb2
+from flowforge.server._tasks import cancel_and_wait
 from flowforge.server.errors import AlreadyExists, InvalidArgument, NotFound
 from flowforge.server.history import HistoryEngine
 from flowforge.server.stores.base import EventTriggerRow, Transaction
@@ -382,10 +383,8 @@ class EventRouter:
         self._sweeper = asyncio.create_task(self._sweep_forever(), name="flowforge-event-dedupe-sweeper")
 
     async def stop(self) -> None:
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            await asyncio.gather(self._sweeper, return_exceptions=True)
-            self._sweeper = None
+        await cancel_and_wait(self._sweeper)
+        self._sweeper = None
 
     async def _sweep_forever(self) -> None:
         while True:

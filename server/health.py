@@ -15,13 +15,13 @@ faces of health:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Sequence
 
 from aiohttp import web
 from grpc_health.v1 import health, health_pb2
 
+from flowforge.server._tasks import cancel_and_wait
 from flowforge.server.http import HttpListener
 from flowforge.server.stores.base import Store, StoreUnavailable
 
@@ -74,16 +74,14 @@ class HealthMonitor:
     async def stop(self) -> None:
         """NOT_SERVING for good (the server is going away), and no more probes."""
         await self.servicer.enter_graceful_shutdown()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
 
     async def probe(self) -> None:
         """Checks the store now and publishes the outcome."""
         try:
-            await asyncio.wait_for(self._check_store(), self._timeout_s)
+            async with asyncio.timeout(self._timeout_s):  # not wait_for: it can swallow stop()'s cancel
+                await self._check_store()
         except StoreUnavailable as error:
             problem = f"the store is unavailable: {error}"
         except TimeoutError:

@@ -34,7 +34,7 @@ from typing import Any
 from flowforge.api.schema import ExecutionStatus
 from flowforge.api.v1 import common_pb2
 from flowforge.server._schedule_spec import ScheduleSpecError, SpecRule, parse_spec
-from flowforge.server._tasks import cancel_and_wait
+from flowforge.server._tasks import cancel_and_wait, wait_event
 from flowforge.server.errors import AlreadyExists, InvalidArgument, NotFound
 from flowforge.server.history import HistoryEngine
 from flowforge.server.observations import ScheduleFired, observe
@@ -619,5 +619,4 @@ class Scheduler:
                 failures += 1
                 log.exception("scheduler pass failed (%d in a row); retrying", failures)
                 sleep_s = min(0.1 * 2**failures, self.config.max_sleep_s)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), sleep_s)
+            await wait_event(self._wake, sleep_s)

@@ -34,7 +34,7 @@ import logging
 import time
 from collections.abc import Awaitable, Hashable
 
-from flowforge.server._tasks import cancel_and_wait
+from flowforge.server._tasks import cancel_and_wait, wait_event
 from flowforge.server.errors import Unavailable
 from flowforge.server.history import HistoryEngine
 from flowforge.server.quarantine import Quarantine
@@ -149,8 +149,7 @@ class Timekeeper:
                 sleep_s = min(0.1 * 2**failures, 5.0)
             self._planned_wake_us = self._engine.clock.now_us() + int(sleep_s * 1e6)
             self._wake.clear()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), sleep_s)
+            await wait_event(self._wake, sleep_s)
 
     async def _plan(self, tx: Transaction) -> tuple[int | None, tuple[int, int] | None]:
         """The next deadline and, when firing ahead of time, the next burst of timers."""

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import weakref
 
+from flowforge.server._tasks import wait_event
 from flowforge.server.stores.contract import Transaction
 from flowforge.server.stores.errors import (
     ConcurrencyConflict,
@@ -105,11 +106,7 @@ class Notifier:
     @staticmethod
     async def wait(event: asyncio.Event, timeout: float) -> bool:
         """True when notified, False when ``timeout`` passed first."""
-        try:
-            await asyncio.wait_for(event.wait(), timeout)
-            return True
-        except TimeoutError:
-            return False
+        return await wait_event(event, timeout)
 
 
 class Store(abc.ABC):

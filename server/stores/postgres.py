@@ -42,7 +42,7 @@ from typing import Any
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
-from flowforge.server._tasks import cancel_and_wait
+from flowforge.server._tasks import cancel_and_wait, wait_event
 from flowforge.server.stores import migrations
 from flowforge.server.stores._sql import SQLTransaction
 from flowforge.server.stores._sql.core import Record, columns
@@ -552,8 +552,7 @@ class PostgresStore(Store):
             assert listener is not None
             # A server that closes the connection is noticed at once; a peer that
             # vanished silently only when a probe gets no answer.
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._listener_lost.wait(), self._listener_check_interval_s)
+            await wait_event(self._listener_lost, self._listener_check_interval_s)
             if listener.is_closed():
                 log.warning("lost the LISTEN connection; reconnecting (wake-ups from other replicas wait)")
             else:
