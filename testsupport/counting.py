@@ -92,8 +92,10 @@ class StoreCounters:
         transaction, read = store.transaction, store.read
 
         def count_statements(tx: Any, prefix: str, changed: list[bool]) -> None:
-            # A batch method may run its statement through another counted one (PostgreSQL's
-            # _insert_many calls _execute): only the outermost call is a statement sent.
+            if hasattr(tx, "statements"):
+                return  # the store counts what it sends (_count_sent reads it at the end)
+            # A batch method may run its statement through another counted one: only
+            # the outermost call is a statement sent.
             depth = [0]
             for name in ("_execute", "_fetchone", "_fetchall", "_insert_many", "_update_executions"):
                 method = getattr(tx, name)
@@ -134,7 +136,7 @@ class StoreCounters:
                 self.counts["conflicts"] += 1
                 raise
             finally:
-                self._count_round_trips(tx, "write")
+                self._count_sent(tx, "write", changed=changed)
             if changed[0]:
                 caller[1] += 1
                 self.counts["write_transactions_that_changed_rows"] += 1
@@ -155,18 +157,26 @@ class StoreCounters:
                     count_statements(tx, "read", [False])
                     yield tx
             finally:
-                self._count_round_trips(tx, "read", reader)
+                self._count_sent(tx, "read", reader)
 
         store.transaction = counted_transaction
         store.read = counted_read
 
-    def _count_round_trips(self, tx: Any, prefix: str, reader: str | None = None) -> None:
-        """Adds the round trips of a finished transaction, on a store that counts them."""
+    def _count_sent(
+        self, tx: Any, prefix: str, reader: str | None = None, *, changed: list[bool] | None = None
+    ) -> None:
+        """Adds what a finished transaction sent, on a store that counts it (PostgreSQL:
+        round trips, statements, rows changed; its writes may go several in one statement)."""
         round_trips = getattr(tx, "round_trips", None)
         if round_trips is not None:
             self.counts[f"{prefix}_round_trips"] += round_trips
             if reader is not None:
                 self.reader_round_trips[reader] += round_trips
+        statements = getattr(tx, "statements", None)
+        if statements is not None:
+            self.counts[f"{prefix}_statements"] += statements
+            if changed is not None and tx.changed_rows:
+                changed[0] = True
 
     def reset(self) -> None:
         """Starts a new measured window: forgets every count so far."""

@@ -259,8 +259,9 @@ class TaskOperations(abc.ABC):
     """Workflow and activity task rows: the outbox that polls lease from."""
 
     @abc.abstractmethod
-    async def insert_task(self, row: TaskRow) -> int:
-        """Inserts a task row and returns its id."""
+    async def insert_task(self, row: TaskRow) -> None:
+        """Inserts a task row and sets its ``task_id``: at once, or (a store that sends
+        writes together, PostgreSQL) by the transaction's next statement or its commit."""
 
     @abc.abstractmethod
     async def insert_tasks(self, rows: list[TaskRow]) -> None:
@@ -305,7 +306,7 @@ class TaskOperations(abc.ABC):
     async def update_task(self, row: TaskRow) -> None: ...
 
     @abc.abstractmethod
-    async def delete_task(self, task_id: int) -> bool: ...
+    async def delete_task(self, task_id: int) -> None: ...
 
     @abc.abstractmethod
     async def delete_run_tasks(self, run_id: str) -> None: ...
@@ -764,6 +765,11 @@ class Transaction(
 
     Reads marked ``for_update`` lock the row until commit where the database has
     row locks (PostgreSQL); SQLite serializes writers, so it needs none.
+
+    A write that returns nothing may be sent later, together with others, before the
+    transaction's next statement or its commit (PostgreSQL): every read still sees it,
+    and what it raises (:class:`ConcurrencyConflict` from a version check, a violated
+    constraint) comes from that later call or the commit, inside the transaction.
     """
 
     def __init__(self) -> None:

@@ -36,7 +36,7 @@ import dataclasses
 import functools
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 import asyncpg
@@ -45,7 +45,7 @@ from asyncpg.pool import PoolConnectionProxy
 from flowforge.server._tasks import cancel_and_wait, wait_event
 from flowforge.server.stores import migrations
 from flowforge.server.stores._sql import SQLTransaction
-from flowforge.server.stores._sql.core import Record, columns
+from flowforge.server.stores._sql.core import Record, columns, version_conflict
 from flowforge.server.stores._sql.executions import EXECUTION_COLUMNS, SELECT_EXECUTION
 from flowforge.server.stores.base import (
     ConcurrencyConflict,
@@ -55,6 +55,7 @@ from flowforge.server.stores.base import (
     TaskRow,
     Transaction,
 )
+from flowforge.server.stores.postgres_writes import PendingWrite, combined_sql, shares_statement
 
 __all__ = ["PostgresStore"]
 
@@ -178,7 +179,7 @@ def _update_executions_from_arrays(columns: tuple[str, ...]) -> str:
     ]
     return (
         f"UPDATE executions AS e SET {', '.join(f'{c} = v.{c}' for c in (*columns, 'version'))}"
-        f" FROM unnest({', '.join(f'${i}::{_array_type(t)}' for i, (_, t) in enumerate(arrays, 1))})"
+        f" FROM unnest({', '.join(f'?::{_array_type(t)}' for _, t in arrays)})"
         f" AS v({', '.join(name for name, _ in arrays)})"
         " WHERE e.namespace = v.namespace AND e.run_id = v.run_id AND e.version = v.expected_version"
     )
@@ -187,7 +188,7 @@ def _update_executions_from_arrays(columns: tuple[str, ...]) -> str:
 @functools.lru_cache(maxsize=16)
 def _insert_from_arrays(table: str, fields: tuple[tuple[str, str], ...]) -> str:
     """Inserts one row per array index: a batch in one statement whatever its size."""
-    arrays = ", ".join(f"${i}::{_array_type(annotation)}" for i, (_, annotation) in enumerate(fields, 1))
+    arrays = ", ".join(f"?::{_array_type(annotation)}" for _, annotation in fields)
     return f"INSERT INTO {table} ({', '.join(name for name, _ in fields)}) SELECT * FROM unnest({arrays})"
 
 
@@ -226,14 +227,23 @@ class _PostgresTransaction(SQLTransaction):
         #: hot-path cost test counts them). Preparing a statement the connection has
         #: not seen yet is one more, once per connection.
         self.round_trips = 0
+        #: Of those, the statements (writes sent together are one), and the rows the
+        #: writes changed as PostgreSQL counted them (the cost test reads both).
+        self.statements = 0
+        self.changed_rows = 0
         self._prefetched: ExecutionRow | None = None
         # A read outside any transaction (Store.read(one_statement=True)): one SELECT.
         self._one_statement = one_statement
+        # Writes waiting for the next statement or the commit (postgres_writes.py).
+        self._pending: list[PendingWrite] = []
+        # Executions (namespace, run_id) this transaction holds locked or inserted.
+        self._locked: set[tuple[str, str]] = set()
 
-    def _round_trip(self, sql: str) -> None:
+    def _round_trip(self, sql: str, *, statement: bool = True) -> None:
         if self._one_statement and (self.round_trips or not sql.startswith("SELECT")):
             raise RuntimeError(f"a one-statement read may run one SELECT, not also {sql[:40]!r}")
         self.round_trips += 1
+        self.statements += statement
         # A prefetched execution serves only the call right after its task's.
         self._prefetched = None
 
@@ -248,58 +258,111 @@ class _PostgresTransaction(SQLTransaction):
             return None
         values = tuple(record)
         self._prefetched = ExecutionRow(*values[len(_TASK_COLUMNS) :])
+        self._locked.add((self._prefetched.namespace, self._prefetched.run_id))
         return TaskRow(*values[: len(_TASK_COLUMNS)])
 
     async def get_execution(self, namespace: str, run_id: str, *, for_update: bool = False) -> ExecutionRow | None:
         row, self._prefetched = self._prefetched, None
         if for_update and row is not None and (row.namespace, row.run_id) == (namespace, run_id):
             return row
-        return await super().get_execution(namespace, run_id, for_update=for_update)
+        row = await super().get_execution(namespace, run_id, for_update=for_update)
+        if for_update and row is not None:
+            self._locked.add((namespace, run_id))
+        return row
+
+    async def insert_execution(self, row: ExecutionRow) -> None:
+        await super().insert_execution(row)
+        self._locked.add((row.namespace, row.run_id))
 
     async def _script(self, sql: str) -> None:
-        """Runs statements without parameters, all in one round trip."""
-        self._round_trip(sql)
+        """Runs statements without parameters, all in one round trip (after the writes waiting)."""
+        await self._send_pending()
+        self._round_trip(sql, statement=False)
         with _translated(self.connection):
             await self.connection.execute(sql)
 
     async def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        await self._send_pending()
         self._round_trip(sql)
         with _translated(self.connection):
             status = await self.connection.execute(_numbered(sql), *params)
         # The command tag ends with the row count: "UPDATE 1", "INSERT 0 1", "DELETE 0".
         count = status.rpartition(" ")[2]
-        return int(count) if count.isdigit() else 0
+        changed = int(count) if count.isdigit() else 0
+        self.changed_rows += changed
+        return changed
 
     async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Record | None:
+        await self._send_pending()
         self._round_trip(sql)
         with _translated(self.connection):
             return await self.connection.fetchrow(_numbered(sql), *params)
 
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Record]:
+        await self._send_pending()
         self._round_trip(sql)
         with _translated(self.connection):
             return await self.connection.fetch(_numbered(sql), *params)
 
+    async def _write(
+        self,
+        sql: str,
+        params: Sequence[Any] = (),
+        *,
+        versions_of: Sequence[tuple[str, str]] = (),
+        receive: Callable[[Any], None] | None = None,
+    ) -> None:
+        if self._one_statement:
+            raise RuntimeError(f"a one-statement read may run one SELECT, not {sql[:40]!r}")
+        write = PendingWrite(sql, params, versions_of, receive)
+        unlocked = not self._locked.issuperset(versions_of)
+        if unlocked or not shares_statement(write, self._pending):
+            await self._send_pending()
+        self._pending.append(write)
+        if unlocked:  # see postgres_writes.py: its check goes out alone, now
+            await self._send_pending()
+            self._locked.update(versions_of)
+
+    async def _send_pending(self) -> None:
+        """Sends the writes waiting, in one statement, and checks what they changed."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        if len(pending) == 1 and pending[0].receive is None:
+            outcomes: Sequence[Any] = [await self._execute(pending[0].sql, pending[0].params)]
+        else:
+            sql = combined_sql(tuple((write.sql, write.receive is not None) for write in pending))
+            record = await self._fetchone(sql, [value for write in pending for value in write.params])
+            assert record is not None
+            outcomes = tuple(record)
+            self.changed_rows += sum(1 if w.receive else n for w, n in zip(pending, outcomes, strict=True))
+        for write, outcome in zip(pending, outcomes, strict=True):
+            if write.receive is not None:
+                write.receive(outcome)
+            elif write.versions_of and outcome != len(write.versions_of):
+                raise ConcurrencyConflict(version_conflict(write.versions_of))
+
     async def _insert_many(self, table: str, fields: list[tuple[str, str]], rows: Sequence[Sequence[Any]]) -> None:
         # One statement over column arrays: one plan and one round trip for any count.
-        await self._execute(
+        await self._write(
             _insert_from_arrays(table, tuple(fields)), [list(column) for column in zip(*rows, strict=False)]
         )
 
     async def _lock_namespace_executions(self, namespace: str, run_ids: list[str]) -> list[ExecutionRow]:
         # One array parameter whatever the count: one round trip and one prepared
         # statement, where IN lists would be a statement text per length.
-        return await self._all(ExecutionRow, _LOCK_EXECUTIONS, (namespace, run_ids))
+        rows = await self._all(ExecutionRow, _LOCK_EXECUTIONS, (namespace, run_ids))
+        self._locked.update((row.namespace, row.run_id) for row in rows)
+        return rows
 
-    async def _update_executions(self, columns: tuple[str, ...], params: list[tuple[Any, ...]]) -> int:
+    async def _update_executions(self, columns: tuple[str, ...], params: list[tuple[Any, ...]]) -> None:
         # One statement over column arrays: asyncpg's executemany reports no row
         # counts, and the version check needs them.
-        arrays = [list(values) for values in zip(*params, strict=False)]
-        sql = _update_executions_from_arrays(columns)
-        self._round_trip(sql)
-        with _translated(self.connection):
-            status = await self.connection.execute(sql, *arrays)
-        return int(status.rpartition(" ")[2])
+        await self._write(
+            _update_executions_from_arrays(columns),
+            [list(values) for values in zip(*params, strict=False)],
+            versions_of=[(values[-3], values[-2]) for values in params],
+        )
 
 
 async def _keep_session(_connection: asyncpg.Connection) -> None:

@@ -32,8 +32,8 @@ from typing import Any
 
 from flowforge.server.stores import migrations
 from flowforge.server.stores._sql import SQLTransaction, update_executions_sql
-from flowforge.server.stores._sql.core import Record
-from flowforge.server.stores.base import Store, StoreUnavailable, Transaction
+from flowforge.server.stores._sql.core import Record, version_conflict
+from flowforge.server.stores.base import ConcurrencyConflict, Store, StoreUnavailable, Transaction
 
 __all__ = ["SQLiteStore"]
 
@@ -70,12 +70,14 @@ class _SQLiteTransaction(SQLTransaction):
         except sqlite3.OperationalError as error:
             raise StoreUnavailable(f"SQLite: {error}") from error
 
-    async def _update_executions(self, columns: tuple[str, ...], params: list[tuple[Any, ...]]) -> int:
+    async def _update_executions(self, columns: tuple[str, ...], params: list[tuple[Any, ...]]) -> None:
         try:
             # executemany's rowcount sums the rows every run of the statement changed.
-            return self._connection.executemany(update_executions_sql(columns), params).rowcount
+            changed = self._connection.executemany(update_executions_sql(columns), params).rowcount
         except sqlite3.OperationalError as error:
             raise StoreUnavailable(f"SQLite: {error}") from error
+        if changed != len(params):
+            raise ConcurrencyConflict(version_conflict([(p[-3], p[-2]) for p in params]))
 
 
 class _Commit:

@@ -94,7 +94,9 @@ async def insert_run(store: Store, **changes: object) -> ExecutionRow:
 
 async def insert_tasks(store: Store, *rows: TaskRow) -> list[int]:
     async with store.transaction() as tx:
-        return [await tx.insert_task(row) for row in rows]
+        for row in rows:
+            await tx.insert_task(row)
+    return [row.task_id or 0 for row in rows]
 
 
 async def lease(store: Store, queue: str = "q", now: int = NOW) -> TaskRow | None:
@@ -133,13 +135,15 @@ async def test_transaction_commits_state_events_and_tasks_together(store: Store)
     async with store.transaction() as tx:
         await tx.insert_execution(run)
         await tx.append_events("default", run.run_id, [event(1), event(2)])
-        task_id = await tx.insert_task(task(run))
+        inserted = task(run)
+        await tx.insert_task(inserted)
         await tx.insert_timer(TimerRow("default", run.run_id, "t1", 2, NOW + 1))
         assert await visible_run(store, run) is None, "uncommitted writes are visible to readers"
     async with store.read() as tx:
         assert await tx.get_execution("default", run.run_id) == run
         assert [e.event_id for e in await tx.read_events("default", run.run_id)] == [1, 2]
-        assert [t.task_id for t in await tx.list_run_tasks("default", run.run_id)] == [task_id]
+        assert [t.task_id for t in await tx.list_run_tasks("default", run.run_id)] == [inserted.task_id]
+        assert isinstance(inserted.task_id, int)
         assert await tx.due_timers(NOW + 1, 10) == [TimerRow("default", run.run_id, "t1", 2, NOW + 1)]
 
 
@@ -189,6 +193,21 @@ async def test_a_one_statement_read_runs_its_select_alone(store: Store) -> None:
     assert await visible_run(store, run) == run
 
 
+async def test_a_runs_workflow_task_replaced_in_one_transaction(store: Store) -> None:
+    # One workflow task per run (a unique index): the ended task's row is deleted and the
+    # next one inserted in the same transaction, as a workflow task completion does.
+    run = await insert_run(store)
+    (ended,) = await insert_tasks(store, task(run, activity_id=None, kind="WORKFLOW"))
+    following = task(run, activity_id=None, kind="WORKFLOW")
+    async with store.transaction() as tx:
+        await tx.delete_task(ended)
+        await tx.update_execution(dataclasses.replace(run, next_event_id=3), expected_version=1)
+        await tx.insert_task(following)
+    async with store.read() as tx:
+        assert [t.task_id for t in await tx.list_run_tasks("default", run.run_id)] == [following.task_id]
+    assert following.task_id != ended
+
+
 async def test_stale_version_conflicts_and_changes_nothing(store: Store) -> None:
     run = await insert_run(store)
     async with store.transaction() as tx:
@@ -201,6 +220,21 @@ async def test_stale_version_conflicts_and_changes_nothing(store: Store) -> None
     assert (stored.version, stored.next_event_id) == (2, 3)
     async with store.read() as tx:
         assert [e.event_id for e in await tx.read_events("default", run.run_id)] == [1]
+
+
+async def test_a_stale_update_conflicts_before_its_events_collide_with_the_winners(store: Store) -> None:
+    # A poll's lease reads its run without a lock: another writer may append the same
+    # event ids first. The loser must see a conflict (and be retried), not a key error.
+    run = await insert_run(store)
+    async with store.transaction() as tx:
+        await tx.update_execution(dataclasses.replace(run, next_event_id=3), expected_version=1)
+        await tx.append_events("default", run.run_id, [event(2)])
+    with pytest.raises(ConcurrencyConflict):
+        async with store.transaction() as tx:
+            await tx.update_execution(dataclasses.replace(run, next_event_id=3), expected_version=1)
+            await tx.append_events("default", run.run_id, [event(2, "ActivityTaskCompleted")])
+    async with store.read() as tx:
+        assert [e.event_type for e in await tx.read_events("default", run.run_id)][1] == "ActivityTaskScheduled"
 
 
 async def test_one_running_execution_per_workflow_id(store: Store) -> None:
@@ -620,6 +654,38 @@ async def test_two_open_transactions_lease_different_tasks(pg_stores: OpenReplic
 
 
 @pg
+async def test_writes_wait_for_the_next_statement_and_go_together(pg_stores: OpenReplica) -> None:
+    store = await pg_stores()
+    run = await insert_run(store)
+    inserted = task(run)
+    async with store.transaction() as tx:
+        await tx.get_execution("default", run.run_id, for_update=True)  # locked: its version check can wait
+        await tx.update_execution(dataclasses.replace(run, next_event_id=3), expected_version=1)
+        await tx.append_events("default", run.run_id, [event(2)])
+        await tx.insert_task(inserted)
+        await tx.insert_timer(TimerRow("default", run.run_id, "t1", 2, NOW + 1))
+        assert inserted.task_id is None  # not sent yet
+        # A read sends them first, and sees them.
+        assert [e.event_id for e in await tx.read_events("default", run.run_id)] == [1, 2]
+        assert isinstance(inserted.task_id, int)
+        await tx.delete_run_timers(run.run_id)
+        await tx.append_events("default", run.run_id, [event(3)])
+    # BEGIN, the lock, the four writes in one statement, the read, the last two in one, COMMIT.
+    assert tx.round_trips == 6, tx.round_trips  # type: ignore[attr-defined]
+    async with store.read() as tx:
+        assert [e.event_id for e in await tx.read_events("default", run.run_id)] == [1, 2, 3]
+        assert [t.task_id for t in await tx.list_run_tasks("default", run.run_id)] == [inserted.task_id]
+        assert await tx.due_timers(NOW + 1, 10) == []
+        assert (await tx.get_execution("default", run.run_id)).version == 2
+    # The version check of a row the transaction does not hold locked goes out at once:
+    # another writer may have appended the events this one's would collide with.
+    with pytest.raises(ConcurrencyConflict):
+        async with store.transaction() as tx:
+            await tx.update_execution(dataclasses.replace(run, next_event_id=4), expected_version=1)
+    assert tx.round_trips == 2, tx.round_trips  # type: ignore[attr-defined]
+
+
+@pg
 async def test_concurrent_execution_updates_conflict(pg_stores: OpenReplica, monitor: asyncpg.Connection) -> None:
     store = await pg_stores()
     run = await insert_run(store)
@@ -632,6 +698,8 @@ async def test_concurrent_execution_updates_conflict(pg_stores: OpenReplica, mon
 
     async with store.transaction() as tx_a:
         await tx_a.update_execution(dataclasses.replace(run, task_queue="a"), expected_version=1)
+        # A read sends the writes waiting (the store may hold a write until then): tx_a holds the row.
+        assert (await tx_a.get_execution("default", run.run_id)).task_queue == "a"
         writer = asyncio.create_task(second_writer())
         await wait_until(
             lambda: waiting_on_lock(monitor, "UPDATE executions"),

@@ -25,7 +25,7 @@ class ActivityRecordSQL(SQLCore, ActivityRecordOperations):
     """:class:`ActivityRecordOperations` in SQL."""
 
     async def insert_activity_attempt(self, row: ActivityAttemptRow) -> None:
-        await self._execute(_INSERT_ATTEMPT, [getattr(row, c) for c in _ATTEMPT_COLUMNS])
+        await self._write(_INSERT_ATTEMPT, [getattr(row, c) for c in _ATTEMPT_COLUMNS])
 
     async def list_activity_attempts(
         self, namespace: str, run_id: str, scheduled_event_id: int | None = None
@@ -90,4 +90,4 @@ class ActivityRecordSQL(SQLCore, ActivityRecordOperations):
     async def delete_run_dead_letters(self, run_ids: list[str]) -> None:
         if run_ids:
             params: list[Any] = list(run_ids)
-            await self._execute(f"DELETE FROM dead_letters WHERE run_id IN ({placeholders(len(run_ids))})", params)
+            await self._write(f"DELETE FROM dead_letters WHERE run_id IN ({placeholders(len(run_ids))})", params)

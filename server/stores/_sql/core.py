@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
+
+from flowforge.server.stores.errors import ConcurrencyConflict
 
 _Row = TypeVar("_Row")
 
@@ -26,6 +28,13 @@ class Record(Protocol):
 def columns(row_type: type) -> list[str]:
     """The column names of a row dataclass, in field (= column) order."""
     return [f.name for f in dataclasses.fields(row_type)]
+
+
+def version_conflict(executions: Sequence[tuple[str, str]]) -> str:
+    """What a failed version check of ``executions`` (namespace, run_id) says."""
+    if len(executions) == 1:
+        return executions[0][1]
+    return f"one of {len(executions)} executions changed concurrently"
 
 
 def placeholders(count: int) -> str:
@@ -52,16 +61,45 @@ class SQLCore(abc.ABC):
     @abc.abstractmethod
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Record]: ...
 
+    async def _write(
+        self,
+        sql: str,
+        params: Sequence[Any] = (),
+        *,
+        versions_of: Sequence[tuple[str, str]] = (),
+        receive: Callable[[Any], None] | None = None,
+    ) -> None:
+        """Runs a write of one table whose outcome the caller does not read at once. A
+        store may send it later, before the transaction's next statement or its commit
+        (PostgreSQL sends the writes waiting then in one statement).
+
+        Args:
+            versions_of: The executions (namespace, run_id) whose expected version the
+                write checks: it must change one row each, else it raises
+                :class:`ConcurrencyConflict`, when it is sent.
+            receive: Called with the one value the statement returns (RETURNING), when it is sent.
+        """
+        if receive is not None:
+            record = await self._fetchone(sql, params)
+            assert record is not None
+            receive(record[0])
+            return
+        changed = await self._execute(sql, params)
+        if versions_of and changed != len(versions_of):
+            raise ConcurrencyConflict(version_conflict(versions_of))
+
     @abc.abstractmethod
     async def _insert_many(self, table: str, fields: list[tuple[str, str]], rows: Sequence[Sequence[Any]]) -> None:
         """Inserts ``rows`` (values in the order of ``fields``, (name, annotation)
-        pairs) into ``table`` in one call, whatever their number."""
+        pairs) into ``table`` in one call, whatever their number (a write that may be
+        sent later, as :meth:`_write`)."""
 
     @abc.abstractmethod
-    async def _update_executions(self, columns: tuple[str, ...], params: list[tuple[Any, ...]]) -> int:
+    async def _update_executions(self, columns: tuple[str, ...], params: list[tuple[Any, ...]]) -> None:
         """Sets ``columns`` then ``version`` of each execution (a parameter tuple holds
-        those values, then namespace, run_id and the expected version); returns the
-        number of rows changed."""
+        those values, then namespace, run_id and the expected version); raises
+        :class:`ConcurrencyConflict` unless every row changed (a write that may be sent
+        later, as :meth:`_write`)."""
 
     async def _one(self, row_type: type[_Row], sql: str, params: Sequence[Any] = ()) -> _Row | None:
         record = await self._fetchone(sql, params)

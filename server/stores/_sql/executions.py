@@ -8,7 +8,7 @@ from typing import Any
 
 from flowforge.server.stores._sql.core import SQLCore, columns, placeholders
 from flowforge.server.stores.contract import ExecutionOperations
-from flowforge.server.stores.errors import ConcurrencyConflict, DuplicateRunningExecution
+from flowforge.server.stores.errors import DuplicateRunningExecution
 from flowforge.server.stores.rows import ExecutionRow, HistoryEventRow
 
 EXECUTION_COLUMNS = columns(ExecutionRow)
@@ -70,9 +70,11 @@ class ExecutionSQL(SQLCore, ExecutionOperations):
     async def update_execution(self, row: ExecutionRow, expected_version: int) -> None:
         row.version = expected_version + 1
         values = [getattr(row, c) for c in _EXECUTION_UPDATE_COLUMNS]
-        changed = await self._execute(_UPDATE_EXECUTION, (*values, row.namespace, row.run_id, expected_version))
-        if changed != 1:
-            raise ConcurrencyConflict(row.run_id)
+        await self._write(
+            _UPDATE_EXECUTION,
+            (*values, row.namespace, row.run_id, expected_version),
+            versions_of=[(row.namespace, row.run_id)],
+        )
 
     async def get_request_run_id(self, namespace: str, request_id: str) -> str | None:
         record = await self._fetchone(
@@ -136,8 +138,8 @@ class ExecutionSQL(SQLCore, ExecutionOperations):
             params.append(
                 (*[getattr(row, c) for c in columns], row.version, row.namespace, row.run_id, expected_version)
             )
-        if updates and await self._update_executions(columns, params) != len(updates):
-            raise ConcurrencyConflict(f"one of {len(updates)} executions changed concurrently")
+        if updates:
+            await self._update_executions(columns, params)
 
     async def append_run_events(self, batches: list[tuple[str, str, list[HistoryEventRow]]]) -> None:
         rows = [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from flowforge.server.stores._sql.core import SQLCore, columns, placeholders
 from flowforge.server.stores.contract import TaskOperations
@@ -25,11 +26,11 @@ TASK_INSERT_FIELDS = [(f.name, str(f.type)) for f in dataclasses.fields(TaskRow)
 class TaskSQL(SQLCore, TaskOperations):
     """:class:`TaskOperations` in SQL."""
 
-    async def insert_task(self, row: TaskRow) -> int:
-        record = await self._fetchone(_INSERT_TASK, [getattr(row, c) for c in _TASK_INSERT_COLUMNS])
-        assert record is not None
-        row.task_id = int(record[0])
-        return row.task_id
+    async def insert_task(self, row: TaskRow) -> None:
+        def receive(task_id: Any) -> None:
+            row.task_id = int(task_id)
+
+        await self._write(_INSERT_TASK, [getattr(row, c) for c in _TASK_INSERT_COLUMNS], receive=receive)
 
     async def insert_tasks(self, rows: list[TaskRow]) -> None:
         if rows:
@@ -97,11 +98,11 @@ class TaskSQL(SQLCore, TaskOperations):
     async def update_task(self, row: TaskRow) -> None:
         await self._execute(_UPDATE_TASK, (*[getattr(row, c) for c in _TASK_INSERT_COLUMNS], row.task_id))
 
-    async def delete_task(self, task_id: int) -> bool:
-        return await self._execute("DELETE FROM tasks WHERE task_id = ?", (task_id,)) == 1
+    async def delete_task(self, task_id: int) -> None:
+        await self._write("DELETE FROM tasks WHERE task_id = ?", (task_id,))
 
     async def delete_run_tasks(self, run_id: str) -> None:
-        await self._execute("DELETE FROM tasks WHERE run_id = ?", (run_id,))
+        await self._write("DELETE FROM tasks WHERE run_id = ?", (run_id,))
 
     async def expired_task_ids(self, now_us: int, limit: int) -> list[int]:
         leased = await self._fetchall(

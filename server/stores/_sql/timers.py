@@ -22,7 +22,7 @@ class TimerSQL(SQLCore, TimerOperations):
     """:class:`TimerOperations` in SQL."""
 
     async def insert_timer(self, row: TimerRow) -> None:
-        await self._execute(
+        await self._write(
             f"INSERT INTO timers ({', '.join(_TIMER_COLUMNS)}) VALUES ({placeholders(5)})",
             dataclasses.astuple(row),
         )
@@ -45,7 +45,7 @@ class TimerSQL(SQLCore, TimerOperations):
         )
 
     async def delete_run_timers(self, run_id: str) -> None:
-        await self._execute("DELETE FROM timers WHERE run_id = ?", (run_id,))
+        await self._write("DELETE FROM timers WHERE run_id = ?", (run_id,))
 
     async def defer_timer(self, run_id: str, timer_id: str, fire_us: int) -> bool:
         changed = await self._execute(

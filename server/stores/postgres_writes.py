@@ -1,0 +1,81 @@
+"""Writes a PostgreSQL transaction sends later, several in one statement.
+
+A write whose outcome its caller does not read at once (an execution's update with
+its version check, appended events, a new task whose id is needed only after the
+commit, an ended task's row deleted) waits in its transaction until the next
+statement or the commit, and the writes waiting then go together: one statement of
+data-modifying CTEs, one round trip for all. They change what they would change one
+by one, because:
+
+- a read (any statement that is not such a write) sends the writes waiting first, so
+  it sees them, as it would have;
+- two writes wait together only if they touch different tables or both insert: the
+  parts of one statement see one snapshot, so an update or a delete would miss a row
+  another part inserted or changed, and an insert could collide on a unique key
+  (one workflow task per run) with the row another part deletes;
+- a version check (an optimistic update must change its rows) raises
+  :class:`ConcurrencyConflict` when it is sent, inside its transaction, which then
+  rolls back whole as before; it waits only if the transaction holds the rows locked.
+  On a row it does not lock, another transaction may have moved the version on and
+  appended the same events, and those of this batch would fail on their key before
+  the check could tell a conflict: such an update goes out at once, alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["PendingWrite", "combined_sql", "shares_statement"]
+
+_TARGET = re.compile(r"(INSERT INTO|UPDATE|DELETE FROM) (\w+)")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PendingWrite:
+    """One write waiting to be sent; ``sql`` has ``?`` placeholders."""
+
+    sql: str
+    params: Sequence[Any]
+    versions_of: Sequence[tuple[str, str]] = ()
+    """The executions whose versions it checks: it must change one row each."""
+    receive: Callable[[Any], None] | None = None
+    """Called with the one value the statement returns (its own RETURNING clause)."""
+
+
+@functools.lru_cache(maxsize=256)
+def _target(sql: str) -> tuple[str, bool]:
+    """The table a write changes, and whether it inserts."""
+    match = _TARGET.match(sql)
+    if match is None:
+        raise ValueError(f"not a single-table write: {sql[:60]!r}")
+    return match[2], match[1] == "INSERT INTO"
+
+
+def shares_statement(write: PendingWrite, pending: Sequence[PendingWrite]) -> bool:
+    """Whether ``write`` can go in one statement with the writes ``pending`` (see the module)."""
+    table, inserts = _target(write.sql)
+    for other in pending:
+        other_table, other_inserts = _target(other.sql)
+        if other_table == table and not (inserts and other_inserts):
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=256)
+def combined_sql(writes: tuple[tuple[str, bool], ...]) -> str:
+    """One statement with each write (sql, whether it returns a value) as a CTE of its
+    own; its one row holds, per write, the value it returned or the rows it changed."""
+    parts = []
+    outputs = []
+    for i, (sql, returns_value) in enumerate(writes):
+        if returns_value:
+            parts.append(f"w{i}(r) AS ({sql})")
+            outputs.append(f"(SELECT r FROM w{i})")
+        else:
+            parts.append(f"w{i}(r) AS ({sql} RETURNING 1)")
+            outputs.append(f"(SELECT count(*) FROM w{i})")
+    return f"WITH {', '.join(parts)} SELECT {', '.join(outputs)}"
