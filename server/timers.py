@@ -71,12 +71,12 @@ _ROUNDS_PER_PASS = 4
 # be: the batch commits when its last is due.
 _SLACK_S = 0.1
 # How long ahead of a burst the firing starts, per timer due within _BURST_US of its
-# first: the writing of a batch of 2,500 (benchmarks.timers) takes ~0.2-0.7 s on 2
-# cores, with 4 batches at once. Capped: an execution whose timer is claimed ahead
-# of time keeps its row locked until then.
-_LEAD_US_PER_TIMER = 150
+# first: writing 10,000 as 4 batches at once took ~1.5 s on 2 quiet cores
+# (benchmarks.timers), ~6.5 s at load 20. Capped: an execution whose timer is claimed
+# ahead of time keeps its row locked until then.
+_LEAD_US_PER_TIMER = 250
 _BURST_US = 1_000_000
-_MAX_LEAD_US = 2_000_000
+_MAX_LEAD_US = 3_000_000
 
 
 class Timekeeper:
