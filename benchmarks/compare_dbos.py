@@ -152,7 +152,9 @@ def main() -> None:
     print(
         f"Machine: {machine_line()}. FlowForge `{code}` and {dbos_version or 'DBOS not run'} on one PostgreSQL "
         f"({server.description}). Onboarding: {args.workflows} executions, {args.concurrency} in flight; "
-        f"hello: {args.single} in sequence. Load average before/after: {load_before} / {load_average()}.\n"
+        f"hello: {args.single} in sequence. Processes: FlowForge one server process, its worker and starter in "
+        f"the benchmark process; DBOS in the benchmark process. "
+        f"Load average before/after: {load_before} / {load_average()}.\n"
     )
     print(table(results))
     if args.json:
