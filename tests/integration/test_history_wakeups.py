@@ -26,6 +26,7 @@ from flowforge.api.v1 import common_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.client import WorkflowHandle
 from flowforge.server import FlowForgeServer, ServerConfig
+from flowforge.server.clock import SkippingClock
 from flowforge.server.stores.postgres import PostgresStore
 from tests.integration._reliability import DEADLINE_S, events, fast_worker
 from testsupport.counting import StoreCounters
@@ -37,6 +38,8 @@ from testsupport.waiting import wait_until
 QUEUE = "wakeups"
 # Far past DEADLINE_S: a wait answered within the test's deadline was woken, not timed out.
 PARKED_S = 300.0
+# The "timer" command's timer: an hour, so it fires only when the test moves the clock.
+TIMER_S = 3600.0
 RELEASE: dict[str, asyncio.Event] = collections.defaultdict(asyncio.Event)
 
 
@@ -64,7 +67,7 @@ class Driven:
             await workflow.wait_condition(lambda: bool(self.commands))
             command = self.commands.pop(0)
             if command == "timer":
-                await workflow.sleep(1.0)
+                await workflow.sleep(TIMER_S)
             elif command == "activity":
                 await workflow.execute_activity(held, key, start_to_close_timeout=timedelta(seconds=30))
             elif command == "continue":
@@ -74,7 +77,9 @@ class Driven:
 
 
 def parking_server(store_url: str) -> FlowForgeServer:
-    server = FlowForgeServer(ServerConfig(store=store_url, port=0, poll_recheck_interval_s=0.2))
+    # A clock the timer test moves past its timer (otherwise it follows the wall clock).
+    clock = SkippingClock()
+    server = FlowForgeServer(ServerConfig(store=store_url, port=0, poll_recheck_interval_s=0.2, clock=clock))
     server.store.notifier = ParkingNotifier()
     return server
 
@@ -166,7 +171,11 @@ async def test_a_signal_wakes_the_wait(server: FlowForgeServer, client: Client) 
 
 async def test_a_fired_timer_wakes_the_wait(server: FlowForgeServer, client: Client) -> None:
     handle = await started(client, "timer", wait_for="TimerStarted")
-    woke = await woken_by(server, client, handle, lambda: None)  # the timer fires by itself
+    clock = server.config.clock
+    assert isinstance(clock, SkippingClock)
+    # The timer fires when the clock is moved past it, once the wait is parked: a timer
+    # left to fire by itself (it was 1 s) could fire before, on a loaded machine.
+    woke = await woken_by(server, client, handle, lambda: clock.skip_to(clock.now_us() + int((TIMER_S + 1) * 1e6)))
     assert woke[0] == "TimerFired"
 
 

@@ -104,9 +104,10 @@ _R = TypeVar("_R")
 
 
 async def _result(handle: WorkflowHandle[Any, _R]) -> _R:
-    """The workflow's result, or a failure naming it if it has not closed within a
-    minute (each takes milliseconds; a hang would otherwise stall until the suite's timeout)."""
-    return await within(handle.result(), timeout=60.0, what=f"workflow {handle.id!r} to close")
+    """The workflow's result, or a failure naming it if it has not closed within two
+    minutes (each takes milliseconds, seconds at 24 in flight on a machine at load 20;
+    a hang would otherwise stall until the suite's timeout, which names no cause)."""
+    return await within(handle.result(), timeout=120.0, what=f"workflow {handle.id!r} to close")
 
 
 @pytest.fixture
