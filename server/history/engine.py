@@ -6,7 +6,6 @@ and every public method of each is one operation in one store transaction.
 
 from __future__ import annotations
 
-from flowforge.api.schema import TaskKind
 from flowforge.server.history.activities import ActivityTasks
 from flowforge.server.history.async_completion import AsyncCompletion
 from flowforge.server.history.batches import Batches
@@ -25,7 +24,7 @@ from flowforge.server.history.run_close import RunClose
 from flowforge.server.history.timeouts import Timeouts
 from flowforge.server.history.visibility_writes import VisibilityWrites
 from flowforge.server.history.workflow_tasks import WorkflowTasks
-from flowforge.server.stores.base import TaskQueueBacklogRow, Transaction
+from flowforge.server.stores.base import TaskQueueBacklogRow
 
 __all__ = ["HistoryEngine"]
 
@@ -75,13 +74,8 @@ class HistoryEngine(
 
     async def visible_workflow_work(self, namespace: str, task_queue: str, limit: int) -> tuple[bool, int]:
         """Whether a query waits on the queue, and how many workflow tasks a poll could
-        lease now (at most ``limit``): one read snapshot, no lock, for a poll's look."""
+        lease now (at most ``limit``): one statement, no lock, for a poll's look."""
 
-        async def body(tx: Transaction) -> tuple[bool, int]:
-            now = self.clock.now_us()
-            return (
-                await tx.has_visible_query(namespace, task_queue, now),
-                await tx.count_visible_tasks(namespace, TaskKind.WORKFLOW, task_queue, now, limit),
-            )
-
-        return await self.read(body)
+        return await self.read(
+            lambda tx: tx.visible_workflow_work(namespace, task_queue, self.clock.now_us(), limit), one_statement=True
+        )

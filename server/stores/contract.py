@@ -295,6 +295,11 @@ class TaskOperations(abc.ABC):
         ``limit``: how many of the polls a commit woke can lease something."""
 
     @abc.abstractmethod
+    async def visible_workflow_work(self, namespace: str, task_queue: str, now_us: int, limit: int) -> tuple[bool, int]:
+        """Whether a query waits on the queue, and how many of its workflow tasks a poll
+        could lease now (at most ``limit``): a poll's look, in one statement."""
+
+    @abc.abstractmethod
     async def task_queue_backlogs(
         self, now_us: int, *, namespace: str | None = None, task_queue: str | None = None
     ) -> list[TaskQueueBacklogRow]:

@@ -433,6 +433,9 @@ class PostgresStore(Store):
                     # holding the caller until its deadline; ours take milliseconds.
                     command_timeout=15.0,
                     reset=_keep_session,
+                    # Pooled connections stay open: closing idle ones would arm and
+                    # cancel a timer on every release and acquire.
+                    max_inactive_connection_lifetime=0,
                     server_settings={
                         "application_name": "flowforge",
                         # What _literal relies on (PostgreSQL's default since 9.1).
@@ -501,8 +504,7 @@ class PostgresStore(Store):
         pool = self._pool
         if pool is None:
             raise StoreUnavailable("the PostgreSQL store is closed")
-        with _translated():
-            connection = await pool.acquire(timeout=self._acquire_timeout_s)
+        connection = await self._acquire(pool)
         try:
             tx = _PostgresTransaction(connection, one_statement=begin is None)
             try:
@@ -518,6 +520,16 @@ class PostgresStore(Store):
                 raise
         finally:
             await pool.release(connection)
+
+    async def _acquire(self, pool: asyncpg.Pool) -> PoolConnectionProxy:
+        """A pooled connection, within ``acquire_timeout_s`` (StoreUnavailable after).
+        Under asyncio.timeout rather than acquire(timeout=): that runs the wait as a
+        task of its own and makes the release time out too, a few timers and a loop
+        turn per transaction."""
+        with _translated():
+            async with asyncio.timeout(self._acquire_timeout_s):
+                connection: PoolConnectionProxy = await pool.acquire()
+        return connection
 
     @staticmethod
     async def _roll_back(connection: PoolConnectionProxy) -> None:

@@ -208,6 +208,38 @@ async def test_a_runs_workflow_task_replaced_in_one_transaction(store: Store) ->
     assert following.task_id != ended
 
 
+async def test_a_polls_look_counts_visible_workflow_tasks_and_sees_a_waiting_query(store: Store) -> None:
+    run = await insert_run(store)
+    await insert_tasks(store, task(run, activity_id=None, kind="WORKFLOW"), task(run, visible_us=NOW + 5))
+    async with store.read(one_statement=True) as tx:
+        assert await tx.visible_workflow_work("default", "q", NOW, 10) == (False, 1)
+    async with store.transaction() as tx:
+        await tx.insert_query(
+            QueryRow(
+                query_id=None,
+                namespace="default",
+                run_id=run.run_id,
+                workflow_id=run.workflow_id,
+                workflow_type=run.workflow_type,
+                task_queue="q",
+                query_type="status",
+                args=b"",
+                state="PENDING",
+                visible_us=NOW,
+                fencing_token=0,
+                answer=None,
+                error=None,
+                create_us=NOW,
+                expires_us=NOW + 99,
+            )
+        )
+    async with store.read(one_statement=True) as tx:
+        assert await tx.visible_workflow_work("default", "q", NOW, 10) == (True, 1)
+    # Another queue's look sees neither.
+    async with store.read(one_statement=True) as tx:
+        assert await tx.visible_workflow_work("default", "other", NOW, 10) == (False, 0)
+
+
 async def test_stale_version_conflicts_and_changes_nothing(store: Store) -> None:
     run = await insert_run(store)
     async with store.transaction() as tx:

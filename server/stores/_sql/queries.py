@@ -11,6 +11,12 @@ _QUERY_INSERT_COLUMNS = [c for c in _QUERY_COLUMNS if c != "query_id"]
 _SELECT_QUERY = f"SELECT {', '.join(_QUERY_COLUMNS)} FROM workflow_queries"
 
 
+#: Queries waiting for a worker of a queue: (namespace, task_queue, now_us).
+VISIBLE_QUERY = (
+    "SELECT 1 FROM workflow_queries WHERE namespace = ? AND task_queue = ? AND state = 'PENDING' AND visible_us <= ?"
+)
+
+
 class QuerySQL(SQLCore, QueryOperations):
     """:class:`QueryOperations` in SQL."""
 
@@ -41,8 +47,7 @@ class QuerySQL(SQLCore, QueryOperations):
     async def has_visible_query(self, namespace: str, task_queue: str, now_us: int) -> bool:
         return (
             await self._fetchone(
-                "SELECT 1 FROM workflow_queries WHERE namespace = ? AND task_queue = ? AND state = 'PENDING'"
-                " AND visible_us <= ? LIMIT 1",
+                f"{VISIBLE_QUERY} LIMIT 1",
                 (namespace, task_queue, now_us),
             )
             is not None

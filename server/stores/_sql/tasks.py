@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from flowforge.api.schema import TaskKind
 from flowforge.server.stores._sql.core import SQLCore, columns, placeholders
+from flowforge.server.stores._sql.queries import VISIBLE_QUERY
 from flowforge.server.stores.contract import TaskOperations
 from flowforge.server.stores.rows import TaskQueueBacklogRow, TaskRow
 
@@ -16,6 +18,11 @@ _SELECT_TASK = f"SELECT {', '.join(_TASK_COLUMNS)} FROM tasks"
 _INSERT_TASK = (
     f"INSERT INTO tasks ({', '.join(_TASK_INSERT_COLUMNS)})"
     f" VALUES ({placeholders(len(_TASK_INSERT_COLUMNS))}) RETURNING task_id"
+)
+# How many tasks a poll could lease now, at most a limit: (namespace, kind, task_queue, now_us, limit).
+_COUNT_VISIBLE = (
+    "SELECT COUNT(*) FROM (SELECT 1 FROM tasks WHERE namespace = ? AND kind = ? AND task_queue = ?"
+    " AND state = 'PENDING' AND held IS NULL AND visible_us <= ? LIMIT ?) AS visible"
 )
 _UPDATE_TASK = f"UPDATE tasks SET {', '.join(f'{c} = ?' for c in _TASK_INSERT_COLUMNS)} WHERE task_id = ?"
 
@@ -70,13 +77,17 @@ class TaskSQL(SQLCore, TaskOperations):
         return await self.count_visible_tasks(namespace, kind, task_queue, now_us, 1) > 0
 
     async def count_visible_tasks(self, namespace: str, kind: str, task_queue: str, now_us: int, limit: int) -> int:
-        record = await self._fetchone(
-            "SELECT COUNT(*) FROM (SELECT 1 FROM tasks WHERE namespace = ? AND kind = ? AND task_queue = ?"
-            " AND state = 'PENDING' AND held IS NULL AND visible_us <= ? LIMIT ?) AS visible",
-            (namespace, kind, task_queue, now_us, limit),
-        )
+        record = await self._fetchone(_COUNT_VISIBLE, (namespace, kind, task_queue, now_us, limit))
         assert record is not None
         return int(record[0])
+
+    async def visible_workflow_work(self, namespace: str, task_queue: str, now_us: int, limit: int) -> tuple[bool, int]:
+        record = await self._fetchone(
+            f"SELECT EXISTS ({VISIBLE_QUERY}), ({_COUNT_VISIBLE})",
+            (namespace, task_queue, now_us, namespace, TaskKind.WORKFLOW, task_queue, now_us, limit),
+        )
+        assert record is not None
+        return bool(record[0]), int(record[1])
 
     async def task_queue_backlogs(
         self, now_us: int, *, namespace: str | None = None, task_queue: str | None = None
