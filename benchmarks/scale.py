@@ -52,6 +52,7 @@ import argparse
 import asyncio
 import collections
 import contextlib
+import importlib.util
 import json
 import os
 import signal
@@ -639,6 +640,9 @@ def main() -> None:
         args.warmup_seconds = 1.0
         args.half_seconds, args.histories, args.half_histories = 2.0, 5, 5
         args.png = args.png or os.path.join(tempfile.gettempdir(), "flowforge-scale-quick.png")
+    if not args.quick and importlib.util.find_spec("matplotlib") is None:
+        # Found out now, not after minutes of curves that are then not drawn.
+        raise SystemExit("matplotlib draws the curves: pip install -e '.[bench]' first (--quick does without)")
     load_before, code = load_average(), code_version()
     curves = []
     for store in (args.store or "postgresql,sqlite").split(","):
