@@ -40,6 +40,8 @@ _LOOK_LIMIT = 16
 MAX_PARKED_POLLS = 1000
 # Looks a poll takes at most before it trusts one (see Matching._look).
 _LOOKS_PER_POLL = 3
+# Queues remembered at most as found empty (see Matching._found_empty).
+_EMPTY_QUEUES = 10_000
 
 
 @dataclasses.dataclass(eq=False)
@@ -75,6 +77,13 @@ class Matching:
         self._parked: collections.Counter[str] = collections.Counter()
         # Worker streams' workflow polls waiting now per queue, oldest first (eager start).
         self._idle: dict[str, list[IdlePoll]] = {}
+        # Queues whose last look here found nothing: the notifier event listened to before
+        # that look, and when. While listen() still hands out that very event, unset, no
+        # commit has added a task since, so a new poll parks without its look (a read on
+        # the server loop, e.g. as a worker stream's credit comes with a report), as
+        # history/quiet_runs.py does for history long polls. Tasks that become visible
+        # by time alone are found by the periodic re-check, as for any parked poll.
+        self._found_empty: collections.OrderedDict[str, tuple[asyncio.Event, float]] = collections.OrderedDict()
         self._max_parked_polls = max_parked_polls
         #: Tasks whose lease failed unexpectedly, set aside with the reason (server/quarantine.py).
         self.held = Quarantine("matching: task", engine.metrics)
@@ -235,6 +244,30 @@ class Matching:
                 return count
         return await visible()  # a busy queue: lease attempts may find nothing now and then
 
+    async def _look_noting_empty(self, channel: str, visible: Callable[[], Awaitable[int]], wake: asyncio.Event) -> int:
+        """:meth:`_look`; an empty queue is remembered with ``wake`` (listened to before it)."""
+        count = await self._look(channel, visible)
+        if count == 0:
+            self._found_empty[channel] = (wake, time.monotonic())
+            self._found_empty.move_to_end(channel)
+            while len(self._found_empty) > _EMPTY_QUEUES:
+                self._found_empty.popitem(last=False)
+        else:
+            self._found_empty.pop(channel, None)
+        return count
+
+    def _still_empty(self, channel: str, wake: asyncio.Event) -> bool:
+        """Whether the last look at the queue found nothing, within the re-check interval,
+        and no commit has notified the queue since (``wake`` is still the event it saw)."""
+        seen = self._found_empty.get(channel)
+        if seen is None:
+            return False
+        event, looked_at = seen
+        if event is wake and not wake.is_set() and time.monotonic() - looked_at < self._recheck_interval_s:
+            return True
+        del self._found_empty[channel]
+        return False
+
     async def _wait_and_lease(
         self,
         channel: str,
@@ -273,6 +306,7 @@ class Matching:
     ) -> _T | None:
         store = self._engine.store
         woken = False
+        first = True
         while True:
             # Listen before looking, so a task added in between still wakes us.
             wake = store.notifier.listen(channel)
@@ -280,9 +314,13 @@ class Matching:
             # leases at once, without the look's read transaction (on the path to every
             # first workflow task); the polls woken with it see the lease under way and look.
             trusted = woken and lease_on_wake and not self._leasing[channel]
+            still_empty = first and self._still_empty(channel, wake)
+            first = False
             # Look before taking the write lock (see _leasing). No await between the
             # look's answer and the count, so two polls cannot both take the last task.
-            if trusted or await self._look(channel, visible) > self._leasing[channel]:
+            if not still_empty and (
+                trusted or await self._look_noting_empty(channel, visible, wake) > self._leasing[channel]
+            ):
                 self._leasing[channel] += 1
                 try:
                     leased = await try_lease()

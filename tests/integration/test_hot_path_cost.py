@@ -488,3 +488,43 @@ async def test_a_parked_result_wait_reads_the_run_once_and_takes_the_close_from_
         await client.close()
         await wire.close()
         await server.stop()
+
+
+async def test_a_poll_on_a_queue_found_empty_since_the_last_commit_parks_without_a_look(store_url: str) -> None:
+    # A new poll (e.g. for a worker stream's credit, which rides with its next report) on
+    # a queue whose last look found nothing, and that no commit has notified since,
+    # parks at once; the commit that adds a task wakes it, and once a commit has come
+    # the next poll looks again. The re-check interval is far past the test.
+    server = FlowForgeServer(ServerConfig(store=store_url, port=0, poll_recheck_interval_s=300.0))
+    notifier = server.store.notifier = ParkingNotifier()
+    await server.start()
+    wire = Wire(f"127.0.0.1:{server.port}")
+    store = StoreCounters(server.store)
+    parked = notifier.parked[queue_channel(NS, TaskKind.WORKFLOW, "found-empty")]
+
+    def looks() -> int:
+        return sum(n for reader, n in store.readers.items() if reader in _LOOKS)
+
+    async def parked_poll() -> asyncio.Task[pb.PollWorkflowTaskQueueResponse]:
+        parked.clear()
+        poll = asyncio.create_task(wire.poll_workflow_task("found-empty", timeout=60.0))
+        await asyncio.wait_for(parked.wait(), 20.0)
+        return poll
+
+    try:
+        first = await parked_poll()
+        assert looks() == 1, dict(store.readers)
+        first.cancel()
+        await asyncio.gather(first, return_exceptions=True)
+        store.reset()
+        second = await parked_poll()
+        assert looks() == 0, dict(store.readers)
+        await wire.start("found-empty-1", "found-empty")
+        assert (await asyncio.wait_for(second, 20.0)).workflow_execution.workflow_id == "found-empty-1"
+        await wire.start("found-empty-2", "found-empty")
+        third = await wire.poll_workflow_task("found-empty", timeout=20.0)
+        assert third.workflow_execution.workflow_id == "found-empty-2"
+        assert looks() == 1, dict(store.readers)
+    finally:
+        await wire.close()
+        await server.stop()
