@@ -30,21 +30,32 @@ class FlowControlSQL(SQLCore, FlowControlOperations):
     """:class:`FlowControlOperations` in SQL."""
 
     async def assign_fair_passes(self, rows: list[TaskRow]) -> None:
-        clocks: dict[tuple[str, str, str], float] = {}
+        # One statement per fairness key, not per row: a key's rows in one insert follow
+        # each other (each pass is the previous one plus its stride, all past the queue's
+        # clock), so the key advances by their strides' sum at once and each row's pass is
+        # counted back from the key's new pass (10,000 rows of one key took 25 s on a
+        # loaded PostgreSQL, one round trip each).
+        keys: dict[tuple[str, str, str, str], list[TaskRow]] = {}
         for row in rows:
-            if not row.fairness_key:
-                continue
-            queue = (row.namespace, row.kind, row.task_queue)
+            if row.fairness_key:
+                keys.setdefault((row.namespace, row.kind, row.task_queue, row.fairness_key), []).append(row)
+        clocks: dict[tuple[str, str, str], float] = {}
+        for (namespace, kind, task_queue, fairness_key), members in keys.items():
+            queue = (namespace, kind, task_queue)
             if queue not in clocks:
                 record = await self._fetchone(_QUEUE_CLOCK, queue)
                 clocks[queue] = 0.0 if record is None else float(record[0])
             clock = clocks[queue]
-            stride = 1.0 / row.fairness_weight
-            record = await self._fetchone(
-                _ADVANCE_KEY, (*queue, row.fairness_key, clock + stride, clock, clock, stride)
-            )
+            strides = [1.0 / row.fairness_weight for row in members]
+            total = sum(strides)
+            record = await self._fetchone(_ADVANCE_KEY, (*queue, fairness_key, clock + total, clock, clock, total))
             assert record is not None
-            row.fair_pass = float(record[0])
+            last = float(record[0])
+            fair_pass = last - total
+            for row, stride in zip(members, strides, strict=True):
+                fair_pass += stride
+                row.fair_pass = fair_pass
+            members[-1].fair_pass = last
 
     async def advance_fair_clock(self, namespace: str, kind: str, task_queue: str, fair_pass: float) -> None:
         await self._execute(_ADVANCE_CLOCK, (namespace, kind, task_queue, fair_pass))
