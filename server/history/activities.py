@@ -60,7 +60,8 @@ class ActivityTasks(WorkflowTasks):
             await tx.update_task(task)
             return task
 
-        task = await self._transaction(body, shielded=False)
+        # Grouped with the reports and leases that arrive together (group_commit.py).
+        task = await self._reports.run("", body, lease=lambda task: self.release_lease(self._sign(task)))
         if task is None:
             return None
         self.on_new_deadline(task.lease_expires_us or 0)

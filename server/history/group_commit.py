@@ -20,6 +20,12 @@ A caller may set :data:`on_committed` (a context variable) to learn when its rep
 has committed, before the report's caller resumes: the worker stream waits for the
 answers already decided to write them in one message.
 
+Leases of workflow and activity tasks (a poll's, a worker stream feed's) go through the
+same groups: polls woken together lease in one transaction, with the reports under way.
+A lease does not know its run before it runs, so it sorts first. Unlike a report, a
+lease whose caller goes away is not kept: alone it rolls back, queued it leaves the
+queue, and one whose group is already under way is given back once it commits.
+
 If the group's transaction fails for any reason (a lost lease, a conflict that kept
 coming back, an unavailable store), it rolls back whole and each report of the
 group runs again alone, so each gets its own answer and one report's failure never
@@ -31,11 +37,14 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
+import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from flowforge.server.errors import Unavailable
 from flowforge.server.stores.base import Transaction
+
+log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 
@@ -47,12 +56,18 @@ on_committed: contextvars.ContextVar[Callable[[], None] | None] = contextvars.Co
 )
 
 
-@dataclasses.dataclass
+class _Transact(Protocol):
+    def __call__(self, body: Body[list[Any]], *, shielded: bool = ...) -> Awaitable[list[Any]]: ...
+
+
+@dataclasses.dataclass(eq=False)
 class _Report(Generic[_T]):
     run_id: str
     body: Body[_T]
     answer: asyncio.Future[_T]
     committed: Callable[[], None] | None
+    # A lease's: gives back what the body leased when its caller went away meanwhile.
+    abandoned: Callable[[Any], Awaitable[None]] | None = None
 
     def settle(self, result: _T) -> None:
         if self.committed is not None:
@@ -62,7 +77,7 @@ class _Report(Generic[_T]):
 
 
 class GroupCommit:
-    """Runs transaction bodies of reports, grouping those that arrive together.
+    """Runs transaction bodies of reports (and leases), grouping those that arrive together.
 
     Args:
         transaction: Runs a body in a transaction (retried on a conflict), e.g.
@@ -73,7 +88,7 @@ class GroupCommit:
 
     def __init__(
         self,
-        transaction: Callable[[Body[list[Any]]], Awaitable[list[Any]]],
+        transaction: _Transact,
         max_batch: int = 64,
         max_in_flight: int = 1,
     ) -> None:
@@ -85,14 +100,24 @@ class GroupCommit:
         # A report took a free transaction and lets this loop turn's reports join it.
         self._gathering = False
         self._flushers: set[asyncio.Task[None]] = set()  # referenced, so none is collected mid-run
+        self._giving_back: set[asyncio.Task[None]] = set()
 
-    async def run(self, run_id: str, body: Body[_T]) -> _T:
+    async def run(self, run_id: str, body: Body[_T], *, lease: Callable[[Any], Awaitable[None]] | None = None) -> _T:
         """Runs ``body`` (a report on ``run_id``) with the reports that arrive in the
         same turn of the event loop, else alone, if a report transaction is free; in
-        the next group if none is. Returns what ``body`` returned."""
-        committed = on_committed.get()
+        the next group if none is. Returns what ``body`` returned.
+
+        A report's body runs to its end even if the caller goes away. A ``lease`` body
+        (one that leases a task: ``run_id`` empty, it finds its run) is the exception:
+        alone it rolls back, queued it leaves the queue, and in a group under way it
+        commits and ``lease`` is called with what it returned, if anything, to give
+        the task back at once.
+        """
+        report: _Report[_T] = _Report(
+            run_id, body, asyncio.get_running_loop().create_future(), on_committed.get(), lease
+        )
         if self._gathering or self._in_flight == self._max_in_flight:
-            return await self._join(run_id, body, committed)
+            return await self._join(report)
         self._in_flight += 1
         self._gathering = True
         try:
@@ -103,29 +128,49 @@ class GroupCommit:
         finally:
             self._gathering = False
         if self._queue:
-            return await self._join(run_id, body, committed, leading=True)
+            return await self._join(report, leading=True)
         try:
-            result = await self._alone(body)
+            result = await self._alone(body, shielded=lease is None)
         finally:
             self._next_group()
-        if committed is not None:
-            committed()
+        if report.committed is not None:
+            report.committed()
         return result
 
-    async def _join(
-        self, run_id: str, body: Body[_T], committed: Callable[[], None] | None, *, leading: bool = False
-    ) -> _T:
-        answer: asyncio.Future[_T] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Report(run_id, body, answer, committed))
+    async def _join(self, report: _Report[_T], *, leading: bool = False) -> _T:
+        self._queue.append(report)
         if leading:
             self._next_group()
-        # Shielded like a transaction of its own: a caller that goes away does not
-        # take the group (or its own report) with it.
-        return await asyncio.shield(answer)
+        try:
+            # Shielded like a transaction of its own: a caller that goes away does not
+            # take the group (or its own report) with it.
+            return await asyncio.shield(report.answer)
+        except asyncio.CancelledError:
+            if report.abandoned is not None:
+                self._abandon(report)
+            raise
 
-    async def _alone(self, body: Body[_T]) -> _T:
+    def _abandon(self, report: _Report[Any]) -> None:
+        """A lease whose caller went away: out of the queue if its group has not
+        begun, else given back once its group has committed."""
+        if any(queued is report for queued in self._queue):
+            self._queue.remove(report)
+            return
+        give_back = report.abandoned
+        assert give_back is not None
+
+        def settled(answer: asyncio.Future[Any]) -> None:
+            if answer.cancelled() or answer.exception() is not None or answer.result() is None:
+                return
+            task = asyncio.create_task(_give_back(give_back, answer.result()), context=contextvars.Context())
+            self._giving_back.add(task)
+            task.add_done_callback(self._giving_back.discard)
+
+        report.answer.add_done_callback(settled)
+
+    async def _alone(self, body: Body[_T], *, shielded: bool = True) -> _T:
         result: _T
-        (result,) = await self._transaction(lambda tx: _all(tx, [body]))
+        (result,) = await self._transaction(lambda tx: _all(tx, [body]), shielded=shielded)
         return result
 
     def _next_group(self) -> None:
@@ -171,6 +216,13 @@ class GroupCommit:
                 report.answer.set_exception(error)
         else:
             report.settle(result)
+
+
+async def _give_back(give_back: Callable[[Any], Awaitable[None]], leased: Any) -> None:
+    try:
+        await give_back(leased)
+    except Exception:
+        log.warning("could not give back a task leased for a poll that went away", exc_info=True)
 
 
 async def _all(tx: Transaction, bodies: list[Body[Any]]) -> list[Any]:

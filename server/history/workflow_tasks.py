@@ -84,9 +84,10 @@ class WorkflowTasks(Commands, FlowControl):
 
     @functools.cached_property
     def _reports(self) -> GroupCommit:
-        """Workflow task completions and activity completions and cancellations that
-        arrive together commit together (one group for all: fewer transactions); where
-        writes proceed in parallel, several groups at once."""
+        """Workflow task completions, activity completions and cancellations, and the
+        leases of workflow and activity tasks that arrive together commit together (one
+        group for all: fewer transactions); where writes proceed in parallel, several
+        groups at once."""
         return GroupCommit(
             self._transaction, max_in_flight=REPORT_TRANSACTIONS_AT_ONCE if self.store.parallel_writes else 1
         )
@@ -114,7 +115,8 @@ class WorkflowTasks(Commands, FlowControl):
             await m.save()
             return started
 
-        started = await self._transaction(body, shielded=False)
+        # Grouped with the reports and leases that arrive together (group_commit.py).
+        started = await self._reports.run("", body, lease=lambda started: self.give_back_workflow_task(started.task))
         return None if started is None else await self.hand_out_leased_workflow_task(started)
 
     async def hand_out_leased_workflow_task(self, started: StartedWorkflowTask) -> LeasedWorkflowTask:

@@ -24,7 +24,9 @@ class HeldTransactions:
         self.sizes: list[int] = []  # reports per transaction, in the order they began
         self._commit = asyncio.Event()
 
-    async def __call__(self, body: Body[list[Any]]) -> list[Any]:
+    async def __call__(self, body: Body[list[Any]], *, shielded: bool = True) -> list[Any]:
+        if shielded:  # as EngineCore._transaction: a report runs on if its caller goes away
+            return await asyncio.shield(self(body, shielded=False))
         self.open += 1
         self.most_open = max(self.most_open, self.open)
         try:
