@@ -322,17 +322,19 @@ async def test_the_limited_path_costs_one_more_commit_and_a_bounded_number_of_st
 # reports sent together commits in one transaction (3), and the leases of the workflow
 # tasks pushed are grouped too: the stream's lease attempts that run together (up to 5
 # per queue) lease in one transaction, with the reports under way. 9 (SQLite) and 11
-# (PostgreSQL) write transactions measured for 64 activities (0.14-0.17 each; 0.30 when
+# (PostgreSQL, one transaction at a time) write transactions measured for 64 activities (0.14-0.17 each; 0.30 when
 # each lease took a transaction of its own and 16 of 19 were leases, 0.53 before workflow
 # task completions were grouped); messages: a handful each way for the whole lot.
 STREAM_WORKFLOWS = 8
 STREAM_FAN_OUT = 8
-STREAM_WRITE_TRANSACTIONS_PER_ACTIVITY = 0.25  # slack for lease attempts woken apart, or empty
+# PostgreSQL runs up to 4 such transactions at once (824d8c9), so lease attempts woken
+# apart lease apart: 17-18 there (0.27-0.28 each). Slack for lease attempts woken apart:
+STREAM_WRITE_TRANSACTIONS_PER_ACTIVITY = {"sqlite": 0.25, "postgresql": 0.4}
 STREAM_MESSAGES_PER_ACTIVITY = 1.0  # each way
 
 
 async def test_a_batching_worker_on_the_stream_costs_under_one_transaction_and_one_message_per_activity(
-    server: FlowForgeServer,
+    server: FlowForgeServer, store_kind: str
 ) -> None:
     queue = f"cost-raw-{uuid.uuid4().hex[:8]}"
     wire = Wire(f"127.0.0.1:{server.port}")
@@ -384,7 +386,7 @@ async def test_a_batching_worker_on_the_stream_costs_under_one_transaction_and_o
         activities = STREAM_WORKFLOWS * STREAM_FAN_OUT
         per_activity = {name: count / activities for name, count in store.counts.items()}
         summary = f"store per activity {per_activity}, messages sent {stream.sent}, received {stream.received}"
-        assert per_activity["write_transactions"] <= STREAM_WRITE_TRANSACTIONS_PER_ACTIVITY, summary
+        assert per_activity["write_transactions"] <= STREAM_WRITE_TRANSACTIONS_PER_ACTIVITY[store_kind], summary
         assert stream.sent / activities <= STREAM_MESSAGES_PER_ACTIVITY, summary
         assert stream.received / activities <= STREAM_MESSAGES_PER_ACTIVITY, summary
     finally:
