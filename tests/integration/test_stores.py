@@ -84,6 +84,27 @@ def event(event_id: int, event_type: str = "ActivityTaskScheduled") -> HistoryEv
     return HistoryEventRow(event_id, event_type, NOW + event_id, f'{{"n": {event_id}}}')
 
 
+def pending_query(run: ExecutionRow, visible_us: int) -> QueryRow:
+    """A query of ``run`` on queue "q" waiting for a worker from ``visible_us`` on."""
+    return QueryRow(
+        query_id=None,
+        namespace="default",
+        run_id=run.run_id,
+        workflow_id=run.workflow_id,
+        workflow_type=run.workflow_type,
+        task_queue="q",
+        query_type="status",
+        args=b"",
+        state="PENDING",
+        visible_us=visible_us,
+        fencing_token=0,
+        answer=None,
+        error=None,
+        create_us=NOW,
+        expires_us=NOW + 99,
+    )
+
+
 async def insert_run(store: Store, **changes: object) -> ExecutionRow:
     row = execution(**changes)
     async with store.transaction() as tx:
@@ -214,25 +235,7 @@ async def test_a_polls_look_counts_visible_workflow_tasks_and_sees_a_waiting_que
     async with store.read(one_statement=True) as tx:
         assert await tx.visible_workflow_work("default", "q", NOW, 10) == (False, 1)
     async with store.transaction() as tx:
-        await tx.insert_query(
-            QueryRow(
-                query_id=None,
-                namespace="default",
-                run_id=run.run_id,
-                workflow_id=run.workflow_id,
-                workflow_type=run.workflow_type,
-                task_queue="q",
-                query_type="status",
-                args=b"",
-                state="PENDING",
-                visible_us=NOW,
-                fencing_token=0,
-                answer=None,
-                error=None,
-                create_us=NOW,
-                expires_us=NOW + 99,
-            )
-        )
+        await tx.insert_query(pending_query(run, visible_us=NOW))
     async with store.read(one_statement=True) as tx:
         assert await tx.visible_workflow_work("default", "q", NOW, 10) == (True, 1)
     # Another queue's look sees neither.
@@ -516,25 +519,7 @@ async def test_earliest_work_due_is_zero_while_work_runs_else_the_next_visible_t
         assert await tx.earliest_work_due_us() == 0
     async with store.transaction() as tx:
         await tx.delete_task(leased)
-        query_id = await tx.insert_query(
-            QueryRow(
-                query_id=None,
-                namespace="default",
-                run_id=run.run_id,
-                workflow_id=run.workflow_id,
-                workflow_type=run.workflow_type,
-                task_queue="q",
-                query_type="status",
-                args=b"",
-                state="PENDING",
-                visible_us=NOW + 60,
-                fencing_token=0,
-                answer=None,
-                error=None,
-                create_us=NOW,
-                expires_us=NOW + 99,
-            )
-        )
+        query_id = await tx.insert_query(pending_query(run, visible_us=NOW + 60))
     async with store.read() as tx:
         assert await tx.earliest_work_due_us() == 0  # a query waits for a worker's answer
     async with store.transaction() as tx:
