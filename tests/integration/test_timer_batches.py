@@ -35,7 +35,7 @@ from flowforge import Client, workflow
 from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.server.clock import ManualClock
-from flowforge.server.history import StartSignal
+from flowforge.server.history import HistoryEngine, StartSignal
 from flowforge.server.stores.base import HistoryEventRow, Store, TimerRow
 from flowforge.worker import Worker
 from tests.integration._processes import ServerProcess
@@ -96,6 +96,33 @@ async def replicas(store_kind: str, store_url: str) -> AsyncIterator[tuple[Manua
             await server.stop()
 
 
+async def _waiting_on_a_timer(engine: HistoryEngine, workflow_id: str) -> str:
+    """Starts an execution whose first workflow task starts a TIMER_S timer; its run id."""
+    return await _start_with_timers(engine, workflow_id, [start_timer("sleep", TIMER_S)])
+
+
+async def _start_with_timers(
+    engine: HistoryEngine, workflow_id: str, commands: list[command_pb2.Command], task_timeout_s: int = 0
+) -> str:
+    """Starts an execution whose first workflow task completes with ``commands``; its run id."""
+    run_id, _ = await engine.start_workflow(
+        namespace=NS,
+        workflow_id=workflow_id,
+        workflow_type="wf",
+        task_queue="q",
+        input=common_pb2.Payloads(),
+        request_id=workflow_id,
+        identity="test",
+        execution_timeout_s=0,
+        run_timeout_s=0,
+        task_timeout_s=task_timeout_s,
+    )
+    leased = await engine.try_lease_workflow_task(NS, "q", "test")
+    assert leased is not None and leased.execution.run_id == run_id
+    await engine.complete_workflow_task(leased.token, NS, commands, "test", 0)
+    return run_id
+
+
 def _count_claims(
     server: FlowForgeServer, claims: collections.Counter[int], index: int, batches: list[int] | None = None
 ) -> None:
@@ -117,25 +144,9 @@ async def test_many_timers_due_together_fire_exactly_once(
     replicas: tuple[ManualClock, list[FlowForgeServer]],
 ) -> None:
     clock, servers = replicas
-    run_ids = []
-    for index in range(TIMERS):
-        engine = servers[index % len(servers)].engine
-        run_id, _ = await engine.start_workflow(
-            namespace=NS,
-            workflow_id=f"timer-{index}",
-            workflow_type="wf",
-            task_queue="q",
-            input=common_pb2.Payloads(),
-            request_id=f"request-{index}",
-            identity="test",
-            execution_timeout_s=0,
-            run_timeout_s=0,
-            task_timeout_s=0,
-        )
-        leased = await engine.try_lease_workflow_task(NS, "q", "test")
-        assert leased is not None and leased.execution.run_id == run_id
-        await engine.complete_workflow_task(leased.token, NS, [start_timer("sleep", TIMER_S)], "test", 0)
-        run_ids.append(run_id)
+    run_ids = [
+        await _waiting_on_a_timer(servers[index % len(servers)].engine, f"timer-{index}") for index in range(TIMERS)
+    ]
     claims: collections.Counter[int] = collections.Counter()
     for index, server in enumerate(servers):
         _count_claims(server, claims, index)
@@ -197,27 +208,9 @@ async def test_several_timers_of_one_execution_fire_in_one_batch_in_due_order(
     engine = servers[0].engine
     timers = [start_timer("late", 30.0), start_timer("early", 10.0), start_timer("middle", 20.0)]
 
-    async def start_with_timers(workflow_id: str, commands: list[command_pb2.Command]) -> str:
-        run_id, _ = await engine.start_workflow(
-            namespace=NS,
-            workflow_id=workflow_id,
-            workflow_type="wf",
-            task_queue="q",
-            input=common_pb2.Payloads(),
-            request_id=workflow_id,
-            identity="test",
-            # A task lease that outlasts the clock jump: the busy run's stays started.
-            execution_timeout_s=0,
-            run_timeout_s=0,
-            task_timeout_s=120,
-        )
-        leased = await engine.try_lease_workflow_task(NS, "q", "test")
-        assert leased is not None and leased.execution.run_id == run_id
-        await engine.complete_workflow_task(leased.token, NS, commands, "test", 0)
-        return run_id
-
-    idle_run = await start_with_timers("idle", timers)
-    busy_run = await start_with_timers("busy", timers[:2])
+    # A task lease that outlasts the clock jump: the busy run's stays started.
+    idle_run = await _start_with_timers(engine, "idle", timers, task_timeout_s=120)
+    busy_run = await _start_with_timers(engine, "busy", timers[:2], task_timeout_s=120)
     # The busy run's workflow task is started (leased) when its timers fire.
     await engine.signal_workflow(NS, "busy", busy_run, StartSignal("poke", common_pb2.Payloads()), "test", "poke")
     busy_task = await engine.try_lease_workflow_task(NS, "q", "test")
@@ -265,25 +258,7 @@ async def test_timers_fired_ahead_of_time_show_at_due_and_not_before(
         # A single writer: a transaction held open until a due time would stall every report.
         assert servers[0].timekeeper._ahead_of_time is False
         return
-    engine = servers[0].engine
-    run_ids = []
-    for index in range(TIMERS):
-        run_id, _ = await engine.start_workflow(
-            namespace=NS,
-            workflow_id=f"ahead-{index}",
-            workflow_type="wf",
-            task_queue="q",
-            input=common_pb2.Payloads(),
-            request_id=f"ahead-{index}",
-            identity="test",
-            execution_timeout_s=0,
-            run_timeout_s=0,
-            task_timeout_s=0,
-        )
-        leased = await engine.try_lease_workflow_task(NS, "q", "test")
-        assert leased is not None and leased.execution.run_id == run_id
-        await engine.complete_workflow_task(leased.token, NS, [start_timer("sleep", TIMER_S)], "test", 0)
-        run_ids.append(run_id)
+    run_ids = [await _waiting_on_a_timer(servers[0].engine, f"ahead-{index}") for index in range(TIMERS)]
     async with servers[0].store.read() as tx:
         (due_us,) = {timer.fire_us for timer in await tx.due_timers(clock.now_us() + int(TIMER_S * 1e6), TIMERS)}
     claims: collections.Counter[int] = collections.Counter()
