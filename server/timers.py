@@ -16,9 +16,9 @@ There, timers are also fired ahead of time: the loop wakes before a burst is due
 as long before as its size needs (``_LEAD_US_PER_TIMER``), and each firer claims a
 batch of timers due within ``_SLACK_S`` of each other, writes it, and holds the
 transaction open until the batch's last timer is due; then only the COMMIT is left,
-so 10,000 timers due together are durable within milliseconds of due instead of
-after the seconds their writing takes. Nothing shows before that commit (no timer
-fires early); the cost is that a report on one of those executions waits for it.
+instead of the writing of thousands of timers after they fall due. Nothing shows
+before that commit (no timer fires early); the cost is that a report on one of
+those executions waits for it.
 
 Each item is handled on its own (server/quarantine.py): an expired task or a run
 timeout whose handling fails is held aside with its reason and retried after a
