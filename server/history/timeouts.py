@@ -131,6 +131,8 @@ class Timeouts(ActivityTasks):
             await _Mutation.save_all(tx, mutations)
             if fire_us > self.clock.now_us():
                 assert wait_until is not None, "a batch claimed ahead of time needs wait_until"
+                # Written now, not by the COMMIT at due (a store may hold writes back).
+                await tx.send_writes()
                 await wait_until(fire_us)
             now = self.clock.now_us()
             for timer in claimed:

@@ -783,3 +783,8 @@ class Transaction(
     def notify_after_commit(self, channel: str) -> None:
         """Wakes the long-polls waiting on ``channel`` once this transaction commits."""
         self.channels.add(channel)
+
+    async def send_writes(self) -> None:
+        """Sends the writes waiting to go together now, so that the commit is all that is
+        left (a transaction held open until a due time); a store that sends each write
+        at once has none waiting."""

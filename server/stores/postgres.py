@@ -323,6 +323,9 @@ class _PostgresTransaction(SQLTransaction):
             await self._send_pending()
             self._locked.update(versions_of)
 
+    async def send_writes(self) -> None:
+        await self._send_pending()
+
     async def _send_pending(self) -> None:
         """Sends the writes waiting, in one statement, and checks what they changed."""
         pending, self._pending = self._pending, []

@@ -29,6 +29,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 
 from flowforge import Client, workflow
@@ -299,6 +300,46 @@ async def test_timers_fired_ahead_of_time_show_at_due_and_not_before(
     assert sum(claims.values()) == TIMERS, claims
     # Full batches: one transaction per BATCH timers, however many firers claimed.
     assert batches == [BATCH] * (TIMERS // BATCH), batches
+
+
+@pytest.mark.postgres
+async def test_a_batch_written_ahead_of_time_has_sent_its_writes_while_it_waits(postgres_dsn: str) -> None:
+    """What waits for the due time is the COMMIT alone: the batch's events, tasks and
+    execution updates are at the database already (they are writes a PostgreSQL
+    transaction may hold back to send together, and held back to the COMMIT they
+    would be written at due, late by their size)."""
+    clock = ManualClock()
+    server = FlowForgeServer(ServerConfig(store=postgres_dsn, port=0, clock=clock, shutdown_grace_s=1.0))
+    server.timekeeper._timer_batch = BATCH
+    await server.start()
+    try:
+        for index in range(BATCH):
+            await _waiting_on_a_timer(server.engine, f"sent-{index}")
+        async with server.store.read() as tx:
+            (due_us,) = {timer.fire_us for timer in await tx.due_timers(clock.now_us() + int(TIMER_S * 1e6), BATCH)}
+        await server.timekeeper.stop()
+        server.timekeeper._ahead_of_time = True
+        server.timekeeper._lead_us = 2_000_000
+        waiting: list[int] = []
+        _count_waits(server, waiting)
+        clock.set(due_us - 1_000_000)
+        tick = asyncio.create_task(server.timekeeper.tick())
+        await wait_until(lambda: _at_least_waiting(waiting, 1), timeout=DEADLINE_S, what="a batch waiting for due")
+        # Another session sees the table locks a write takes (not its rows).
+        outside = await asyncpg.connect(postgres_dsn)
+        try:
+            written = await outside.fetch(
+                "SELECT DISTINCT c.relname FROM pg_locks AS l JOIN pg_class AS c ON c.oid = l.relation"
+                " WHERE l.mode = 'RowExclusiveLock' AND l.pid <> pg_backend_pid()"
+            )
+        finally:
+            await outside.close()
+        assert {"history_events", "tasks", "executions"} <= {row["relname"] for row in written}
+        assert not tick.done()
+        clock.set(due_us)
+        await asyncio.wait_for(tick, DEADLINE_S)
+    finally:
+        await server.stop()
 
 
 def _count_waits(server: FlowForgeServer, waiting: list[int]) -> None:
