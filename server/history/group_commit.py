@@ -148,6 +148,8 @@ class GroupCommit:
         except asyncio.CancelledError:
             if report.abandoned is not None:
                 self._abandon(report)
+            else:
+                report.answer.add_done_callback(_note_unheard_failure)
             raise
 
     def _abandon(self, report: _Report[Any]) -> None:
@@ -216,6 +218,17 @@ class GroupCommit:
                 report.answer.set_exception(error)
         else:
             report.settle(result)
+
+
+def _note_unheard_failure(answer: asyncio.Future[Any]) -> None:
+    """A report whose caller went away: its failure reaches nobody, so it is noted here
+    (by kind only; the message may quote the report) rather than left for asyncio to
+    report as a never-retrieved exception with a traceback."""
+    if answer.cancelled():
+        return
+    error = answer.exception()
+    if error is not None:
+        log.info("a report whose caller went away failed (%s); its worker retries it", type(error).__name__)
 
 
 async def _give_back(give_back: Callable[[Any], Awaitable[None]], leased: Any) -> None:

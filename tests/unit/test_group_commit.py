@@ -6,7 +6,11 @@ tests/integration/test_group_commit.py."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import logging
 from typing import Any, cast
+
+import pytest
 
 from flowforge.server.history.group_commit import Body, GroupCommit
 from flowforge.server.stores.base import Transaction
@@ -100,3 +104,31 @@ async def test_a_freed_place_takes_a_new_report_at_once() -> None:
     await wait_until(lambda: len(transactions.sizes) == 2, timeout=DEADLINE_S, what="the first alone")
     assert await asyncio.gather(first, group.run("b", report(11))) == [10, 11]
     assert transactions.sizes == [5, 1, 1]
+
+
+async def test_a_failed_report_whose_caller_went_away_is_noted_not_left_unretrieved(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Its answer fails with nobody awaiting it: asyncio would log that as a
+    # never-retrieved exception with a traceback (an error line in the server's log).
+    transactions = HeldTransactions()
+    group = GroupCommit(transactions)
+    unretrieved: list[dict[str, Any]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _loop, context: unretrieved.append(context))
+
+    async def failing(_tx: Transaction) -> int:
+        raise ValueError("the report's own words")
+
+    first = asyncio.create_task(group.run("run-0", report(0)))
+    await wait_until(lambda: transactions.open == 1, timeout=DEADLINE_S, what="the first transaction open")
+    gone = asyncio.create_task(group.run("run-1", failing))
+    await asyncio.sleep(0)  # queued behind the first
+    gone.cancel()
+    with caplog.at_level(logging.INFO, logger="flowforge.server.history.group_commit"):
+        transactions.commit_all()
+        assert await first == 0
+        await wait_until(lambda: "caller went away failed" in caplog.text, timeout=DEADLINE_S, what="the note")
+    del gone
+    gc.collect()
+    assert unretrieved == []
+    assert "ValueError" in caplog.text and "own words" not in caplog.text
