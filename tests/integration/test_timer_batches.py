@@ -12,7 +12,9 @@
   committed at due: before it nothing shows, at it they all fire, once each, in
   ``ceil(count / batch)`` transactions. SQLite (one writer) never holds its write
   lock waiting for a due time. A claim ahead of time takes one window of due times
-  from the earliest unclaimed timer, and every timer already due.
+  from the earliest unclaimed timer, and every timer already due. While a batch waits,
+  its writes are at the database, and a signal or terminate of its runs waits for its
+  commit (no deadlock) and lands after the TimerFired.
 
 The servers run on a :class:`ManualClock`, so "due together" is one clock jump.
 """
@@ -338,6 +340,58 @@ async def test_a_batch_written_ahead_of_time_has_sent_its_writes_while_it_waits(
         assert not tick.done()
         clock.set(due_us)
         await asyncio.wait_for(tick, DEADLINE_S)
+    finally:
+        await server.stop()
+
+
+@pytest.mark.postgres
+async def test_a_signal_and_a_terminate_on_runs_of_a_held_batch_wait_for_its_commit(postgres_dsn: str) -> None:
+    """A batch held open until its due time keeps its executions locked: a signal and a
+    terminate of two of them wait on the lock (no deadlock, no error), then land after
+    the TimerFired; the terminated run keeps no workflow task."""
+    clock = ManualClock()
+    server = FlowForgeServer(ServerConfig(store=postgres_dsn, port=0, clock=clock, shutdown_grace_s=1.0))
+    await server.start()
+    try:
+        signalled, terminated = [await _waiting_on_a_timer(server.engine, f"held-{i}") for i in range(2)]
+        async with server.store.read() as tx:
+            (due_us,) = {timer.fire_us for timer in await tx.due_timers(clock.now_us() + int(TIMER_S * 1e6), 2)}
+        await server.timekeeper.stop()
+        server.timekeeper._ahead_of_time = True
+        server.timekeeper._lead_us = 2_000_000
+        waiting: list[int] = []
+        _count_waits(server, waiting)
+        clock.set(due_us - 1_000_000)
+        tick = asyncio.create_task(server.timekeeper.tick())
+        await wait_until(lambda: _at_least_waiting(waiting, 1), timeout=DEADLINE_S, what="the batch waiting for due")
+        engine = server.engine
+        reports = [
+            asyncio.create_task(
+                engine.signal_workflow(NS, "held-0", signalled, StartSignal("poke", common_pb2.Payloads()), "t", "r0")
+            ),
+            asyncio.create_task(engine.terminate(NS, "held-1", terminated, "stop", "t")),
+        ]
+        outside = await asyncpg.connect(postgres_dsn)
+        try:
+
+            async def both_wait_on_a_lock() -> bool:
+                waits = await outside.fetchval(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+                )
+                return bool(waits >= 2)
+
+            await wait_until(both_wait_on_a_lock, timeout=DEADLINE_S, what="the signal and terminate on the lock")
+        finally:
+            await outside.close()
+        assert not any(report.done() for report in reports)
+        clock.set(due_us)
+        await asyncio.wait_for(asyncio.gather(tick, *reports), DEADLINE_S)
+        async with server.store.read() as tx:
+            signalled_events = [e.event_type for e in await tx.read_events(NS, signalled)]
+            terminated_events = [e.event_type for e in await tx.read_events(NS, terminated)]
+            assert await tx.list_run_tasks(NS, terminated) == []
+        assert signalled_events.index("TimerFired") < signalled_events.index("WorkflowExecutionSignaled")
+        assert terminated_events[-3:] == ["TimerFired", "WorkflowTaskScheduled", "WorkflowExecutionTerminated"]
     finally:
         await server.stop()
 
