@@ -703,6 +703,32 @@ async def test_writes_wait_for_the_next_statement_and_go_together(pg_stores: Ope
 
 
 @pg
+async def test_a_held_back_version_check_that_fails_at_commit_conflicts_and_changes_nothing(
+    pg_stores: OpenReplica,
+) -> None:
+    # A version check held back to the COMMIT (the row is locked) raises there: a
+    # conflict the engine retries, with none of the transaction's writes and no wake-up.
+    store = await pg_stores()
+    run = await insert_run(store)
+    woken = store.notifier.listen("q:default:ACTIVITY:q")
+    body_ended = False
+    with pytest.raises(ConcurrencyConflict):
+        async with store.transaction() as tx:
+            await tx.get_execution("default", run.run_id, for_update=True)
+            await tx.update_execution(dataclasses.replace(run, next_event_id=3), expected_version=0)
+            await tx.append_events("default", run.run_id, [event(2)])
+            await tx.insert_task(task(run))
+            tx.notify_after_commit("q:default:ACTIVITY:q")
+            body_ended = True
+    assert body_ended, "the check was held back to the COMMIT"
+    assert not woken.is_set()
+    async with store.read() as tx:
+        assert [e.event_id for e in await tx.read_events("default", run.run_id)] == [1]
+        assert await tx.list_run_tasks("default", run.run_id) == []
+        assert (await tx.get_execution("default", run.run_id)).version == 1
+
+
+@pg
 async def test_concurrent_execution_updates_conflict(pg_stores: OpenReplica, monitor: asyncpg.Connection) -> None:
     store = await pg_stores()
     run = await insert_run(store)
