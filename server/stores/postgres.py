@@ -565,14 +565,15 @@ class PostgresStore(Store):
 
     async def _send_unsent(self) -> None:
         """NOTIFYs the queued channels, all that queued meanwhile in the next NOTIFY;
-        a failed send is retried with backoff (until the store closes)."""
+        a failed send is retried with backoff (until the store closes), whatever the
+        error: a sender that ended on one would drop the other replicas' wake-ups."""
         delay_s = 0.1
         while self._unsent:
             channels, self._unsent = self._unsent, set()
             try:
                 await self._notify(channels)
                 delay_s = 0.1
-            except (StoreUnavailable, TimeoutError) as error:
+            except Exception as error:
                 self._unsent |= channels
                 log.warning("cannot NOTIFY the other replicas (%s); retrying in %.1f s", error, delay_s)
                 await asyncio.sleep(delay_s)

@@ -817,6 +817,32 @@ async def test_commits_do_not_notify_inside_their_transaction(
 
 
 @pg
+async def test_a_notify_that_fails_unexpectedly_is_retried_not_dropped(
+    pg_stores: OpenReplica, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The NOTIFY leaves after the commit, on a task of its own: an error the store does
+    # not translate (a connection closed under it, say) must not end that task with the
+    # wake-ups it held, or another replica's history long-polls sleep to their deadline.
+    writer, replica = await pg_stores(), await pg_stores()
+    woken = replica.notifier.listen("r:after-a-failed-notify")
+    send = writer._notify
+    failures = 0
+
+    async def fails_once(channels: set[str]) -> None:
+        nonlocal failures
+        if not failures:
+            failures += 1
+            raise RuntimeError("connection was closed in the middle of operation")
+        await send(channels)
+
+    monkeypatch.setattr(writer, "_notify", fails_once)
+    async with writer.transaction() as tx:
+        tx.notify_after_commit("r:after-a-failed-notify")
+    assert await replica.wait_for_notification(woken, DEADLINE_S)
+    assert failures == 1
+
+
+@pg
 async def test_a_commit_of_thousands_of_channels_wakes_each_with_a_few_notifications(
     pg_stores: OpenReplica, monitor: asyncpg.Connection
 ) -> None:
