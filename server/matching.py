@@ -307,6 +307,8 @@ class Matching:
         store = self._engine.store
         woken = False
         first = True
+        # When the token this poll claimed of the queue's rate limit is due (None: none claimed).
+        token_due: float | None = None
         while True:
             # Listen before looking, so a task added in between still wakes us.
             wake = store.notifier.listen(channel)
@@ -314,7 +316,12 @@ class Matching:
             # leases at once, without the look's read transaction (on the path to every
             # first workflow task); the polls woken with it see the lease under way and look.
             trusted = woken and lease_on_wake and not self._leasing[channel]
-            still_empty = first and self._still_empty(channel, wake)
+            # A poll waiting for its token does not race the others for theirs when a commit
+            # wakes it, and a new poll waits for a token of its own if all due before are claimed.
+            awaiting_token = token_due is not None and token_due > time.monotonic()
+            still_empty = awaiting_token or (
+                first and (self._still_empty(channel, wake) or self._engine.rate_limited(channel))
+            )
             first = False
             # Look before taking the write lock (see _leasing). No await between the
             # look's answer and the count, so two polls cannot both take the last task.
@@ -337,8 +344,10 @@ class Matching:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            # A queue whose rate limit ran out of tokens is looked at again when the next one is due.
-            wait_s = min(remaining, self._recheck_interval_s, self._engine.rate_wait_s(channel))
+            # A queue whose rate limit ran out of tokens is looked at again when this poll's token is due.
+            if not awaiting_token:
+                token_due = self._engine.claim_rate_token(channel)
+            wait_s = min(remaining, self._recheck_interval_s if token_due is None else token_due - time.monotonic())
             if claimable is None:
                 woken = await store.wait_for_notification(wake, wait_s)
                 continue

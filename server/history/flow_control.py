@@ -88,26 +88,49 @@ class FlowControl(Breakers):
 
     def __init__(self, store: Store, config: EngineConfig | None = None, clock: Clock | None = None) -> None:
         super().__init__(store, config, clock)
-        # Queue channel -> monotonic time its rate limit gives the next token (matching.py waits for it).
-        self._rate_waits: dict[str, float] = {}
+        # Queue channel -> (monotonic time of the next token no waiting poll has claimed,
+        # seconds between tokens): matching.py's polls each wait for a token of their own.
+        self._rate_waits: dict[str, tuple[float, float]] = {}
 
     async def has_rate_limits(self, namespace: str, tx: Transaction) -> bool:
         """Whether the namespace has any rate limit (from the cached namespace row)."""
         row = await self.namespace_quotas(namespace, tx)
         return row is not None and row.rate_limits > 0
 
-    def rate_wait_s(self, channel: str) -> float:
-        """Seconds until the rate limit of a queue channel gives a token (inf: no wait known)."""
-        until = self._rate_waits.get(channel)
-        if until is None or until <= time.monotonic():
+    def claim_rate_token(self, channel: str) -> float | None:
+        """For a poll about to wait: claims the next token the rate limit of a queue
+        channel gives that no other waiting poll of this process has claimed, and says
+        when it is due (monotonic time; None: no wait known). Each poll wakes for its own
+        token, in turn, rather than every poll at every token to race for it (the herd's
+        transactions, queued on the bucket's row lock, are what held the rate down under load)."""
+        wait = self._rate_waits.get(channel)
+        if wait is None or wait[0] <= time.monotonic():
             self._rate_waits.pop(channel, None)
-            return math.inf
-        return until - time.monotonic()
+            return None
+        until, interval_s = wait
+        self._rate_waits[channel] = (until + interval_s, interval_s)
+        return until
 
-    async def _take_rate_token(self, tx: Transaction, namespace: str, scope: str, name: str) -> float:
+    def rate_limited(self, channel: str) -> bool:
+        """Whether every token the rate limit of a queue channel gives before a later
+        one is claimed by a waiting poll: a new poll need not try to lease now."""
+        wait = self._rate_waits.get(channel)
+        return wait is not None and wait[0] > time.monotonic()
+
+    def _note_rate_wait(self, channel: str, wait_s: float, per_second: float) -> None:
+        """A lease found the queue's bucket empty, its next token due in ``wait_s``."""
+        until = time.monotonic() + wait_s
+        current = self._rate_waits.get(channel)
+        # Tokens already claimed by waiting polls stay theirs.
+        self._rate_waits[channel] = (max(until, current[0]) if current else until, 1.0 / per_second)
+
+    async def _take_rate_token(
+        self, tx: Transaction, namespace: str, scope: str, name: str, channel: str | None = None
+    ) -> float:
         """Takes a token of a rate limit's bucket: 0.0 if taken (or no such limit), else
-        the seconds until the next one. The clock is read once the row is locked, and a
-        refill never moves back, so no time counts twice across replicas."""
+        the seconds until the next one (noted for ``channel``'s polls if given). The clock
+        is read once the row is locked, and a refill never moves back, so no time counts
+        twice across replicas."""
         bucket = await tx.lock_rate_limit(namespace, scope, name)
         if bucket is None:
             return 0.0
@@ -116,6 +139,8 @@ class FlowControl(Breakers):
         tokens = min(capacity, bucket.tokens + (refill_us - bucket.refill_us) / 1e6 * bucket.per_second)
         wait_s = 0.0 if tokens >= 1.0 else (1.0 - tokens) / bucket.per_second
         await tx.save_rate_tokens(namespace, scope, name, tokens - 1.0 if not wait_s else tokens, refill_us)
+        if wait_s and channel is not None:
+            self._note_rate_wait(channel, wait_s, bucket.per_second)
         return wait_s
 
     async def dispatchable(
@@ -166,9 +191,8 @@ class FlowControl(Breakers):
             if not await self.dispatchable(tx, task, now, saturated, delayed):
                 continue
             if rated:
-                wait_s = await self._take_rate_token(tx, namespace, "task_queue", task_queue)
-                if wait_s:
-                    self._rate_waits[queue_channel(namespace, kind, task_queue)] = time.monotonic() + wait_s
+                channel = queue_channel(namespace, kind, task_queue)
+                if await self._take_rate_token(tx, namespace, "task_queue", task_queue, channel):
                     return None
             # Last, so a probe the breaker admits is leased in this transaction.
             if not await self.breaker_admits(tx, task, now):

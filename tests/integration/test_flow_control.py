@@ -10,6 +10,7 @@ import asyncio
 import time
 import uuid
 from datetime import timedelta
+from typing import Any
 
 import grpc
 import pytest
@@ -19,6 +20,7 @@ from flowforge.api.v1 import common_pb2 as pb_common
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.exceptions import RPCError
 from flowforge.server import FlowForgeServer, ServerConfig
+from flowforge.server.history.flow_control import FlowControl
 from flowforge.worker import Worker
 from tests.integration._protocol import seconds
 from testsupport.waiting import wait_until
@@ -310,6 +312,28 @@ async def test_a_rate_limit_on_a_task_queue_holds_within_ten_percent(server: Flo
     # Smooth: at most a quarter second's worth at once (a bucket that let a second's
     # worth through at once would show 40).
     assert busiest <= 26, f"{busiest} dispatches in one second: not smooth"
+
+
+async def test_polls_of_a_rate_limited_queue_take_turns_for_its_tokens(
+    server: FlowForgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each waiting poll claims a token of its own and wakes for it, so the lease
+    transactions that take tokens number about the tasks, not the tasks times the
+    polls that would race for every token (whose queue on the bucket's row lock held
+    the rate far under the limit on a loaded machine)."""
+    attempts = 0
+    take = FlowControl._take_rate_token
+
+    async def counted(self: FlowControl, *args: Any) -> float:
+        nonlocal attempts
+        attempts += 1
+        return await take(self, *args)
+
+    monkeypatch.setattr(FlowControl, "_take_rate_token", counted)
+    await _measure_rate(server, 20.0, 4.0)
+    # 81 tasks; at most one attempt per poll (30) that found the bucket empty before claiming a
+    # token, and a few lost to the other workflows' starts.
+    assert attempts <= 81 + 30 + 10, f"{attempts} lease transactions took tokens for 81 tasks"
 
 
 @pytest.mark.slow
