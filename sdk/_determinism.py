@@ -15,7 +15,9 @@ it (docs/determinism.md has the measurements).
 Calls made by the SDK itself, by ``asyncio``, by ``logging`` (which reads the
 clock for every record), by ``linecache`` (which reads source files for
 tracebacks and warnings) and by the import system (a first import reads files)
-are allowed.
+are allowed, and so is whatever a garbage-collection callback does: a library's
+``gc.callbacks`` (Hypothesis times collections with the performance counter) run
+inside whichever code allocated when the collector started, workflow code included.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import _thread
 import asyncio
 import dataclasses
 import datetime
+import gc
 import io
 import os
 import random
@@ -197,9 +200,14 @@ class DeterminismGuard:
         self._boundary = boundary
         self._workflow_module = workflow_module
         self._previous_profile: Callable[..., Any] | None = None
+        self._collecting = False  # between the collector's first and last callback
         self.violation: str | None = None
 
     def __enter__(self) -> Self:
+        # First to hear a collection start and last to hear it stop, so every other
+        # callback runs while the flag is up.
+        gc.callbacks.insert(0, self._collection_started)
+        gc.callbacks.append(self._collection_stopped)
         self._previous_profile = sys.getprofile()
         sys.setprofile(self._profile)
         return self
@@ -211,6 +219,17 @@ class DeterminismGuard:
         traceback: TracebackType | None,
     ) -> None:
         sys.setprofile(self._previous_profile)
+        gc.callbacks.remove(self._collection_started)
+        gc.callbacks.remove(self._collection_stopped)
+        self._collecting = False
+
+    def _collection_started(self, phase: str, _info: dict[str, int]) -> None:
+        if phase == "start":
+            self._collecting = True
+
+    def _collection_stopped(self, phase: str, _info: dict[str, int]) -> None:
+        if phase == "stop":
+            self._collecting = False
 
     def _profile(self, frame: FrameType, event: str, arg: Any) -> None:
         # Runs for every call in workflow code: stay cheap on the common path.
@@ -225,7 +244,7 @@ class DeterminismGuard:
             forbidden = _FORBIDDEN_CODE.get(frame.f_code)
         else:
             return
-        if forbidden is not None and self.violation is None:
+        if forbidden is not None and self.violation is None and not self._collecting:
             self.violation = self._describe(forbidden, frame, frame_is_forbidden=event == "call")
 
     def _describe(self, forbidden: _Forbidden, frame: FrameType, *, frame_is_forbidden: bool) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import json
 import linecache
 import logging
@@ -1039,6 +1040,41 @@ def test_nondeterministic_calls_in_workflow_code_are_caught_and_named(
         f"workflow code called {called} at {Path(__file__).name}:{_line_of(marker)} in "
         f"{workflow_cls.__qualname__}.run; workflow code must be deterministic: {advice}"
     )
+
+
+@workflow.defn
+class CollectsGarbage:
+    @workflow.run
+    async def run(self) -> bool:
+        gc.collect()  # as an allocation may, at any line of workflow code
+        return True
+
+
+def test_a_garbage_collection_callback_may_read_the_clock() -> None:
+    # Hypothesis times every collection with time.perf_counter() from gc.callbacks;
+    # a collection that starts inside workflow code runs those callbacks there (this
+    # failed a workflow task in CI). The workflow's own clock reads are still caught.
+    stamps: list[float] = []
+
+    def timing(_phase: str, _info: dict[str, int]) -> None:
+        stamps.append(time.perf_counter())
+
+    gc.callbacks.append(timing)
+    try:
+        h = _History()
+        h.started("CollectsGarbage")
+        h.workflow_task()
+        (complete,) = _instance(CollectsGarbage).activate(h.events)
+        assert _result(complete) is True
+        assert len(stamps) >= 2  # the collection's start and stop, both in the activation
+        h = _History()
+        h.started(workflow._Definition.from_class(ReadsClock).name)
+        h.workflow_task()
+        with pytest.raises(NonDeterminismError, match=r"time\.time\(\)"):
+            _instance(ReadsClock).activate(h.events)
+    finally:
+        gc.callbacks.remove(timing)
+    assert timing not in gc.callbacks and len(gc.callbacks) == len(set(map(id, gc.callbacks)))
 
 
 class _ClockStampingHandler(logging.Handler):
