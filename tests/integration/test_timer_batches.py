@@ -317,16 +317,7 @@ async def test_a_batch_written_ahead_of_time_has_sent_its_writes_while_it_waits(
     try:
         for index in range(BATCH):
             await _waiting_on_a_timer(server.engine, f"sent-{index}")
-        async with server.store.read() as tx:
-            (due_us,) = {timer.fire_us for timer in await tx.due_timers(clock.now_us() + int(TIMER_S * 1e6), BATCH)}
-        await server.timekeeper.stop()
-        server.timekeeper._ahead_of_time = True
-        server.timekeeper._lead_us = 2_000_000
-        waiting: list[int] = []
-        _count_waits(server, waiting)
-        clock.set(due_us - 1_000_000)
-        tick = asyncio.create_task(server.timekeeper.tick())
-        await wait_until(lambda: _at_least_waiting(waiting, 1), timeout=DEADLINE_S, what="a batch waiting for due")
+        due_us, tick = await _hold_a_batch_until_due(server, clock, BATCH)
         # Another session sees the table locks a write takes (not its rows).
         outside = await asyncpg.connect(postgres_dsn)
         try:
@@ -354,16 +345,7 @@ async def test_a_signal_and_a_terminate_on_runs_of_a_held_batch_wait_for_its_com
     await server.start()
     try:
         signalled, terminated = [await _waiting_on_a_timer(server.engine, f"held-{i}") for i in range(2)]
-        async with server.store.read() as tx:
-            (due_us,) = {timer.fire_us for timer in await tx.due_timers(clock.now_us() + int(TIMER_S * 1e6), 2)}
-        await server.timekeeper.stop()
-        server.timekeeper._ahead_of_time = True
-        server.timekeeper._lead_us = 2_000_000
-        waiting: list[int] = []
-        _count_waits(server, waiting)
-        clock.set(due_us - 1_000_000)
-        tick = asyncio.create_task(server.timekeeper.tick())
-        await wait_until(lambda: _at_least_waiting(waiting, 1), timeout=DEADLINE_S, what="the batch waiting for due")
+        due_us, tick = await _hold_a_batch_until_due(server, clock, 2)
         engine = server.engine
         reports = [
             asyncio.create_task(
@@ -394,6 +376,25 @@ async def test_a_signal_and_a_terminate_on_runs_of_a_held_batch_wait_for_its_com
         assert terminated_events[-3:] == ["TimerFired", "WorkflowTaskScheduled", "WorkflowExecutionTerminated"]
     finally:
         await server.stop()
+
+
+async def _hold_a_batch_until_due(
+    server: FlowForgeServer, clock: ManualClock, timers: int
+) -> tuple[int, asyncio.Task[bool]]:
+    """Has the timekeeper (fires ahead of time, 2 s lead) claim the ``timers`` waiting
+    timers 1 s before their shared due time and hold their batch open; returns the due
+    time and the tick, which ends once the clock reaches it."""
+    async with server.store.read() as tx:
+        (due_us,) = {timer.fire_us for timer in await tx.due_timers(clock.now_us() + int(TIMER_S * 1e6), timers)}
+    await server.timekeeper.stop()
+    server.timekeeper._ahead_of_time = True
+    server.timekeeper._lead_us = 2_000_000
+    waiting: list[int] = []
+    _count_waits(server, waiting)
+    clock.set(due_us - 1_000_000)
+    tick = asyncio.create_task(server.timekeeper.tick())
+    await wait_until(lambda: _at_least_waiting(waiting, 1), timeout=DEADLINE_S, what="a batch waiting for due")
+    return due_us, tick
 
 
 def _count_waits(server: FlowForgeServer, waiting: list[int]) -> None:
