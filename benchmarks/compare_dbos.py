@@ -37,7 +37,7 @@ from benchmarks.compare_temporal import (
     measure_flowforge,
     write_json,
 )
-from benchmarks.onboarding import code_version, load_average
+from benchmarks.onboarding import code_version, load_average, positive_int
 
 ROWS = [
     ("onboarding workflows/s", "workflows_per_s"),
@@ -98,9 +98,11 @@ def table(results: dict[str, dict[str, Any]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("-n", "--workflows", type=int, default=500, help="onboarding executions (default 500)")
-    parser.add_argument("--concurrency", type=int, default=50, help="onboarding executions in flight (default 50)")
-    parser.add_argument("--single", type=int, default=50, help="sequential one-step workflows (default 50)")
+    parser.add_argument("-n", "--workflows", type=positive_int, default=500, help="onboarding executions (default 500)")
+    parser.add_argument(
+        "--concurrency", type=positive_int, default=50, help="onboarding executions in flight (default 50)"
+    )
+    parser.add_argument("--single", type=positive_int, default=50, help="sequential one-step workflows (default 50)")
     parser.add_argument("--histories", type=int, default=100, help="FlowForge histories read for schedule-to-start")
     parser.add_argument("--engines", default="flowforge,dbos", help="which to run, in order")
     parser.add_argument("--json", help="also write the raw figures to this file")

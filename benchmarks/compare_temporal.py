@@ -56,6 +56,7 @@ from benchmarks.onboarding import (
     machine_busy_seconds,
     per_activity_ms,
     percentile,
+    positive_int,
     server_process,
 )
 
@@ -405,9 +406,13 @@ def table(results: dict[str, dict[str, Any]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("-n", "--workflows", type=int, default=500, help="onboarding executions (default 500)")
-    parser.add_argument("--concurrency", type=int, default=50, help="onboarding executions in flight (default 50)")
-    parser.add_argument("--single", type=int, default=50, help="sequential one-activity workflows (default 50)")
+    parser.add_argument("-n", "--workflows", type=positive_int, default=500, help="onboarding executions (default 500)")
+    parser.add_argument(
+        "--concurrency", type=positive_int, default=50, help="onboarding executions in flight (default 50)"
+    )
+    parser.add_argument(
+        "--single", type=positive_int, default=50, help="sequential one-activity workflows (default 50)"
+    )
     parser.add_argument(
         "--histories", type=int, default=100, help="onboarding histories read for schedule-to-start (default 100)"
     )

@@ -75,6 +75,18 @@ ACTIVITIES_PER_WORKFLOW = 6
 SINGLE_RUNS = 50
 
 
+def positive_int(text: str) -> int:
+    """An argparse type for counts: a whole number of at least 1, else a usage error
+    (0 or a negative count would end a benchmark in a traceback over no samples)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not at least 1")
+    return value
+
+
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
@@ -419,8 +431,8 @@ def main() -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--address", help="a running server")
     where.add_argument("--store", default="sqlite", help="sqlite, postgresql, or a store URL (default sqlite)")
-    parser.add_argument("-n", "--workflows", type=int, default=500)
-    parser.add_argument("--concurrency", type=int, default=100, help="workflows in flight at once")
+    parser.add_argument("-n", "--workflows", type=positive_int, default=500)
+    parser.add_argument("--concurrency", type=positive_int, default=100, help="workflows in flight at once")
     parser.add_argument(
         "--replicas",
         type=int,

@@ -19,7 +19,7 @@ import time
 import uuid
 from typing import Literal
 
-from benchmarks.onboarding import code_version, load_average, percentile, server_process
+from benchmarks.onboarding import code_version, load_average, percentile, positive_int, server_process
 from flowforge import Client
 from flowforge.worker import Worker
 from testsupport.workloads import SingleActivity, noop
@@ -59,7 +59,7 @@ async def measure(store: str, count: int, task_transport: Literal["stream", "una
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--store", default="", help="a store URL (default: SQLite in a temporary directory)")
-    parser.add_argument("-n", "--workflows", type=int, default=300)
+    parser.add_argument("-n", "--workflows", type=positive_int, default=300)
     parser.add_argument("--task-transport", choices=("stream", "unary"), default="stream")
     args = parser.parse_args()
     transport: Literal["stream", "unary"] = "unary" if args.task_transport == "unary" else "stream"

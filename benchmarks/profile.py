@@ -40,6 +40,7 @@ from benchmarks.onboarding import (
     code_version,
     cpu_seconds,
     machine,
+    positive_int,
     store_url,
     target,
 )
@@ -248,7 +249,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("mode", choices=("counts", "cpu"))
     parser.add_argument("--store", default="sqlite", help="sqlite, postgresql, or a store URL")
-    parser.add_argument("-n", "--workflows", type=int, default=200)
+    parser.add_argument("-n", "--workflows", type=positive_int, default=200)
     parser.add_argument("--py-spy", default=shutil.which("py-spy") or "py-spy", help="the py-spy binary")
     args = parser.parse_args()
     code_before = code_version()
