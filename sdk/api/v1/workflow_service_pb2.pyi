@@ -532,12 +532,14 @@ class RespondWorkflowTaskCompletedRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., task_token: _Optional[bytes] = ..., commands: _Optional[_Iterable[_Union[_command_pb2.Command, _Mapping]]] = ..., identity: _Optional[str] = ..., eager_activity_slots: _Optional[int] = ..., worker_build_id: _Optional[str] = ..., return_new_workflow_task: _Optional[bool] = ..., cached_event_id: _Optional[int] = ...) -> None: ...
 
 class RespondWorkflowTaskCompletedResponse(_message.Message):
-    __slots__ = ("activity_tasks", "workflow_task")
+    __slots__ = ("activity_tasks", "workflow_task", "appended_events")
     ACTIVITY_TASKS_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_TASK_FIELD_NUMBER: _ClassVar[int]
+    APPENDED_EVENTS_FIELD_NUMBER: _ClassVar[int]
     activity_tasks: _containers.RepeatedCompositeFieldContainer[PollActivityTaskQueueResponse]
     workflow_task: PollWorkflowTaskQueueResponse
-    def __init__(self, activity_tasks: _Optional[_Iterable[_Union[PollActivityTaskQueueResponse, _Mapping]]] = ..., workflow_task: _Optional[_Union[PollWorkflowTaskQueueResponse, _Mapping]] = ...) -> None: ...
+    appended_events: _containers.RepeatedCompositeFieldContainer[_common_pb2.HistoryEvent]
+    def __init__(self, activity_tasks: _Optional[_Iterable[_Union[PollActivityTaskQueueResponse, _Mapping]]] = ..., workflow_task: _Optional[_Union[PollWorkflowTaskQueueResponse, _Mapping]] = ..., appended_events: _Optional[_Iterable[_Union[_common_pb2.HistoryEvent, _Mapping]]] = ...) -> None: ...
 
 class RespondWorkflowTaskFailedRequest(_message.Message):
     __slots__ = ("namespace", "task_token", "cause", "failure", "identity")
@@ -624,26 +626,42 @@ class RecordActivityTaskHeartbeatResponse(_message.Message):
     def __init__(self, cancel_requested: _Optional[bool] = ...) -> None: ...
 
 class RespondActivityTaskCompletedRequest(_message.Message):
-    __slots__ = ("namespace", "task_token", "result", "identity", "eager_workflow_task_queue", "eager_workflow_task_cached_event_id")
+    __slots__ = ("namespace", "task_token", "result", "identity", "eager_workflow_task_queue", "eager_workflow_task_cached_event_id", "folded_workflow_task")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     TASK_TOKEN_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     EAGER_WORKFLOW_TASK_QUEUE_FIELD_NUMBER: _ClassVar[int]
     EAGER_WORKFLOW_TASK_CACHED_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    FOLDED_WORKFLOW_TASK_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     task_token: bytes
     result: _common_pb2.Payloads
     identity: str
     eager_workflow_task_queue: str
     eager_workflow_task_cached_event_id: int
-    def __init__(self, namespace: _Optional[str] = ..., task_token: _Optional[bytes] = ..., result: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., identity: _Optional[str] = ..., eager_workflow_task_queue: _Optional[str] = ..., eager_workflow_task_cached_event_id: _Optional[int] = ...) -> None: ...
+    folded_workflow_task: FoldedWorkflowTask
+    def __init__(self, namespace: _Optional[str] = ..., task_token: _Optional[bytes] = ..., result: _Optional[_Union[_common_pb2.Payloads, _Mapping]] = ..., identity: _Optional[str] = ..., eager_workflow_task_queue: _Optional[str] = ..., eager_workflow_task_cached_event_id: _Optional[int] = ..., folded_workflow_task: _Optional[_Union[FoldedWorkflowTask, _Mapping]] = ...) -> None: ...
+
+class FoldedWorkflowTask(_message.Message):
+    __slots__ = ("last_event_id", "started_time", "completion")
+    LAST_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    STARTED_TIME_FIELD_NUMBER: _ClassVar[int]
+    COMPLETION_FIELD_NUMBER: _ClassVar[int]
+    last_event_id: int
+    started_time: _timestamp_pb2.Timestamp
+    completion: RespondWorkflowTaskCompletedRequest
+    def __init__(self, last_event_id: _Optional[int] = ..., started_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., completion: _Optional[_Union[RespondWorkflowTaskCompletedRequest, _Mapping]] = ...) -> None: ...
 
 class RespondActivityTaskCompletedResponse(_message.Message):
-    __slots__ = ("workflow_task",)
+    __slots__ = ("workflow_task", "workflow_task_folded", "folded_workflow_task_completed")
     WORKFLOW_TASK_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_TASK_FOLDED_FIELD_NUMBER: _ClassVar[int]
+    FOLDED_WORKFLOW_TASK_COMPLETED_FIELD_NUMBER: _ClassVar[int]
     workflow_task: PollWorkflowTaskQueueResponse
-    def __init__(self, workflow_task: _Optional[_Union[PollWorkflowTaskQueueResponse, _Mapping]] = ...) -> None: ...
+    workflow_task_folded: bool
+    folded_workflow_task_completed: RespondWorkflowTaskCompletedResponse
+    def __init__(self, workflow_task: _Optional[_Union[PollWorkflowTaskQueueResponse, _Mapping]] = ..., workflow_task_folded: _Optional[bool] = ..., folded_workflow_task_completed: _Optional[_Union[RespondWorkflowTaskCompletedResponse, _Mapping]] = ...) -> None: ...
 
 class RespondActivityTaskFailedRequest(_message.Message):
     __slots__ = ("namespace", "task_token", "failure", "identity")
