@@ -52,6 +52,7 @@ __all__ = [
     "MAX_CREDIT",
     "MAX_PENDING_REPORTS",
     "MAX_QUEUES",
+    "MAX_RETURNED_TOKENS",
     "MAX_STREAM_CREDITS",
     "POLLS_PER_QUEUE",
     "WorkerStreamHandlers",
@@ -65,6 +66,9 @@ MAX_CREDIT = 10_000
 MAX_STREAM_CREDITS = 10_000
 #: The most (task queue, kind) pairs one stream may hold credits for.
 MAX_QUEUES = 100
+#: The most task tokens one message may hand back: as many as a stream may hold
+#: credits for, so a worker never needs more, and each costs a store write.
+MAX_RETURNED_TOKENS = 10_000
 #: Leases under way at once per (task queue, kind) of a stream: a worker's default pollers.
 POLLS_PER_QUEUE = 5
 #: Reports of one stream being run or waiting for their answer to be written. Beyond it
@@ -204,8 +208,13 @@ class _WorkerStream:
         self._build_id = name(hello.worker_build_id, "hello.worker_build_id", required=False)
         await self._engine.ensure_namespace(self._namespace)
 
-    async def _take_back(self, tokens: Iterable[bytes]) -> None:
+    async def _take_back(self, tokens: Sequence[bytes]) -> None:
         """Releases tasks the worker hands back unrun, at once."""
+        if len(tokens) > MAX_RETURNED_TOKENS:
+            raise InvalidArgument(
+                f"returned_task_tokens holds {len(tokens)} tokens; the limit is {MAX_RETURNED_TOKENS}"
+                " per message (send the rest in the next)"
+            )
         for raw in tokens:
             token = self._engine.signer.verify(raw, None)
             if token.namespace != self._namespace:

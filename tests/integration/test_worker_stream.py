@@ -264,6 +264,13 @@ def _code(number: int) -> grpc.StatusCode:
             None,
             "task token is malformed",
         ),
+        (
+            pb.WorkerStreamRequest(
+                hello=pb.WorkerStreamHello(namespace=NS), returned_task_tokens=[b"ff2.0.junk.junk"] * 10_001
+            ),
+            None,
+            "returned_task_tokens holds 10001 tokens; the limit is 10000 per message",
+        ),
     ],
 )
 async def test_a_message_that_breaks_the_protocol_ends_the_stream_with_invalid_argument(
