@@ -173,6 +173,10 @@ def _new_run(
         deadline_us=deadline_us,
         deadline_kind=deadline_kind,
         cancel_requested=int(cancel_requested),
+        # Its tasks keep their place in dispatch order, as a continued run's do.
+        priority_key=base.priority_key,
+        fairness_key=base.fairness_key,
+        fairness_weight=base.fairness_weight,
     )
     m = _Mutation(tx, row, now, new=True)
     m.events = [HistoryEventRow(e.event_id, e.event_type, e.event_us, e.attributes) for e in kept]

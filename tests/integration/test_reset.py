@@ -2,7 +2,8 @@
 workflow task of a failed and of a running execution. The new run keeps the history up
 to that task and runs it again; signals received after that point are re-delivered;
 the running run is terminated; both runs are linked; ``get_workflow_handle(W)`` follows
-the new run; what is before the point is not run again."""
+the new run; what is before the point is not run again; the new run keeps the
+base run's priority."""
 
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ from datetime import timedelta
 import grpc
 import pytest
 
-from flowforge import Client, activity, workflow
+from flowforge import Client, Priority, activity, workflow
+from flowforge.api.schema import TaskKind
 from flowforge.client import WorkflowExecutionStatus, WorkflowHandle
 from flowforge.exceptions import ApplicationError, RPCError, WorkflowFailureError
+from flowforge.server import FlowForgeServer
+from tests.integration._protocol import NS, Wire
 from tests.integration._reliability import DEADLINE_S, assert_gapless, events, fast_worker, of_type
 from testsupport.waiting import wait_until
 
@@ -150,3 +154,25 @@ async def test_bad_resets_are_refused_and_change_nothing(sdk_client: Client, sto
         assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
         assert len(await events(handle)) == len(history)
         await handle.terminate(reason="test over")
+
+
+async def test_the_new_run_keeps_the_reset_runs_priority(
+    sdk_client: Client, wire: Wire, server: FlowForgeServer, store_kind: str
+) -> None:
+    key = f"reset-priority-{store_kind}-{uuid.uuid4().hex[:6]}"
+    queue = f"{QUEUE}-priority-{key}"
+    priority = Priority(priority_key=1, fairness_key="tenant-a", fairness_weight=2.5)
+    await sdk_client.start_workflow(Steps.run, key, id=key, task_queue=queue, priority=priority)
+    await wire.poll_workflow_task(queue)  # its first workflow task starts: a point to reset to
+
+    new_run_id = await sdk_client.reset_workflow(key, reset_type="first", reason="rerun")
+
+    async with server.store.transaction() as tx:
+        run = await tx.get_execution(NS, new_run_id)
+        tasks = await tx.list_run_tasks(NS, new_run_id)
+    assert run is not None
+    assert (run.priority_key, run.fairness_key, run.fairness_weight) == (1, "tenant-a", 2.5)
+    # The workflow task that runs the reset point again is dispatched in the run's turn.
+    assert [(t.kind, t.priority_key, t.fairness_key, t.fairness_weight) for t in tasks] == [
+        (TaskKind.WORKFLOW, 1, "tenant-a", 2.5)
+    ]
