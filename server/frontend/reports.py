@@ -16,10 +16,10 @@ from typing import Any
 from google.protobuf.message import Message
 
 from flowforge.api.v1 import workflow_service_pb2 as pb
-from flowforge.server.frontend.protos import activity_task_proto, workflow_task_proto
+from flowforge.server.frontend.protos import activity_task_proto, event_proto, workflow_task_proto
 from flowforge.server.frontend.validation import cached_event_id, eager_activity_slots, name, query_answer
 from flowforge.server.frontend.validation import workflow_task_failed_cause as failed_cause
-from flowforge.server.history import HistoryEngine
+from flowforge.server.history import HistoryEngine, WorkflowTaskCompletion, WorkflowTaskReport
 
 __all__ = [
     "REPORTS",
@@ -32,7 +32,9 @@ __all__ = [
     "query_task_completed",
     "release",
     "workflow_task_completed",
+    "workflow_task_completed_response",
     "workflow_task_failed",
+    "workflow_task_report",
 ]
 
 #: A task handed to a worker: what a poll of its kind answers.
@@ -42,22 +44,48 @@ PushedTask = pb.PollWorkflowTaskQueueResponse | pb.PollActivityTaskQueueResponse
 async def workflow_task_completed(
     engine: HistoryEngine, request: pb.RespondWorkflowTaskCompletedRequest
 ) -> pb.RespondWorkflowTaskCompletedResponse:
-    slots = await engine.eager_activity_slots(request.task_token, eager_activity_slots(request.eager_activity_slots))
+    report = await workflow_task_report(engine, request, request.task_token)
     completion = await engine.complete_workflow_task(
         request.task_token,
         request.namespace,
-        request.commands,
-        name(request.identity, "identity", required=False),
-        slots,
-        name(request.worker_build_id, "worker_build_id", required=False),
-        request.return_new_workflow_task,
-        cached_event_id(request.cached_event_id, "cached_event_id"),
+        report.commands,
+        report.identity,
+        report.eager_activity_slots,
+        report.worker_build_id,
+        report.return_new_workflow_task,
+        report.cached_event_id,
     )
+    return workflow_task_completed_response(completion, report)
+
+
+async def workflow_task_report(
+    engine: HistoryEngine, request: pb.RespondWorkflowTaskCompletedRequest, token: bytes, where: str = ""
+) -> WorkflowTaskReport:
+    """A workflow task completion's fields, checked (``where``: the request's place in
+    the call, for the messages); eager activity slots as the namespace allows them
+    (``token``: a lease in that namespace)."""
+    slots = eager_activity_slots(request.eager_activity_slots, f"{where}eager_activity_slots")
+    return WorkflowTaskReport(
+        request.commands,
+        name(request.identity, f"{where}identity", required=False),
+        await engine.eager_activity_slots(token, slots),
+        name(request.worker_build_id, f"{where}worker_build_id", required=False),
+        request.return_new_workflow_task,
+        cached_event_id(request.cached_event_id, f"{where}cached_event_id"),
+    )
+
+
+def workflow_task_completed_response(
+    completion: WorkflowTaskCompletion, report: WorkflowTaskReport
+) -> pb.RespondWorkflowTaskCompletedResponse:
+    """The answer to a workflow task completion (``report``), from what the engine handed back."""
     response = pb.RespondWorkflowTaskCompletedResponse(
         activity_tasks=[activity_task_proto(t) for t in completion.activity_tasks]
     )
     if completion.workflow_task is not None:
         response.workflow_task.CopyFrom(workflow_task_proto(completion.workflow_task))
+    if report.cached_event_id:
+        response.appended_events.extend(event_proto(event) for event in completion.appended_events)
     return response
 
 

@@ -189,9 +189,9 @@ def query_timeout(context: Context) -> float:
     return _within_deadline(MAX_QUERY_TIMEOUT_S, context)
 
 
-def eager_activity_slots(requested: int) -> int:
+def eager_activity_slots(requested: int, field: str = "eager_activity_slots") -> int:
     if requested < 0:
-        raise InvalidArgument("eager_activity_slots must not be negative")
+        raise InvalidArgument(f"{field} must not be negative")
     return min(requested, MAX_EAGER_ACTIVITY_SLOTS)
 
 

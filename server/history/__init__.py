@@ -33,6 +33,7 @@ from flowforge.server.history.data import (
     LeasedWorkflowTask,
     StartSignal,
     WorkflowTaskCompletion,
+    WorkflowTaskReport,
 )
 from flowforge.server.history.engine import HistoryEngine
 from flowforge.server.history.mutation import EagerStart, StartedWorkflowTask, queue_channel
@@ -47,5 +48,6 @@ __all__ = [
     "StartSignal",
     "StartedWorkflowTask",
     "WorkflowTaskCompletion",
+    "WorkflowTaskReport",
     "queue_channel",
 ]

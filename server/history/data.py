@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 from flowforge.api.schema import (
     HeaderJSON,
@@ -11,7 +12,7 @@ from flowforge.api.schema import (
     message_to_json_dict,
     payloads_json,
 )
-from flowforge.api.v1 import common_pb2
+from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.server.history.execution_limits import ExecutionLimits
 from flowforge.server.stores.base import ExecutionRow, HistoryEventRow, QueryRow, TaskRow
 
@@ -24,6 +25,7 @@ __all__ = [
     "StartSignal",
     "TaskPriority",
     "WorkflowTaskCompletion",
+    "WorkflowTaskReport",
     "header_attributes",
 ]
 
@@ -103,6 +105,23 @@ class WorkflowTaskCompletion:
 
     activity_tasks: list[LeasedActivityTask]
     workflow_task: LeasedWorkflowTask | None
+    appended_events: list[HistoryEventRow] = dataclasses.field(default_factory=list)
+    """The events the completion appended after the task's WorkflowTaskStarted (a
+    sticky worker's instance goes on from them without a read)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkflowTaskReport:
+    """A workflow task's completion as its worker reported it (RespondWorkflowTaskCompleted)."""
+
+    commands: Sequence[command_pb2.Command]
+    identity: str
+    eager_activity_slots: int = 0
+    """How many of the activity tasks the commands schedule may be leased to the worker at once."""
+    worker_build_id: str = ""
+    return_new_workflow_task: bool = False
+    cached_event_id: int = 0
+    """The worker keeps the run cached through this event (0: it does not)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,7 +22,12 @@ from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.server.errors import FailedPrecondition
 from flowforge.server.history.command_validation import CLOSE_COMMANDS, CommandValidator
 from flowforge.server.history.commands import DEADLINE_COMMANDS, Commands
-from flowforge.server.history.data import LeasedActivityTask, LeasedWorkflowTask, WorkflowTaskCompletion
+from flowforge.server.history.data import (
+    LeasedActivityTask,
+    LeasedWorkflowTask,
+    WorkflowTaskCompletion,
+    WorkflowTaskReport,
+)
 from flowforge.server.history.execution_limits import LimitBreach, check_completion
 from flowforge.server.history.flow_control import FlowControl
 from flowforge.server.history.group_commit import GroupCommit
@@ -73,6 +78,8 @@ class _Completed:
     activity_tasks: list[TaskRow]
     workflow_task: StartedWorkflowTask | None = None
     deadline_us: int | None = None
+    appended: list[HistoryEventRow] = dataclasses.field(default_factory=list)
+    """The events appended after the completed task's WorkflowTaskStarted."""
 
 
 class WorkflowTasks(Commands, FlowControl):
@@ -204,88 +211,109 @@ class WorkflowTasks(Commands, FlowControl):
         in the WorkflowTaskCompleted event; the next task carries only the history
         from ``cached_event_id`` on when the caller keeps the run cached through it."""
         token = self._token(raw_token, namespace, TaskKind.WORKFLOW)
+        report = WorkflowTaskReport(
+            commands, identity, eager_activity_slots, worker_build_id, return_new_workflow_task, cached_event_id
+        )
         self._validator.validate(commands)
 
         async def body(tx: Transaction) -> _Completed:
             task = await self._leased_task(tx, token)
             row = await self._execution_of(tx, task)
-            now = self.clock.now_us()
-            m = _Mutation(tx, row, now)
+            m = _Mutation(tx, row, self.clock.now_us())
             await tx.delete_task(task.task_id or 0)
-            closes = any(c.WhichOneof("attributes") in CLOSE_COMMANDS for c in commands)
-            if closes and m.buffered:
-                # Temporal's "unhandled command": the workflow must first see what arrived.
-                m.fail_started_workflow_task(
-                    task,
-                    cause=WorkflowTaskFailedCause.UNHANDLED_COMMAND,
-                    failure={
-                        "message": "new events arrived while the workflow was closing; it runs again to see them",
-                        "source": "server",
-                    },
-                    identity=identity,
-                    retry_delay_s=0.0,
-                    count_attempt=False,
-                )
-                await m.save()
-                return _Completed([])
-            applying = await self._load(m, commands)
-            bad_search_attributes = self._invalid_search_attributes(applying, commands)
-            if bad_search_attributes is not None:
-                # Temporal's BAD_SEARCH_ATTRIBUTES: retried, so registering the attribute unblocks the run.
-                m.fail_started_workflow_task(
-                    task,
-                    cause=WorkflowTaskFailedCause.BAD_SEARCH_ATTRIBUTES,
-                    failure={"message": bad_search_attributes, "source": "server"},
-                    identity=identity,
-                    retry_delay_s=self._workflow_task_retry_delay(m),
-                )
-                await m.save()
-                return _Completed([])
-            breach = await check_completion(tx, row, row.wft_started_event_id, commands, self.config.limits)
-            if breach is not None:
-                return await self._refuse_over_limit(m, task, breach, identity)
-            m.write_transient_workflow_task_events(task.identity)
-            applying.completed_id = m.append(
-                EventType.WORKFLOW_TASK_COMPLETED,
-                {
-                    "scheduled_event_id": row.wft_scheduled_event_id,
-                    "started_event_id": row.wft_started_event_id,
-                    "identity": identity,
-                    "worker_build_id": worker_build_id,
-                },
-            )
-            row.wft_state = WorkflowTaskState.NONE
-            row.wft_attempt = 1
-            row.last_wft_failure = None
-            self._apply(applying, commands)
-            eager: list[TaskRow] = []
-            if m.running:
-                flushed = m.flush_buffered()
-                for event_type, attributes in applying.outcomes:
-                    m.append(event_type, attributes)
-                if flushed or applying.outcomes:
-                    m.schedule_workflow_task(attempt=1)
-                # A rate limit counts every dispatch, so none is handed out eagerly past it.
-                rated = await self.has_rate_limits(row.namespace, tx)
-                eager = self._lease_eagerly(
-                    m,
-                    0 if rated else eager_activity_slots,
-                    identity,
-                    await self._guarded_types(tx, m, eager_activity_slots),
-                )
-            next_task = m.new_workflow_task(row.task_queue) if return_new_workflow_task else None
-            started = m.start_workflow_task(next_task, identity) if next_task is not None else None
-            if started is not None:
-                await self.read_history_gap(tx, started, cached_event_id)
-            await self._save(applying)
-            reached_others = not m.running and await self._after_run_closed(m)
-            # Precise on the hot path, a run that closes alone included (its deadlines
-            # go with it); anything else (a continued or child run, a closing parent)
-            # may add deadlines elsewhere, so the timekeeper looks now.
-            hot_path = not reached_others and all(c.WhichOneof("attributes") in _PRECISE_COMMANDS for c in commands)
-            return _Completed(eager, started, m.earliest_new_deadline() if hot_path else now)
+            return await self.apply_workflow_task_completion(m, task, report)
 
-        completed = await self._reports.run(token.run_id, body)
+        return await self.workflow_task_completion(await self._reports.run(token.run_id, body), cached_event_id)
+
+    async def apply_workflow_task_completion(
+        self, m: _Mutation, task: TaskRow, report: WorkflowTaskReport
+    ) -> _Completed:
+        """Applies ``report`` to the run's started workflow task (``task``, whose row
+        the caller has deleted or never wrote) and saves ``m``: what a workflow task
+        completion's transaction does, for RespondWorkflowTaskCompleted and for a
+        workflow task folded into an activity's completion alike."""
+        started_event_id = m.row.wft_started_event_id
+        completed = await self._apply_completion(m, task, report)
+        # After the task's WorkflowTaskStarted: a retried task's Scheduled/Started,
+        # written only now, are already the worker's (it was handed them as transient).
+        completed.appended = [e for e in m.events if e.event_id > started_event_id]
+        return completed
+
+    async def _apply_completion(self, m: _Mutation, task: TaskRow, report: WorkflowTaskReport) -> _Completed:
+        tx, row, now = m.tx, m.row, m.now
+        commands, identity = report.commands, report.identity
+        closes = any(c.WhichOneof("attributes") in CLOSE_COMMANDS for c in commands)
+        if closes and m.buffered:
+            # Temporal's "unhandled command": the workflow must first see what arrived.
+            m.fail_started_workflow_task(
+                task,
+                cause=WorkflowTaskFailedCause.UNHANDLED_COMMAND,
+                failure={
+                    "message": "new events arrived while the workflow was closing; it runs again to see them",
+                    "source": "server",
+                },
+                identity=identity,
+                retry_delay_s=0.0,
+                count_attempt=False,
+            )
+            await m.save()
+            return _Completed([])
+        applying = await self._load(m, commands)
+        bad_search_attributes = self._invalid_search_attributes(applying, commands)
+        if bad_search_attributes is not None:
+            # Temporal's BAD_SEARCH_ATTRIBUTES: retried, so registering the attribute unblocks the run.
+            m.fail_started_workflow_task(
+                task,
+                cause=WorkflowTaskFailedCause.BAD_SEARCH_ATTRIBUTES,
+                failure={"message": bad_search_attributes, "source": "server"},
+                identity=identity,
+                retry_delay_s=self._workflow_task_retry_delay(m),
+            )
+            await m.save()
+            return _Completed([])
+        breach = await check_completion(tx, row, row.wft_started_event_id, commands, self.config.limits)
+        if breach is not None:
+            return await self._refuse_over_limit(m, task, breach, identity)
+        m.write_transient_workflow_task_events(task.identity)
+        applying.completed_id = m.append(
+            EventType.WORKFLOW_TASK_COMPLETED,
+            {
+                "scheduled_event_id": row.wft_scheduled_event_id,
+                "started_event_id": row.wft_started_event_id,
+                "identity": identity,
+                "worker_build_id": report.worker_build_id,
+            },
+        )
+        row.wft_state = WorkflowTaskState.NONE
+        row.wft_attempt = 1
+        row.last_wft_failure = None
+        self._apply(applying, commands)
+        eager: list[TaskRow] = []
+        if m.running:
+            flushed = m.flush_buffered()
+            for event_type, attributes in applying.outcomes:
+                m.append(event_type, attributes)
+            if flushed or applying.outcomes:
+                m.schedule_workflow_task(attempt=1)
+            # A rate limit counts every dispatch, so none is handed out eagerly past it.
+            rated = await self.has_rate_limits(row.namespace, tx)
+            slots = report.eager_activity_slots
+            eager = self._lease_eagerly(m, 0 if rated else slots, identity, await self._guarded_types(tx, m, slots))
+        next_task = m.new_workflow_task(row.task_queue) if report.return_new_workflow_task else None
+        started = m.start_workflow_task(next_task, identity) if next_task is not None else None
+        if started is not None:
+            await self.read_history_gap(tx, started, report.cached_event_id)
+        await self._save(applying)
+        reached_others = not m.running and await self._after_run_closed(m)
+        # Precise on the hot path, a run that closes alone included (its deadlines
+        # go with it); anything else (a continued or child run, a closing parent)
+        # may add deadlines elsewhere, so the timekeeper looks now.
+        hot_path = not reached_others and all(c.WhichOneof("attributes") in _PRECISE_COMMANDS for c in commands)
+        return _Completed(eager, started, m.earliest_new_deadline() if hot_path else now)
+
+    async def workflow_task_completion(self, completed: _Completed, cached_event_id: int) -> WorkflowTaskCompletion:
+        """The committed completion's answer: its eager activity tasks signed, its next
+        workflow task with its history (from ``cached_event_id`` on)."""
         if completed.deadline_us is not None:
             self.on_new_deadline(completed.deadline_us)
         return WorkflowTaskCompletion(
@@ -293,6 +321,7 @@ class WorkflowTasks(Commands, FlowControl):
             None
             if completed.workflow_task is None
             else await self._hand_out_workflow_task(completed.workflow_task, cached_event_id),
+            completed.appended,
         )
 
     async def _refuse_over_limit(self, m: _Mutation, task: TaskRow, breach: LimitBreach, identity: str) -> _Completed:
