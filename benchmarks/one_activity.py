@@ -3,7 +3,8 @@ server process, start call to result, on a fresh store (docs/performance.md).
 
     python -m benchmarks.one_activity [--store sqlite|URL] [-n 300] [--task-transport stream|unary]
 
-Prints one JSON line: the p50 and p95 in ms, the commit measured and the 1-minute load
+Prints one JSON line: the p50 and p95 in ms, the CPU milliseconds per workflow of the
+server process and of this one (worker + starter), the commit measured and the 1-minute load
 average (other work on the machine moves these figures more than most changes do: run
 the builds you compare alternately, several times).
 """
@@ -19,7 +20,7 @@ import time
 import uuid
 from typing import Literal
 
-from benchmarks.onboarding import code_version, load_average, percentile, positive_int, server_process
+from benchmarks.onboarding import code_version, cpu_seconds, load_average, percentile, positive_int, server_process
 from flowforge import Client
 from flowforge.worker import Worker
 from testsupport.workloads import SingleActivity, noop
@@ -30,7 +31,7 @@ _WARM_UP = 5
 
 async def measure(store: str, count: int, task_transport: Literal["stream", "unary"]) -> dict[str, object]:
     """The latencies of ``count`` one-activity workflows run one at a time."""
-    with tempfile.TemporaryDirectory() as tmp, server_process(store or os.path.join(tmp, "ff.db")) as (address, _):
+    with tempfile.TemporaryDirectory() as tmp, server_process(store or os.path.join(tmp, "ff.db")) as (address, pid):
         client = await Client.connect(address)
         queue = f"one-{uuid.uuid4().hex[:8]}"
         latencies: list[float] = []
@@ -38,12 +39,16 @@ async def measure(store: str, count: int, task_transport: Literal["stream", "una
             async with Worker(
                 client, task_queue=queue, workflows=[SingleActivity], activities=[noop], task_transport=task_transport
             ):
+                server_cpu, own_cpu = 0.0, 0.0
                 for i in range(_WARM_UP + count):
+                    if i == _WARM_UP:
+                        server_cpu, own_cpu = cpu_seconds([pid]), time.process_time()
                     began = time.perf_counter()
                     handle = await client.start_workflow(SingleActivity.run, i, id=f"{queue}-{i}", task_queue=queue)
                     assert await handle.result() == i
                     if i >= _WARM_UP:
                         latencies.append(time.perf_counter() - began)
+                server_cpu, own_cpu = cpu_seconds([pid]) - server_cpu, time.process_time() - own_cpu
         finally:
             await client.close()
     return {
@@ -52,6 +57,8 @@ async def measure(store: str, count: int, task_transport: Literal["stream", "una
         "workflows": count,
         "p50_ms": round(percentile(latencies, 0.5) * 1000, 1),
         "p95_ms": round(percentile(latencies, 0.95) * 1000, 1),
+        "server_cpu_ms_per_workflow": round(1000 * server_cpu / count, 2),
+        "worker_and_starter_cpu_ms_per_workflow": round(1000 * own_cpu / count, 2),
         "load_average": load_average(),
     }
 
