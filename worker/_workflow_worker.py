@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import dataclasses
+import itertools
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -23,6 +25,7 @@ from flowforge import workflow
 from flowforge._rpc import WorkflowServiceClient
 from flowforge._worker_interceptors import Interceptor
 from flowforge._workflow_instance import HistoryContinuityError, WorkflowInstance
+from flowforge.api.schema import EventType
 from flowforge.api.v1 import command_pb2, common_pb2, workflow_service_pb2
 from flowforge.converter import DataConverter, error_to_failure
 from flowforge.exceptions import ApplicationError, NonDeterminismError, RPCError
@@ -77,6 +80,16 @@ _CLOSING_COMMANDS = frozenset(
         "continue_as_new_workflow_execution",
     }
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class Completion:
+    """A workflow task's completion request and the slots taken for what its answer may hand back."""
+
+    request: workflow_service_pb2.RespondWorkflowTaskCompletedRequest
+    eager_activity_slots: int
+    next_task_slot: bool
+    closes_run: bool
 
 
 def _describe(task: workflow_service_pb2.PollWorkflowTaskQueueResponse) -> str:
@@ -250,7 +263,6 @@ class WorkflowWorker:
             await self._fail(task, _Cause.WORKFLOW_TASK_FAILED_CAUSE_UNKNOWN_WORKFLOW_TYPE, error)
             return
 
-        run_id = task.workflow_execution.run_id
         try:
             instance, commands = await self._activate(task, definition)
             commands = await self._run_local_activities(task, instance, commands)
@@ -264,15 +276,7 @@ class WorkflowWorker:
             logger.error("%s failed", _describe(task), exc_info=error)
             await self._fail(task, _Cause.WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE, error)
             return
-        closed = any(command.WhichOneof("attributes") in _CLOSING_COMMANDS for command in commands)
-        completed, next_task = await self._complete(
-            task, commands, ask_for_next_task=not closed, cached_event_id=instance.last_event_id
-        )
-        if completed and not closed:
-            self._cache.put(run_id, instance)
-        if next_task is not None:
-            # After the put: the next task of the run continues the cached instance.
-            self.run_eager(next_task)
+        await self._complete(task, commands, instance)
 
     async def _activate(
         self,
@@ -407,43 +411,66 @@ class WorkflowWorker:
         self,
         task: workflow_service_pb2.PollWorkflowTaskQueueResponse,
         commands: Sequence[command_pb2.Command],
-        *,
-        ask_for_next_task: bool,
-        cached_event_id: int,
-    ) -> tuple[bool, workflow_service_pb2.PollWorkflowTaskQueueResponse | None]:
-        """Reports the commands; runs the activity tasks handed back eagerly.
+        instance: WorkflowInstance,
+    ) -> None:
+        """Reports the commands of ``task``, which ran on ``instance``, and takes the answer (:meth:`completed`)."""
+        completion = self.completion(task.task_token, commands, instance)
+        try:
+            response = await send_report(
+                self._service, self._stream, "RespondWorkflowTaskCompleted", completion.request
+            )
+        except RPCError as error:
+            self.release_completion(completion)
+            await self._on_completion_rejected(task, error)
+            return
+        self.completed(completion, response, task.workflow_execution, instance)
 
-        The instance that ran the task is cached through ``cached_event_id`` once the
-        server accepts it, so a next task handed back needs only the events from there.
+    def completion(
+        self, task_token: bytes, commands: Sequence[command_pb2.Command], instance: WorkflowInstance
+    ) -> Completion:
+        """The completion of a workflow task that ran on ``instance`` (a folded task's has no
+        token), with slots taken for the activity tasks it schedules here and, unless it closes
+        the run, for the run's next workflow task: the server hands them back eagerly.
 
-        Returns:
-            Whether the server accepted the commands, and the run's next workflow
-            task if the server handed one back (it holds a reserved slot).
+        The instance is kept (cached) through its last event unless the commands close the
+        run, so a next task handed back needs only the events from there.
         """
+        closes_run = any(command.WhichOneof("attributes") in _CLOSING_COMMANDS for command in commands)
         eager_slots = self._reserve_eager_activity_slots(commands)
-        next_task_slot = ask_for_next_task and self.reserve_eager_slot()
+        next_task_slot = not closes_run and self.reserve_eager_slot()
         request = workflow_service_pb2.RespondWorkflowTaskCompletedRequest(
             namespace=self._namespace,
-            task_token=task.task_token,
+            task_token=task_token,
             commands=commands,
             identity=self._identity,
             eager_activity_slots=eager_slots,
             worker_build_id=self._build_id,
             return_new_workflow_task=next_task_slot,
-            cached_event_id=cached_event_id if next_task_slot else 0,
+            cached_event_id=0 if closes_run else instance.last_event_id,
         )
-        try:
-            response = await send_report(self._service, self._stream, "RespondWorkflowTaskCompleted", request)
-        except RPCError as error:
-            if self._activity_worker is not None:
-                self._activity_worker.slots.release(eager_slots)
-            if next_task_slot:
-                self.release_eager_slot()
-            await self._on_completion_rejected(task, error)
-            return False, None
-        next_task = response.workflow_task if response.workflow_task.task_token else None
-        if next_task_slot and next_task is None:
+        return Completion(request, eager_slots, next_task_slot, closes_run)
+
+    def release_completion(self, completion: Completion) -> None:
+        """Frees the slots of a completion the server did not accept."""
+        if self._activity_worker is not None:
+            self._activity_worker.slots.release(completion.eager_activity_slots)
+        if completion.next_task_slot:
             self.release_eager_slot()
+
+    def completed(
+        self,
+        completion: Completion,
+        response: workflow_service_pb2.RespondWorkflowTaskCompletedResponse,
+        execution: common_pb2.WorkflowExecution,
+        instance: WorkflowInstance,
+    ) -> None:
+        """Takes the answer of an accepted completion: runs the activity tasks handed back,
+        brings ``instance`` to the run's last event (the answer's appended events) and caches
+        it unless the run closed, then runs the run's next workflow task if one was handed back."""
+        next_task = response.workflow_task if response.workflow_task.task_token else None
+        if completion.next_task_slot and next_task is None:
+            self.release_eager_slot()
+        eager_slots = completion.eager_activity_slots
         handed_back = list(response.activity_tasks)
         if len(handed_back) > eager_slots:
             # Each task needs a slot; leases beyond them expire and get retried.
@@ -458,7 +485,11 @@ class WorkflowWorker:
             for activity_task in handed_back:
                 self._activity_worker.run_task(activity_task)
             self._activity_worker.slots.release(eager_slots - len(handed_back))
-        return True, next_task
+        if not completion.closes_run and _catch_up(instance, response.appended_events, execution.run_id):
+            self._cache.put(execution.run_id, instance)
+        if next_task is not None:
+            # After the put: the next task of the run continues the cached instance.
+            self.run_eager(next_task)
 
     def _reserve_eager_activity_slots(self, commands: Sequence[command_pb2.Command]) -> int:
         """Takes activity slots for the activities the commands schedule on this queue.
@@ -514,3 +545,29 @@ class WorkflowWorker:
         except RPCError as rpc_error:
             level = logging.WARNING if rpc_error.status in LEASE_LOST_STATUSES else logging.ERROR
             logger.log(level, "reporting the failure of %s failed (%s)", _describe(task), rpc_error)
+
+
+def _catch_up(instance: WorkflowInstance, appended: Sequence[common_pb2.HistoryEvent], run_id: str) -> bool:
+    """Feeds ``instance`` the events its task's completion appended (its commands' events, then
+    any that waited for the task to end) up to the run's next workflow task, if any, so that it
+    stands at the run's last event. Events that do not continue where it stopped are not fed.
+
+    Returns:
+        Whether the instance is still good to keep (False: it is spent).
+    """
+    events = list(
+        itertools.takewhile(
+            lambda e: e.event_type not in (EventType.WORKFLOW_TASK_SCHEDULED, EventType.WORKFLOW_TASK_STARTED),
+            appended,
+        )
+    )
+    if not events or events[0].event_id != instance.last_event_id + 1:
+        return True
+    if events[0].event_type != EventType.WORKFLOW_TASK_COMPLETED:
+        return False  # the server refused the completion (WorkflowTaskFailed): the instance's task is void
+    try:
+        instance.activate(events)
+    except Exception as error:  # the server's events do not match the commands: replay next time
+        logger.warning("the events a completion appended to run %r do not continue its instance (%s)", run_id, error)
+        return False
+    return True

@@ -98,10 +98,13 @@ async def test_a_worker_that_keeps_the_run_cached_gets_only_the_new_events(serve
     # The first task is polled (whole history); every later one continues the cache.
     assert seen.first_event_ids[0] == 1
     assert all(first > 1 for first in seen.first_event_ids[1:]), seen.first_event_ids
-    # Whole histories would be ~ 5k + 3 events for task k (~1,000 in all); the tails are
-    # the cached task's last event plus the 5 the activity and the new task added.
+    # Whole histories would be ~ 5k + 3 events for task k (~1,000 in all). The completion's
+    # appended events bring the cached instance to the run's last event (ActivityTaskScheduled),
+    # so a tail is that event plus the 4 the activity and the new task added.
     whole = sum(e.event_id <= 3 + 5 * k for k in range(tasks) for e in history.events)
-    assert seen.events <= 7 * tasks < whole / 4
+    scheduled = [e.event_id for e in history.events if e.event_type == "ActivityTaskScheduled"]
+    assert seen.first_event_ids[1:] == scheduled
+    assert seen.events <= 5 * tasks < whole / 4
 
 
 async def test_a_worker_that_lost_the_run_reads_the_whole_history_and_finishes(server: FlowForgeServer) -> None:
