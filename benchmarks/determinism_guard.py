@@ -106,12 +106,18 @@ class _NoGuard:
 
 
 @contextlib.contextmanager
-def guard_disabled() -> Iterator[None]:
-    _workflow_instance.DeterminismGuard = _NoGuard  # type: ignore[misc, assignment]
+def guard_replaced(stand_in: type) -> Iterator[None]:
+    """Workflow instances use ``stand_in`` (a class shaped like DeterminismGuard) meanwhile."""
+    _workflow_instance.DeterminismGuard = stand_in  # type: ignore[misc, assignment]
     try:
         yield
     finally:
         _workflow_instance.DeterminismGuard = DeterminismGuard  # type: ignore[misc]
+
+
+def guard_disabled() -> contextlib.AbstractContextManager[None]:
+    """Workflow instances run without the guard meanwhile."""
+    return guard_replaced(_NoGuard)
 
 
 def per_call_us(fn: Callable[[], object]) -> float:
