@@ -145,6 +145,15 @@ _FORBIDDEN_CODE: dict[CodeType, _Forbidden] = {
     },
 }
 
+# A code object caches no hash: hashing one hashes its constants and names (nested
+# code objects included), up to a microsecond or two for a large function. The hook
+# sees every call, so it looks a code object up only when its name and first line
+# (which code equality compares, and which cost nothing to read) are a forbidden one's.
+_FORBIDDEN_CODE_LINES: dict[str, frozenset[int]] = {
+    name: frozenset(code.co_firstlineno for code in _FORBIDDEN_CODE if code.co_name == name)
+    for name in {code.co_name for code in _FORBIDDEN_CODE}
+}
+
 # Any method call on these objects (e.g. sock.connect(), sock.sendall()) is
 # I/O, even on a socket that was opened outside workflow code.
 _IO_OBJECT_TYPES = (_socket.socket, _ssl._SSLSocket)  # type: ignore[attr-defined]  # typeshed omits the C type
@@ -241,7 +250,11 @@ class DeterminismGuard:
                     return
                 forbidden = _Forbidden(f"socket.socket.{arg.__name__}()", _IO)
         elif event == "call":
-            forbidden = _FORBIDDEN_CODE.get(frame.f_code)
+            code = frame.f_code
+            lines = _FORBIDDEN_CODE_LINES.get(code.co_name)
+            if lines is None or code.co_firstlineno not in lines:
+                return
+            forbidden = _FORBIDDEN_CODE.get(code)
         else:
             return
         if forbidden is not None and self.violation is None and not self._collecting:
