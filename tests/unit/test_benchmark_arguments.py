@@ -9,7 +9,9 @@ import sys
 import pytest
 
 
-@pytest.mark.parametrize("module", ["one_activity", "onboarding", "compare_temporal", "compare_dbos", "profile", "replay"])
+@pytest.mark.parametrize(
+    "module", ["one_activity", "onboarding", "compare_temporal", "compare_dbos", "profile", "replay"]
+)
 @pytest.mark.parametrize("count", ["0", "-5", "many", "1e9"])
 def test_a_count_that_is_not_a_positive_whole_number_is_a_usage_error(module: str, count: str) -> None:
     finished = subprocess.run(
