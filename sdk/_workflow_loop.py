@@ -92,11 +92,23 @@ class WorkflowEventLoop(asyncio.AbstractEventLoop):
         asyncio.events._set_running_loop(self)
         self._running = True
         try:
+            ready = self._ready
             while True:
-                while self._ready:
-                    handle = self._ready.popleft()
-                    if not handle.cancelled():
-                        handle._run()
+                while ready:
+                    # Handle._run's work inline: under the determinism guard each
+                    # Python call costs its hook two events, and this runs for every
+                    # step of every task.
+                    handle = ready.popleft()
+                    if handle._cancelled:
+                        continue
+                    try:
+                        handle._context.run(handle._callback, *handle._args)  # type: ignore[attr-defined]
+                    except (SystemExit, KeyboardInterrupt):
+                        raise
+                    except BaseException as error:
+                        self.call_exception_handler(
+                            {"message": f"Exception in callback {handle!r}", "exception": error, "handle": handle}
+                        )
                 if not self._resolve_first_satisfied_condition():
                     return
         finally:
@@ -212,8 +224,10 @@ class WorkflowEventLoop(asyncio.AbstractEventLoop):
         self._on_task_created(task)
         return task
 
-    def get_debug(self) -> bool:
-        return False
+    # Never in debug mode. A C callable, not a method: asyncio asks for every future,
+    # task and handle, and a Python method would be a call the determinism guard's hook
+    # sees each time.
+    get_debug = staticmethod(bool)  # bool() is False
 
     def is_running(self) -> bool:
         return self._running
