@@ -53,15 +53,24 @@ class DagTracker:
                 self._add_to_frontier(creator_frontier, activity_seq)
 
     def _add_to_frontier(self, frontier: set[int], observed: int) -> None:
-        if any(self._depends_on(member, observed) for member in frontier):
-            return  # already implied
-        frontier.difference_update([member for member in frontier if self._depends_on(observed, member)])
+        # An activity is scheduled after its dependencies, so it has a higher sequence
+        # number: only a later member can imply ``observed``, only an earlier one be
+        # implied by it. Plain loops: this runs in workflow code, under the determinism
+        # guard, where every call (a generator's steps too) costs its hook two events.
+        for member in frontier:
+            if member > observed and self._depends_on(member, observed):
+                return  # already implied
+        implied = [member for member in frontier if member < observed and self._depends_on(observed, member)]
+        if implied:
+            frontier.difference_update(implied)
         frontier.add(observed)
 
     def _depends_on(self, activity: int, candidate: int) -> bool:
         """Whether ``activity`` depends, directly or not, on ``candidate``."""
-        # An activity is scheduled after its dependencies, so it has a higher
-        # sequence number: the search never needs to go below ``candidate``.
+        dependencies = self._dependencies[activity]
+        if candidate in dependencies:
+            return True
+        # The search never needs to go below ``candidate`` (see _add_to_frontier).
         pending = [activity]
         visited: set[int] = set()
         while pending:
