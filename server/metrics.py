@@ -32,6 +32,7 @@ from flowforge.server.observations import (
     TaskStarted,
     TimerFired,
     WorkflowClosed,
+    WorkflowTaskFolded,
 )
 
 __all__ = ["ServerMetrics"]
@@ -94,6 +95,12 @@ class ServerMetrics:
             "flowforge_activity_attempts",
             "Activity attempts ended, by outcome: completed, failed, timed_out, canceled.",
             ("namespace", "activity_type", "outcome"),
+            registry=r,
+        )
+        self.folded_workflow_tasks = Counter(
+            "flowforge_folded_workflow_tasks",
+            "Workflow tasks folded into an activity completion, by outcome: applied, or why ignored.",
+            ("namespace", "outcome"),
             registry=r,
         )
         self.store_transaction_latency = Histogram(
@@ -185,6 +192,8 @@ class ServerMetrics:
                 self.timer_lateness.observe(o.late_s)
             elif isinstance(o, ScheduleFired):
                 self.schedule_fire_lateness.labels(o.namespace).observe(o.late_s)
+            elif isinstance(o, WorkflowTaskFolded):
+                self.series(self.folded_workflow_tasks, o.namespace, o.outcome).inc()
 
     def set_backlogs(self, backlogs: Iterable[tuple[str, str, str, int, float]]) -> None:
         """Sets the queue gauges from ``(namespace, task_queue, kind, ready tasks, oldest age s)``."""

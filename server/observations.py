@@ -23,6 +23,7 @@ __all__ = [
     "TaskStarted",
     "TimerFired",
     "WorkflowClosed",
+    "WorkflowTaskFolded",
     "collecting",
     "observe",
 ]
@@ -75,7 +76,16 @@ class ScheduleFired:
     late_s: float
 
 
-Observation = WorkflowClosed | ActivityAttemptEnded | TaskStarted | TimerFired | ScheduleFired
+@dataclasses.dataclass(frozen=True)
+class WorkflowTaskFolded:
+    """An activity completion carried a folded workflow task: ``outcome`` is ``applied``,
+    or why it was ignored (history/folds.py ``FoldIgnored``)."""
+
+    namespace: str
+    outcome: str
+
+
+Observation = WorkflowClosed | ActivityAttemptEnded | TaskStarted | TimerFired | ScheduleFired | WorkflowTaskFolded
 
 _pending: contextvars.ContextVar[list[Observation] | None] = contextvars.ContextVar(
     "flowforge_pending_observations", default=None

@@ -32,7 +32,7 @@ from flowforge.server.unary_handlers import (
     with_stream_behavior,
 )
 
-__all__ = ["MAX_DURATION_S", "MAX_STRING_CHARS", "MalformedRequests", "ill_formed"]
+__all__ = ["MAX_DURATION_S", "MAX_STRING_CHARS", "MalformedRequests", "ill_formed", "timestamp_problem"]
 
 #: The longest duration any field may hold (timeouts, intervals, retention): ten years.
 MAX_DURATION_S = 10 * 365 * 24 * 3600
@@ -54,7 +54,8 @@ def _duration_problem(seconds: int, nanos: int) -> str | None:
     return None
 
 
-def _timestamp_problem(seconds: int, nanos: int) -> str | None:
+def timestamp_problem(seconds: int, nanos: int) -> str | None:
+    """What makes (seconds, nanos) no google.protobuf.Timestamp, or None."""
     if not 0 <= nanos <= 999_999_999 or not _MIN_TIMESTAMP_S <= seconds <= _MAX_TIMESTAMP_S:
         return "is not a valid timestamp (years 1 to 9999, nanos 0 to 999999999)"
     return None
@@ -103,7 +104,7 @@ def _problem(value: Any, kind: int, strings: bool) -> tuple[str, str] | None:
     if kind == _DURATION:
         problem = _duration_problem(value.seconds, value.nanos)
     elif kind == _TIMESTAMP:
-        problem = _timestamp_problem(value.seconds, value.nanos)
+        problem = timestamp_problem(value.seconds, value.nanos)
     elif kind == _FLOAT:
         problem = None if math.isfinite(value) else "must be a finite number"
     elif kind == _STRING:

@@ -16,13 +16,16 @@ from typing import Any
 from google.protobuf.message import Message
 
 from flowforge.api.v1 import workflow_service_pb2 as pb
+from flowforge.server.errors import InvalidArgument
+from flowforge.server.frontend.malformed import timestamp_problem
 from flowforge.server.frontend.protos import activity_task_proto, event_proto, workflow_task_proto
 from flowforge.server.frontend.validation import cached_event_id, eager_activity_slots, name, query_answer
 from flowforge.server.frontend.validation import workflow_task_failed_cause as failed_cause
-from flowforge.server.history import HistoryEngine, WorkflowTaskCompletion, WorkflowTaskReport
+from flowforge.server.history import FoldedWorkflowTask, HistoryEngine, WorkflowTaskCompletion, WorkflowTaskReport
 
 __all__ = [
     "REPORTS",
+    "EagerAnswer",
     "ReportKind",
     "activity_task_canceled",
     "activity_task_completed",
@@ -39,6 +42,8 @@ __all__ = [
 
 #: A task handed to a worker: what a poll of its kind answers.
 PushedTask = pb.PollWorkflowTaskQueueResponse | pb.PollActivityTaskQueueResponse
+#: A report's answer that may hand out tasks leased eagerly.
+EagerAnswer = pb.RespondWorkflowTaskCompletedResponse | pb.RespondActivityTaskCompletedResponse
 
 
 async def workflow_task_completed(
@@ -121,17 +126,59 @@ async def activity_task_completed(
     engine: HistoryEngine, request: pb.RespondActivityTaskCompletedRequest
 ) -> pb.RespondActivityTaskCompletedResponse:
     eager_queue = name(request.eager_workflow_task_queue, "eager_workflow_task_queue", required=False)
-    leased = await engine.complete_activity_task(
+    identity = name(request.identity, "identity", required=False)
+    fold = await _folded_workflow_task(engine, request, identity) if request.HasField("folded_workflow_task") else None
+    completion = await engine.complete_activity_task(
         request.task_token,
         request.namespace,
         request.result,
-        name(request.identity, "identity", required=False),
+        identity,
         eager_queue,
         cached_event_id(request.eager_workflow_task_cached_event_id, "eager_workflow_task_cached_event_id"),
+        fold,
     )
-    if leased is None:
-        return pb.RespondActivityTaskCompletedResponse()
-    return pb.RespondActivityTaskCompletedResponse(workflow_task=workflow_task_proto(leased))
+    response = pb.RespondActivityTaskCompletedResponse()
+    if completion.workflow_task is not None:
+        response.workflow_task.CopyFrom(workflow_task_proto(completion.workflow_task))
+    if completion.folded is not None:
+        assert fold is not None
+        response.workflow_task_folded = True
+        response.folded_workflow_task_completed.CopyFrom(
+            workflow_task_completed_response(completion.folded, fold.completion)
+        )
+    return response
+
+
+async def _folded_workflow_task(
+    engine: HistoryEngine, request: pb.RespondActivityTaskCompletedRequest, identity: str
+) -> FoldedWorkflowTask:
+    """The request's folded workflow task, checked; its completion's identity defaults to the request's."""
+    folded = request.folded_workflow_task
+    if folded.last_event_id < 1:
+        raise InvalidArgument(
+            "folded_workflow_task.last_event_id must be the id of the run's last event the worker's instance"
+            f" processed (1 or more), not {folded.last_event_id}"
+        )
+    if not folded.HasField("started_time"):
+        raise InvalidArgument("folded_workflow_task.started_time is required: the workflow time the task ran at")
+    problem = timestamp_problem(folded.started_time.seconds, folded.started_time.nanos)
+    if problem is not None:
+        raise InvalidArgument(f"folded_workflow_task.started_time {problem}")
+    completion = folded.completion
+    if completion.task_token:
+        raise InvalidArgument(
+            "folded_workflow_task.completion.task_token must be empty: a folded workflow task has no lease of its"
+            " own (the activity's task_token fences both)"
+        )
+    if completion.namespace and completion.namespace != request.namespace:
+        raise InvalidArgument(
+            f"folded_workflow_task.completion.namespace is {completion.namespace!r}; leave it empty or name the"
+            f" request's namespace {request.namespace!r}"
+        )
+    report = await workflow_task_report(engine, completion, request.task_token, "folded_workflow_task.completion.")
+    if not report.identity:
+        report = dataclasses.replace(report, identity=identity)
+    return FoldedWorkflowTask(folded.last_event_id, folded.started_time.ToMicroseconds(), report)
 
 
 async def activity_task_failed(
@@ -174,13 +221,17 @@ REPORTS: dict[str, ReportKind] = {
 
 
 def eager_tasks(response: Message) -> list[PushedTask]:
-    """The tasks a report's response hands out (leased eagerly), if any."""
+    """The tasks a report's response hands out (leased eagerly), if any: a folded
+    workflow task's completion's among them."""
     tasks: list[PushedTask] = []
+    if isinstance(response, pb.RespondActivityTaskCompletedResponse):
+        if response.HasField("workflow_task"):
+            tasks.append(response.workflow_task)
+        response = response.folded_workflow_task_completed  # empty unless folded
     if isinstance(response, pb.RespondWorkflowTaskCompletedResponse):
         tasks.extend(response.activity_tasks)
-    answers_eagerly = (pb.RespondWorkflowTaskCompletedResponse, pb.RespondActivityTaskCompletedResponse)
-    if isinstance(response, answers_eagerly) and response.HasField("workflow_task"):
-        tasks.append(response.workflow_task)
+        if response.HasField("workflow_task"):
+            tasks.append(response.workflow_task)
     return tasks
 
 

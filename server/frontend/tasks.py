@@ -27,6 +27,14 @@ class TaskHandlers(ServiceBase):
             return False
         return True
 
+    async def _hand_over_eager(self, response: reports.EagerAnswer, context: Context) -> bool:
+        """False (and every task it leased eagerly released) if the reporter hung up meanwhile."""
+        if not _gone(context):
+            return True
+        for task in reports.eager_tasks(response):
+            await reports.release(self._engine, task)
+        return False
+
     # workflow tasks
 
     @rpc
@@ -50,8 +58,8 @@ class TaskHandlers(ServiceBase):
         self, request: pb.RespondWorkflowTaskCompletedRequest, context: Context
     ) -> pb.RespondWorkflowTaskCompletedResponse:
         response = await reports.workflow_task_completed(self._engine, request)
-        if response.HasField("workflow_task") and not await self._hand_over(response.workflow_task.task_token, context):
-            response.ClearField("workflow_task")
+        if not await self._hand_over_eager(response, context):
+            return pb.RespondWorkflowTaskCompletedResponse()
         return response
 
     @rpc
@@ -84,7 +92,7 @@ class TaskHandlers(ServiceBase):
         self, request: pb.RespondActivityTaskCompletedRequest, context: Context
     ) -> pb.RespondActivityTaskCompletedResponse:
         response = await reports.activity_task_completed(self._engine, request)
-        if response.HasField("workflow_task") and not await self._hand_over(response.workflow_task.task_token, context):
+        if not await self._hand_over_eager(response, context):
             return pb.RespondActivityTaskCompletedResponse()
         return response
 

@@ -364,8 +364,9 @@ class _WorkerStream:
                 )
             if not request.identity:
                 request.identity = self._identity
-            if isinstance(request, pb.RespondWorkflowTaskCompletedRequest) and not request.worker_build_id:
-                request.worker_build_id = self._build_id
+            completion = _workflow_task_completion(request)
+            if completion is not None and not completion.worker_build_id:
+                completion.worker_build_id = self._build_id
             getattr(result, field).CopyFrom(await kind.run(self._engine, request))
         except Exception as error:
             code, message = error_status(error, rpc)
@@ -430,6 +431,15 @@ class _WorkerStream:
             self._answer_queued.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._answer_queued.wait(), remaining)
+
+
+def _workflow_task_completion(request: Any) -> pb.RespondWorkflowTaskCompletedRequest | None:
+    """The workflow task completion a report carries: itself, or the one folded into an activity's completion."""
+    if isinstance(request, pb.RespondWorkflowTaskCompletedRequest):
+        return request
+    if isinstance(request, pb.RespondActivityTaskCompletedRequest) and request.HasField("folded_workflow_task"):
+        return request.folded_workflow_task.completion
+    return None
 
 
 class WorkerStreamHandlers(ServiceBase):

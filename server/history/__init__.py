@@ -27,7 +27,9 @@ class per concern; data.py holds the value types callers see.
 """
 
 from flowforge.server.history.data import (
+    ActivityCompletion,
     EngineConfig,
+    FoldedWorkflowTask,
     LeasedActivityTask,
     LeasedQuery,
     LeasedWorkflowTask,
@@ -39,8 +41,10 @@ from flowforge.server.history.engine import HistoryEngine
 from flowforge.server.history.mutation import EagerStart, StartedWorkflowTask, queue_channel
 
 __all__ = [
+    "ActivityCompletion",
     "EagerStart",
     "EngineConfig",
+    "FoldedWorkflowTask",
     "HistoryEngine",
     "LeasedActivityTask",
     "LeasedQuery",

@@ -11,9 +11,10 @@ from typing import Any
 
 from flowforge.api.schema import EventType, RetryState, TaskKind, TaskState, dumps, failure_json, payloads_json
 from flowforge.api.v1 import common_pb2
-from flowforge.server.errors import FailedPrecondition
-from flowforge.server.history.data import LeasedActivityTask, LeasedWorkflowTask
+from flowforge.server.errors import FailedPrecondition, InvalidArgument
+from flowforge.server.history.data import ActivityCompletion, FoldedWorkflowTask, LeasedActivityTask
 from flowforge.server.history.dead_letters import PARKED_RETRY_STATES, attempt_base, park
+from flowforge.server.history.folds import why_fold_is_ignored
 from flowforge.server.history.mutation import (
     HELD_US,
     PREVIOUS_EVENT,
@@ -24,8 +25,8 @@ from flowforge.server.history.mutation import (
     queue_channel,
     us,
 )
-from flowforge.server.history.workflow_tasks import WorkflowTasks
-from flowforge.server.observations import ActivityAttemptEnded, TaskStarted, observe
+from flowforge.server.history.workflow_tasks import WorkflowTasks, _Completed
+from flowforge.server.observations import ActivityAttemptEnded, TaskStarted, WorkflowTaskFolded, observe
 from flowforge.server.retries import StoredRetryPolicy, decide_retry
 from flowforge.server.stores.base import TaskRow, Transaction
 from flowforge.server.stores.rows import ActivityAttemptRow
@@ -115,14 +116,25 @@ class ActivityTasks(WorkflowTasks):
         identity: str,
         eager_workflow_task_queue: str = "",
         eager_workflow_task_cached_event_id: int = 0,
-    ) -> LeasedWorkflowTask | None:
+        fold: FoldedWorkflowTask | None = None,
+    ) -> ActivityCompletion:
         """Records the completion. With ``eager_workflow_task_queue``, the workflow
         task it schedules on that queue is leased to the caller in the same
         transaction and returned (one round trip instead of a completion and a poll),
         with the history from ``eager_workflow_task_cached_event_id`` on if the caller
-        keeps the run cached through that event (sticky execution)."""
+        keeps the run cached through that event (sticky execution).
+
+        With ``fold`` (that workflow task, already run by the caller), the task's
+        completion is applied in the same transaction instead when the run is as the
+        caller saw it (folds.py); otherwise the fold is ignored, and the task leased
+        eagerly comes with the whole history (the caller's instance went past it)."""
         token = self._token(raw_token, namespace, TaskKind.ACTIVITY)
         self.check_payloads(result, "the activity result")
+        if fold is not None:
+            try:
+                self._validator.validate(fold.completion.commands)
+            except InvalidArgument as error:
+                raise InvalidArgument(f"folded_workflow_task.completion: {error.message}") from None
         return await self._record_activity_outcome(
             token,
             identity,
@@ -130,6 +142,7 @@ class ActivityTasks(WorkflowTasks):
             {"result": payloads_json(result), "identity": identity},
             eager_workflow_task_queue,
             eager_workflow_task_cached_event_id,
+            fold,
         )
 
     async def fail_activity_task(
@@ -163,20 +176,30 @@ class ActivityTasks(WorkflowTasks):
         attributes: dict[str, Any],
         eager_workflow_task_queue: str = "",
         cached_event_id: int = 0,
-    ) -> LeasedWorkflowTask | None:
+        fold: FoldedWorkflowTask | None = None,
+    ) -> ActivityCompletion:
         """Ends the leased activity: its task row goes, Started + the outcome are
-        delivered; returns the workflow task leased eagerly, if asked and scheduled."""
+        delivered; applies the folded workflow task if it applies, else returns the
+        workflow task leased eagerly, if asked and scheduled."""
+        # An ignored fold ran the caller's instance past the history it would be handed.
+        handed_from = 0 if fold is not None else cached_event_id
 
-        async def body(tx: Transaction) -> StartedWorkflowTask | None:
+        async def body(tx: Transaction) -> StartedWorkflowTask | _Completed | None:
             task = await self._leased_task(tx, token)
             row = await self._execution_of(tx, task)
-            m = _Mutation(tx, row, self.clock.now_us())
+            now = self.clock.now_us()
+            ignored = None
+            if fold is not None:
+                ignored = await why_fold_is_ignored(tx, row, fold, eager_workflow_task_queue, now)
+                observe(WorkflowTaskFolded(row.namespace, ignored or "applied"))
+            # A folded task's events up to its WorkflowTaskStarted are at the time its code ran at.
+            m = _Mutation(tx, row, fold.started_us if fold is not None and ignored is None else now)
             await tx.delete_task(task.task_id or 0)
             await self.release_slots(tx, task.namespace, task.concurrency_key)
             outcome = "completed" if outcome_type == EventType.ACTIVITY_TASK_COMPLETED else "canceled"
             await self.count_breaker_outcome(tx, task, True if outcome == "completed" else None)
             observe(ActivityAttemptEnded(task.namespace, task.activity_type or "", outcome))
-            await _record_attempt(tx, task, identity, outcome, None, m.now)
+            await _record_attempt(tx, task, identity, outcome, None, now)
             m.deliver(
                 [
                     (EventType.ACTIVITY_TASK_STARTED, _started_attributes(task, identity), task.started_us or m.now),
@@ -192,13 +215,25 @@ class ActivityTasks(WorkflowTasks):
             )
             eager = m.new_workflow_task(eager_workflow_task_queue)
             started = m.start_workflow_task(eager, identity) if eager is not None else None
+            if fold is not None and ignored is None:
+                assert eager is not None and started is not None, "why_fold_is_ignored saw it scheduled"
+                m.new_tasks.remove(eager)  # completed in this transaction: its row is never written
+                m.now = now
+                return await self.apply_workflow_task_completion(m, eager, fold.completion)
             if started is not None:
-                await self.read_history_gap(tx, started, cached_event_id)
+                await self.read_history_gap(tx, started, handed_from)
             await m.save()
             return started
 
-        started = await self._reports.run(token.run_id, body)
-        return None if started is None else await self._hand_out_workflow_task(started, cached_event_id)
+        outcome = await self._reports.run(token.run_id, body)
+        if isinstance(outcome, _Completed):
+            assert fold is not None
+            return ActivityCompletion(
+                folded=await self.workflow_task_completion(outcome, fold.completion.cached_event_id)
+            )
+        if outcome is None:
+            return ActivityCompletion()
+        return ActivityCompletion(workflow_task=await self._hand_out_workflow_task(outcome, handed_from))
 
     async def _activity_attempt_failed(
         self,

@@ -18,7 +18,9 @@ from flowforge.server.stores.base import ExecutionRow, HistoryEventRow, QueryRow
 
 __all__ = [
     "DEFAULT_PRIORITY",
+    "ActivityCompletion",
     "EngineConfig",
+    "FoldedWorkflowTask",
     "LeasedActivityTask",
     "LeasedQuery",
     "LeasedWorkflowTask",
@@ -122,6 +124,28 @@ class WorkflowTaskReport:
     return_new_workflow_task: bool = False
     cached_event_id: int = 0
     """The worker keeps the run cached through this event (0: it does not)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FoldedWorkflowTask:
+    """The workflow task an activity completion schedules, already run by the worker
+    that completed the activity (docs/worker-stream.md, "Folded workflow tasks")."""
+
+    last_event_id: int
+    """The run's last event the worker's instance had processed."""
+    started_us: int
+    """The workflow time its code ran at: the WorkflowTaskStarted event's time."""
+    completion: WorkflowTaskReport
+
+
+@dataclasses.dataclass(frozen=True)
+class ActivityCompletion:
+    """What recording an activity's completion hands back to its worker."""
+
+    workflow_task: LeasedWorkflowTask | None = None
+    """The workflow task it scheduled, leased eagerly (asked for, and not folded)."""
+    folded: WorkflowTaskCompletion | None = None
+    """The answer to the folded workflow task's completion, when it was applied."""
 
 
 @dataclasses.dataclass(frozen=True)
