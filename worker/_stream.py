@@ -101,7 +101,9 @@ class _Report:
     """One report waiting for its answer."""
 
     rpc: str
-    message: pb.WorkerReport
+    id: int
+    request: Any
+    """The request as it goes on the wire (payloads encoded), copied into a message once per sending."""
     answer: asyncio.Future[Any]
     retry: bool
     give_up_at: float
@@ -232,7 +234,8 @@ class WorkerStream:
         loop = asyncio.get_running_loop()
         pending = _Report(
             rpc=rpc,
-            message=pb.WorkerReport(id=report_id, **{_REPORT_FIELDS[rpc]: encoded}),
+            id=report_id,
+            request=encoded,
             answer=loop.create_future(),
             retry=retry,
             give_up_at=loop.time() + self._service.retry_config.maximum_elapsed.total_seconds(),
@@ -242,18 +245,17 @@ class WorkerStream:
             self._fresh.pop(request.task_token, None)
         self._wake.set()
         # A server that stops answering without the stream breaking: the unary call's deadlines.
+        # A timer that settles the answer, not wait_for(shield(...)): that costs three
+        # more futures and loop callbacks on every report.
         config = self._service.retry_config
-        patience = config.rpc_timeout + (config.maximum_elapsed if retry else timedelta(0))
+        patience_s = (config.rpc_timeout + (config.maximum_elapsed if retry else timedelta(0))).total_seconds()
+        deadline = loop.call_later(patience_s, _answer_late, pending.answer, rpc, patience_s)
         try:
-            return await asyncio.wait_for(asyncio.shield(pending.answer), patience.total_seconds())
-        except TimeoutError:
-            raise RPCError(
-                f"the server did not answer {rpc} on the worker stream within {patience.total_seconds():g}s",
-                grpc.StatusCode.DEADLINE_EXCEEDED,
-            ) from None
+            return await pending.answer
         except StreamUnsupported:
             return await self._service.call(rpc, request, retry=retry)
         finally:
+            deadline.cancel()
             self._reports.pop(report_id, None)
 
     async def stop_tasks(self) -> None:
@@ -534,20 +536,24 @@ class WorkerStream:
             first.stop_tasks = True
             self._stop_unsent = False
         messages = [first]
-        size = first.ByteSize()
+        # Sizes are worked out (each a serialization) only for a message taking a second report.
+        size = -1
         now = asyncio.get_running_loop().time()
         for report in self._reports.values():
             if report.sent or self._renewing:  # while renewing, reports wait for the new stream
                 continue
             report.sent = True
             report.sent_at = now
-            report_size = report.message.ByteSize()
-            if messages[-1].reports and size + report_size > _BATCH_BYTES:
-                messages.append(pb.WorkerStreamRequest())
-                size = 0
-            messages[-1].reports.append(report.message)
-            size += report_size
-        return [message for message in messages if message.ByteSize()]
+            if messages[-1].reports:
+                size = messages[-1].ByteSize() if size < 0 else size
+                report_size = report.request.ByteSize()
+                if size + report_size > _BATCH_BYTES:
+                    messages.append(pb.WorkerStreamRequest())
+                    size = 0
+                size += report_size
+            getattr(messages[-1].reports.add(id=report.id), _REPORT_FIELDS[report.rpc]).CopyFrom(report.request)
+        # A later message is started only after a report, so an empty first one is the only one.
+        return messages if first.ListFields() else []
 
 
 def _eager_tokens(answer: Any) -> list[bytes]:
@@ -565,6 +571,12 @@ def _without_stream(error: RPCError) -> bool:
     if error.status == grpc.StatusCode.UNIMPLEMENTED:
         return True
     return error.status == grpc.StatusCode.PERMISSION_DENIED and "not in the authorization table" in error.message
+
+
+def _answer_late(answer: asyncio.Future[Any], rpc: str, patience_s: float) -> None:
+    """Fails a report the server has not answered within ``patience_s``."""
+    message = f"the server did not answer {rpc} on the worker stream within {patience_s:g}s"
+    _settle(answer, RPCError(message, grpc.StatusCode.DEADLINE_EXCEEDED))
 
 
 def _settle(future: asyncio.Future[Any], outcome: Any, *, result: bool = False) -> None:

@@ -179,6 +179,32 @@ async def test_reports_ready_together_share_a_message_and_errors_keep_their_stat
     await stream.close()
 
 
+async def test_reports_ready_together_beyond_the_batch_size_leave_in_several_messages_in_order(
+    connect: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_stream, "_BATCH_BYTES", 2500)
+    fake = ScriptedStream()
+    stream = _open(await connect(fake))
+    await wait_until(lambda: fake.messages, timeout=10, what="the hello")
+
+    def big(token: bytes) -> pb.RespondActivityTaskCompletedRequest:
+        request = _completed(token)
+        request.result.payloads.add(data=b"x" * 1000)
+        return request
+
+    tokens = [b"a", b"b", b"c", b"d", b"e"]
+    await asyncio.wait_for(
+        asyncio.gather(*(stream.report("RespondActivityTaskCompleted", big(token)) for token in tokens)), 10
+    )
+
+    sent = [message for _, message in fake.messages if message.reports]
+    # Two ~1 kB reports fit in 2,500 bytes, a third does not: 2 + 2 + 1, in the order reported.
+    assert [len(message.reports) for message in sent] == [2, 2, 1]
+    assert all(message.ByteSize() <= 2500 for message in sent)
+    assert [r.activity_task_completed.task_token for r in fake.reports()] == tokens
+    await stream.close()
+
+
 async def test_the_tasks_of_one_message_report_in_one_message_and_a_lone_report_is_not_held(
     connect: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
