@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import gc
 import itertools
 import json
 import sys
@@ -229,8 +230,15 @@ def calls_per_task(scenario: _Scenario) -> float:
     """Calls per workflow task of a whole run under the guard's hook (Python calls,
     coroutine resumptions and C calls: each costs the hook two events)."""
     _CountingGuard.calls = 0
-    with guard_replaced(_CountingGuard):
-        tasks = scenario.whole_run()
+    # Without a collection meanwhile: one would run the weakref callbacks of earlier
+    # runs' tasks under the hook, and the count would vary from run to run.
+    gc.collect()
+    gc.disable()
+    try:
+        with guard_replaced(_CountingGuard):
+            tasks = scenario.whole_run()
+    finally:
+        gc.enable()
     return _CountingGuard.calls / tasks
 
 
