@@ -166,7 +166,8 @@ class WorkflowInstance(_Runtime):
             self._workflow_object,
             self._on_signal_handler_error,
         )
-        self._random = random.Random(run_id)
+        # Made on first use: seeding hashes the run id (SHA-512), and most runs never ask.
+        self._random: random.Random | None = None
         self._info: workflow.Info | None = None
         self._memo = common_pb2.Memo()
         self._input = common_pb2.Payloads()
@@ -580,6 +581,8 @@ class WorkflowInstance(_Runtime):
         return self._replaying
 
     def workflow_random(self) -> random.Random:
+        if self._random is None:
+            self._random = random.Random(self._run_id)
         return self._random
 
     def workflow_instance(self) -> Any:
