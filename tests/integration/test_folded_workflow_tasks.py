@@ -14,6 +14,7 @@ is applied (the activity's lease still holds).
 
 from __future__ import annotations
 
+import collections
 import json
 import time
 from typing import Any
@@ -29,6 +30,7 @@ from flowforge.converter import default_converter
 from flowforge.server import FlowForgeServer
 from tests.integration._protocol import NS, Wire, assert_gapless, complete_workflow, schedule_activity
 from tests.integration._stream_client import RawWorkerStream
+from testsupport.counting import StoreCounters
 
 Q = "q"
 
@@ -446,3 +448,40 @@ async def test_a_fold_whose_commands_the_run_refuses_applies_nothing(wire: Wire,
     assert await _history(wire, "refused") == before
     response = await reporter.complete(_activity_completion(a, "A", _fold(last, schedule_activity("c"))))
     assert response.workflow_task_folded
+
+
+# Runs measured each way by the cost test below.
+_COSTED_RUNS = 4
+
+
+async def test_a_folded_activity_costs_one_commit_where_the_unfolded_path_costs_two(
+    wire: Wire, server: FlowForgeServer, store_kind: str
+) -> None:
+    """Counted exactly (testsupport/counting.py): an activity's completion with its
+    workflow task folded in is one write transaction, against two for the completion
+    and the workflow task's completion apart, and fewer statements (PostgreSQL: round
+    trips) than the two together, the read of the last event's time included."""
+    store = StoreCounters(server.store)
+    unfolded: collections.Counter[str] = collections.Counter()
+    folded: collections.Counter[str] = collections.Counter()
+    for i in range(_COSTED_RUNS):
+        (a,), _ = await _started_with_activities(wire, f"cost-unfolded-{i}", "a")
+        store.reset()
+        task = (await wire.stub.RespondActivityTaskCompleted(_activity_completion(a, "A", None))).workflow_task
+        await wire.complete_workflow_task(task.task_token, complete_workflow("done"))
+        unfolded.update(store.counts)
+
+        (a,), last = await _started_with_activities(wire, f"cost-folded-{i}", "a")
+        store.reset()
+        response = await wire.stub.RespondActivityTaskCompleted(
+            _activity_completion(a, "A", _fold(last, complete_workflow("done")))
+        )
+        assert response.workflow_task_folded
+        folded.update(store.counts)
+    summary = f"unfolded {dict(unfolded)}, folded {dict(folded)} for {_COSTED_RUNS} activities"
+    assert unfolded["write_transactions"] == 2 * _COSTED_RUNS, summary
+    assert folded["write_transactions"] == _COSTED_RUNS, summary
+    assert folded["read_transactions"] == 0, summary
+    assert folded["write_statements"] < unfolded["write_statements"], summary
+    if store_kind == "postgresql":
+        assert folded["write_round_trips"] < unfolded["write_round_trips"], summary
