@@ -233,11 +233,15 @@ def page_size(requested: int) -> int:
 
 
 def text_page_token(token: bytes) -> str:
-    """The key a keyset page continues after, as the previous page returned it."""
+    """The key a keyset page continues after, as the previous page returned it (never
+    with a NUL: no key holds one, and PostgreSQL refuses it in a parameter)."""
     try:
-        return token.decode()
+        key: str | None = token.decode()
     except UnicodeDecodeError:
-        raise InvalidArgument("next_page_token is malformed; pass back the one the last page returned") from None
+        key = None
+    if key is None or "\x00" in key:
+        raise InvalidArgument("next_page_token is malformed; pass back the one the last page returned")
+    return key
 
 
 def list_filters(request: pb.ListWorkflowExecutionsRequest) -> dict[str, str]:

@@ -376,6 +376,12 @@ _BAD_REQUESTS = [
         "next_page_token is malformed",
     ),
     (
+        "ListEventTriggers",
+        event_pb2.ListEventTriggersRequest(namespace="default", next_page_token=b"a\x00b"),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "next_page_token is malformed",
+    ),
+    (
         "PublishEvent",
         event_pb2.PublishEventRequest(namespace="default", event=event_pb2.CloudEvent(**{**_VALID_EVENT, "id": ""})),
         grpc.StatusCode.INVALID_ARGUMENT,
