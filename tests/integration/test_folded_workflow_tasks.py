@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import json
+import random
 import time
 from typing import Any
 
@@ -31,6 +32,7 @@ from flowforge.server import FlowForgeServer
 from tests.integration._protocol import NS, Wire, assert_gapless, complete_workflow, schedule_activity
 from tests.integration._stream_client import RawWorkerStream
 from testsupport.counting import StoreCounters
+from testsupport.fuzz_messages import random_message
 
 Q = "q"
 
@@ -485,3 +487,34 @@ async def test_a_folded_activity_costs_one_commit_where_the_unfolded_path_costs_
     assert folded["write_statements"] < unfolded["write_statements"], summary
     if store_kind == "postgresql":
         assert folded["write_round_trips"] < unfolded["write_round_trips"], summary
+
+
+_FUZZ_SEED = 20261202
+_FUZZ_RUNS = 40
+_FUZZ_HOSTILITY = 0.1
+
+
+async def test_folds_with_random_completions_answer_clearly_and_keep_histories_gapless(wire: Wire) -> None:
+    """Seeded: folds that would apply (the right last event, a good started_time) carry
+    random completions (testsupport/fuzz_messages.py, mostly plausible values), so random
+    commands reach the code that applies them in the activity's transaction. Each is
+    answered OK (folded or not) or with a clear refusal, never INTERNAL or UNKNOWN, and
+    every history stays gapless."""
+    rng = random.Random(_FUZZ_SEED)
+    outcomes: collections.Counter[str] = collections.Counter()
+    for i in range(_FUZZ_RUNS):
+        (a,), last = await _started_with_activities(wire, f"fuzz-{i}", "a")
+        completion = random_message(pb.RespondWorkflowTaskCompletedRequest(), rng, _FUZZ_HOSTILITY)
+        assert isinstance(completion, pb.RespondWorkflowTaskCompletedRequest)
+        completion.task_token, completion.namespace = b"", ""  # else refused before anything else is looked at
+        fold = pb.FoldedWorkflowTask(last_event_id=last, started_time=_stamp(_now_us()), completion=completion)
+        try:
+            response = await wire.stub.RespondActivityTaskCompleted(_activity_completion(a, "A", fold))
+            outcomes["folded" if response.workflow_task_folded else "ignored"] += 1
+        except grpc.aio.AioRpcError as error:
+            assert error.code() not in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN), error.details()
+            outcomes[error.code().name] += 1
+        history = await _history(wire, f"fuzz-{i}")
+        assert [e.event_id for e in history] == list(range(1, len(history) + 1))
+    # Both the refusals and the applied folds were reached.
+    assert outcomes["folded"] and outcomes["INVALID_ARGUMENT"], outcomes
