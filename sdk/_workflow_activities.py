@@ -18,13 +18,6 @@ from flowforge.converter import DataConverter, failure_to_error
 
 __all__ = ["Activities"]
 
-_TIMEOUT_FIELDS = (
-    "schedule_to_close_timeout",
-    "schedule_to_start_timeout",
-    "start_to_close_timeout",
-    "heartbeat_timeout",
-)
-
 
 @dataclasses.dataclass(eq=False)
 class _Activity:
@@ -78,10 +71,16 @@ class Activities:
         )
         if call.priority is not None:
             attributes.priority.CopyFrom(call.priority.to_proto())
-        for field in _TIMEOUT_FIELDS:
-            timeout = getattr(call, field)
-            if timeout is not None:
-                getattr(attributes, field).FromTimedelta(timeout)
+        # Each field by name, not getattr over a list: this runs in workflow code, where
+        # the determinism guard's hook sees every call.
+        if call.schedule_to_close_timeout is not None:
+            attributes.schedule_to_close_timeout.FromTimedelta(call.schedule_to_close_timeout)
+        if call.schedule_to_start_timeout is not None:
+            attributes.schedule_to_start_timeout.FromTimedelta(call.schedule_to_start_timeout)
+        if call.start_to_close_timeout is not None:
+            attributes.start_to_close_timeout.FromTimedelta(call.start_to_close_timeout)
+        if call.heartbeat_timeout is not None:
+            attributes.heartbeat_timeout.FromTimedelta(call.heartbeat_timeout)
         if call.retry_policy is not None:
             attributes.retry_policy.CopyFrom(call.retry_policy.to_proto())
         for name, value in call.headers.items():

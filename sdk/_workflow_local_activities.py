@@ -98,6 +98,8 @@ class LocalActivities:
 
     def resolve_recorded(self) -> bool:
         """Delivers the outcomes history recorded for waiting local activities; whether there were any."""
+        if not self._pending or not self._recorded:
+            return False  # the usual case, answered without a call: this runs under the determinism guard
         recorded = [seq for seq in sorted(self._pending) if seq in self._recorded]
         for seq in recorded:
             self._deliver(self._pending.pop(seq), self._recorded.pop(seq))

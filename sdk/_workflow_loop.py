@@ -109,7 +109,8 @@ class WorkflowEventLoop(asyncio.AbstractEventLoop):
                         self.call_exception_handler(
                             {"message": f"Exception in callback {handle!r}", "exception": error, "handle": handle}
                         )
-                if not self._resolve_first_satisfied_condition():
+                # Checked here first: most loops wait on no condition.
+                if not self._conditions or not self._resolve_first_satisfied_condition():
                     return
         finally:
             self._running = False
