@@ -190,7 +190,7 @@ class ActivityTasks(WorkflowTasks):
             now = self.clock.now_us()
             ignored = None
             if fold is not None:
-                ignored = await why_fold_is_ignored(tx, row, fold, eager_workflow_task_queue, now)
+                ignored = await why_fold_is_ignored(tx, row, fold, eager_workflow_task_queue, now, self.last_events)
                 observe(WorkflowTaskFolded(row.namespace, ignored or "applied"))
             # A folded task's events up to its WorkflowTaskStarted are at the time its code ran at.
             m = _Mutation(tx, row, fold.started_us if fold is not None and ignored is None else now)

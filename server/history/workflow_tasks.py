@@ -30,6 +30,7 @@ from flowforge.server.history.data import (
 )
 from flowforge.server.history.execution_limits import LimitBreach, check_completion
 from flowforge.server.history.flow_control import FlowControl
+from flowforge.server.history.folds import LastEvents
 from flowforge.server.history.group_commit import GroupCommit
 from flowforge.server.history.mutation import StartedWorkflowTask, _Mutation, activity_lease_expiry
 from flowforge.server.observations import TaskStarted, observe
@@ -80,6 +81,7 @@ class _Completed:
     deadline_us: int | None = None
     appended: list[HistoryEventRow] = dataclasses.field(default_factory=list)
     """The events appended after the completed task's WorkflowTaskStarted."""
+    run_id: str = ""
 
 
 class WorkflowTasks(Commands, FlowControl):
@@ -88,6 +90,11 @@ class WorkflowTasks(Commands, FlowControl):
     @functools.cached_property
     def _validator(self) -> CommandValidator:
         return CommandValidator(self.config.max_payload_bytes)
+
+    @functools.cached_property
+    def last_events(self) -> LastEvents:
+        """The last events of runs this server's workflow task completions committed (folds.py)."""
+        return LastEvents()
 
     @functools.cached_property
     def _reports(self) -> GroupCommit:
@@ -237,6 +244,7 @@ class WorkflowTasks(Commands, FlowControl):
         # After the task's WorkflowTaskStarted: a retried task's Scheduled/Started,
         # written only now, are already the worker's (it was handed them as transient).
         completed.appended = [e for e in m.events if e.event_id > started_event_id]
+        completed.run_id = m.row.run_id
         return completed
 
     async def _apply_completion(self, m: _Mutation, task: TaskRow, report: WorkflowTaskReport) -> _Completed:
@@ -314,6 +322,8 @@ class WorkflowTasks(Commands, FlowControl):
     async def workflow_task_completion(self, completed: _Completed, cached_event_id: int) -> WorkflowTaskCompletion:
         """The committed completion's answer: its eager activity tasks signed, its next
         workflow task with its history (from ``cached_event_id`` on)."""
+        if completed.appended:  # the run's last event now: a fold from it needs no read
+            self.last_events.note(completed.run_id, completed.appended[-1])
         if completed.deadline_us is not None:
             self.on_new_deadline(completed.deadline_us)
         return WorkflowTaskCompletion(

@@ -28,7 +28,7 @@ from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.api.v1 import remediation_pb2 as remediation
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.converter import default_converter
-from flowforge.server import FlowForgeServer
+from flowforge.server import FlowForgeServer, ServerConfig
 from tests.integration._protocol import NS, Wire, assert_gapless, complete_workflow, schedule_activity
 from tests.integration._stream_client import RawWorkerStream
 from testsupport.counting import StoreCounters
@@ -454,6 +454,13 @@ async def test_a_fold_whose_commands_the_run_refuses_applies_nothing(wire: Wire,
 
 # Runs measured each way by the cost test below.
 _COSTED_RUNS = 4
+# The fold's share of what the unfolded path's two transactions cost (one-activity
+# runs, the close included). Measured: SQLite 10 statements per folded activity
+# against 17 (0.59); PostgreSQL 4 statements and 6 round trips against 8 and 12 (0.5:
+# the time of the worker's last event comes from this server's memory of the workflow
+# task completion that wrote it; 7 round trips with its read).
+_FOLDED_SHARE_OF_STATEMENTS = 0.65
+_FOLDED_SHARE_OF_ROUND_TRIPS = 0.55
 
 
 async def test_a_folded_activity_costs_one_commit_where_the_unfolded_path_costs_two(
@@ -461,8 +468,8 @@ async def test_a_folded_activity_costs_one_commit_where_the_unfolded_path_costs_
 ) -> None:
     """Counted exactly (testsupport/counting.py): an activity's completion with its
     workflow task folded in is one write transaction, against two for the completion
-    and the workflow task's completion apart, and fewer statements (PostgreSQL: round
-    trips) than the two together, the read of the last event's time included."""
+    and the workflow task's completion apart, with no read snapshot, and about half
+    the statements (PostgreSQL: round trips) of the two together."""
     store = StoreCounters(server.store)
     unfolded: collections.Counter[str] = collections.Counter()
     folded: collections.Counter[str] = collections.Counter()
@@ -484,9 +491,9 @@ async def test_a_folded_activity_costs_one_commit_where_the_unfolded_path_costs_
     assert unfolded["write_transactions"] == 2 * _COSTED_RUNS, summary
     assert folded["write_transactions"] == _COSTED_RUNS, summary
     assert folded["read_transactions"] == 0, summary
-    assert folded["write_statements"] < unfolded["write_statements"], summary
+    assert folded["write_statements"] <= _FOLDED_SHARE_OF_STATEMENTS * unfolded["write_statements"], summary
     if store_kind == "postgresql":
-        assert folded["write_round_trips"] < unfolded["write_round_trips"], summary
+        assert folded["write_round_trips"] <= _FOLDED_SHARE_OF_ROUND_TRIPS * unfolded["write_round_trips"], summary
 
 
 _FUZZ_SEED = 20261202
@@ -518,3 +525,36 @@ async def test_folds_with_random_completions_answer_clearly_and_keep_histories_g
         assert [e.event_id for e in history] == list(range(1, len(history) + 1))
     # Both the refusals and the applied folds were reached.
     assert outcomes["folded"] and outcomes["INVALID_ARGUMENT"], outcomes
+
+
+async def test_a_server_that_did_not_write_the_last_event_reads_its_time(store_url: str) -> None:
+    """The time of the worker's last event comes from the server's memory when that
+    server committed it, and is read otherwise: here a server restarted between the
+    workflow tasks that scheduled the activities and the folds still refuses a
+    started_time before the last event, and applies a good one."""
+    first = FlowForgeServer(ServerConfig(store=store_url, port=0))
+    await first.start()
+    wire = Wire(f"127.0.0.1:{first.port}")
+    try:
+        (early,), early_last = await _started_with_activities(wire, "restarted-early", "a")
+        (good,), good_last = await _started_with_activities(wire, "restarted-good", "a")
+    finally:
+        await wire.close()
+        await first.stop()
+    second = FlowForgeServer(ServerConfig(store=store_url, port=0))
+    await second.start()
+    wire = Wire(f"127.0.0.1:{second.port}")
+    try:
+        last_event_us = (await _history(wire, "restarted-early"))[-1].event_time.ToMicroseconds()
+        response = await wire.stub.RespondActivityTaskCompleted(
+            _activity_completion(early, "A", _fold(early_last, complete_workflow("no"), started_us=last_event_us - 1))
+        )
+        assert not response.workflow_task_folded and _folded_count(second, "started_time") == 1
+        response = await wire.stub.RespondActivityTaskCompleted(
+            _activity_completion(good, "A", _fold(good_last, complete_workflow("yes")))
+        )
+        assert response.workflow_task_folded
+        assert (await _history(wire, "restarted-good"))[-1].event_type == "WorkflowExecutionCompleted"
+    finally:
+        await wire.close()
+        await second.stop()
