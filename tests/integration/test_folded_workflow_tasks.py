@@ -558,3 +558,23 @@ async def test_a_server_that_did_not_write_the_last_event_reads_its_time(store_u
     finally:
         await wire.close()
         await second.stop()
+
+
+async def test_on_the_stream_a_started_time_no_timestamp_holds_ends_the_stream_naming_it(wire: Wire) -> None:
+    """An ill-formed value anywhere in a stream message ends the stream (the rule of
+    every field, server/frontend/malformed.py); the activity's lease is untouched."""
+    (a,), last = await _started_with_activities(wire, "ill-formed-stream", "a")
+    stream = RawWorkerStream(wire.channel)
+    try:
+        await stream.hello(NS)
+        fold = _fold(last, complete_workflow("no"))
+        fold.started_time.nanos = -1
+        await stream.send(reports=[stream.report(activity_task_completed=_activity_completion(a, "A", fold))])
+        code, details = await stream.status()
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and "folded_workflow_task.started_time" in details, details
+    finally:
+        stream.cancel()
+    response = await wire.stub.RespondActivityTaskCompleted(
+        _activity_completion(a, "A", _fold(last, complete_workflow("yes")))
+    )
+    assert response.workflow_task_folded
