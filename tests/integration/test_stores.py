@@ -12,6 +12,7 @@ import collections
 import dataclasses
 import json
 import sqlite3
+import threading
 import time
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -560,11 +561,16 @@ async def test_closed_store_is_unavailable(store: Store) -> None:
         await store.ping()
 
 
-async def test_sqlite_transaction_cancelled_during_commit_commits_and_frees_the_writer(tmp_path: Path) -> None:
-    """A caller that goes away while its COMMIT runs (on the commit thread) is told so
-    only once the COMMIT is over: the change is committed, and the next transaction
-    gets the writer (not one still inside the old transaction)."""
-    store = SQLiteStore(tmp_path / "x.db")
+# inline_commit_below_s: 0 runs every COMMIT on the commit thread, 60 every one inline.
+@pytest.mark.parametrize("inline_commit_below_s", [0.0, 60.0], ids=["commit-thread", "inline-commit"])
+async def test_sqlite_transaction_cancelled_during_commit_commits_and_frees_the_writer(
+    tmp_path: Path, inline_commit_below_s: float
+) -> None:
+    """A caller that goes away while its COMMIT runs (on the commit thread, or inline
+    after the transaction's turn of the loop) is told so only once the COMMIT is over:
+    the change is committed, and the next transaction gets the writer (not one still
+    inside the old transaction)."""
+    store = SQLiteStore(tmp_path / "x.db", inline_commit_below_s=inline_commit_below_s, idle_turn_s=60.0)
     await store.open()
     try:
         run = execution()
@@ -582,6 +588,45 @@ async def test_sqlite_transaction_cancelled_during_commit_commits_and_frees_the_
         second = await insert_run(store, workflow_id="wf-2")
         assert await visible_run(store, run) == run
         assert await visible_run(store, second) == second
+    finally:
+        await store.close()
+
+
+async def test_sqlite_commits_inline_while_quick_and_on_its_thread_after_a_slow_commit(tmp_path: Path) -> None:
+    """With the loop idle, a quick COMMIT runs on the event loop's thread (no hand-off);
+    one slow enough to lift the recent average over ``inline_commit_below_s`` sends the
+    COMMITs after it to the commit thread until quick ones bring the average down, so a
+    slow disk stalls the loop once. Each COMMIT's thread is seen by the writer's trace
+    callback (which runs inside the timed COMMIT). Every turn of the loop counts as
+    idle here: this test is about the COMMITs' durations, not the machine's load."""
+    store = SQLiteStore(tmp_path / "x.db", inline_commit_below_s=0.05, idle_turn_s=60.0)
+    await store.open()
+    loop_thread = threading.get_ident()
+    commits: list[int] = []
+    slow = False
+
+    def traced(statement: str) -> None:
+        if statement == "COMMIT":
+            commits.append(threading.get_ident())
+            if slow:
+                time.sleep(0.4)  # a slow fsync
+
+    try:
+        assert store._writer is not None
+        store._writer.set_trace_callback(traced)
+        await insert_run(store, workflow_id="quick-1")
+        await insert_run(store, workflow_id="quick-2")
+        assert commits == [loop_thread] * 2, "quick COMMITs run inline"
+        slow = True
+        await insert_run(store, workflow_id="slow")
+        slow = False
+        assert commits[2] == loop_thread, "the slow one still ran inline: it was not known to be slow"
+        after = await insert_run(store, workflow_id="after-the-slow-one")
+        assert len(commits) == 4 and commits[3] != loop_thread, "after a slow COMMIT: the commit thread"
+        assert await visible_run(store, after) == after
+        for i in range(20):  # quick COMMITs bring the average down again
+            await insert_run(store, workflow_id=f"quick-again-{i}")
+        assert commits[-1] == loop_thread, "back inline once COMMITs are quick again"
     finally:
         await store.close()
 
