@@ -13,8 +13,14 @@ by run id so every group takes its row locks in one order. No report waits for
 company that is not already on its way: a queued report waits only for a transaction
 that was already running. Most reports of a group touch different executions; two of
 one execution are applied one after the other in the same transaction, as they would
-be in two (in two groups at once, they take turns on the run's row lock, or conflict
-and run again).
+be in two.
+
+No transaction begins with a run that a sibling under way holds: beside it, the
+report would wait on the run's row lock with its whole group behind it. Such a
+report is held back and its group goes on without it. When the sibling ends, the
+reports held back for it go first in the queue, for the next group: at once if no
+other transaction is under way, else the next to end takes them with the reports
+queued meanwhile (a group of their own at once would cost more commits per activity).
 
 A caller may set :data:`on_committed` (a context variable) to learn when its report
 has committed, before the report's caller resumes: the worker stream waits for the
@@ -38,7 +44,7 @@ import asyncio
 import contextvars
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Generic, Protocol, TypeVar
 
 from flowforge.server.errors import Unavailable
@@ -99,6 +105,9 @@ class GroupCommit:
         self._in_flight = 0
         # A report took a free transaction and lets this loop turn's reports join it.
         self._gathering = False
+        # Run id -> the reports held back for the transaction under way that holds it:
+        # they join the first group that begins after it ends.
+        self._holders: dict[str, list[_Report[Any]]] = {}
         self._flushers: set[asyncio.Task[None]] = set()  # referenced, so none is collected mid-run
         self._giving_back: set[asyncio.Task[None]] = set()
 
@@ -127,12 +136,17 @@ class GroupCommit:
             raise
         finally:
             self._gathering = False
-        if self._queue:
+        if self._queue or run_id in self._holders:
+            # Its run is under way in a sibling: held back for it (_hold).
             return await self._join(report, leading=True)
+        _, held = self._hold([report])
         try:
             result = await self._alone(body, shielded=lease is None)
         finally:
-            self._next_group()
+            if self._release([run_id], held):
+                self._in_flight -= 1
+            else:
+                self._next_group()
         if report.committed is not None:
             report.committed()
         return result
@@ -188,15 +202,48 @@ class GroupCommit:
     async def _flush(self) -> None:
         try:
             while self._queue:
-                group = sorted(self._queue[: self._max_batch], key=lambda report: report.run_id)
+                group, held = self._hold(self._queue[: self._max_batch])
                 del self._queue[: self._max_batch]
-                await self._commit(group)
-        finally:
-            for report in self._queue:  # only when cancelled (the server stops)
+                if not group:
+                    continue  # all held back, each for a sibling under way
+                try:
+                    await self._commit(sorted(group, key=lambda report: report.run_id))
+                finally:
+                    company_coming = self._release({report.run_id for report in group}, held)
+                if company_coming:
+                    break
+        except BaseException:  # cancelled: the server stops
+            for report in self._queue:
                 if not report.answer.done():
                     report.answer.set_exception(Unavailable("the server is stopping; retry the call"))
             self._queue.clear()
+            raise
+        finally:
             self._in_flight -= 1
+
+    def _hold(self, reports: list[_Report[Any]]) -> tuple[list[_Report[Any]], list[_Report[Any]]]:
+        """Marks the runs of ``reports`` (a lease's empty run id aside) as held by the
+        transaction about to begin, except those a sibling under way holds: their
+        reports are held back for it. Returns the reports this transaction commits and
+        the list the reports held back for it go to."""
+        now: list[_Report[Any]] = []
+        held: list[_Report[Any]] = []
+        for report in reports:
+            holder = self._holders.setdefault(report.run_id, held) if report.run_id else held
+            (now if holder is held else holder).append(report)
+        return now, held
+
+    def _release(self, runs: Collection[str], held: list[_Report[Any]]) -> bool:
+        """The transaction that held ``runs`` ended: the reports held back for it go
+        first in the queue, for the next group. Returns whether they are all the queue
+        holds while another transaction is under way: that one takes them when it
+        ends, with the reports that queue meanwhile, rather than a small group now."""
+        for run_id in runs:
+            if run_id:
+                del self._holders[run_id]
+        company_coming = bool(held) and not self._queue and self._in_flight > 1
+        self._queue[:0] = held
+        return company_coming
 
     async def _commit(self, group: list[_Report[Any]]) -> None:
         if len(group) > 1:

@@ -14,19 +14,26 @@ import pytest
 
 from flowforge.server.history.group_commit import Body, GroupCommit
 from flowforge.server.stores.base import Transaction
-from testsupport.waiting import wait_until
+from testsupport.waiting import wait_until, within
 
 DEADLINE_S = 10.0
 
 
 class HeldTransactions:
-    """Runs bodies in fake transactions that stay open until :meth:`commit_all`."""
+    """Runs bodies in fake transactions that stay open until :meth:`commit` or
+    :meth:`commit_all` lets them end."""
 
     def __init__(self) -> None:
         self.open = 0
         self.most_open = 0
-        self.sizes: list[int] = []  # reports per transaction, in the order they began
-        self._commit = asyncio.Event()
+        self.begun: list[list[Any]] = []  # each transaction's answers, in the order they began
+        self._all_committed = False
+        self._commit: dict[tuple[Any, ...], asyncio.Event] = {}
+
+    @property
+    def sizes(self) -> list[int]:
+        """Reports per transaction, in the order they began."""
+        return [len(answers) for answers in self.begun]
 
     async def __call__(self, body: Body[list[Any]], *, shielded: bool = True) -> list[Any]:
         if shielded:  # as EngineCore._transaction: a report runs on if its caller goes away
@@ -35,14 +42,28 @@ class HeldTransactions:
         self.most_open = max(self.most_open, self.open)
         try:
             results = await body(cast(Transaction, None))  # the bodies ignore it
-            self.sizes.append(len(results))
-            await self._commit.wait()
+            self.begun.append(results)
+            commit = self._event(tuple(results))
+            await commit.wait()
             return results
         finally:
             self.open -= 1
 
+    def _event(self, answers: tuple[Any, ...]) -> asyncio.Event:
+        event = self._commit.setdefault(answers, asyncio.Event())
+        if self._all_committed:
+            event.set()
+        return event
+
+    def commit(self, *answers: Any) -> None:
+        """Lets the transaction whose reports answer ``answers`` end (now or once it begins)."""
+        self._event(answers).set()
+
     def commit_all(self) -> None:
-        self._commit.set()
+        """Lets every transaction end, those under way and those to come."""
+        self._all_committed = True
+        for event in self._commit.values():
+            event.set()
 
 
 def report(value: int) -> Body[int]:
@@ -132,3 +153,51 @@ async def test_a_failed_report_whose_caller_went_away_is_noted_not_left_unretrie
     gc.collect()
     assert unretrieved == []
     assert "ValueError" in caplog.text and "own words" not in caplog.text
+
+
+async def test_a_report_whose_run_a_transaction_under_way_holds_waits_for_it_and_its_company_does_not() -> None:
+    # Begun beside it, it would wait on the run's row lock with its whole group.
+    transactions = HeldTransactions()
+    group = GroupCommit(transactions, max_in_flight=3)
+    first = asyncio.create_task(group.run("run-0", report(0)))
+    await wait_until(lambda: transactions.open == 1, timeout=DEADLINE_S, what="the first transaction open")
+    # In one loop turn: one more of run-0 and one of run-1; a transaction is free.
+    again, other = (
+        asyncio.create_task(group.run(run_id, report(value))) for run_id, value in (("run-0", 1), ("run-1", 2))
+    )
+    await wait_until(lambda: transactions.open == 2, timeout=DEADLINE_S, what="run-1's transaction open")
+    transactions.commit(2)
+    assert await within(other, timeout=DEADLINE_S, what="run-1's answer") == 2
+    assert transactions.begun == [[0], [2]]  # run-0's second report did not begin beside its first
+    assert not again.done()
+    transactions.commit(0)
+    assert await within(first, timeout=DEADLINE_S, what="the first answer") == 0
+    transactions.commit(1)
+    assert await within(again, timeout=DEADLINE_S, what="the held-back answer") == 1
+    assert transactions.begun == [[0], [2], [1]]
+    assert transactions.most_open == 2
+
+
+async def test_a_report_held_back_joins_the_next_group_rather_than_one_of_its_own() -> None:
+    # While another transaction is under way, the reports held back for the one that
+    # ended wait for it to end, and go with what queued meanwhile (no smaller groups).
+    transactions = HeldTransactions()
+    group = GroupCommit(transactions, max_in_flight=2)
+    first = asyncio.create_task(group.run("run-0", report(0)))
+    await wait_until(lambda: transactions.open == 1, timeout=DEADLINE_S, what="run-0's transaction open")
+    second = asyncio.create_task(group.run("run-1", report(1)))
+    await wait_until(lambda: transactions.open == 2, timeout=DEADLINE_S, what="run-1's transaction open")
+    # Both transactions under way: these two queue.
+    queued = [asyncio.create_task(group.run(run_id, report(value))) for run_id, value in (("run-0", 2), ("run-2", 3))]
+    await asyncio.sleep(0)  # each queued report has run up to its wait
+    transactions.commit(1)  # run-1's transaction ends and takes the queue: run-2's report, not run-0's
+    assert await within(second, timeout=DEADLINE_S, what="run-1's answer") == 1
+    await wait_until(lambda: transactions.begun[-1] == [3], timeout=DEADLINE_S, what="run-2's report begun")
+    transactions.commit(0)  # run-0's ends while run-2's is under way
+    assert await within(first, timeout=DEADLINE_S, what="the first answer") == 0
+    late = asyncio.create_task(group.run("run-3", report(4)))
+    transactions.commit(2, 4)
+    transactions.commit(3)
+    assert await within(asyncio.gather(*queued, late), timeout=DEADLINE_S, what="the answers") == [2, 3, 4]
+    assert transactions.begun == [[0], [1], [3], [2, 4]]
+    assert transactions.most_open == 2
