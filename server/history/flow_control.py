@@ -139,8 +139,13 @@ class FlowControl(Breakers):
         tokens = min(capacity, bucket.tokens + (refill_us - bucket.refill_us) / 1e6 * bucket.per_second)
         wait_s = 0.0 if tokens >= 1.0 else (1.0 - tokens) / bucket.per_second
         await tx.save_rate_tokens(namespace, scope, name, tokens - 1.0 if not wait_s else tokens, refill_us)
-        if wait_s and channel is not None:
-            self._note_rate_wait(channel, wait_s, bucket.per_second)
+        if channel is not None:
+            if wait_s:
+                self._note_rate_wait(channel, wait_s, bucket.per_second)
+            elif tokens >= 2.0:
+                # A backlog of tokens (polls woke late): new polls lease at once until it is
+                # spent, rather than leave it to the waiting polls' turns to overflow the bucket.
+                self._rate_waits.pop(channel, None)
         return wait_s
 
     async def dispatchable(
