@@ -65,7 +65,10 @@ class WorkflowEventLoop(asyncio.AbstractEventLoop):
         workflow_id: str,
         on_task_created: Callable[[asyncio.Task[Any]], None],
     ) -> None:
-        self._runtime = runtime
+        # The runtime behind the ``flowforge.workflow`` functions while this loop runs
+        # (_Runtime.current() reads it); an attribute, not a property, which would be
+        # a call for the determinism guard's hook on every workflow.* call.
+        self._flowforge_runtime = runtime
         self._commands = commands
         self._workflow_id = workflow_id
         self._on_task_created = on_task_created
@@ -76,11 +79,6 @@ class WorkflowEventLoop(asyncio.AbstractEventLoop):
         # Timers by their deterministic ids.
         self._timer_seq = 0
         self._timers: dict[str, DurableTimer] = {}
-
-    @property
-    def _flowforge_runtime(self) -> _Runtime:
-        """The runtime behind the ``flowforge.workflow`` functions while this loop runs."""
-        return self._runtime
 
     def set_time(self, seconds: float) -> None:
         """Sets the workflow time (seconds since the epoch) the loop's clock reads."""
