@@ -578,3 +578,24 @@ async def test_on_the_stream_a_started_time_no_timestamp_holds_ends_the_stream_n
         _activity_completion(a, "A", _fold(last, complete_workflow("yes")))
     )
     assert response.workflow_task_folded
+
+
+async def test_parallel_activities_fold_one_after_the_other(wire: Wire, reporter: Any) -> None:
+    """Three activities of one run, each completion folding the task it schedules from
+    where the previous fold's answer left the instance (its appended_events): all apply,
+    and the history is gapless with one workflow task per activity."""
+    tokens, last = await _started_with_activities(wire, "parallel", "a", "b", "c")
+    for index, token in enumerate(tokens):
+        closes = index == len(tokens) - 1
+        commands = [complete_workflow("all")] if closes else []
+        response = await reporter.complete(_activity_completion(token, index, _fold(last, *commands)))
+        assert response.workflow_task_folded, index
+        appended = response.folded_workflow_task_completed.appended_events
+        if not closes:
+            assert [e.event_id for e in appended] == [last + 5], appended
+            last = appended[-1].event_id
+    history = await _history(wire, "parallel")
+    assert [e.event_id for e in history] == list(range(1, len(history) + 1))
+    types = [e.event_type for e in history]
+    assert types.count("ActivityTaskCompleted") == 3 and types.count("WorkflowTaskCompleted") == 4
+    assert types[-1] == "WorkflowExecutionCompleted"
