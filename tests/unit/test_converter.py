@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 import subprocess
 import sys
 import uuid
@@ -115,3 +116,42 @@ def test_the_converter_works_without_pydantic_and_never_imports_it() -> None:
         "assert c.from_payload(c.to_payload(A(1)), A) == A(1)\n"
     )
     subprocess.run([sys.executable, "-c", program], check=True)
+
+
+# json/plain data as other encoders may write it: json.loads guesses UTF-16/32 and BOMs;
+# the converter's quick path for plain UTF-8 must decode (or refuse) every one alike.
+JSON_DATA = [
+    b'{"a":1}',
+    b"7",
+    b"12",
+    b" [1, 2] \n",
+    '{"é": "ü"}'.encode(),
+    '"x"'.encode("utf-8-sig"),
+    '{"a": 1}'.encode("utf-16"),
+    '"x"'.encode("utf-16-le"),
+    '"x"'.encode("utf-16-be"),
+    '"x"'.encode("utf-32"),
+    '"x"'.encode("utf-32-le"),
+    b"",
+    b"\x00",
+    b"a\x00",
+    b"1\x00\x00\x00",
+    b'{"a":',
+    b"tru",
+    b"\xff\xfe",
+    b'"\xed\xa0\x80"',  # a lone surrogate, which json.loads lets through
+]
+
+
+@pytest.mark.parametrize("data", JSON_DATA)
+def test_json_payload_data_decodes_or_fails_as_json_loads_does(data: bytes) -> None:
+    payload = default_converter.to_payload(0)
+    payload.data = data
+
+    def outcome(decode: Any) -> tuple[str, Any]:
+        try:
+            return "value", decode()
+        except Exception as error:
+            return type(error).__name__, str(error)
+
+    assert outcome(lambda: default_converter.from_payload(payload)) == outcome(lambda: json.loads(data))
