@@ -406,7 +406,7 @@ class _Mutation:
             if m.new:
                 await tx.insert_execution(m.row)
             elif len(mutations) == 1:
-                await tx.update_execution(m.row, m.expected_version)
+                await tx.update_execution(m.row, m.expected_version, m.changed_columns())
             else:
                 updates.setdefault(m.changed_columns(), []).append((m.row, m.expected_version))
         for columns, rows in updates.items():

@@ -214,9 +214,13 @@ class ExecutionOperations(abc.ABC):
         """Raises :class:`DuplicateRunningExecution` if the workflow id has a running one."""
 
     @abc.abstractmethod
-    async def update_execution(self, row: ExecutionRow, expected_version: int) -> None:
+    async def update_execution(
+        self, row: ExecutionRow, expected_version: int, changed: tuple[str, ...] | None = None
+    ) -> None:
         """Writes ``row`` with ``version = expected_version + 1``; raises
-        :class:`ConcurrencyConflict` if the stored version is not ``expected_version``."""
+        :class:`ConcurrencyConflict` if the stored version is not ``expected_version``.
+        ``changed``: the columns that differ from the stored row (None: unknown); a
+        store may write only those."""
 
     @abc.abstractmethod
     async def get_request_run_id(self, namespace: str, request_id: str) -> str | None: ...

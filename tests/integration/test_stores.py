@@ -258,6 +258,23 @@ async def test_stale_version_conflicts_and_changes_nothing(store: Store) -> None
         assert [e.event_id for e in await tx.read_events("default", run.run_id)] == [1]
 
 
+async def test_an_update_naming_its_changed_columns_writes_them_and_checks_the_version(store: Store) -> None:
+    run = await insert_run(store, workflow_id="named-columns")
+    closed = dataclasses.replace(run, status="COMPLETED", close_us=NOW + 1, next_event_id=3)
+    async with store.transaction() as tx:
+        await tx.update_execution(closed, expected_version=1, changed=("status", "close_us", "next_event_id"))
+    assert await visible_run(store, run) == dataclasses.replace(closed, version=2)
+    # The indexes follow the written columns: the workflow id has no running run now.
+    async with store.transaction() as tx:
+        await tx.insert_execution(execution(workflow_id="named-columns"))
+    with pytest.raises(ConcurrencyConflict):
+        async with store.transaction() as tx:
+            stale = dataclasses.replace(closed, next_event_id=9)
+            await tx.update_execution(stale, expected_version=1, changed=("next_event_id",))
+    stored = await visible_run(store, run)
+    assert stored is not None and (stored.version, stored.next_event_id) == (2, 3)
+
+
 async def test_a_stale_update_conflicts_before_its_events_collide_with_the_winners(store: Store) -> None:
     # A poll's lease reads its run without a lock: another writer may append the same
     # event ids first. The loser must see a conflict (and be retried), not a key error.
@@ -627,6 +644,31 @@ async def test_sqlite_commits_inline_while_quick_and_on_its_thread_after_a_slow_
         for i in range(20):  # quick COMMITs bring the average down again
             await insert_run(store, workflow_id=f"quick-again-{i}")
         assert commits[-1] == loop_thread, "back inline once COMMITs are quick again"
+    finally:
+        await store.close()
+
+
+async def test_sqlite_update_of_named_columns_sets_only_those(tmp_path: Path) -> None:
+    """SQLite updates the index of every column an UPDATE sets, changed or not: an
+    update that names its changed columns sets those and the version, nothing else."""
+    store = SQLiteStore(tmp_path / "x.db")
+    await store.open()
+    updates: list[str] = []
+    try:
+        run = await insert_run(store)
+        assert store._writer is not None
+        store._writer.set_trace_callback(lambda sql: updates.append(sql) if sql.startswith("UPDATE") else None)
+        async with store.transaction() as tx:
+            await tx.update_execution(
+                dataclasses.replace(run, next_event_id=3, wft_state="SCHEDULED"),
+                expected_version=1,
+                changed=("next_event_id", "wft_state"),
+            )
+        assert len(updates) == 1
+        set_clause = updates[0].partition(" WHERE ")[0]  # the trace shows the bound values
+        assert set_clause == "UPDATE executions SET next_event_id = 3, wft_state = 'SCHEDULED', version = 2"
+        stored = await visible_run(store, run)
+        assert stored == dataclasses.replace(run, next_event_id=3, wft_state="SCHEDULED", version=2)
     finally:
         await store.close()
 

@@ -67,7 +67,9 @@ class ExecutionSQL(SQLCore, ExecutionOperations):
         if not await self._execute(_INSERT_EXECUTION, dataclasses.astuple(row)):
             raise DuplicateRunningExecution(row.workflow_id)
 
-    async def update_execution(self, row: ExecutionRow, expected_version: int) -> None:
+    async def update_execution(
+        self, row: ExecutionRow, expected_version: int, changed: tuple[str, ...] | None = None
+    ) -> None:
         row.version = expected_version + 1
         values = [getattr(row, c) for c in _EXECUTION_UPDATE_COLUMNS]
         await self._write(
