@@ -356,23 +356,24 @@ class WorkflowInstance(_Runtime):
         next_command = self._unmatched[0] if self._unmatched else None
         if self._patches.is_unclaimed_deprecated(event, attributes, event_fields, next_command):
             return
-        recorded = f"history event {event.event_id} {signature(event.event_type, event_fields)}"
         if not self._unmatched:
             raise exceptions.NonDeterminismError(
-                f"{recorded} has no matching command: the workflow produced no further command "
-                f"in the workflow task started at event {self._unmatched_task_started_event_id}"
+                f"{_recorded(event, event_fields)} has no matching command: the workflow produced no "
+                f"further command in the workflow task started at event {self._unmatched_task_started_event_id}"
             )
         command = self._unmatched.popleft()
         _, expected_event_type, command_fields = command_signature(command)
-        if (event.event_type, event_fields) != (expected_event_type, command_fields):
+        event_type = event.event_type  # protobuf makes a new str on every read
+        if (event_type, event_fields) != (expected_event_type, command_fields):
             raise exceptions.NonDeterminismError(
-                f"{recorded} does not match the command the workflow produced: {describe_command(command)}"
+                f"{_recorded(event, event_fields)} does not match the command the workflow produced: "
+                f"{describe_command(command)}"
             )
-        if event.event_type == EventType.ACTIVITY_TASK_SCHEDULED:
+        if event_type == EventType.ACTIVITY_TASK_SCHEDULED:
             self._activities.on_scheduled(event.event_id, event_fields["activity_id"])
-        elif event.event_type == EventType.START_CHILD_WORKFLOW_EXECUTION_INITIATED:
+        elif event_type == EventType.START_CHILD_WORKFLOW_EXECUTION_INITIATED:
             self._children.on_initiated(event.event_id, command)
-        elif event.event_type == EventType.SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED:
+        elif event_type == EventType.SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED:
             self._children.on_signal_initiated(event.event_id, command)
 
     def _check_all_commands_matched(self) -> None:
@@ -650,6 +651,11 @@ class WorkflowInstance(_Runtime):
 
     def _track_task(self, task: asyncio.Task[Any]) -> None:
         self._dag.track_task(task)
+
+
+def _recorded(event: common_pb2.HistoryEvent, fields: Mapping[str, str]) -> str:
+    """How a non-determinism message names a recorded command event (made only for one)."""
+    return f"history event {event.event_id} {signature(event.event_type, fields)}"
 
 
 def _headers(attributes: Mapping[str, Any]) -> Mapping[str, common_pb2.Payload]:
