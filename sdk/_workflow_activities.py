@@ -30,6 +30,8 @@ class _Activity:
     outcome: asyncio.Future[common_pb2.Payloads]
     handle: ActivityHandle[Any] = dataclasses.field(init=False)
     cancel_requested: bool = False
+    # Its ActivityTaskScheduled event, once history matched the command (0 before).
+    scheduled_event_id: int = 0
 
 
 class Activities:
@@ -109,7 +111,17 @@ class Activities:
 
     def on_scheduled(self, event_id: int, activity_id: str) -> None:
         """History matched the activity's command with its ActivityTaskScheduled event."""
-        self._by_scheduled_event[event_id] = self._by_id[activity_id]
+        activity = self._by_id[activity_id]
+        activity.scheduled_event_id = event_id
+        self._by_scheduled_event[event_id] = activity
+
+    def pending_scheduled_event_id(self, activity_id: str) -> int:
+        """The ActivityTaskScheduled event id of activity ``activity_id`` if history scheduled
+        it and it awaits its outcome, with no cancellation requested; else 0."""
+        activity = self._by_id.get(activity_id)
+        if activity is None or activity.outcome.done() or activity.cancel_requested:
+            return 0
+        return activity.scheduled_event_id
 
     def activity_id_scheduled_at(self, scheduled_event_id: int) -> str:
         """The id of the activity an ActivityTaskScheduled event scheduled, or ``""``."""

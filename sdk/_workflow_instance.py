@@ -31,6 +31,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
+from google.protobuf.timestamp_pb2 import Timestamp
+
 from flowforge import exceptions, workflow
 from flowforge._activity_calls import ActivityHandle, _ActivityCall
 from flowforge._child_workflow_calls import ChildWorkflowHandle, _ChildWorkflowCall
@@ -185,8 +187,8 @@ class WorkflowInstance(_Runtime):
         self._handler_error: BaseException | None = None
 
         # Where replay stands.
-        self._last_event_id = 0
-        self._last_event_type = ""
+        # The last event processed (its id, type and time); event id 0 before any.
+        self._last_event = common_pb2.HistoryEvent()
         self._spent = False
         self._pending_batch: list[common_pb2.HistoryEvent] = []
         self._now = datetime.fromtimestamp(0, UTC)
@@ -203,7 +205,17 @@ class WorkflowInstance(_Runtime):
     @property
     def last_event_id(self) -> int:
         """The id of the last history event processed; 0 for a new instance."""
-        return self._last_event_id
+        return self._last_event.event_id
+
+    def fold_point(self, activity_id: str) -> tuple[int, Timestamp] | None:
+        """Whether an outcome of activity ``activity_id`` may be folded here (see
+        docs/worker-stream.md): the activity's ActivityTaskScheduled event id and the time of
+        the last event processed, when the activity awaits its outcome, the last workflow task
+        completed (the instance stands where a replay of its history would) and no event waits
+        for the next task; else None."""
+        scheduled_event_id = self._activities.pending_scheduled_event_id(activity_id)
+        foldable = scheduled_event_id and not self._pending_batch and self.is_current(())
+        return (scheduled_event_id, self._last_event.event_time) if foldable else None
 
     def activate(self, history: Sequence[common_pb2.HistoryEvent]) -> list[command_pb2.Command]:
         """Replays the whole history (the first call) or the events past the last one
@@ -236,8 +248,7 @@ class WorkflowInstance(_Runtime):
             self._local_activities.note_markers(event for event, _ in events)
             for event, following in events:
                 self._process(event, following)
-                self._last_event_id = event.event_id
-                self._last_event_type = event.event_type
+                self._last_event = event
             if self._awaiting_task_close:
                 return list(self._unmatched)
             self._check_all_commands_matched()
@@ -251,17 +262,17 @@ class WorkflowInstance(_Runtime):
     ) -> list[tuple[common_pb2.HistoryEvent, common_pb2.HistoryEvent | None]]:
         """The events after the last processed one, each with the event that follows it."""
         history = list(history)
-        processed = next((e for e in history if e.event_id == self._last_event_id), None)
-        if processed is not None and processed.event_type != self._last_event_type:
+        processed = next((e for e in history if e.event_id == self._last_event.event_id), None)
+        if processed is not None and processed.event_type != self._last_event.event_type:
             raise HistoryContinuityError(
                 f"history event {processed.event_id} is {processed.event_type}, but this "
-                f"instance processed {self._last_event_type} as that event"
+                f"instance processed {self._last_event.event_type} as that event"
             )
-        events = [e for e in history if e.event_id > self._last_event_id]
-        expected_id = self._last_event_id + 1
+        events = [e for e in history if e.event_id > self._last_event.event_id]
+        expected_id = self._last_event.event_id + 1
         if not events:
             raise HistoryContinuityError(
-                f"the history has no event after event {self._last_event_id}, which this instance already processed"
+                f"the history has no event after event {self._last_event.event_id}, which this instance already processed"
             )
         if events[0].event_id != expected_id:
             raise HistoryContinuityError(
@@ -515,9 +526,9 @@ class WorkflowInstance(_Runtime):
         """Whether this instance's state is what a replay of ``history`` would give:
         it processed every event of it that workflow code sees, and its last workflow
         task completed (the events after are only that task's completion and commands)."""
-        if self._spent or self._last_event_id == 0:
+        if self._spent or self.last_event_id == 0:
             return False
-        later = [e for e in history if e.event_id > self._last_event_id]
+        later = [e for e in history if e.event_id > self.last_event_id]
         return all(
             e.event_type in COMMAND_EVENT_TYPES
             or e.event_type in (EventType.WORKFLOW_TASK_COMPLETED, EventType.WORKFLOW_TASK_SCHEDULED)

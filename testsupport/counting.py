@@ -204,17 +204,20 @@ def count_rpcs(client: Client) -> collections.Counter[str]:
 
 def count_history_handed_out(client: Client) -> collections.Counter[str]:
     """Counts the workflow tasks ``client``'s workers receive (polled or handed back
-    with a report) and the history events they carry: ``workflow_tasks``, ``events``."""
+    with a report, a folded workflow task's answer's too) and the history events they
+    carry: ``workflow_tasks``, ``events``."""
     counts: collections.Counter[str] = collections.Counter()
     service = client.workflow_service
     call = service.call
 
     async def counted(rpc: str, request: Any, **kwargs: Any) -> Any:
         response = await call(rpc, request, **kwargs)
-        task = response if rpc == "PollWorkflowTaskQueue" else getattr(response, "workflow_task", None)
-        if task is not None and task.task_token and not task.HasField("query"):
-            counts["workflow_tasks"] += 1
-            counts["events"] += len(task.history)
+        answers = [response, getattr(response, "folded_workflow_task_completed", None)]
+        for answer in answers:
+            task = answer if rpc == "PollWorkflowTaskQueue" else getattr(answer, "workflow_task", None)
+            if task is not None and task.task_token and not task.HasField("query"):
+                counts["workflow_tasks"] += 1
+                counts["events"] += len(task.history)
         return response
 
     service.call = counted  # type: ignore[method-assign]

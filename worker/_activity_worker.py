@@ -197,8 +197,11 @@ class _Heartbeater:
 class _RunningActivity:
     """One activity attempt in progress and the means to cancel it."""
 
-    def __init__(self, task: workflow_service_pb2.PollActivityTaskQueueResponse, is_async: bool) -> None:
+    def __init__(
+        self, task: workflow_service_pb2.PollActivityTaskQueueResponse, is_async: bool, arrived: float
+    ) -> None:
         self.task = task
+        self.arrived = arrived  # time.monotonic() when the task arrived
         self.is_async = is_async
         self.context: activity._Context | None = None
         self.execution: asyncio.Future[Any] | None = None
@@ -226,20 +229,18 @@ class _RunningActivity:
             self.execution.cancel()
 
 
-class EagerWorkflowTasks(Protocol):
-    """What the activity worker needs of the workflow worker for eager workflow tasks."""
+class CompletionSender(Protocol):
+    """Sends successful completions for a worker that runs the queue's workflows too
+    (flowforge.worker._fold.ActivityCompletions): each asks for the workflow task it
+    schedules, or carries it folded in."""
 
-    def reserve_eager_slot(self) -> bool:
-        """Takes a workflow task slot if one is free (and the worker is not stopping)."""
-
-    def release_eager_slot(self) -> None:
-        """Gives back a reserved slot no task came for."""
-
-    def cached_event_id(self, run_id: str) -> int:
-        """The last event of ``run_id`` its cached instance processed (0: not cached)."""
-
-    def run_eager(self, task: workflow_service_pb2.PollWorkflowTaskQueueResponse) -> None:
-        """Runs a workflow task leased eagerly in the reserved slot (freed when done)."""
+    async def complete(
+        self,
+        task: workflow_service_pb2.PollActivityTaskQueueResponse,
+        request: workflow_service_pb2.RespondActivityTaskCompletedRequest,
+        arrived: float,
+    ) -> None:
+        """Sends ``request``; raises RPCError as RespondActivityTaskCompleted would."""
 
 
 class ActivityWorker:
@@ -302,9 +303,9 @@ class ActivityWorker:
         self._pollers: list[asyncio.Task[None]] = []
         self._handlers: set[asyncio.Task[None]] = set()
         self._running: dict[asyncio.Task[None], _RunningActivity] = {}
-        #: The workflow worker of the same task queue, which takes the workflow
-        #: tasks that completions hand back eagerly; None if there is none.
-        self.eager_workflow_tasks: EagerWorkflowTasks | None = None
+        #: Sends completions when the worker runs the queue's workflows too (they
+        #: hand back, or fold in, the workflow task they schedule); None if it does not.
+        self.completions: CompletionSender | None = None
 
     @property
     def activity_names(self) -> frozenset[str]:
@@ -360,7 +361,9 @@ class ActivityWorker:
 
     def run_task(self, task: workflow_service_pb2.PollActivityTaskQueueResponse) -> None:
         """Starts running a leased task; the caller has taken a slot for it."""
-        start_handler(self._handlers, self._handle(task), f"flowforge {_describe(task)}")
+        # When it arrived: a folded workflow task's time is counted from the task's lease time by it.
+        arrived = time.monotonic()
+        start_handler(self._handlers, self._handle(task, arrived), f"flowforge {_describe(task)}")
 
     async def stop_polling(self) -> None:
         """Cancels the pollers (and so their open polls) and waits until they stopped."""
@@ -397,7 +400,7 @@ class ActivityWorker:
             # Threads of abandoned synchronous activities finish on their own.
             self._executor.shutdown(wait=False, cancel_futures=True)
 
-    async def _handle(self, task: workflow_service_pb2.PollActivityTaskQueueResponse) -> None:
+    async def _handle(self, task: workflow_service_pb2.PollActivityTaskQueueResponse, arrived: float) -> None:
         try:
             definition = self._activities.get(task.activity_type)
             if definition is None:
@@ -409,7 +412,7 @@ class ActivityWorker:
                 )
                 await self._respond(task, "RespondActivityTaskFailed", failure=self._failure(error))
                 return
-            await self._run(task, definition)
+            await self._run(task, definition, arrived)
         except Exception:
             logger.exception("unexpected error while handling %s", _describe(task))
         finally:
@@ -419,9 +422,10 @@ class ActivityWorker:
         self,
         task: workflow_service_pb2.PollActivityTaskQueueResponse,
         definition: activity._Definition,
+        arrived: float,
     ) -> None:
         loop = asyncio.get_running_loop()
-        running = _RunningActivity(task, definition.is_async)
+        running = _RunningActivity(task, definition.is_async, arrived)
         if self._interrupts_threads and not definition.is_async:
             running.interrupter = ThreadInterrupter()
         heartbeater = _Heartbeater(
@@ -510,7 +514,7 @@ class ActivityWorker:
                 logger.warning("could not encode the result of %s: %s", _describe(task), encode_error)
                 await self._respond(task, "RespondActivityTaskFailed", failure=self._failure(encode_error))
                 return
-            await self._respond(task, "RespondActivityTaskCompleted", result=result)
+            await self._respond(task, "RespondActivityTaskCompleted", arrived=running.arrived, result=result)
             return
         cancelled = execution.cancelled() or isinstance(error, asyncio.CancelledError)
         acknowledges_cancel = cancelled or isinstance(error, CancelledError)
@@ -592,21 +596,23 @@ class ActivityWorker:
             running.cancel(_CancelReason.SERVER_REQUEST)
         return True
 
-    async def _respond(self, task: workflow_service_pb2.PollActivityTaskQueueResponse, rpc: str, **fields: Any) -> None:
+    async def _respond(
+        self,
+        task: workflow_service_pb2.PollActivityTaskQueueResponse,
+        rpc: str,
+        *,
+        arrived: float | None = None,
+        **fields: Any,
+    ) -> None:
+        """Reports an attempt's outcome (``arrived``: when the task arrived, given with a completion)."""
         request_type = getattr(workflow_service_pb2, f"{rpc}Request")
         request = request_type(namespace=self._namespace, task_token=task.task_token, identity=self._identity, **fields)
-        # Ask for the workflow task this completion schedules, if there is room to run it.
-        eager = self.eager_workflow_tasks
-        reserved = rpc == "RespondActivityTaskCompleted" and eager is not None and eager.reserve_eager_slot()
-        if reserved:
-            assert eager is not None
-            request.eager_workflow_task_queue = self._task_queue
-            request.eager_workflow_task_cached_event_id = eager.cached_event_id(task.workflow_execution.run_id)
         try:
-            response = await send_report(self._service, self._stream, rpc, request)
+            if rpc == "RespondActivityTaskCompleted" and self.completions is not None and arrived is not None:
+                await self.completions.complete(task, request, arrived)
+            else:
+                await send_report(self._service, self._stream, rpc, request)
         except RPCError as error:
-            if reserved:
-                eager.release_eager_slot()  # type: ignore[union-attr]
             if error.status in LEASE_LOST_STATUSES:
                 logger.warning("%s for %s rejected: lease lost (%s)", rpc, _describe(task), error)
             elif error.status == grpc.StatusCode.INVALID_ARGUMENT and rpc == "RespondActivityTaskCompleted":
@@ -619,10 +625,3 @@ class ActivityWorker:
                 await self._respond(task, "RespondActivityTaskFailed", failure=self._failure(refused))
             else:
                 logger.error("%s for %s failed (%s)", rpc, _describe(task), error)
-            return
-        if reserved:
-            assert eager is not None
-            if response.workflow_task.task_token:
-                eager.run_eager(response.workflow_task)
-            else:
-                eager.release_eager_slot()

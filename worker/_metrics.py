@@ -12,7 +12,10 @@ instruments are no-ops and cost a call each).
 - ``flowforge_workflow_task_execution_latency`` (histogram, s; ``task_queue``,
   ``workflow_type``): replaying and running one workflow task;
 - ``flowforge_worker_cache_lookups`` (counter; ``task_queue``, ``result``: ``hit`` or
-  ``miss``): workflow tasks that found their run's instance in the cache, or replayed.
+  ``miss``): workflow tasks that found their run's instance in the cache, or replayed;
+- ``flowforge_worker_workflow_task_folds`` (counter; ``task_queue``, ``result``: ``applied``
+  or ``ignored``): workflow tasks run ahead and sent folded into an activity's completion,
+  and whether the server applied them (docs/worker-stream.md, "Folded workflow tasks").
 """
 
 from __future__ import annotations
@@ -51,6 +54,10 @@ class WorkerMetrics:
         self._cache = meter.create_counter(
             "flowforge_worker_cache_lookups", description="Workflow tasks whose run was (hit) or was not (miss) cached."
         )
+        self._folds = meter.create_counter(
+            "flowforge_worker_workflow_task_folds",
+            description="Workflow tasks sent folded into an activity's completion, applied or ignored by the server.",
+        )
 
     def slots_changed(self, kind: str, used_delta: int) -> None:
         """Slots of ``kind`` taken (positive) or freed (negative)."""
@@ -72,3 +79,7 @@ class WorkerMetrics:
     def cache_lookup(self, hit: bool) -> None:
         """A workflow task found its run's instance cached (or not)."""
         self._cache.add(1, {"task_queue": self._task_queue, "result": "hit" if hit else "miss"})
+
+    def workflow_task_folded(self, applied: bool) -> None:
+        """A folded workflow task was answered: applied by the server, or ignored."""
+        self._folds.add(1, {"task_queue": self._task_queue, "result": "applied" if applied else "ignored"})

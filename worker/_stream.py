@@ -557,10 +557,14 @@ class WorkerStream:
 
 
 def _eager_tokens(answer: Any) -> list[bytes]:
-    """The tokens of the tasks a report's answer hands over (leased eagerly)."""
+    """The tokens of the tasks a report's answer hands over (leased eagerly), a folded
+    workflow task's answer's included."""
     tokens = [task.task_token for task in getattr(answer, "activity_tasks", ())]
-    if answer.DESCRIPTOR.fields_by_name.get("workflow_task") is not None and answer.HasField("workflow_task"):
+    fields = answer.DESCRIPTOR.fields_by_name
+    if fields.get("workflow_task") is not None and answer.HasField("workflow_task"):
         tokens.append(answer.workflow_task.task_token)
+    if fields.get("folded_workflow_task_completed") is not None and answer.HasField("folded_workflow_task_completed"):
+        tokens += _eager_tokens(answer.folded_workflow_task_completed)
     return tokens
 
 

@@ -160,6 +160,13 @@ class Worker:
             stream (UNIMPLEMENTED) is polled with the unary RPCs instead.
             ``"unary"``: one long-poll call per task and one call per report.
             Tokens, fencing, leases and every guarantee are the same on both.
+        fold_workflow_tasks: When an activity of a run this worker holds cached
+            completes, run the workflow task its completion schedules at once and
+            send both completions in one report, which the server applies in one
+            transaction when the run is still as the worker saw it (a commit, a push
+            and a report fewer per activity; docs/worker-stream.md, "Folded workflow
+            tasks"). The history is the same either way. False sends the completion
+            alone and runs the workflow task the server hands back.
 
     Raises:
         ValueError: Nothing to run, a name registered twice, or a limit below 1.
@@ -186,6 +193,7 @@ class Worker:
         meter: Meter | None = None,
         shared_state_manager: SharedStateManager | None = None,
         task_transport: TaskTransport = "stream",
+        fold_workflow_tasks: bool = True,
     ) -> None:
         if not task_queue:
             raise ValueError("task_queue must not be empty")
@@ -256,6 +264,7 @@ class Worker:
                 max_concurrent_polls=max_concurrent_workflow_task_polls,
                 cache_size=max_cached_workflows,
                 activity_worker=self._activity_worker,
+                fold_workflow_tasks=fold_workflow_tasks,
                 build_id=self._build_id,
                 interceptors=worker_interceptors,
                 metrics=metrics,

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 
 import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from flowforge import workflow
 from flowforge._rpc import WorkflowServiceClient
@@ -30,6 +31,7 @@ from flowforge.api.v1 import command_pb2, common_pb2, workflow_service_pb2
 from flowforge.converter import DataConverter, error_to_failure
 from flowforge.exceptions import ApplicationError, NonDeterminismError, RPCError
 from flowforge.worker._activity_worker import ActivityWorker
+from flowforge.worker._fold import ActivityCompletions
 from flowforge.worker._local_activities import LocalActivityRunner
 from flowforge.worker._metrics import WorkerMetrics
 from flowforge.worker._polling import LEASE_LOST_STATUSES, TaskSlots, start_handler, start_pollers
@@ -60,6 +62,10 @@ class _RunCache:
         self._instances[run_id] = instance
         while len(self._instances) > self._capacity:
             self._instances.popitem(last=False)
+
+    def peek(self, run_id: str) -> WorkflowInstance | None:
+        """The run's cached instance, left in the cache."""
+        return self._instances.get(run_id)
 
     def cached_event_id(self, run_id: str) -> int:
         """The last event the run's cached instance processed; 0 if none is cached."""
@@ -116,6 +122,8 @@ class WorkflowWorker:
         cache_size: How many workflow instances to keep between tasks.
         activity_worker: The activity worker of the same task queue, if this worker
             runs activities too; it takes activity tasks handed back eagerly.
+        fold_workflow_tasks: Whether its completions carry the workflow task they
+            schedule when the run is cached here (worker/_fold.py).
         build_id: The build of the workflow code, reported with each completed task.
         stream: The worker stream that carries polls and reports; None polls and
             reports with unary RPCs.
@@ -135,6 +143,7 @@ class WorkflowWorker:
         cache_size: int,
         activity_worker: ActivityWorker | None,
         build_id: str,
+        fold_workflow_tasks: bool = True,
         interceptors: Sequence[Interceptor] = (),
         metrics: WorkerMetrics | None = None,
         stream: WorkerStream | None = None,
@@ -152,6 +161,7 @@ class WorkflowWorker:
         self._max_concurrent_polls = max_concurrent_polls
         self._activity_worker = activity_worker
         self._build_id = build_id
+        self._folds = fold_workflow_tasks
         self._cache = _RunCache(cache_size)
         self._slots = TaskSlots(max_concurrent_tasks, lambda delta: self._metrics.slots_changed("workflow", delta))
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
@@ -159,7 +169,7 @@ class WorkflowWorker:
         self._handlers: set[asyncio.Task[None]] = set()
         self._stopping = False
         if activity_worker is not None:  # same task queue (one Worker)
-            activity_worker.eager_workflow_tasks = self
+            activity_worker.completions = ActivityCompletions(self, service, stream, task_queue)
 
     def start(self) -> None:
         """Starts the pollers."""
@@ -199,7 +209,12 @@ class WorkflowWorker:
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
 
-    # Eager workflow tasks: handed back by an activity completion of this task queue.
+    # Eager workflow tasks: handed back by an activity completion of this task queue, or folded into it.
+
+    @property
+    def metrics(self) -> WorkerMetrics:
+        """The worker's metrics."""
+        return self._metrics
 
     def cached_event_id(self, run_id: str) -> int:
         """Where this worker's cached instance of ``run_id`` stands (0: not cached), for
@@ -217,6 +232,48 @@ class WorkflowWorker:
     def run_eager(self, task: workflow_service_pb2.PollWorkflowTaskQueueResponse) -> None:
         """Runs an eagerly leased workflow task in its reserved slot."""
         self._dispatch(task)
+
+    def take_foldable(self, run_id: str, activity_id: str) -> tuple[WorkflowInstance, int, Timestamp] | None:
+        """Takes the run's cached instance out of the cache if it can fold the completion of
+        activity ``activity_id`` (see ``WorkflowInstance.fold_point``): the instance, the
+        activity's scheduled event id and the time of the run's last event; else None."""
+        instance = self._cache.peek(run_id) if self._folds else None
+        point = instance.fold_point(activity_id) if instance is not None else None
+        if instance is None or point is None:
+            return None
+        self._cache.take(run_id)
+        self._metrics.cache_lookup(hit=True)
+        return instance, *point
+
+    async def run_folded_task(
+        self,
+        task: workflow_service_pb2.PollActivityTaskQueueResponse,
+        instance: WorkflowInstance,
+        events: Sequence[common_pb2.HistoryEvent],
+    ) -> list[command_pb2.Command] | None:
+        """Runs the workflow task ``task``'s completion schedules on ``instance``, taken from the
+        cache, with the events the fold appends; None discards the instance (the activation
+        raised, or the task needs local activities): the task then runs unfolded."""
+        loop = asyncio.get_running_loop()
+        began = time.monotonic()
+        try:
+            commands = await loop.run_in_executor(self._executor, instance.activate, events)
+        except asyncio.CancelledError:
+            handler = asyncio.current_task()
+            if handler is None or handler.cancelling():
+                raise
+            return None  # the executor was shut down under it (the worker stops): report unfolded
+        except Exception as error:  # the unfolded task fails (or succeeds) on its own, and says why
+            logger.info(
+                "a folded workflow task of %r run %r was discarded (%s); it runs unfolded",
+                task.workflow_type,
+                task.workflow_execution.run_id,
+                type(error).__name__,
+            )
+            return None
+        finally:
+            self._metrics.workflow_task_ran(task.workflow_type, time.monotonic() - began)
+        return None if instance.local_activities_to_run() else commands
 
     async def _poll(self) -> workflow_service_pb2.PollWorkflowTaskQueueResponse:
         request = workflow_service_pb2.PollWorkflowTaskQueueRequest(

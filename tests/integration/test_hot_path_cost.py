@@ -40,19 +40,22 @@ ONBOARDINGS = 12
 IN_FLIGHT = 4
 SINGLES = 5
 
-# Per onboarding activity (6 per workflow): 14 commits per workflow are 1 start, 1
-# workflow task leased by a poll, 6 workflow task completions (each leases the
-# activities and the next workflow task it makes eagerly) and 6 activity completions
-# (each leases the workflow task it schedules). A fan-in whose reports interleave
-# with a workflow task can add one workflow task, hence the slack.
-WRITE_TRANSACTIONS_PER_ACTIVITY = 2.5
+# Per onboarding activity (6 per workflow): 9 commits per workflow are 1 start, 1
+# workflow task leased by a poll, its completion (leases the first activity eagerly) and
+# 6 activity completions, each with the workflow task it schedules folded in (the worker
+# holds the run cached: docs/worker-stream.md, "Folded workflow tasks"), which leases the
+# activities that task schedules; the three parallel ones fold one after another. 1.5
+# each, less where SQLite's group commit joins reports: 0.94-1.11 (SQLite) and 1.47-1.5
+# (PostgreSQL) measured at load 5-6, against 2.33 before folds (14 commits per workflow).
+WRITE_TRANSACTIONS_PER_ACTIVITY = 1.7
 # Read snapshots besides the polls' looks (a woken poll reads before it takes a
-# write lock; how many wake depends on timing): the history handed out with each
-# workflow task and the result() long poll.
-READ_TRANSACTIONS_PER_ACTIVITY = 2.2
-WRITE_STATEMENTS_PER_ACTIVITY = 20.0
+# write lock; how many wake depends on timing): the history handed out with the first
+# workflow task and the result() long poll; folded tasks are handed out to nobody.
+# 0.33-0.36 measured.
+READ_TRANSACTIONS_PER_ACTIVITY = 0.6
+WRITE_STATEMENTS_PER_ACTIVITY = 14.0  # 11.8 (SQLite) and 6.5 (PostgreSQL) measured; 20 before folds
 _LOOKS = ("HistoryEngine.visible_tasks", "HistoryEngine.visible_workflow_work")
-RPCS_PER_ACTIVITY = 2.67  # 16 per workflow: start, 1 poll, 6 + 6 reports, result, 1 spare
+RPCS_PER_ACTIVITY = 1.84  # 11 per workflow: start, 1 poll, 1 + 6 reports, result, 1 spare (16 before folds)
 # On the worker stream (the same workload), messages each way per activity. Without any
 # batching: 2 reports and about 0.3 credit messages out, 2 answers and 0.2 pushed tasks in.
 # The worker's flush waits (0.5 ms at most) for the reports of the tasks it was just
@@ -60,9 +63,10 @@ RPCS_PER_ACTIVITY = 2.67  # 16 per workflow: start, 1 poll, 6 + 6 reports, resul
 # message commit in one transaction and their answers leave in one message: 0.57-1.15
 # out and 0.58-1.4 in measured (SQLite the lower, PostgreSQL the higher, load 9-15 on
 # 2 cores), against 1.2-1.6 each way when only what was ready in the same turn of the
-# event loop was batched; and no poll or report call.
-STREAM_MESSAGES_SENT_PER_ACTIVITY = 1.5
-STREAM_MESSAGES_RECEIVED_PER_ACTIVITY = 1.6
+# event loop was batched; and no poll or report call. With folded workflow tasks (1.17
+# reports per activity instead of 2): 0.61-0.82 out and 0.72-0.94 in measured (load 5-6).
+STREAM_MESSAGES_SENT_PER_ACTIVITY = 1.1
+STREAM_MESSAGES_RECEIVED_PER_ACTIVITY = 1.25
 # Write transactions per activity of the SDK worker on the stream (same workload), per
 # store: the reports of one message are group-committed, workflow task completions and
 # activity completions alike. SQLite 0.83-1.04 measured (load 12-21), against 1.24-1.32
@@ -70,21 +74,26 @@ STREAM_MESSAGES_RECEIVED_PER_ACTIVITY = 1.6
 # other reports in the next one) and 2.33 ungrouped. PostgreSQL runs up to 4 report
 # transactions at once (824d8c9: no group waits for another's round trips), so a
 # stream's reports that arrive apart go in transactions of their own: 1.12-1.43 measured
-# (load 16-19; 0.96-1.12 with one at a time).
-STREAM_SDK_WRITE_TRANSACTIONS_PER_ACTIVITY = {"sqlite": 1.3, "postgresql": 1.6}
+# (load 16-19; 0.96-1.12 with one at a time). With folded workflow tasks: SQLite
+# 0.72-0.75, PostgreSQL 0.88-1.01 (load 5-6).
+STREAM_SDK_WRITE_TRANSACTIONS_PER_ACTIVITY = {"sqlite": 1.0, "postgresql": 1.3}
 # The same on the stream under load, STREAM_LOAD_IN_FLIGHT onboardings at a time (a
 # worker's default 100 activity slots are far from full): bigger groups per transaction
 # and per message. At 24 in flight: SQLite 0.27-0.29 messages each way and 0.35-0.41
 # transactions; PostgreSQL (4 transactions at once) 0.5-0.58 messages and 0.63-0.67
-# transactions, 0.30-0.44 and 0.34-0.38 with one at a time (load 12-21).
+# transactions, 0.30-0.44 and 0.34-0.38 with one at a time (load 12-21). With folded
+# workflow tasks (load 5-6): SQLite 0.21-0.24 messages and 0.30-0.34 transactions,
+# PostgreSQL 0.36-0.45 messages and 0.48-0.52 transactions.
 STREAM_LOAD_IN_FLIGHT = 24
 STREAM_LOAD_ONBOARDINGS = 72
-STREAM_LOAD_MESSAGES_PER_ACTIVITY = 0.8  # each way
-STREAM_LOAD_WRITE_TRANSACTIONS_PER_ACTIVITY = {"sqlite": 0.6, "postgresql": 0.8}
+STREAM_LOAD_MESSAGES_PER_ACTIVITY = 0.6  # each way
+STREAM_LOAD_WRITE_TRANSACTIONS_PER_ACTIVITY = {"sqlite": 0.45, "postgresql": 0.65}
 # History events sent with each workflow task (sticky execution): the polled first task
 # carries the whole (3 events), the handed-back ones only the tail from the event the
-# worker's cached instance stopped at: 7.1 measured, against 21.1 with whole histories.
-EVENTS_PER_WORKFLOW_TASK = 8.0
+# worker's cached instance stopped at (7.1 measured, against 21.1 with whole histories).
+# With every activity's workflow task folded, only the polled first tasks are handed out:
+# 3.0 measured.
+EVENTS_PER_WORKFLOW_TASK = 4.0
 # PostgreSQL round trips: the statements plus BEGIN and COMMIT (a transaction's
 # wake-ups for other replicas leave after it, batched in a NOTIFY transaction of their
 # own, not counted here), and a report reads its task and execution with one statement.
@@ -95,14 +104,17 @@ EVENTS_PER_WORKFLOW_TASK = 8.0
 # savepoint and a report stopped reading its execution apart. Reads (the polls' looks
 # not counted): 4.4-5.2 measured, ~7 when the history handed out with a workflow task
 # and a result()'s run lookup still took a BEGIN and a ROLLBACK around their one
-# SELECT (Store.read(one_statement=True)).
-WRITE_ROUND_TRIPS_PER_ACTIVITY = 14.5
-READ_ROUND_TRIPS_PER_ACTIVITY = 6.0
+# SELECT (Store.read(one_statement=True)). With folded workflow tasks (a commit and a
+# history hand-out fewer per activity): writes 9.4-9.5, reads 1.2-2.3 measured.
+WRITE_ROUND_TRIPS_PER_ACTIVITY = 11.0
+READ_ROUND_TRIPS_PER_ACTIVITY = 3.0
 # The limited path (LimitedActivity: a concurrency key with a limit and a fairness key):
 # the activity is never leased eagerly, so a poll leases it (one more commit) and the
 # lease and the completion each lock the key's limit row and count its leased tasks.
-LIMITED_WRITE_TRANSACTIONS = 6
-LIMITED_WRITE_STATEMENTS = 50.0  # per workflow; measured 43 on both stores (a batch counted once)
+LIMITED_WRITE_TRANSACTIONS = 5
+# Per workflow (a batch counted once): 43 on both stores before folds; 38 (SQLite) and 29
+# (PostgreSQL) with the closing workflow task folded into the activity's completion.
+LIMITED_WRITE_STATEMENTS = 44.0
 
 _R = TypeVar("_R")
 
@@ -135,8 +147,9 @@ async def counted(
             # Let the worker's polls park before counting. result() can return before
             # the worker has the answer to its last report, so wait for that too.
             await _result(await client.start_workflow(SingleActivity.run, -1, id=f"warm-{queue}", task_queue=queue))
+            # The activity's completion, with the workflow task that closes the run folded in, is the last.
             await wait_until(
-                lambda: rpcs["RespondWorkflowTaskCompleted"] == 2,
+                lambda: rpcs["RespondActivityTaskCompleted"] == 1,
                 timeout=10.0,
                 what="the worker's reports to return",
                 interval=0.01,
@@ -148,7 +161,7 @@ async def counted(
         await client.close()
 
 
-async def test_one_activity_workflow_costs_five_commits_and_six_rpcs(
+async def test_one_activity_workflow_costs_four_commits_and_five_rpcs(
     counted: tuple[StoreCounters, collections.Counter[str], Client, str],
 ) -> None:
     store, rpcs, client, queue = counted
@@ -156,18 +169,19 @@ async def test_one_activity_workflow_costs_five_commits_and_six_rpcs(
         handle = await client.start_workflow(SingleActivity.run, i, id=f"single-{queue}-{i}", task_queue=queue)
         assert await _result(handle) == i
     await wait_until(
-        lambda: rpcs["RespondWorkflowTaskCompleted"] == 2 * SINGLES,
+        lambda: rpcs["RespondActivityTaskCompleted"] == SINGLES,
         timeout=10.0,
         what="the worker's reports to return",
         interval=0.01,
     )
-    # start, lease by poll, complete (leases the activity), activity completed (leases
-    # the next workflow task), complete: five commits, no conflict, no empty write.
-    assert store.counts["write_transactions"] == 5 * SINGLES, dict(store.counts)
-    assert store.counts["write_transactions_that_changed_rows"] == 5 * SINGLES
+    # start, lease by poll, complete (leases the activity), activity completed with the
+    # workflow task it schedules folded in (the worker held the run cached; it closes the
+    # run): four commits, no conflict, no empty write (five before folds).
+    assert store.counts["write_transactions"] == 4 * SINGLES, dict(store.counts)
+    assert store.counts["write_transactions_that_changed_rows"] == 4 * SINGLES
     assert rpcs["StartWorkflowExecution"] == SINGLES
     assert rpcs["PollWorkflowTaskQueue"] == SINGLES, dict(rpcs)
-    assert rpcs["RespondWorkflowTaskCompleted"] == 2 * SINGLES
+    assert rpcs["RespondWorkflowTaskCompleted"] == SINGLES
     assert rpcs["RespondActivityTaskCompleted"] == SINGLES
     assert "PollActivityTaskQueue" not in rpcs
     assert rpcs["GetWorkflowExecutionHistory"] == SINGLES  # result(): one long poll each
@@ -183,7 +197,7 @@ async def unhurried_server(store_url: str) -> AsyncIterator[FlowForgeServer]:
     await instance.stop()
 
 
-async def test_on_the_worker_stream_a_one_activity_workflow_costs_four_commits(
+async def test_on_the_worker_stream_a_one_activity_workflow_costs_three_commits(
     unhurried_server: FlowForgeServer,
 ) -> None:
     server = unhurried_server
@@ -195,7 +209,7 @@ async def test_on_the_worker_stream_a_one_activity_workflow_costs_four_commits(
         async with Worker(client, task_queue=queue, workflows=[SingleActivity], activities=[noop]):
             await _result(await client.start_workflow(SingleActivity.run, -1, id=f"warm-{queue}", task_queue=queue))
             await wait_until(
-                lambda: messages["results"] >= 3, timeout=10.0, what="the worker's reports to return", interval=0.01
+                lambda: messages["results"] >= 2, timeout=10.0, what="the worker's reports to return", interval=0.01
             )
             store.reset()
             # How far ahead each deadline the engine reports is: one due within the
@@ -221,16 +235,18 @@ async def test_on_the_worker_stream_a_one_activity_workflow_costs_four_commits(
                 handle = await client.start_workflow(SingleActivity.run, i, id=f"single-{queue}-{i}", task_queue=queue)
                 assert await _result(handle) == i
             await wait_until(
-                lambda: messages["results"] >= 3 * (SINGLES + 1),
+                lambda: messages["results"] >= 2 * (SINGLES + 1),
                 timeout=10.0,
                 what="the worker's reports to return",
                 interval=0.01,
             )
     finally:
         await client.close()
-    # The unary path's five less the first task's lease: the start leases it to the
+    # The unary path's four less the first task's lease: the start leases it to the
     # stream's waiting poll in its own transaction (eager start, docs/worker-stream.md).
-    assert store.counts["write_transactions"] == 4 * SINGLES, dict(store.counts)
+    # Then the task's completion (leases the activity) and the activity's completion with
+    # the closing workflow task folded in: three commits (four before folds).
+    assert store.counts["write_transactions"] == 3 * SINGLES, dict(store.counts)
     # No workflow task's history is read back after its lease commits: the start's
     # task carries what the start appended, the activity completion's what it appended
     # and read in its own transaction (docs/performance.md, one-activity latency).
@@ -301,14 +317,14 @@ async def test_the_limited_path_costs_one_more_commit_and_a_bounded_number_of_st
         handle = await client.start_workflow(LimitedActivity.run, i, id=f"limited-{queue}-{i}", task_queue=queue)
         assert await _result(handle) == i
     await wait_until(
-        lambda: rpcs["RespondWorkflowTaskCompleted"] == 2 * SINGLES,
+        lambda: rpcs["RespondActivityTaskCompleted"] == SINGLES,
         timeout=10.0,
         what="the worker's reports to return",
         interval=0.01,
     )
     summary = f"store {dict(store.counts)}, RPCs {dict(rpcs)}"
     # start, lease by poll, complete, the activity leased by a poll, activity completed
-    # (leases the next workflow task), complete: six commits.
+    # with the closing workflow task folded in: five commits (six before folds).
     assert store.counts["write_transactions_that_changed_rows"] == LIMITED_WRITE_TRANSACTIONS * SINGLES, summary
     assert store.counts["write_statements"] / SINGLES <= LIMITED_WRITE_STATEMENTS, summary
     assert rpcs["PollActivityTaskQueue"] >= SINGLES, summary
@@ -408,8 +424,10 @@ async def _onboard_on_the_stream(
     try:
         async with Worker(client, task_queue=queue, workflows=[Onboarding], activities=ACTIVITIES):
             await _onboard(client, queue, onboardings, in_flight)
+            # Per run: its first workflow task's completion and each activity's (with the
+            # workflow task it schedules folded in).
             await wait_until(
-                lambda: messages["results"] >= 2 * activities,
+                lambda: messages["results"] >= activities + onboardings,
                 timeout=10.0,
                 what="the worker's reports to return",
                 interval=0.01,

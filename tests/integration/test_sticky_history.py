@@ -4,6 +4,10 @@ The workflow task handed back with a report (an activity completion, or a workfl
 task completion with ``return_new_workflow_task``) carries the history from the
 event the reporting worker's cached instance stopped at; a worker that lost the
 instance meanwhile reads the rest with ``GetWorkflowExecutionHistory``.
+
+The SDK workers here do not fold workflow tasks into activity completions
+(``fold_workflow_tasks=False``): a fold leaves no workflow task to hand back, and this is
+the path a completion takes when it cannot fold (tests/integration/test_folding_worker.py).
 """
 
 from __future__ import annotations
@@ -86,7 +90,7 @@ async def test_a_worker_that_keeps_the_run_cached_gets_only_the_new_events(serve
     seen = HistoriesSeen(client)
     queue = f"sticky-{uuid.uuid4().hex[:8]}"
     try:
-        async with Worker(client, task_queue=queue, workflows=[Sequence], activities=[noop]):
+        async with Worker(client, task_queue=queue, workflows=[Sequence], activities=[noop], fold_workflow_tasks=False):
             handle = await client.start_workflow(Sequence.run, STEPS, id=f"seq-{queue}", task_queue=queue)
             assert await handle.result() == sum(range(STEPS))
         assert seen.history_reads == 0
@@ -132,7 +136,14 @@ async def test_a_small_cache_that_evicts_runs_under_way_still_completes_them_all
     seen = HistoriesSeen(client)
     queue = f"sticky-evict-{uuid.uuid4().hex[:8]}"
     try:
-        async with Worker(client, task_queue=queue, workflows=[Sequence], activities=[noop], max_cached_workflows=2):
+        async with Worker(
+            client,
+            task_queue=queue,
+            workflows=[Sequence],
+            activities=[noop],
+            max_cached_workflows=2,
+            fold_workflow_tasks=False,
+        ):
             handles = [
                 await client.start_workflow(Sequence.run, 6, id=f"evict-{queue}-{i}", task_queue=queue)
                 for i in range(8)

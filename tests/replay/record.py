@@ -43,6 +43,14 @@ REQUESTS = {
         "work_seconds": 0.0,
         "cooling_off_seconds": 0,
     },
+    # Recorded with every activity's workflow task folded into its completion (the three
+    # parallel ones one after another): a folded history replays as any other does.
+    "onboarding-folded": {
+        "name": "Barbara Liskov",
+        "email": "barbara@example.com",
+        "work_seconds": 0.0,
+        "cooling_off_seconds": 0,
+    },
 }
 
 

@@ -1,0 +1,247 @@
+"""The folded workflow task: an activity's completion sent with the workflow task it schedules.
+
+A worker that completes an activity and holds the activity's run cached (idle, at the run's
+last event) runs the workflow task the completion would schedule before it reports, on the
+events the server is going to append (ActivityTaskStarted, ActivityTaskCompleted,
+WorkflowTaskScheduled, WorkflowTaskStarted), and sends the activity's completion and that
+task's completion in one ``RespondActivityTaskCompleted``: the server applies both in one
+transaction when the run is still as the worker saw it, and otherwise ignores the fold
+(docs/worker-stream.md, "Folded workflow tasks"). It saves a commit, a push, a report and a
+history hand-out per activity.
+
+At most one fold of a run is in flight: another completion of the run waits for its answer
+(the fold moves the run's cached instance), then folds on the instance the answer updated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from flowforge.api import schema
+from flowforge.api.schema import EventType
+from flowforge.api.v1 import common_pb2, workflow_service_pb2
+from flowforge.exceptions import RPCError
+from flowforge.worker._polling import LEASE_LOST_STATUSES
+from flowforge.worker._stream import WorkerStream, send_report
+
+if TYPE_CHECKING:
+    from flowforge._rpc import WorkflowServiceClient
+    from flowforge._workflow_instance import WorkflowInstance
+    from flowforge.worker._workflow_worker import WorkflowWorker
+
+__all__ = ["ActivityCompletions", "fold_events", "fold_started_time"]
+
+logger = logging.getLogger(__name__)
+
+_NANOS = 1_000_000_000
+
+
+def fold_started_time(
+    task: workflow_service_pb2.PollActivityTaskQueueResponse, arrived: float, last_event_time: Timestamp
+) -> Timestamp:
+    """The folded workflow task's start (its ``workflow.now()``), on the server's clock.
+
+    The activity task's lease time (the server's clock when it leased it) plus the worker's
+    monotonic time since the task arrived: never the worker's wall clock, which may be skewed
+    against the server's. That stays below the server's now (the lease was before the task
+    arrived); never before the run's last event, which the server requires.
+
+    Args:
+        task: The activity task (its ``started_time`` is the lease time).
+        arrived: ``time.monotonic()`` when the task arrived at the worker.
+        last_event_time: The time of the run's last event, as the cached instance saw it.
+    """
+    elapsed_ns = max(0, int((time.monotonic() - arrived) * _NANOS))
+    started_ns = max(task.started_time.ToNanoseconds() + elapsed_ns, last_event_time.ToNanoseconds())
+    return Timestamp(seconds=started_ns // _NANOS, nanos=started_ns % _NANOS)
+
+
+def fold_events(
+    *,
+    last_event_id: int,
+    scheduled_event_id: int,
+    task: workflow_service_pb2.PollActivityTaskQueueResponse,
+    request: workflow_service_pb2.RespondActivityTaskCompletedRequest,
+    started_time: Timestamp,
+) -> list[common_pb2.HistoryEvent]:
+    """The events the server appends when it applies the fold, as the cached instance reads them.
+
+    Ids and types are the server's (server/history/activities.py ``_record_activity_outcome``
+    then the eager WorkflowTaskStarted); of the attributes, the instance reads only the
+    ActivityTaskCompleted's ``scheduled_event_id`` and ``result``, and of the times only the
+    WorkflowTaskStarted's (``workflow.now()``), so the rest need not be the server's byte for byte.
+    """
+    started_id = last_event_id + 1
+    specs: list[tuple[EventType, dict[str, object], Timestamp]] = [
+        (
+            EventType.ACTIVITY_TASK_STARTED,
+            {"scheduled_event_id": scheduled_event_id, "attempt": task.attempt, "identity": request.identity},
+            task.started_time,
+        ),
+        (
+            EventType.ACTIVITY_TASK_COMPLETED,
+            {
+                "scheduled_event_id": scheduled_event_id,
+                "started_event_id": started_id,
+                "result": schema.payloads_json(request.result),
+                "identity": request.identity,
+            },
+            started_time,
+        ),
+        (EventType.WORKFLOW_TASK_SCHEDULED, {"task_queue": task.task_queue, "attempt": 1}, started_time),
+        (
+            EventType.WORKFLOW_TASK_STARTED,
+            {"scheduled_event_id": started_id + 2, "identity": request.identity},
+            started_time,
+        ),
+    ]
+    return [
+        common_pb2.HistoryEvent(
+            event_id=started_id + offset, event_type=event_type, event_time=at, attributes_json=schema.dumps(attributes)
+        )
+        for offset, (event_type, attributes, at) in enumerate(specs)
+    ]
+
+
+class ActivityCompletions:
+    """Sends the successful activity completions of a worker that also runs the queue's workflows.
+
+    Each asks for the workflow task it schedules (leased eagerly, into a reserved workflow
+    slot) and, when the run's instance is cached here and idle, folds that task in.
+
+    Args:
+        workflows: The workflow worker of the same task queue.
+        service: The RPC layer.
+        stream: The worker stream; None reports with unary RPCs.
+        task_queue: The task queue (eager workflow tasks are leased from it).
+    """
+
+    def __init__(
+        self,
+        workflows: WorkflowWorker,
+        service: WorkflowServiceClient,
+        stream: WorkerStream | None,
+        task_queue: str,
+    ) -> None:
+        self._workflows = workflows
+        self._service = service
+        self._stream = stream
+        self._task_queue = task_queue
+        # Runs with a fold in flight: set (and dropped) when its answer has been handled.
+        self._in_flight: dict[str, asyncio.Event] = {}
+
+    async def complete(
+        self,
+        task: workflow_service_pb2.PollActivityTaskQueueResponse,
+        request: workflow_service_pb2.RespondActivityTaskCompletedRequest,
+        arrived: float,
+    ) -> None:
+        """Reports the completion, folded when it can be.
+
+        Args:
+            task: The activity task.
+            request: Its completion (namespace, token, identity, result).
+            arrived: ``time.monotonic()`` when the task arrived at the worker.
+
+        Raises:
+            RPCError: As ``RespondActivityTaskCompleted`` (unfolded) would.
+        """
+        run_id = task.workflow_execution.run_id
+        while (in_flight := self._in_flight.get(run_id)) is not None:
+            await in_flight.wait()
+        workflows = self._workflows
+        if not workflows.reserve_eager_slot():
+            await send_report(self._service, self._stream, "RespondActivityTaskCompleted", request)
+            return
+        foldable = workflows.take_foldable(run_id, task.activity_id) if task.HasField("started_time") else None
+        if foldable is None:
+            await self._send_unfolded(request, cached_event_id=workflows.cached_event_id(run_id))
+            return
+        instance, scheduled_event_id, last_event_time = foldable
+        done = self._in_flight[run_id] = asyncio.Event()
+        try:
+            started_time = fold_started_time(task, arrived, last_event_time)
+            await self._fold(task, request, instance, scheduled_event_id, started_time)
+        finally:
+            del self._in_flight[run_id]
+            done.set()
+
+    async def _fold(
+        self,
+        task: workflow_service_pb2.PollActivityTaskQueueResponse,
+        request: workflow_service_pb2.RespondActivityTaskCompletedRequest,
+        instance: WorkflowInstance,
+        scheduled_event_id: int,
+        started_time: Timestamp,
+    ) -> None:
+        """Runs the workflow task on ``instance`` (taken from the cache) and sends both completions."""
+        workflows = self._workflows
+        last_event_id = instance.last_event_id
+        events = fold_events(
+            last_event_id=last_event_id,
+            scheduled_event_id=scheduled_event_id,
+            task=task,
+            request=request,
+            started_time=started_time,
+        )
+        commands = await workflows.run_folded_task(task, instance, events)
+        if commands is None:  # discarded: the normal path replays and reports what went wrong
+            await self._send_unfolded(request, cached_event_id=0)
+            return
+        completion = workflows.completion(b"", commands, instance)
+        folded = request.folded_workflow_task
+        folded.last_event_id = last_event_id
+        folded.started_time.CopyFrom(started_time)
+        folded.completion.CopyFrom(completion.request)
+        request.eager_workflow_task_queue = self._task_queue
+        request.eager_workflow_task_cached_event_id = 0  # if ignored, the instance is spoiled: full history
+        try:
+            response = await send_report(self._service, self._stream, "RespondActivityTaskCompleted", request)
+        except RPCError as error:
+            workflows.release_completion(completion)
+            if error.status in LEASE_LOST_STATUSES:
+                workflows.release_eager_slot()
+                raise
+            logger.warning(
+                "the folded completion of activity %r of run %r failed (%s); sending it unfolded",
+                task.activity_id,
+                task.workflow_execution.run_id,
+                error,
+            )
+            request.ClearField("folded_workflow_task")
+            await self._send_unfolded(request, cached_event_id=0)
+            return
+        workflows.metrics.workflow_task_folded(applied=response.workflow_task_folded)
+        if response.workflow_task_folded:
+            workflows.release_eager_slot()  # the folded task ran in it
+            workflows.completed(completion, response.folded_workflow_task_completed, task.workflow_execution, instance)
+            return
+        workflows.release_completion(completion)
+        self._run_eager(response)
+
+    async def _send_unfolded(
+        self,
+        request: workflow_service_pb2.RespondActivityTaskCompletedRequest,
+        *,
+        cached_event_id: int,
+    ) -> None:
+        """Sends the completion asking for its workflow task eagerly (a workflow slot is reserved)."""
+        request.eager_workflow_task_queue = self._task_queue
+        request.eager_workflow_task_cached_event_id = cached_event_id
+        try:
+            response = await send_report(self._service, self._stream, "RespondActivityTaskCompleted", request)
+        except RPCError:
+            self._workflows.release_eager_slot()
+            raise
+        self._run_eager(response)
+
+    def _run_eager(self, response: workflow_service_pb2.RespondActivityTaskCompletedResponse) -> None:
+        if response.workflow_task.task_token:
+            self._workflows.run_eager(response.workflow_task)
+        else:
+            self._workflows.release_eager_slot()
