@@ -2,13 +2,20 @@
 
     pip install -e '.[bench]'       # includes dbos
     python -m benchmarks.compare_dbos [-n 500] [--concurrency 50] [--engines flowforge,dbos]
+                                      [--server-processes 1] [--worker-processes]
 
 One PostgreSQL server for both (:func:`testsupport.postgres.start_postgres`: a
 throwaway local cluster with fsync on, or ``FLOWFORGE_TEST_POSTGRES_DSN``), a fresh
 database each. Each engine runs alone, one after the other:
 
 - FlowForge: ``flowforge server start`` on its database in a process of its own;
-  the worker (default settings) and the starter in this process, over gRPC;
+  the worker (default settings) and the starter in this process, over gRPC. With
+  ``--server-processes N`` the server runs N processes on the one port
+  (``--processes N``) and this process holds a client per server process (each
+  reaching a different one), the starts spread over them, a worker beside each; with
+  ``--worker-processes`` the workers run in processes of their own instead, one per
+  server process (``benchmarks.scale``'s worker), and this process only starts and
+  awaits. The default is the same shape as DBOS's: one engine process;
 - DBOS Transact: a library, so the workflows run in this process (its system
   database on the same server), started with ``DBOS.start_workflow_async`` and
   awaited with ``get_result``: no network hop, which is DBOS's design.
@@ -51,6 +58,12 @@ ROWS = [
     ("CPU used by other processes (cores)", "cores_used_by_others"),
     ("server CPU per onboarding activity (CPU-ms, FlowForge's server process)", "server_cpu_ms_per_activity"),
     ("engine + worker + PostgreSQL CPU per onboarding activity (CPU-ms)", "engine_cpu_ms_per_activity"),
+    (
+        "benchmark process CPU per onboarding activity (CPU-ms: DBOS whole; FlowForge's starter, and worker "
+        "unless --worker-processes)",
+        "benchmark_process_cpu_ms_per_activity",
+    ),
+    ("cores used by the benchmark process", "cores_used_by_benchmark_process"),
 ]
 
 
@@ -96,6 +109,22 @@ def table(results: dict[str, dict[str, Any]]) -> str:
     return comparison_table(results, "DBOS", header, ROWS)
 
 
+def flowforge_processes(args: argparse.Namespace) -> str:
+    """Where FlowForge's parts ran, in words."""
+    servers = args.server_processes
+    server = "one server process" if servers == 1 else f"{servers} server processes (--processes {servers})"
+    clients = "its starter" if servers == 1 else f"its starter ({servers} clients, one per server process)"
+    if args.worker_processes:
+        workers = (
+            "its worker in a process of its own"
+            if servers == 1
+            else f"{servers} worker processes, one per server process"
+        )
+        return f"FlowForge {server}, {workers}, {clients} in the benchmark process"
+    worker = "its worker" if servers == 1 else f"{servers} workers"
+    return f"FlowForge {server}, {worker} and {clients} in the benchmark process"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-n", "--workflows", type=positive_int, default=500, help="onboarding executions (default 500)")
@@ -104,6 +133,17 @@ def main() -> None:
     )
     parser.add_argument("--single", type=positive_int, default=50, help="sequential one-step workflows (default 50)")
     parser.add_argument("--histories", type=int, default=100, help="FlowForge histories read for schedule-to-start")
+    parser.add_argument(
+        "--server-processes",
+        type=positive_int,
+        default=1,
+        help="FlowForge server processes (flowforge server start --processes N), a client and worker each (default 1)",
+    )
+    parser.add_argument(
+        "--worker-processes",
+        action="store_true",
+        help="FlowForge's workers in processes of their own, one per server process (default: in this process)",
+    )
     parser.add_argument("--engines", default="flowforge,dbos", help="which to run, in order")
     parser.add_argument("--json", help="also write the raw figures to this file")
     args = parser.parse_args()
@@ -135,7 +175,14 @@ def main() -> None:
             if name == "flowforge":
                 results["FlowForge"] = asyncio.run(
                     measure_flowforge(
-                        args.workflows, args.concurrency, args.single, args.histories, flowforge_dsn, pg_pids
+                        args.workflows,
+                        args.concurrency,
+                        args.single,
+                        args.histories,
+                        flowforge_dsn,
+                        pg_pids,
+                        server_processes=args.server_processes,
+                        worker_processes=args.worker_processes,
                     )
                 )
             elif name == "dbos":
@@ -154,8 +201,7 @@ def main() -> None:
     print(
         f"Machine: {machine_line()}. FlowForge `{code}` and {dbos_version or 'DBOS not run'} on one PostgreSQL "
         f"({server.description}). Onboarding: {args.workflows} executions, {args.concurrency} in flight; "
-        f"hello: {args.single} in sequence. Processes: FlowForge one server process, its worker and starter in "
-        f"the benchmark process; DBOS in the benchmark process. "
+        f"hello: {args.single} in sequence. Processes: {flowforge_processes(args)}; DBOS in the benchmark process. "
         f"Load average before/after: {load_before} / {load_average()}.\n"
     )
     print(table(results))

@@ -49,7 +49,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.onboarding import (
-    _children,
+    Target,
+    benchmark_worker,
     code_version,
     cpu_seconds,
     load_average,
@@ -154,12 +155,13 @@ async def drive(engine: Engine, count: int, concurrency: int, singles: int, hist
 
     pids, server_pids = [os.getpid(), *engine.pids()], engine.server_pids()
     cpu_before, busy_before = cpu_seconds(pids), machine_busy_seconds()
-    server_cpu_before = cpu_seconds(server_pids)
+    server_cpu_before, this_cpu_before = cpu_seconds(server_pids), cpu_seconds([os.getpid()])
     began = time.perf_counter()
     await asyncio.gather(*(one(i) for i in range(count)))
     elapsed = time.perf_counter() - began
     cpu_ours, busy = cpu_seconds(pids) - cpu_before, machine_busy_seconds() - busy_before
     server_cpu = cpu_seconds(server_pids) - server_cpu_before
+    this_cpu = cpu_seconds([os.getpid()]) - this_cpu_before
 
     sample = [round(i * count / histories) for i in range(min(histories, count))]
     activity_s2s, workflow_s2s = schedule_to_start([await engine.history(i) for i in sample])
@@ -179,6 +181,8 @@ async def drive(engine: Engine, count: int, concurrency: int, singles: int, hist
         "cores_used_by_others": round(max(0.0, busy - cpu_ours) / elapsed, 2),
         "engine_cpu_ms_per_activity": per_activity_ms(cpu_ours, count),
         "server_cpu_ms_per_activity": per_activity_ms(server_cpu, count) if server_pids else None,
+        "benchmark_process_cpu_ms_per_activity": per_activity_ms(this_cpu, count),
+        "cores_used_by_benchmark_process": round(this_cpu / elapsed, 2),
         "seconds": round(elapsed, 2),
     }
 
@@ -193,38 +197,56 @@ async def measure_flowforge(
     histories: int,
     store: str | None = None,
     store_pids: Callable[[], list[int]] = list,
+    *,
+    server_processes: int = 1,
+    worker_processes: bool = False,
 ) -> dict[str, Any]:
     """FlowForge's figures: its server on ``store`` (default a fresh SQLite file), whose
-    processes ``store_pids`` names (counted in the engine's CPU)."""
+    processes ``store_pids`` names (counted in the engine's CPU).
+
+    One client in this process starts the workflows and awaits their results, and the
+    worker runs beside it. With ``server_processes`` > 1 (PostgreSQL only) the server
+    runs that many processes (``--processes``) and this process holds one client per
+    server process, each connected to a different one (the kernel picks at random:
+    ``benchmarks.scale`` checks and reconnects), the starts spread over them, a worker
+    beside each. With ``worker_processes`` the workers run in processes of their own
+    instead, one per server process, each connected to a different one (``benchmarks.scale``'s
+    worker; their CPU counts in the engine's).
+    """
+    # benchmarks.scale imports this module: imported here, where it is used.
+    from benchmarks.scale import connect_starters, start_workers, stop_workers
     from flowforge import Client
-    from flowforge.worker import Worker
-    from samples.onboarding.workflows import ACTIVITIES, Onboarding
-    from testsupport.workloads import SingleActivity, noop
+    from samples.onboarding.workflows import Onboarding
+    from testsupport.workloads import SingleActivity
 
     with (
         tempfile.TemporaryDirectory(prefix="flowforge-compare-") as tmp,
-        server_process(store or os.path.join(tmp, "flowforge.db")) as (address, pid),
+        server_process(store or os.path.join(tmp, "flowforge.db"), processes=server_processes) as (address, pid),
     ):
-        client = await Client.connect(address)
+        where = Target([address], server_pids=[pid])
+        clients = await connect_starters(where) if server_processes > 1 else [await Client.connect(address)]
         queue = f"compare-{uuid.uuid4().hex[:8]}"
+        workers = await start_workers(where, queue, "stream", tmp) if worker_processes else []
 
         async def run_single(i: int) -> int:
-            handle = await client.start_workflow(SingleActivity.run, i, id=f"single-{queue}-{i}", task_queue=queue)
+            handle = await clients[0].start_workflow(SingleActivity.run, i, id=f"single-{queue}-{i}", task_queue=queue)
             return await handle.result()
 
         async def start_onboarding(i: int, request: dict) -> Any:
-            return await client.start_workflow(Onboarding.run, request, id=f"onb-{queue}-{i}", task_queue=queue)
+            return await clients[i % len(clients)].start_workflow(
+                Onboarding.run, request, id=f"onb-{queue}-{i}", task_queue=queue
+            )
 
         async def wait(handle: Any) -> dict:
             return await handle.result()
 
         async def history(i: int) -> list[Event]:
-            return flowforge_events(await client.get_workflow_handle(f"onb-{queue}-{i}").fetch_history())
+            return flowforge_events(await clients[0].get_workflow_handle(f"onb-{queue}-{i}").fetch_history())
 
         try:
-            async with Worker(
-                client, task_queue=queue, workflows=[Onboarding, SingleActivity], activities=[*ACTIVITIES, noop]
-            ):
+            async with contextlib.AsyncExitStack() as stack:
+                for client in [] if worker_processes else clients:
+                    await stack.enter_async_context(benchmark_worker(client, queue))
                 return await drive(
                     Engine(
                         "FlowForge",
@@ -232,8 +254,8 @@ async def measure_flowforge(
                         start_onboarding,
                         wait,
                         history,
-                        lambda: [pid, *store_pids()],
-                        lambda: [pid, *_children(pid)],
+                        lambda: [*where.server_process_pids(), *(worker.pid for worker in workers), *store_pids()],
+                        where.server_process_pids,
                     ),
                     count,
                     concurrency,
@@ -241,7 +263,9 @@ async def measure_flowforge(
                     histories,
                 )
         finally:
-            await client.close()
+            stop_workers(workers)
+            for client in clients:
+                await client.close()
 
 
 # ------------------------------------------------------------------ Temporal

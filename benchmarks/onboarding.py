@@ -87,6 +87,14 @@ def positive_int(text: str) -> int:
     return value
 
 
+def benchmark_worker(client: Client, task_queue: str, **options: Any) -> Worker:
+    """A worker (default settings but ``options``) for the benchmarks' workflows: the
+    onboarding DAG and the one-activity ("hello") workflow."""
+    return Worker(
+        client, task_queue=task_queue, workflows=[Onboarding, SingleActivity], activities=[*ACTIVITIES, noop], **options
+    )
+
+
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
@@ -315,14 +323,7 @@ async def measure(
     task_queue = f"bench-{uuid.uuid4().hex[:8]}"
     async with contextlib.AsyncExitStack() as stack:
         for client in clients:
-            await stack.enter_async_context(
-                Worker(
-                    client,
-                    task_queue=task_queue,
-                    workflows=[Onboarding, SingleActivity],
-                    activities=[*ACTIVITIES, noop],
-                )
-            )
+            await stack.enter_async_context(benchmark_worker(client, task_queue))
         # Sequential single-activity latency: one workflow at a time, end to end.
         single = []
         for i in range(SINGLE_RUNS):

@@ -67,6 +67,7 @@ from benchmarks.compare_temporal import flowforge_events, schedule_to_start
 from benchmarks.onboarding import (
     Target,
     _children,
+    benchmark_worker,
     code_version,
     cpu_seconds,
     load_average,
@@ -76,8 +77,7 @@ from benchmarks.onboarding import (
     target,
 )
 from flowforge import Client
-from flowforge.worker import Worker
-from samples.onboarding.workflows import ACTIVITIES, Onboarding
+from samples.onboarding.workflows import Onboarding
 from testsupport.waiting import wait_until
 
 ACTIVITIES_PER_WORKFLOW = 6
@@ -100,13 +100,7 @@ async def run_worker(address: str, task_queue: str, transport: str) -> None:
     benchmark dies without stopping it (killed): an orphan would go on reconnecting to
     a server that is gone, and load the machine the next run measures."""
     client = await Client.connect(address)
-    worker = Worker(
-        client,
-        task_queue=task_queue,
-        workflows=[Onboarding],
-        activities=ACTIVITIES,
-        task_transport="unary" if transport == "unary" else "stream",
-    )
+    worker = benchmark_worker(client, task_queue, task_transport="unary" if transport == "unary" else "stream")
     loop = asyncio.get_running_loop()
     orphaned = asyncio.Event()
 
