@@ -777,8 +777,19 @@ def json_dict_to_message(value: dict[str, Any] | None, message_type: type[_M]) -
 
 
 def payloads_json(payloads: common_pb2.Payloads) -> PayloadsJSON:
-    """``Payloads`` as an attribute value."""
-    return message_to_json_dict(payloads)
+    """``Payloads`` as an attribute value: what ``MessageToDict`` makes of it (empty
+    fields left out, bytes in standard base64), built directly: ``MessageToDict`` is
+    pure Python, and the server writes payloads into a run's events on every start,
+    activity and completion (issue 20)."""
+    items: list[dict[str, Any]] = []
+    for payload in payloads.payloads:
+        item: dict[str, Any] = {}
+        if payload.metadata:
+            item["metadata"] = {key: base64.b64encode(value).decode() for key, value in payload.metadata.items()}
+        if payload.data:
+            item["data"] = base64.b64encode(payload.data).decode()
+        items.append(item)
+    return {"payloads": items} if items else {}
 
 
 def payloads_from_json(value: PayloadsJSON | None) -> common_pb2.Payloads:

@@ -10,6 +10,8 @@ from unittest import mock
 
 import pytest
 from google.protobuf import json_format
+from hypothesis import given
+from hypothesis import strategies as st
 
 from flowforge.api import schema
 from flowforge.api.v1 import common_pb2
@@ -58,3 +60,37 @@ def test_payloads_from_json_refuses_what_parse_dict_refuses(value: Any) -> None:
         _parse_dict(value)
     with pytest.raises(json_format.ParseError):
         schema.payloads_from_json(value)
+
+
+ENCODED = [
+    common_pb2.Payloads(),
+    common_pb2.Payloads(payloads=[common_pb2.Payload()]),  # an empty payload: {}
+    common_pb2.Payloads(payloads=[common_pb2.Payload(metadata={"encoding": b""})]),  # an empty value is kept
+    common_pb2.Payloads(payloads=[common_pb2.Payload(data=b"\xfb\xef\xff\x00")]),  # '+' and '/' in base64
+    common_pb2.Payloads(
+        payloads=[
+            common_pb2.Payload(metadata={"encoding": b"json/plain", "é-key": b"\x00\x01", "z": b"x" * 100}, data=b"1"),
+            common_pb2.Payload(data=b"\xff" * 1000),
+            common_pb2.Payload(metadata={"encoding": b"binary/null"}),
+        ]
+    ),
+    default_converter.to_payloads([{"a": 1, "text": "é" * 40}, None, [1, 2], b"\xfb\xff", "x" * 5000]),
+]
+
+
+@pytest.mark.parametrize("payloads", ENCODED)
+def test_payloads_json_writes_what_message_to_dict_writes(payloads: common_pb2.Payloads) -> None:
+    assert schema.payloads_json(payloads) == json_format.MessageToDict(payloads, preserving_proto_field_name=True)
+    # And it reads back to the same message.
+    assert schema.payloads_from_json(schema.payloads_json(payloads)) == payloads
+
+
+@given(
+    st.lists(
+        st.tuples(st.dictionaries(st.text(max_size=8), st.binary(max_size=12), max_size=3), st.binary(max_size=40)),
+        max_size=4,
+    )
+)
+def test_payloads_json_agrees_with_message_to_dict_on_any_payloads(items: list[tuple[dict[str, bytes], bytes]]) -> None:
+    payloads = common_pb2.Payloads(payloads=[common_pb2.Payload(metadata=m, data=d) for m, d in items])
+    assert schema.payloads_json(payloads) == json_format.MessageToDict(payloads, preserving_proto_field_name=True)
