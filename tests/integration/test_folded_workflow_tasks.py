@@ -599,3 +599,53 @@ async def test_parallel_activities_fold_one_after_the_other(wire: Wire, reporter
     types = [e.event_type for e in history]
     assert types.count("ActivityTaskCompleted") == 3 and types.count("WorkflowTaskCompleted") == 4
     assert types[-1] == "WorkflowExecutionCompleted"
+
+
+async def test_a_fold_whose_completion_schedules_a_task_returns_it_with_the_tail(
+    wire: Wire, reporter: Any, server: FlowForgeServer
+) -> None:
+    """return_new_workflow_task in a fold: cancelling an activity no worker started
+    cancels it at once (its outcome schedules the next workflow task), which comes
+    back leased with the history from the fold's WorkflowTaskStarted (the instance's
+    cached_event_id) on: the fold's events are in the transaction's memory, no read."""
+    await wire.start("returned", task_queue=Q)
+    task = await wire.poll_workflow_task(Q)
+    scheduled = await wire.stub.RespondWorkflowTaskCompleted(
+        pb.RespondWorkflowTaskCompletedRequest(
+            namespace=NS,
+            task_token=task.task_token,
+            commands=[schedule_activity("a"), schedule_activity("b", task_queue="elsewhere")],
+            identity="folder",
+            eager_activity_slots=2,
+            cached_event_id=task.history[-1].event_id,
+        )
+    )
+    (a,) = scheduled.activity_tasks  # b waits on its own queue
+    last = scheduled.appended_events[-1].event_id
+    cancel_b = command_pb2.Command(
+        request_cancel_activity_task=command_pb2.RequestCancelActivityTaskCommandAttributes(activity_id="b")
+    )
+    store = StoreCounters(server.store)
+    response = await reporter.complete(
+        _activity_completion(a.task_token, "A", _fold(last, cancel_b, return_new_workflow_task=True))
+    )
+    assert response.workflow_task_folded
+    # One commit, and no history read for the returned task (the timekeeper may look at its deadlines).
+    assert store.counts["write_transactions"] == 1, dict(store.counts)
+    assert all(reader.startswith("Timekeeper.") for reader in store.readers), dict(store.readers)
+    answer = response.folded_workflow_task_completed
+    returned = answer.workflow_task
+    assert returned.task_token
+    history = await _history(wire, "returned")
+    assert list(returned.history) == history[last + 3 :]  # from the fold's WorkflowTaskStarted (last + 4) on
+    assert [e.event_type for e in returned.history] == [
+        "WorkflowTaskStarted",
+        "WorkflowTaskCompleted",
+        "ActivityTaskCancelRequested",
+        "ActivityTaskCanceled",
+        "WorkflowTaskScheduled",
+        "WorkflowTaskStarted",
+    ]
+    assert list(answer.appended_events) == history[last + 4 :]
+    await wire.complete_workflow_task(returned.task_token, complete_workflow("done"))
+    assert (await _history(wire, "returned"))[-1].event_type == "WorkflowExecutionCompleted"
