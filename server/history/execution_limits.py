@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from flowforge.api.schema import EventType, TaskKind
 from flowforge.api.v1 import command_pb2
 from flowforge.server.errors import ResourceExhausted
-from flowforge.server.stores.base import ExecutionRow, Transaction
+from flowforge.server.stores.base import ExecutionRow, HistoryEventRow, Transaction
 
 __all__ = ["ExecutionLimits", "LimitBreach", "check_completion", "check_signal"]
 
@@ -77,7 +77,12 @@ def _warn_once(row: ExecutionRow, what: str) -> None:
 
 
 async def _history_breach(
-    tx: Transaction, row: ExecutionRow, started_event_id: int, added: int, limits: ExecutionLimits
+    tx: Transaction,
+    row: ExecutionRow,
+    started_event_id: int,
+    added: int,
+    unsaved: Sequence[HistoryEventRow],
+    limits: ExecutionLimits,
 ) -> str | None:
     events = row.next_event_id - 1 + added
     if events > limits.max_history_events:
@@ -87,6 +92,7 @@ async def _history_breach(
     if events // limits.size_check_every == started_event_id // limits.size_check_every:
         return None
     _count, size = await tx.history_size(row.namespace, row.run_id)
+    size += sum(len(event.attributes) for event in unsaved)
     if size > limits.max_history_bytes:
         return f"its history is {size} bytes, over the limit of {limits.max_history_bytes} per run"
     if size > limits.warn_history_bytes:
@@ -100,15 +106,18 @@ async def check_completion(
     started_event_id: int,
     commands: Sequence[command_pb2.Command],
     limits: ExecutionLimits,
+    unsaved: Sequence[HistoryEventRow] = (),
 ) -> LimitBreach | None:
     """What limit a workflow task completion of ``row`` would pass, if any (before it is applied).
 
     Args:
         started_event_id: The run's history length when the task started: the size is
             measured when the history crossed a multiple of ``size_check_every`` since.
+        unsaved: Events the completion's transaction appended but has not written yet
+            (a folded task's activity events): counted with the stored ones.
     """
     # The completion adds WorkflowTaskCompleted and about one event per command.
-    history = await _history_breach(tx, row, started_event_id, len(commands) + 1, limits)
+    history = await _history_breach(tx, row, started_event_id, len(commands) + 1, unsaved, limits)
     if history is not None:
         return LimitBreach(
             f"the run was terminated because {history}; continue as new before a run's history grows this large",

@@ -279,7 +279,8 @@ class WorkflowTasks(Commands, FlowControl):
             )
             await m.save()
             return _Completed([])
-        breach = await check_completion(tx, row, row.wft_started_event_id, commands, self.config.limits)
+        # A folded task's activity events are in m.events, not yet written.
+        breach = await check_completion(tx, row, row.wft_started_event_id, commands, self.config.limits, m.events)
         if breach is not None:
             return await self._refuse_over_limit(m, task, breach, identity)
         m.write_transient_workflow_task_events(task.identity)
