@@ -20,3 +20,16 @@ def test_a_count_that_is_not_a_positive_whole_number_is_a_usage_error(module: st
     assert finished.returncode == 2, finished.stderr
     assert "argument -n/--workflows" in finished.stderr
     assert "Traceback" not in finished.stderr
+
+
+@pytest.mark.parametrize("count", ["0", "two"])
+def test_compare_dbos_server_processes_that_are_not_a_positive_whole_number_are_a_usage_error(count: str) -> None:
+    finished = subprocess.run(
+        [sys.executable, "-m", "benchmarks.compare_dbos", "--server-processes", count],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert finished.returncode == 2, finished.stderr
+    assert "argument --server-processes" in finished.stderr
+    assert "Traceback" not in finished.stderr
