@@ -38,10 +38,11 @@ from datetime import UTC, datetime
 from typing import Any, Self
 
 from benchmarks.onboarding import load_average, machine
-from flowforge import _workflow_instance, workflow
+from flowforge import workflow
 from flowforge._determinism import DeterminismGuard
 from flowforge._workflow_instance import WorkflowInstance
 from flowforge.api.v1 import common_pb2
+from testsupport.activations import guard_replaced
 
 CALLS_PER_ROUND = 200
 
@@ -103,16 +104,6 @@ class _NoGuard:
         return self
 
     def __exit__(self, *exc_info: object) -> None: ...
-
-
-@contextlib.contextmanager
-def guard_replaced(stand_in: type) -> Iterator[None]:
-    """Workflow instances use ``stand_in`` (a class shaped like DeterminismGuard) meanwhile."""
-    _workflow_instance.DeterminismGuard = stand_in  # type: ignore[misc, assignment]
-    try:
-        yield
-    finally:
-        _workflow_instance.DeterminismGuard = DeterminismGuard  # type: ignore[misc]
 
 
 def guard_disabled() -> contextlib.AbstractContextManager[None]:
