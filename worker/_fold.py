@@ -39,6 +39,7 @@ __all__ = ["ActivityCompletions", "fold_events", "fold_started_time"]
 logger = logging.getLogger(__name__)
 
 _NANOS = 1_000_000_000
+_NANOS_PER_MICROSECOND = 1_000
 
 
 def fold_started_time(
@@ -49,7 +50,9 @@ def fold_started_time(
     The activity task's lease time (the server's clock when it leased it) plus the worker's
     monotonic time since the task arrived: never the worker's wall clock, which may be skewed
     against the server's. That stays below the server's now (the lease was before the task
-    arrived); never before the run's last event, which the server requires.
+    arrived); never before the run's last event, which the server requires. In whole
+    microseconds, the precision of the time the server records: the workflow loop's clock
+    (``time()``) of the folded task is then the one a replay of the history sets.
 
     Args:
         task: The activity task (its ``started_time`` is the lease time).
@@ -57,7 +60,8 @@ def fold_started_time(
         last_event_time: The time of the run's last event, as the cached instance saw it.
     """
     elapsed_ns = max(0, int((time.monotonic() - arrived) * _NANOS))
-    started_ns = max(task.started_time.ToNanoseconds() + elapsed_ns, last_event_time.ToNanoseconds())
+    leased_ns = task.started_time.ToNanoseconds() + elapsed_ns
+    started_ns = max(leased_ns - leased_ns % _NANOS_PER_MICROSECOND, last_event_time.ToNanoseconds())
     return Timestamp(seconds=started_ns // _NANOS, nanos=started_ns % _NANOS)
 
 

@@ -123,3 +123,14 @@ def test_the_fold_time_is_the_lease_time_plus_the_time_since_the_task_arrived_ne
     assert 250_000_000 <= elapsed < 250_000_000 + 5_000_000_000
     later = Timestamp(seconds=1_800_000_000, nanos=7)
     assert fold_started_time(task, arrived, later) == later
+
+
+def test_the_fold_time_is_one_the_server_records_as_is() -> None:
+    """The server keeps event times in whole microseconds: a fold time finer than that would
+    give the folded task a clock (the workflow loop's ``time()``) a replay does not see."""
+    task = workflow_service_pb2.PollActivityTaskQueueResponse(started_time=Timestamp(seconds=1_700_000_000, nanos=123))
+    for arrived in (time.monotonic(), time.monotonic() - 0.000_000_7, time.monotonic() - 1.5):
+        started = fold_started_time(task, arrived, Timestamp(seconds=1_600_000_000))
+        recorded = Timestamp()
+        recorded.FromMicroseconds(started.ToMicroseconds())
+        assert started == recorded
