@@ -59,6 +59,11 @@ class _RunCache:
         return self._instances.pop(run_id, None)
 
     def put(self, run_id: str, instance: WorkflowInstance) -> None:
+        """Caches ``instance``, unless the run's cached one stands at a later event: a task
+        that ran meanwhile on a new instance (while a fold had this one out) is newer."""
+        cached = self._instances.get(run_id)
+        if cached is not None and cached.last_event_id > instance.last_event_id:
+            return
         self._instances[run_id] = instance
         while len(self._instances) > self._capacity:
             self._instances.popitem(last=False)
