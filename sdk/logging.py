@@ -17,13 +17,11 @@ The server does the same for ``flowforge server start --log-format json``.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import datetime
 import json
 import logging
 import sys
-from collections.abc import Iterator
 from typing import Any, Literal, TextIO
 
 from opentelemetry import trace
@@ -41,15 +39,27 @@ _TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _bound: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("flowforge_log_fields", default={})  # noqa: B039 - never mutated, only replaced
 
 
-@contextlib.contextmanager
-def bind(**values: Any) -> Iterator[None]:
+class bind:
     """Adds id fields (of :data:`FIELDS`) to every line logged inside the block,
-    in this task and the tasks it starts. Empty values are left out."""
-    token = _bound.set({**_bound.get(), **{k: v for k, v in values.items() if v not in (None, "")}})
-    try:
-        yield
-    finally:
-        _bound.reset(token)
+    in this task and the tasks it starts. Empty values are left out.
+
+    A class rather than a generator-based context manager: the server binds each RPC's
+    ids, so it runs on every call."""
+
+    __slots__ = ("_token", "_values")
+
+    def __init__(self, **values: Any) -> None:
+        self._values = values
+        self._token: contextvars.Token[dict[str, Any]] | None = None
+
+    def __enter__(self) -> None:
+        added = {k: v for k, v in self._values.items() if v is not None and v != ""}
+        self._token = _bound.set({**_bound.get(), **added} if added else _bound.get())
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._token is not None:
+            _bound.reset(self._token)
+            self._token = None
 
 
 def fields(record: logging.LogRecord | None = None) -> dict[str, Any]:

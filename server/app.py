@@ -36,6 +36,7 @@ from flowforge.server.scheduler import Scheduler, SchedulerConfig, Schedules
 from flowforge.server.stores.base import Store
 from flowforge.server.timers import Timekeeper
 from flowforge.server.tracing import ServerTracing
+from flowforge.server.unary_handlers import InterceptorChain
 from flowforge.server.webhook import EventWebhook
 
 __all__ = ["FlowForgeServer", "ServerConfig", "open_store"]
@@ -193,7 +194,11 @@ class FlowForgeServer:
         server = grpc.aio.server(
             # Observer outermost: refusals by the auth interceptor are counted too. A
             # request that does not parse is refused before authorization reads it.
-            interceptors=[RpcObserver(self.engine.metrics, self.engine.tracer), MalformedRequests(), interceptor],
+            interceptors=[
+                InterceptorChain(
+                    [RpcObserver(self.engine.metrics, self.engine.tracer), MalformedRequests(), interceptor]
+                )
+            ],
             options=[
                 ("grpc.max_receive_message_length", max_request_bytes(self.config.engine.max_payload_bytes)),
                 ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),

@@ -122,12 +122,40 @@ class RpcObserver(grpc.aio.ServerInterceptor):
 
 def _ids(request: Any) -> dict[str, str]:
     """The namespace, workflow id and run id a request names (no payloads)."""
-    execution = getattr(request, "workflow_execution", None) or request
+    sources = _ID_SOURCES.get(type(request))
+    if sources is None:
+        sources = _ID_SOURCES[type(request)] = _id_sources(request)
+    namespace, execution_field, workflow_id, run_id = sources
+    execution = getattr(request, execution_field) if execution_field else request
     return {
-        "namespace": getattr(request, "namespace", ""),
-        "workflow_id": getattr(execution, "workflow_id", ""),
-        "run_id": getattr(execution, "run_id", ""),
+        "namespace": getattr(request, namespace) if namespace else "",
+        "workflow_id": getattr(execution, workflow_id) if workflow_id else "",
+        "run_id": getattr(execution, run_id) if run_id else "",
     }
+
+
+# The fields _ids reads, by request type: looked up once, since a getattr of a field a
+# message does not have raises (and catches) an AttributeError inside protobuf each call.
+_ID_SOURCES: dict[type, tuple[str, str, str, str]] = {}
+
+
+def _id_sources(request: Any) -> tuple[str, str, str, str]:
+    """(namespace field, execution field, workflow id field, run id field) of
+    ``request``'s type, each "" where it has none; the ids come from the execution
+    message when the request has a ``workflow_execution``, else from the request."""
+    fields = getattr(getattr(request, "DESCRIPTOR", None), "fields_by_name", {})
+    execution = fields["workflow_execution"].message_type if "workflow_execution" in fields else None
+    inner = execution.fields_by_name if execution is not None else fields
+
+    def named(candidates: Any, name: str) -> str:
+        return name if name in candidates else ""
+
+    return (
+        named(fields, "namespace"),
+        "workflow_execution" if execution is not None else "",
+        named(inner, "workflow_id"),
+        named(inner, "run_id"),
+    )
 
 
 def _code(value: object) -> grpc.StatusCode | None:
