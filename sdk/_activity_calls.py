@@ -187,7 +187,11 @@ def start_activity(
             result_type=result_type,
             task_queue=task_queue or "",
             retry_policy=retry_policy,
-            cancellation_type=ActivityCancellationType(cancellation_type),
+            # Converted only when given as a plain int: an enum call is two Python calls,
+            # which the determinism guard's hook sees for every activity started.
+            cancellation_type=cancellation_type
+            if type(cancellation_type) is ActivityCancellationType
+            else ActivityCancellationType(cancellation_type),
             schedule_to_close_timeout=schedule_to_close_timeout,
             schedule_to_start_timeout=schedule_to_start_timeout,
             start_to_close_timeout=start_to_close_timeout,
