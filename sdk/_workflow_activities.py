@@ -66,7 +66,7 @@ class Activities:
             activity_type=call.activity_type,
             task_queue=call.task_queue,
             input=input_payloads,
-            depends_on_activity_ids=[str(seq) for seq in dependencies],
+            depends_on_activity_ids=list(map(str, dependencies)),  # no comprehension frame for the guard's hook
             cancellation_type=call.cancellation_type.value,
             dead_letter=call.dead_letter,
             concurrency_key=call.concurrency_key or "",

@@ -56,11 +56,15 @@ class DagTracker:
         # An activity is scheduled after its dependencies, so it has a higher sequence
         # number: only a later member can imply ``observed``, only an earlier one be
         # implied by it. Plain loops: this runs in workflow code, under the determinism
-        # guard, where every call (a generator's steps too) costs its hook two events.
+        # guard, where every call (a comprehension's or a generator's frame too) costs
+        # its hook two events.
         for member in frontier:
             if member > observed and self._depends_on(member, observed):
                 return  # already implied
-        implied = [member for member in frontier if member < observed and self._depends_on(observed, member)]
+        implied = []
+        for member in frontier:
+            if member < observed and self._depends_on(observed, member):
+                implied.append(member)
         if implied:
             frontier.difference_update(implied)
         frontier.add(observed)

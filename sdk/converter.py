@@ -282,7 +282,9 @@ class DataConverter:
 
     def to_payloads(self, values: Iterable[Any]) -> common_pb2.Payloads:
         """Serializes a list of values (e.g. call arguments)."""
-        return common_pb2.Payloads(payloads=[self.to_payload(v) for v in values])
+        # map(), not a comprehension: its frame would be one more call for the determinism
+        # guard's hook when workflow code encodes arguments.
+        return common_pb2.Payloads(payloads=list(map(self.to_payload, values)))
 
     def from_payloads(self, payloads: common_pb2.Payloads | None, type_hints: Sequence[Any] | None = None) -> list[Any]:
         """Deserializes a list of values; missing hints mean plain JSON values."""
