@@ -2,6 +2,7 @@
 
     python -m benchmarks.onboarding [--address HOST:PORT | --store sqlite|postgresql|URL] [-n 500]
                                     [--concurrency 100] [--replicas 1] [--cooling-off 0] [--tracing]
+                                    [--sample-locks]
 
 Without --address it starts the server process(es) itself (`flowforge server
 start`): ``sqlite`` is a fresh file in a temporary directory, ``postgresql`` a
@@ -31,7 +32,12 @@ JSON line:
   were assigned a transaction id (wrote something, so COMMIT waits for a WAL
   flush), from ``txid_current()`` before and after the N workflows;
 - ``timer_late_*`` (with ``--cooling-off``): how much later than asked the
-  durable timers fired, from the histories.
+  durable timers fired, from the histories;
+- ``pg_lock_waits`` (with ``--sample-locks``, PostgreSQL only): ``pg_locks`` sampled
+  every ~5 ms during the N workflows: the samples, those in which a session of the
+  database waited for a lock, and the waits by lock type and the statement's first
+  words (a report's ``SELECT ... FOR UPDATE`` waiting on another transaction shows
+  as ``transactionid``).
 
 ``--tracing`` turns tracing on everywhere: the clients and workers carry
 ``TracingInterceptor`` (spans batched to OTLP/HTTP), and the servers export their own
@@ -311,8 +317,39 @@ async def pg_txid(dsn: str | None) -> int | None:
         await connection.close()
 
 
+LOCK_SAMPLE_INTERVAL_S = 0.005
+
+
+async def sample_lock_waits(dsn: str, stop: asyncio.Event) -> dict[str, Any]:
+    """Samples the lock waits of ``dsn``'s database until ``stop`` is set."""
+    import asyncpg
+
+    connection = await asyncpg.connect(dsn)
+    samples = with_a_wait = 0
+    kinds: collections.Counter[str] = collections.Counter()
+    try:
+        while not stop.is_set():
+            waits = await connection.fetch(
+                "SELECT l.locktype, left(a.query, 40) AS statement FROM pg_locks l"
+                " JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND a.datname = current_database()"
+            )
+            samples += 1
+            with_a_wait += bool(waits)
+            kinds.update(f"{wait['locktype']}: {wait['statement']}" for wait in waits)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), LOCK_SAMPLE_INTERVAL_S)
+    finally:
+        await connection.close()
+    return {"samples": samples, "samples_with_a_wait": with_a_wait, "waits": dict(kinds.most_common())}
+
+
 async def measure(
-    where: Target, count: int, concurrency: int, cooling_off_s: float = 0.0, otlp_endpoint: str | None = None
+    where: Target,
+    count: int,
+    concurrency: int,
+    cooling_off_s: float = 0.0,
+    otlp_endpoint: str | None = None,
+    sample_locks: bool = False,
 ) -> dict[str, Any]:
     """Runs the benchmark against ``where``: one client and one worker per replica,
     workflow ``i`` started (and awaited) through replica ``i % replicas``; traced to
@@ -365,10 +402,18 @@ async def measure(
         server_pids = where.server_process_pids()
         cpu_before, busy_before = cpu_seconds(pids), machine_busy_seconds()
         server_cpu_before = cpu_seconds(server_pids)
+        stop_sampling = asyncio.Event()
+        sampling = (
+            asyncio.create_task(sample_lock_waits(where.pg_dsn, stop_sampling))
+            if sample_locks and where.pg_dsn
+            else None
+        )
         began = time.perf_counter()
         await asyncio.gather(*(one(i) for i in range(count)))
         elapsed = time.perf_counter() - began
         server_cpu = cpu_seconds(server_pids) - server_cpu_before
+        stop_sampling.set()
+        lock_waits = await sampling if sampling is not None else None
         # Backends the server's pool opened meanwhile count in full (they are new).
         pids = sorted({*pids, *where.pids()})
         cpu_ours, busy = cpu_seconds(pids) - cpu_before, machine_busy_seconds() - busy_before
@@ -408,6 +453,8 @@ async def measure(
         result["timer_late_p50_ms"] = round(percentile(timers_late, 0.5) * 1000, 1)
         result["timer_late_p95_ms"] = round(percentile(timers_late, 0.95) * 1000, 1)
         result["timer_late_max_ms"] = round(max(timers_late) * 1000, 1)
+    if lock_waits is not None:
+        result["pg_lock_waits"] = lock_waits
     if txid_before is not None and txid_after is not None:
         # Minus the txid_current() call of the "after" probe itself.
         result["pg_write_transactions_per_workflow"] = round((txid_after - txid_before - 1) / count, 2)
@@ -454,6 +501,9 @@ def main() -> None:
         help="the onboarding timer in seconds (default 0: no timer); >0 also reports its lateness",
     )
     parser.add_argument("--tracing", action="store_true", help="trace clients, workers and servers (see above)")
+    parser.add_argument(
+        "--sample-locks", action="store_true", help="sample PostgreSQL's lock waits during the run (see above)"
+    )
     args = parser.parse_args()
     load_before, code_before = load_average(), code_version()
     with contextlib.ExitStack() as stack:
@@ -463,7 +513,9 @@ def main() -> None:
             if args.address
             else stack.enter_context(target(args.store, args.replicas, sink, args.processes, args.uvloop))
         )
-        result = asyncio.run(measure(where, args.workflows, args.concurrency, args.cooling_off, sink))
+        result = asyncio.run(
+            measure(where, args.workflows, args.concurrency, args.cooling_off, sink, args.sample_locks)
+        )
     result["tracing"] = args.tracing
     result["uvloop"] = args.uvloop
     if args.address:
