@@ -404,3 +404,18 @@ async def test_a_server_without_the_stream_is_polled_with_unary_calls(connect: A
     assert task.task_token == b"polled"
     assert not stream.supported
     await stream.close()
+
+
+def test_the_tasks_a_folded_workflow_tasks_answer_hands_over_are_awaited_like_any_eager_task() -> None:
+    # The flush lingers for the reports of tasks handed over moments ago: those a fold's
+    # answer carries (its workflow task's eager activities, a next task) count too.
+    folded = pb.RespondActivityTaskCompletedResponse(
+        workflow_task_folded=True,
+        folded_workflow_task_completed=pb.RespondWorkflowTaskCompletedResponse(
+            activity_tasks=[pb.PollActivityTaskQueueResponse(task_token=b"a1")],
+            workflow_task=pb.PollWorkflowTaskQueueResponse(task_token=b"w2"),
+        ),
+    )
+    assert _stream._eager_tokens(folded) == [b"a1", b"w2"]
+    ignored = pb.RespondActivityTaskCompletedResponse(workflow_task=pb.PollWorkflowTaskQueueResponse(task_token=b"w1"))
+    assert _stream._eager_tokens(ignored) == [b"w1"]
