@@ -164,6 +164,12 @@ async def _folded_workflow_task(
     problem = timestamp_problem(folded.started_time.seconds, folded.started_time.nanos)
     if problem is not None:
         raise InvalidArgument(f"folded_workflow_task.started_time {problem}")
+    if folded.started_time.nanos % 1000:
+        # History keeps whole microseconds: the code must have run at the time replay will see.
+        raise InvalidArgument(
+            "folded_workflow_task.started_time must be a whole number of microseconds (nanos a multiple of"
+            f" 1000, not {folded.started_time.nanos}): history records no finer time, so the task must run at that one"
+        )
     completion = folded.completion
     if completion.task_token:
         raise InvalidArgument(

@@ -386,6 +386,10 @@ def _malformed_cases() -> dict[str, tuple[Any, str]]:
         "started_time_missing": (lambda f: f.ClearField("started_time"), "folded_workflow_task.started_time"),
         "started_time_nanos": (lambda f: setattr(f.started_time, "nanos", 1_000_000_000), "started_time"),
         "started_time_seconds": (lambda f: setattr(f.started_time, "seconds", 10**12), "started_time"),
+        "started_time_finer_than_microseconds": (
+            lambda f: setattr(f.started_time, "nanos", f.started_time.nanos + 1),
+            "folded_workflow_task.started_time must be a whole number of microseconds",
+        ),
         "task_token": (
             lambda f: setattr(f.completion, "task_token", b"forged"),
             "folded_workflow_task.completion.task_token",
