@@ -35,6 +35,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any
 
 import grpc
+from prometheus_client import Counter, Histogram
 
 from flowforge.api.schema import TaskKind
 from flowforge.api.v1 import workflow_service_pb2 as pb
@@ -111,6 +112,9 @@ class _WorkerStream:
         self._engine = engine
         self._received = engine.metrics.worker_stream_messages.labels("received")
         self._sent = engine.metrics.worker_stream_messages.labels("sent")
+        # Each report's series, looked up once per RPC and status (labels() locks and builds a key).
+        self._requests: dict[tuple[str, int], Counter] = {}
+        self._latencies: dict[str, Histogram] = {}
         self._matching = matching
         self._context = context
         self._namespace = ""
@@ -188,8 +192,10 @@ class _WorkerStream:
                 await self._hello(request)
             elif request.HasField("hello"):
                 raise InvalidArgument("hello may be sent only in the first message of the stream")
-            await self._take_back(request.returned_task_tokens)
-            self._grant(request.credits)
+            if request.returned_task_tokens:
+                await self._take_back(request.returned_task_tokens)
+            if request.credits:
+                self._grant(request.credits)
             if request.stop_tasks:
                 await self._stop_tasks()
             for report in request.reports:
@@ -376,8 +382,15 @@ class _WorkerStream:
             self._decided.discard(report.id)
         # Counted as its unary RPC (rpc_observer.py), so dashboards read the same on either path.
         metrics = self._engine.metrics
-        metrics.rpc_requests.labels(rpc, _CODE_NAMES.get(result.status_code, "UNKNOWN")).inc()
-        metrics.rpc_latency.labels(rpc).observe(time.perf_counter() - began)
+        requests = self._requests.get((rpc, result.status_code))
+        if requests is None:
+            code_name = _CODE_NAMES.get(result.status_code, "UNKNOWN")
+            requests = self._requests[rpc, result.status_code] = metrics.rpc_requests.labels(rpc, code_name)
+        requests.inc()
+        latency = self._latencies.get(rpc)
+        if latency is None:
+            latency = self._latencies[rpc] = metrics.rpc_latency.labels(rpc)
+        latency.observe(time.perf_counter() - began)
         self._outbox.put_nowait(result)  # its slot is freed once written
         self._answer_queued.set()
 
@@ -387,7 +400,8 @@ class _WorkerStream:
         """Writes what is queued, everything ready in one message, until :data:`_END`."""
         while True:
             batch = [await self._outbox.get()]
-            await self._decided_answers()
+            if self._decided:
+                await self._decided_answers()
             size = 0
             while batch[-1] is not _STOPPED and batch[-1] is not _END and size < _MAX_BATCH_BYTES:
                 if self._outbox.empty():
