@@ -9,10 +9,14 @@ by one, because:
 
 - a read (any statement that is not such a write) sends the writes waiting first, so
   it sees them, as it would have;
-- two writes wait together only if they touch different tables or both insert: the
-  parts of one statement see one snapshot, so an update or a delete would miss a row
-  another part inserted or changed, and an insert could collide on a unique key
-  (one workflow task per run) with the row another part deletes;
+- two writes wait together only if they touch different tables, or both insert, or
+  both delete: the parts of one statement see one snapshot, so an update or a delete
+  would miss a row another part inserted or changed, and an insert could collide on a
+  unique key (one workflow task per run) with the row another part deletes. Two
+  deletes remove the rows either matches, as one after the other would (a row both
+  match is removed once: PostgreSQL skips a row the same statement already deleted),
+  only the split of the rows counted between them may differ, and neither count is
+  checked (a closing run's report deletes its task, then all of the run's tasks);
 - a version check (an optimistic update must change its rows) raises
   :class:`ConcurrencyConflict` when it is sent, inside its transaction, which then
   rolls back whole as before; it waits only if the transaction holds the rows locked.
@@ -47,22 +51,29 @@ class PendingWrite:
 
 
 @functools.lru_cache(maxsize=256)
-def _target(sql: str) -> tuple[str, bool]:
-    """The table a write changes, and whether it inserts."""
+def _target(sql: str) -> tuple[str, str]:
+    """The table a write changes, and how (``INSERT INTO``, ``UPDATE`` or ``DELETE FROM``)."""
     match = _TARGET.match(sql)
     if match is None:
         raise ValueError(f"not a single-table write: {sql[:60]!r}")
-    return match[2], match[1] == "INSERT INTO"
+    return match[2], match[1]
 
 
 def shares_statement(write: PendingWrite, pending: Sequence[PendingWrite]) -> bool:
     """Whether ``write`` can go in one statement with the writes ``pending`` (see the module)."""
-    table, inserts = _target(write.sql)
+    table, how = _target(write.sql)
     for other in pending:
-        other_table, other_inserts = _target(other.sql)
-        if other_table == table and not (inserts and other_inserts):
+        other_table, other_how = _target(other.sql)
+        if other_table == table and not (how == other_how == "INSERT INTO" or _unchecked_deletes(write, other)):
             return False
     return True
+
+
+def _unchecked_deletes(*writes: PendingWrite) -> bool:
+    """Whether ``writes`` all delete and nothing reads how many rows they changed or what they returned."""
+    return all(
+        _target(write.sql)[1] == "DELETE FROM" and not write.versions_of and write.receive is None for write in writes
+    )
 
 
 @functools.lru_cache(maxsize=256)

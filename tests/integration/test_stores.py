@@ -790,6 +790,32 @@ async def test_writes_wait_for_the_next_statement_and_go_together(pg_stores: Ope
 
 
 @pg
+async def test_deletes_of_one_table_go_together_and_delete_what_each_would(pg_stores: OpenReplica) -> None:
+    # A closing run's report deletes its task, then all of the run's tasks: one statement.
+    store = await pg_stores()
+    run, other = await insert_run(store), await insert_run(store, run_id="r2", workflow_id="w2")
+    first, second, kept, others = await insert_tasks(
+        store, task(run, "a"), task(run, "b"), task(other, "c"), task(other, "d")
+    )
+    async with store.transaction() as tx:
+        await tx.delete_task(first)  # also among the run's tasks
+        await tx.delete_task(others)  # not
+        await tx.delete_run_tasks(run.run_id)
+        await tx.delete_run_timers(run.run_id)
+    # BEGIN, the four deletes in one statement, COMMIT.
+    assert tx.round_trips == 3, tx.round_trips  # type: ignore[attr-defined]
+    async with store.read() as tx:
+        assert await tx.list_run_tasks("default", run.run_id) == []
+        assert [t.task_id for t in await tx.list_run_tasks("default", other.run_id)] == [kept]
+    assert second not in (kept, others)
+    # A write that is not a delete still waits for the deletes of its table to be sent.
+    async with store.transaction() as tx:
+        await tx.delete_task(kept)
+        await tx.insert_task(task(other, "e"))
+    assert tx.round_trips == 4, tx.round_trips  # type: ignore[attr-defined]
+
+
+@pg
 async def test_a_held_back_version_check_that_fails_at_commit_conflicts_and_changes_nothing(
     pg_stores: OpenReplica,
 ) -> None:

@@ -85,7 +85,9 @@ class ExecutionSQL(SQLCore, ExecutionOperations):
         return None if record is None else record[0]
 
     async def insert_request_id(self, namespace: str, request_id: str, run_id: str, now_us: int) -> None:
-        await self._execute(
+        # Nothing reads its outcome (a duplicate fails the transaction whenever it is
+        # sent): on PostgreSQL it goes with the start's events and task, not alone.
+        await self._write(
             "INSERT INTO request_ids (namespace, request_id, run_id, create_us) VALUES (?, ?, ?, ?)",
             (namespace, request_id, run_id, now_us),
         )
