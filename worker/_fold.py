@@ -39,6 +39,10 @@ __all__ = ["ActivityCompletions", "fold_events", "fold_started_time"]
 logger = logging.getLogger(__name__)
 
 _NANOS = 1_000_000_000
+# The largest folded report sent: every server takes requests of 1 MiB and more (server/app.py
+# max_request_bytes), and a report of an activity's result with a workflow task's commands that
+# large would save nothing worth a report the server might refuse whole (ending the stream).
+_MAX_FOLDED_REQUEST_BYTES = 1024 * 1024
 _NANOS_PER_MICROSECOND = 1_000
 
 
@@ -162,7 +166,11 @@ class ActivityCompletions:
         if not workflows.reserve_eager_slot():
             await send_report(self._service, self._stream, "RespondActivityTaskCompleted", request)
             return
-        foldable = workflows.take_foldable(run_id, task.activity_id) if task.HasField("started_time") else None
+        foldable = (
+            workflows.take_foldable(run_id, task.activity_id)
+            if task.HasField("started_time") and request.ByteSize() <= _MAX_FOLDED_REQUEST_BYTES
+            else None
+        )
         if foldable is None:
             await self._send_unfolded(request, cached_event_id=workflows.cached_event_id(run_id))
             return
@@ -202,6 +210,11 @@ class ActivityCompletions:
         folded.last_event_id = last_event_id
         folded.started_time.CopyFrom(started_time)
         folded.completion.CopyFrom(completion.request)
+        if request.ByteSize() > _MAX_FOLDED_REQUEST_BYTES:
+            workflows.release_completion(completion)
+            request.ClearField("folded_workflow_task")
+            await self._send_unfolded(request, cached_event_id=0)  # the instance ran past the run: spoiled
+            return
         request.eager_workflow_task_queue = self._task_queue
         request.eager_workflow_task_cached_event_id = 0  # if ignored, the instance is spoiled: full history
         try:
