@@ -1,12 +1,14 @@
 """One-activity latency: one-activity workflows run one after another through a real
 server process, start call to result, on a fresh store (docs/performance.md).
 
-    python -m benchmarks.one_activity [--store sqlite|URL] [-n 300] [--task-transport stream|unary]
+    python -m benchmarks.one_activity [--store sqlite|URL] [-n 300] [--task-transport stream|unary] [--no-fold]
 
 Prints one JSON line: the p50 and p95 in ms, the CPU milliseconds per workflow of the
 server process and of this one (worker + starter), the commit measured and the 1-minute load
 average (other work on the machine moves these figures more than most changes do: run
-the builds you compare alternately, several times).
+the builds you compare alternately, several times). ``--no-fold`` runs the worker with
+``fold_workflow_tasks=False``: the activity's completion and the closing workflow task
+reported apart, as before folds (docs/worker-stream.md, "Folded workflow tasks").
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ from testsupport.workloads import SingleActivity, noop
 _WARM_UP = 5
 
 
-async def measure(store: str, count: int, task_transport: Literal["stream", "unary"]) -> dict[str, object]:
+async def measure(
+    store: str, count: int, task_transport: Literal["stream", "unary"], fold: bool = True
+) -> dict[str, object]:
     """The latencies of ``count`` one-activity workflows run one at a time."""
     with tempfile.TemporaryDirectory() as tmp, server_process(store or os.path.join(tmp, "ff.db")) as (address, pid):
         client = await Client.connect(address)
@@ -37,7 +41,12 @@ async def measure(store: str, count: int, task_transport: Literal["stream", "una
         latencies: list[float] = []
         try:
             async with Worker(
-                client, task_queue=queue, workflows=[SingleActivity], activities=[noop], task_transport=task_transport
+                client,
+                task_queue=queue,
+                workflows=[SingleActivity],
+                activities=[noop],
+                task_transport=task_transport,
+                fold_workflow_tasks=fold,
             ):
                 server_cpu, own_cpu = 0.0, 0.0
                 for i in range(_WARM_UP + count):
@@ -54,6 +63,7 @@ async def measure(store: str, count: int, task_transport: Literal["stream", "una
     return {
         "commit": code_version(),
         "task_transport": task_transport,
+        "folded": fold,
         "workflows": count,
         "p50_ms": round(percentile(latencies, 0.5) * 1000, 1),
         "p95_ms": round(percentile(latencies, 0.95) * 1000, 1),
@@ -68,9 +78,10 @@ def main() -> None:
     parser.add_argument("--store", default="", help="a store URL (default: SQLite in a temporary directory)")
     parser.add_argument("-n", "--workflows", type=positive_int, default=300)
     parser.add_argument("--task-transport", choices=("stream", "unary"), default="stream")
+    parser.add_argument("--no-fold", action="store_true", help="report each activity's workflow task apart")
     args = parser.parse_args()
     transport: Literal["stream", "unary"] = "unary" if args.task_transport == "unary" else "stream"
-    print(json.dumps(asyncio.run(measure(args.store, args.workflows, transport))))
+    print(json.dumps(asyncio.run(measure(args.store, args.workflows, transport, fold=not args.no_fold))))
 
 
 if __name__ == "__main__":
