@@ -19,7 +19,8 @@ from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.server.history import EngineConfig
 from flowforge.server.history.execution_limits import ExecutionLimits
-from tests.integration._protocol import NS, Wire, event_types, schedule_activity
+from tests.integration._protocol import NS, Wire, complete_workflow, event_types, schedule_activity
+from tests.integration.test_folded_workflow_tasks import _activity_completion, _fold, _started_with_activities
 
 LIMITS = ExecutionLimits(
     max_history_events=40,
@@ -135,3 +136,28 @@ async def test_too_many_pending_activities_or_children_fail_the_workflow_task(li
         retry.task_token, *[schedule_activity(f"a{i}") for i in range(2)], _child("c1")
     )
     assert event_types(await limited.history("fan-out")).count("ActivityTaskScheduled") == 2
+
+
+@pytest.mark.parametrize("folded", [False, True], ids=["unfolded", "folded"])
+async def test_an_activity_result_past_the_byte_limit_terminates_the_run_folded_or_not(
+    limited: Wire, folded: bool
+) -> None:
+    """The fold appends the activity's events (its result) and runs the completion in one
+    transaction: the size check counts them, as the unfolded path, which wrote them a
+    transaction earlier, does."""
+    workflow_id = f"heavy-result-{folded}"
+    (token,), last = await _started_with_activities(limited, workflow_id, "a")
+    if folded:
+        fold = _fold(last, complete_workflow("done"))
+        response = await limited.stub.RespondActivityTaskCompleted(_activity_completion(token, "x" * 8000, fold))
+        assert response.workflow_task_folded
+    else:
+        response = await limited.stub.RespondActivityTaskCompleted(_activity_completion(token, "x" * 8000, None))
+        await limited.stub.RespondWorkflowTaskCompleted(
+            pb.RespondWorkflowTaskCompletedRequest(
+                namespace=NS, task_token=response.workflow_task.task_token, commands=[complete_workflow("done")]
+            )
+        )
+    history = await limited.history(workflow_id)
+    assert event_types(history)[-1] == "WorkflowExecutionTerminated", event_types(history)
+    assert "bytes, over the limit of 6000 per run" in history[-1][2]["reason"]
