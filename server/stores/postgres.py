@@ -55,7 +55,7 @@ from flowforge.server.stores.base import (
     TaskRow,
     Transaction,
 )
-from flowforge.server.stores.postgres_writes import PendingWrite, combined_sql, shares_statement
+from flowforge.server.stores.postgres_writes import PendingWrite, combined_sql, reads_apart, shares_statement
 
 __all__ = ["PostgresStore"]
 
@@ -293,12 +293,17 @@ class _PostgresTransaction(SQLTransaction):
         return changed
 
     async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Record | None:
+        if self._pending and reads_apart(sql, self._pending):
+            rows = await self._send_pending((sql, params))
+            return rows[0] if rows else None
         await self._send_pending()
         self._round_trip(sql)
         with _translated(self.connection):
             return await self.connection.fetchrow(_numbered(sql), *params)
 
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Record]:
+        if self._pending and reads_apart(sql, self._pending):
+            return await self._send_pending((sql, params))
         await self._send_pending()
         self._round_trip(sql)
         with _translated(self.connection):
@@ -326,24 +331,31 @@ class _PostgresTransaction(SQLTransaction):
     async def send_writes(self) -> None:
         await self._send_pending()
 
-    async def _send_pending(self) -> None:
-        """Sends the writes waiting, in one statement, and checks what they changed."""
+    async def _send_pending(self, read: tuple[str, Sequence[Any]] | None = None) -> list[Record]:
+        """Sends the writes waiting, in one statement, and checks what they changed.
+        With ``read`` (a SELECT that rides with them, postgres_writes.reads_apart),
+        returns its rows."""
         pending, self._pending = self._pending, []
         if not pending:
-            return
-        if len(pending) == 1 and pending[0].receive is None:
+            return []
+        rows: list[Record] = []
+        if len(pending) == 1 and pending[0].receive is None and read is None:
             outcomes: Sequence[Any] = [await self._execute(pending[0].sql, pending[0].params)]
         else:
-            sql = combined_sql(tuple((write.sql, write.receive is not None) for write in pending))
-            record = await self._fetchone(sql, [value for write in pending for value in write.params])
+            sql = combined_sql(tuple((write.sql, write.receive is not None) for write in pending), read and read[0])
+            params = [value for write in pending for value in write.params]
+            record = await self._fetchone(sql, [*params, *read[1]] if read else params)
             assert record is not None
             outcomes = tuple(record)
+            if read is not None:
+                rows, outcomes = outcomes[-1] or [], outcomes[:-1]
             self.changed_rows += sum(1 if w.receive else n for w, n in zip(pending, outcomes, strict=True))
         for write, outcome in zip(pending, outcomes, strict=True):
             if write.receive is not None:
                 write.receive(outcome)
             elif write.versions_of and outcome != len(write.versions_of):
                 raise ConcurrencyConflict(version_conflict(write.versions_of))
+        return rows
 
     async def _insert_many(self, table: str, fields: list[tuple[str, str]], rows: Sequence[Sequence[Any]]) -> None:
         # One statement over column arrays: one plan and one round trip for any count.

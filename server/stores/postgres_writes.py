@@ -8,7 +8,10 @@ data-modifying CTEs, one round trip for all. They change what they would change 
 by one, because:
 
 - a read (any statement that is not such a write) sends the writes waiting first, so
-  it sees them, as it would have;
+  it sees them, as it would have; a plain SELECT of tables none of them changes (nor
+  changes through a trigger) rides in their statement instead, its rows aggregated
+  into one value: it sees what it would have seen after them, as they change none of
+  its rows (a closing run's read of its lineage goes with the deletes of its tasks);
 - two writes wait together only if they touch different tables, or both insert, or
   both delete: the parts of one statement see one snapshot, so an update or a delete
   would miss a row another part inserted or changed, and an insert could collide on a
@@ -33,9 +36,13 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["PendingWrite", "combined_sql", "shares_statement"]
+__all__ = ["PendingWrite", "combined_sql", "reads_apart", "shares_statement"]
 
 _TARGET = re.compile(r"(INSERT INTO|UPDATE|DELETE FROM) (\w+)")
+_LOCKING = re.compile(r"\bFOR (?:UPDATE|SHARE|NO KEY UPDATE|KEY SHARE)\b")
+# Tables a write to the key changes besides its own: the lifecycle outbox trigger
+# (migrations/postgresql/0009_lifecycle_outbox.sql) inserts a row per run event.
+_ALSO_CHANGED = {"history_events": ("lifecycle_outbox",)}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -76,10 +83,26 @@ def _unchecked_deletes(*writes: PendingWrite) -> bool:
     )
 
 
+def reads_apart(sql: str, pending: Sequence[PendingWrite]) -> bool:
+    """Whether the read ``sql`` can ride in the statement of the writes ``pending`` (see the module)."""
+    return all(_reads_apart(sql, _target(write.sql)[0]) for write in pending)
+
+
+@functools.lru_cache(maxsize=1024)
+def _reads_apart(sql: str, table: str) -> bool:
+    """Whether ``sql`` is a plain SELECT (not a write, not a locking read) that names
+    neither ``table`` nor a table a write to it changes: any mention of the name counts,
+    a column of that name included, so no way of naming a table slips through."""
+    if not sql.startswith("SELECT ") or _LOCKING.search(sql):
+        return False
+    return not any(re.search(rf"\b{name}\b", sql) for name in (table, *_ALSO_CHANGED.get(table, ())))
+
+
 @functools.lru_cache(maxsize=256)
-def combined_sql(writes: tuple[tuple[str, bool], ...]) -> str:
+def combined_sql(writes: tuple[tuple[str, bool], ...], read: str | None = None) -> str:
     """One statement with each write (sql, whether it returns a value) as a CTE of its
-    own; its one row holds, per write, the value it returned or the rows it changed."""
+    own; its one row holds, per write, the value it returned or the rows it changed,
+    then, with a ``read``, the array of the rows it returned (NULL if none) in its order."""
     parts = []
     outputs = []
     for i, (sql, returns_value) in enumerate(writes):
@@ -89,4 +112,7 @@ def combined_sql(writes: tuple[tuple[str, bool], ...]) -> str:
         else:
             parts.append(f"w{i}(r) AS ({sql} RETURNING 1)")
             outputs.append(f"(SELECT count(*) FROM w{i})")
+    if read is not None:
+        # A sorted subquery feeds the aggregate in its order (PostgreSQL's documented idiom).
+        outputs.append(f"(SELECT array_agg(q) FROM ({read}) AS q)")
     return f"WITH {', '.join(parts)} SELECT {', '.join(outputs)}"

@@ -816,6 +816,41 @@ async def test_deletes_of_one_table_go_together_and_delete_what_each_would(pg_st
 
 
 @pg
+async def test_a_read_of_tables_the_writes_waiting_leave_alone_rides_in_their_statement(pg_stores: OpenReplica) -> None:
+    store = await pg_stores()
+    run = await insert_run(store)
+    async with store.transaction() as tx:
+        await tx.append_events("default", run.run_id, [event(2), event(3)])
+    inserted = task(run)
+    async with store.transaction() as tx:
+        await tx.get_execution("default", run.run_id, for_update=True)
+        await tx.insert_task(inserted)
+        await tx.delete_run_timers(run.run_id)
+        # Events are no table of those writes: the read goes with them, its rows in order.
+        assert [e.event_id for e in await tx.read_events("default", run.run_id)] == [1, 2, 3]
+        assert isinstance(inserted.task_id, int)  # the writes were sent, their values received
+        await tx.insert_timer(TimerRow("default", run.run_id, "t1", 2, NOW + 1))
+        assert await tx.read_events("default", run.run_id, after_event_id=3) == []  # none: an empty list
+        await tx.insert_timer(TimerRow("default", run.run_id, "t2", 2, NOW + 1))
+        assert await tx.get_request_run_id("default", "no-such-request") is None  # one row or none
+        await tx.delete_run_timers(run.run_id)
+        # A read of a table a write waiting changes still goes after it, and sees it.
+        assert await tx.due_timers(NOW + 1, 10) == []
+    # BEGIN, the lock, three statements of writes and a read, the delete, the read, COMMIT.
+    assert tx.round_trips == 8, tx.round_trips  # type: ignore[attr-defined]
+    async with store.read() as tx:
+        assert [t.task_id for t in await tx.list_run_tasks("default", run.run_id)] == [inserted.task_id]
+    # A version check that fails in the read's statement fails the transaction as before.
+    with pytest.raises(ConcurrencyConflict):
+        async with store.transaction() as tx:
+            await tx.get_execution("default", run.run_id, for_update=True)
+            await tx.update_execution(dataclasses.replace(run, next_event_id=4), expected_version=0)
+            await tx.read_events("default", run.run_id)
+    async with store.read() as tx:
+        assert (await tx.get_execution("default", run.run_id)).version == 1
+
+
+@pg
 async def test_a_held_back_version_check_that_fails_at_commit_conflicts_and_changes_nothing(
     pg_stores: OpenReplica,
 ) -> None:
