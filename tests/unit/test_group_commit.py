@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import random
 from typing import Any, cast
 
 import pytest
@@ -27,6 +28,7 @@ class HeldTransactions:
         self.open = 0
         self.most_open = 0
         self.begun: list[list[Any]] = []  # each transaction's answers, in the order they began
+        self.under_way: list[list[Any]] = []  # the answers of those not yet committed
         self._all_committed = False
         self._commit: dict[tuple[Any, ...], asyncio.Event] = {}
 
@@ -43,8 +45,12 @@ class HeldTransactions:
         try:
             results = await body(cast(Transaction, None))  # the bodies ignore it
             self.begun.append(results)
+            self.under_way.append(results)
             commit = self._event(tuple(results))
-            await commit.wait()
+            try:
+                await commit.wait()
+            finally:
+                self.under_way.remove(results)
             return results
         finally:
             self.open -= 1
@@ -201,3 +207,39 @@ async def test_a_report_held_back_joins_the_next_group_rather_than_one_of_its_ow
     assert await within(asyncio.gather(*queued, late), timeout=DEADLINE_S, what="the answers") == [2, 3, 4]
     assert transactions.begun == [[0], [1], [3], [2, 4]]
     assert transactions.most_open == 2
+
+
+@pytest.mark.parametrize("seed", range(5))
+async def test_no_two_transactions_under_way_hold_one_run_and_every_report_commits_once(seed: int) -> None:
+    # Reports of a few runs arrive (one to three per loop turn) while random
+    # transactions under way commit: whatever the order, none begins holding a run
+    # another holds, and every report is answered once, with its own answer.
+    rng = random.Random(seed)
+    transactions = HeldTransactions()
+    group = GroupCommit(transactions, max_in_flight=4)
+    beside: list[tuple[str, int]] = []
+
+    def run_report(run_id: str, number: int) -> Body[tuple[str, int]]:
+        async def body(_tx: Transaction) -> tuple[str, int]:
+            if any(run_id == other for answers in transactions.under_way for other, _ in answers):
+                beside.append((run_id, number))
+            return run_id, number
+
+        return body
+
+    answers: list[asyncio.Task[tuple[str, int]]] = []
+    while len(answers) < 200:
+        if rng.random() < 0.5:
+            for _ in range(rng.randint(1, 3)):
+                run_id = f"run-{rng.randrange(6)}"
+                answers.append(asyncio.create_task(group.run(run_id, run_report(run_id, len(answers)))))
+        elif transactions.under_way:
+            transactions.commit(*rng.choice(transactions.under_way))
+        await asyncio.sleep(0)
+    transactions.commit_all()
+    got = await within(asyncio.gather(*answers), timeout=DEADLINE_S, what="every answer")
+    assert [number for _, number in got] == list(range(len(answers)))
+    assert beside == []
+    committed = [answer for began in transactions.begun for answer in began]
+    assert sorted(committed, key=lambda answer: answer[1]) == got  # each once
+    assert transactions.most_open <= 4
