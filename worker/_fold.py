@@ -233,6 +233,10 @@ class ActivityCompletions:
             request.ClearField("folded_workflow_task")
             await self._send_unfolded(request, cached_event_id=0)
             return
+        except BaseException:  # an answer not decoded, a cancellation: nothing it hands over runs
+            workflows.release_completion(completion)
+            workflows.release_eager_slot()
+            raise
         workflows.metrics.workflow_task_folded(applied=response.workflow_task_folded)
         if response.workflow_task_folded:
             workflows.release_eager_slot()  # the folded task ran in it
@@ -252,7 +256,7 @@ class ActivityCompletions:
         request.eager_workflow_task_cached_event_id = cached_event_id
         try:
             response = await send_report(self._service, self._stream, "RespondActivityTaskCompleted", request)
-        except RPCError:
+        except BaseException:  # an error answer, one not decoded, a cancellation: no task comes
             self._workflows.release_eager_slot()
             raise
         self._run_eager(response)
