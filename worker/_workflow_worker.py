@@ -485,6 +485,9 @@ class WorkflowWorker:
             self.release_completion(completion)
             await self._on_completion_rejected(task, error)
             return
+        except BaseException:  # an answer not decoded, a cancellation: nothing it hands over runs
+            self.release_completion(completion)
+            raise
         self.completed(completion, response, task.workflow_execution, instance)
 
     def completion(

@@ -1,7 +1,8 @@
-"""The folded workflow task keeps the worker's workflow slots counted whatever its report ends with.
+"""Completions keep the worker's workflow slots counted whatever their report ends with.
 
 A fold holds a workflow slot (the one its workflow task runs in, or an eager task would) and
-the slots its completion reserved for what the answer may hand back. A report that ends in an
+the slots its completion reserved for what the answer may hand back; an unfolded completion and
+a workflow task's completion hold those an eager task would take. A report that ends in an
 error other than the server's (an answer the payload codec or payload storage cannot decode, a
 cancellation) must free them as an RPC error does; a leaked slot is a workflow task the worker
 never polls for again.
@@ -10,6 +11,7 @@ never polls for again.
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from typing import Any, cast
 
 import pytest
@@ -119,4 +121,25 @@ async def test_an_undecodable_answer_to_an_unfolded_completion_frees_its_slot() 
     with pytest.raises(UndecodableResponse):
         await completions.complete(task, request, time.monotonic())
     assert not request.HasField("folded_workflow_task") and request.eager_workflow_task_queue == "onboarding"
+    assert _free_slots(worker) == SLOTS
+
+
+async def test_an_undecodable_answer_to_a_workflow_task_completion_frees_its_slots() -> None:
+    """The same rule for a workflow task's own completion (the slot for a next task it asks for)."""
+    service = _Undecodable()
+    worker = _worker(service)
+    events = _events()
+    first_task = next(i for i, e in enumerate(events) if e.event_type == "WorkflowTaskStarted") + 1
+    assert worker.reserve_eager_slot()  # the task's own slot, as an eager task's
+    worker.run_eager(
+        workflow_service_pb2.PollWorkflowTaskQueueResponse(
+            task_token=b"token",
+            workflow_execution=common_pb2.WorkflowExecution(workflow_id="onboarding-grace", run_id="run-grace"),
+            workflow_type="Onboarding",
+            history=events[:first_task],
+            task_queue="onboarding",
+        )
+    )
+    await worker.drain(timedelta(seconds=30))
+    assert service.sent == ["RespondWorkflowTaskCompleted"]
     assert _free_slots(worker) == SLOTS
