@@ -13,7 +13,6 @@ all commands, in command order.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -44,6 +43,7 @@ from flowforge.server.history.command_state import Applying
 from flowforge.server.history.data import TaskPriority
 from flowforge.server.history.flow_control import priority_from_proto
 from flowforge.server.history.mutation import _Mutation, activity_task_row, us
+from flowforge.server.history.run_ids import time_ordered_run_id
 from flowforge.server.history.visibility_writes import stored_values
 from flowforge.server.retries import StoredRetryPolicy
 from flowforge.server.stores.base import TimerRow
@@ -312,7 +312,7 @@ class Commands(ChildCommands):
         started = applying.m.started_attributes
         assert started is not None, "loaded"
         continued: WorkflowExecutionContinuedAsNewAttributes = {
-            "new_execution_run_id": str(uuid.uuid4()),
+            "new_execution_run_id": time_ordered_run_id(),
             "workflow_type": a.workflow_type or row.workflow_type,
             "task_queue": a.task_queue or row.task_queue,
             "input": payloads_json(a.input),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -33,6 +32,7 @@ from flowforge.api.schema import (
 )
 from flowforge.api.v1 import common_pb2
 from flowforge.server.history.data import DEFAULT_PRIORITY, TaskPriority
+from flowforge.server.history.run_ids import time_ordered_run_id
 from flowforge.server.observations import TaskStarted, WorkflowClosed, observe
 from flowforge.server.stores.base import ExecutionRow, HistoryEventRow, TaskRow, TimerRow, Transaction
 
@@ -587,7 +587,7 @@ def new_run(
     continues a chain; a ``task_timeout_s`` of 0 means ``default_task_timeout_s``. A run with
     ``dag_digest`` executes that DAG version and gets no workflow task (dag_runs.py).
     """
-    run_id = run_id or str(uuid.uuid4())
+    run_id = run_id or time_ordered_run_id()
     if execution_expiration_us is None and execution_timeout_s > 0:
         execution_expiration_us = now + us(execution_timeout_s)
     run_expiration_us = now + us(run_timeout_s) if run_timeout_s > 0 else None

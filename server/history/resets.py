@@ -14,7 +14,6 @@ refused: their other ends cannot be rewound.
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
 from flowforge.api.schema import (
@@ -29,6 +28,7 @@ from flowforge.server.errors import FailedPrecondition, InvalidArgument
 from flowforge.server.history.commands import activity_options
 from flowforge.server.history.executions import Executions
 from flowforge.server.history.mutation import _Mutation, activity_task_row, run_deadline, us
+from flowforge.server.history.run_ids import time_ordered_run_id
 from flowforge.server.stores.base import ExecutionRow, HistoryEventRow, TimerRow, Transaction
 
 __all__ = ["RESET_TYPES", "Resets"]
@@ -86,7 +86,7 @@ class Resets(Executions):
         async def body(tx: Transaction) -> str:
             base = await self.resolve_execution(tx, namespace, workflow_id, run_id)
             now = self.clock.now_us()
-            new_run_id = str(uuid.uuid4())
+            new_run_id = time_ordered_run_id()
             # The running run first: its buffered signals reach its history, and are re-delivered.
             current = await tx.get_latest_execution(namespace, base.workflow_id)
             if current is not None and current.status == ExecutionStatus.RUNNING:

@@ -13,7 +13,6 @@ docs/architecture.md, across runs).
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
 from flowforge.api.schema import (
@@ -30,6 +29,7 @@ from flowforge.api.v1 import common_pb2
 from flowforge.server.history.cron import cron_delay_s
 from flowforge.server.history.data import TaskPriority
 from flowforge.server.history.mutation import _Mutation, new_run
+from flowforge.server.history.run_ids import time_ordered_run_id
 from flowforge.server.history.visibility_writes import VisibilityWrites, visibility_attributes
 from flowforge.server.retries import StoredRetryPolicy, decide_retry
 from flowforge.server.stores.base import ChildExecutionRow, ExecutionRow, Transaction
@@ -143,7 +143,7 @@ class RunClose(VisibilityWrites):
             return None, decision.retry_state
         row = m.row
         retry = {
-            "new_execution_run_id": str(uuid.uuid4()),
+            "new_execution_run_id": time_ordered_run_id(),
             "workflow_type": row.workflow_type,
             "task_queue": row.task_queue,
             "input": started["input"],

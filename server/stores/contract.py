@@ -312,7 +312,9 @@ class TaskOperations(abc.ABC):
         or queue (metrics gauges, DescribeTaskQueue)."""
 
     @abc.abstractmethod
-    async def update_task(self, row: TaskRow) -> None: ...
+    async def update_task(self, row: TaskRow) -> None:
+        """Writes the task's state by ``task_id``. What the task is for (namespace, run,
+        workflow, kind, queue, activity id and type) never changes and is not written."""
 
     @abc.abstractmethod
     async def delete_task(self, task_id: int) -> None: ...

@@ -673,6 +673,18 @@ async def test_sqlite_update_of_named_columns_sets_only_those(tmp_path: Path) ->
         await store.close()
 
 
+async def test_a_task_update_writes_its_state_and_not_what_it_is_for(store: Store) -> None:
+    """update_task leaves out the columns that say what the task is for (they never
+    change): SQLite would rewrite the row's entries in the per-run indexes otherwise."""
+    run = await insert_run(store)
+    (task_id,) = await insert_tasks(store, task(run))
+    leased = task(run, task_id=task_id, state="LEASED", lease_expires_us=NOW + 1, fencing_token=1, identity="w")
+    async with store.transaction() as tx:
+        await tx.update_task(dataclasses.replace(leased, run_id="elsewhere", activity_id="other", task_queue="other"))
+    async with store.read() as tx:
+        assert await tx.get_task(task_id) == leased
+
+
 async def test_sqlite_file_in_use_is_unavailable(tmp_path: Path) -> None:
     first = SQLiteStore(tmp_path / "x.db")
     await first.open()

@@ -24,7 +24,14 @@ _COUNT_VISIBLE = (
     "SELECT COUNT(*) FROM (SELECT 1 FROM tasks WHERE namespace = ? AND kind = ? AND task_queue = ?"
     " AND state = 'PENDING' AND held IS NULL AND visible_us <= ? LIMIT ?) AS visible"
 )
-_UPDATE_TASK = f"UPDATE tasks SET {', '.join(f'{c} = ?' for c in _TASK_INSERT_COLUMNS)} WHERE task_id = ?"
+# What a task is for never changes once it is written: an UPDATE leaves these out, so
+# on SQLite (which rewrites the index entries of every column an UPDATE sets) a lease
+# or a heartbeat does not rewrite the row's entries in the per-run indexes.
+_TASK_IDENTITY_COLUMNS = frozenset(
+    {"namespace", "run_id", "workflow_id", "workflow_type", "kind", "task_queue", "activity_id", "activity_type"}
+)
+_TASK_UPDATE_COLUMNS = [c for c in _TASK_INSERT_COLUMNS if c not in _TASK_IDENTITY_COLUMNS]
+_UPDATE_TASK = f"UPDATE tasks SET {', '.join(f'{c} = ?' for c in _TASK_UPDATE_COLUMNS)} WHERE task_id = ?"
 
 #: (name, annotation) of the columns a batch insert writes, for dialects that type them.
 TASK_INSERT_FIELDS = [(f.name, str(f.type)) for f in dataclasses.fields(TaskRow) if f.name != "task_id"]
@@ -107,7 +114,7 @@ class TaskSQL(SQLCore, TaskOperations):
         return [TaskQueueBacklogRow(str(r[0]), str(r[1]), str(r[2]), int(r[3]), int(r[4])) for r in records]
 
     async def update_task(self, row: TaskRow) -> None:
-        await self._execute(_UPDATE_TASK, (*[getattr(row, c) for c in _TASK_INSERT_COLUMNS], row.task_id))
+        await self._execute(_UPDATE_TASK, (*[getattr(row, c) for c in _TASK_UPDATE_COLUMNS], row.task_id))
 
     async def delete_task(self, task_id: int) -> None:
         await self._write("DELETE FROM tasks WHERE task_id = ?", (task_id,))
