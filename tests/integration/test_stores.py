@@ -977,6 +977,22 @@ async def test_commits_do_not_notify_inside_their_transaction(
 
 
 @pg
+async def test_commits_of_the_moment_after_a_commit_go_in_its_notify(
+    pg_stores: OpenReplica, monitor: asyncpg.Connection
+) -> None:
+    # The NOTIFY waits notify_delay_s after the commit that wakes its sender (the
+    # committing report's answer leaves first): what commits meanwhile goes with it.
+    store = await pg_stores(notify_delay_s=0.5)
+    notified: list[str] = []
+    await monitor.add_listener("flowforge", lambda _connection, _pid, _channel, payload: notified.append(payload))
+    for channel in ("r:first", "r:second"):
+        async with store.transaction() as tx:
+            tx.notify_after_commit(channel)
+    await wait_until(lambda: bool(notified), timeout=DEADLINE_S, what="the other replicas are notified", interval=0.01)
+    assert notified == ['["r:first","r:second"]']
+
+
+@pg
 async def test_a_notify_that_fails_unexpectedly_is_retried_not_dropped(
     pg_stores: OpenReplica, monkeypatch: pytest.MonkeyPatch
 ) -> None:
