@@ -5,7 +5,7 @@ A migrated database gets realistic contents written straight in (20 000 runs, 2 
 running, each with its history, request id and activity attempt; the running ones with a pending or a leased task on a
 queue nobody polls and a timer far ahead) and is analysed; then a real server on it
 runs onboardings (their cooling-off timers included), one-activity workflows on the
-flow-control lease path, and the console's reads (describe, list, count, a task
+flow-control lease path, under the namespace quotas, and the console's reads (describe, list, count, a task
 queue's backlog) through a real worker and client, while every statement its store
 runs is recorded. Each statement on a hot table is then EXPLAINed (EXPLAIN QUERY PLAN
 on SQLite, EXPLAIN on PostgreSQL with sequential scans priced out, with the
@@ -103,7 +103,7 @@ def _on_hot_tables(statements: Statements) -> Iterator[tuple[str, tuple[Any, ...
 
 
 async def _workload(server: FlowForgeServer) -> None:
-    """Onboardings with their timers, flow-controlled activities and the console's reads."""
+    """Onboardings with their timers, flow-controlled activities, namespace quotas and the console's reads."""
     client = await Client.connect(f"127.0.0.1:{server.port}")
     queue = f"plans-{uuid.uuid4().hex[:8]}"
     request = {"name": "Plan", "email": "plan@example.com", "work_seconds": 0, "cooling_off_seconds": 0.05}
@@ -115,6 +115,8 @@ async def _workload(server: FlowForgeServer) -> None:
             activities=[*ACTIVITIES, noop],
         ):
             await client.set_concurrency_limit(LIMITED_KEY, 2)
+            # Quotas: a start counts the running runs, a lease the leased activities.
+            await client.update_namespace("default", max_running_executions=10_000, max_concurrent_activities=10_000)
             handles = [
                 await client.start_workflow(Onboarding.run, request, id=f"onb-{queue}-{i}", task_queue=queue)
                 for i in range(4)
