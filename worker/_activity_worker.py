@@ -202,6 +202,7 @@ class _RunningActivity:
     ) -> None:
         self.task = task
         self.arrived = arrived  # time.monotonic() when the task arrived
+        self.heartbeat_sent = arrived  # time.monotonic() when the last heartbeat the server took went out
         self.is_async = is_async
         self.context: activity._Context | None = None
         self.execution: asyncio.Future[Any] | None = None
@@ -210,6 +211,25 @@ class _RunningActivity:
         self.interrupter: ThreadInterrupter | None = None
         # Set for a synchronous activity in a process pool: tells the child it is cancelled.
         self.cancel_in_process: Callable[[], None] | None = None
+
+    def lease_ends(self) -> float | None:
+        """When the attempt's lease runs out, on ``time.monotonic()`` (None: no timeout): the
+        earliest of the server's start-to-close, schedule-to-close and heartbeat deadlines
+        (server/history/mutation.py ``activity_lease_expiry``), counted from the task's arrival
+        or the last heartbeat's sending: a little later than the server's."""
+        task = self.task
+        ends = []
+        start_to_close = _optional_duration(task, "start_to_close_timeout")
+        if start_to_close is not None:
+            ends.append(self.arrived + start_to_close.total_seconds())
+        schedule_to_close = _optional_duration(task, "schedule_to_close_timeout")
+        if schedule_to_close is not None and task.HasField("scheduled_time") and task.HasField("started_time"):
+            waited_ns = task.started_time.ToNanoseconds() - task.scheduled_time.ToNanoseconds()  # before the lease
+            ends.append(self.arrived + schedule_to_close.total_seconds() - waited_ns / 1e9)
+        heartbeat_timeout = _optional_duration(task, "heartbeat_timeout")
+        if heartbeat_timeout is not None:
+            ends.append(self.heartbeat_sent + heartbeat_timeout.total_seconds())
+        return min(ends, default=None)
 
     def cancel(self, reason: _CancelReason) -> None:
         """Requests cancellation; the first reason given is the one reported."""
@@ -239,6 +259,7 @@ class CompletionSender(Protocol):
         task: workflow_service_pb2.PollActivityTaskQueueResponse,
         request: workflow_service_pb2.RespondActivityTaskCompletedRequest,
         arrived: float,
+        lease_ends: float | None = None,
     ) -> None:
         """Sends ``request``; raises RPCError as RespondActivityTaskCompleted would."""
 
@@ -514,7 +535,7 @@ class ActivityWorker:
                 logger.warning("could not encode the result of %s: %s", _describe(task), encode_error)
                 await self._respond(task, "RespondActivityTaskFailed", failure=self._failure(encode_error))
                 return
-            await self._respond(task, "RespondActivityTaskCompleted", arrived=running.arrived, result=result)
+            await self._respond(task, "RespondActivityTaskCompleted", running=running, result=result)
             return
         cancelled = execution.cancelled() or isinstance(error, asyncio.CancelledError)
         acknowledges_cancel = cancelled or isinstance(error, CancelledError)
@@ -580,6 +601,7 @@ class ActivityWorker:
             details=details,
             identity=self._identity,
         )
+        sent = time.monotonic()
         try:
             # No retry loop here: the next heartbeat round is the retry.
             response = await send_report(
@@ -592,6 +614,7 @@ class ActivityWorker:
                 return True
             logger.warning("heartbeat of %s failed (%s)", _describe(running.task), error)
             return False
+        running.heartbeat_sent = sent  # the server's heartbeat deadline moved on (it took it later)
         if response.cancel_requested:
             running.cancel(_CancelReason.SERVER_REQUEST)
         return True
@@ -601,15 +624,15 @@ class ActivityWorker:
         task: workflow_service_pb2.PollActivityTaskQueueResponse,
         rpc: str,
         *,
-        arrived: float | None = None,
+        running: _RunningActivity | None = None,
         **fields: Any,
     ) -> None:
-        """Reports an attempt's outcome (``arrived``: when the task arrived, given with a completion)."""
+        """Reports an attempt's outcome (``running``: the attempt, given with a completion)."""
         request_type = getattr(workflow_service_pb2, f"{rpc}Request")
         request = request_type(namespace=self._namespace, task_token=task.task_token, identity=self._identity, **fields)
         try:
-            if rpc == "RespondActivityTaskCompleted" and self.completions is not None and arrived is not None:
-                await self.completions.complete(task, request, arrived)
+            if rpc == "RespondActivityTaskCompleted" and self.completions is not None and running is not None:
+                await self.completions.complete(task, request, running.arrived, running.lease_ends())
             else:
                 await send_report(self._service, self._stream, rpc, request)
         except RPCError as error:

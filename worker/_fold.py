@@ -11,6 +11,9 @@ history hand-out per activity.
 
 At most one fold of a run is in flight: another completion of the run waits for its answer
 (the fold moves the run's cached instance), then folds on the instance the answer updated.
+It waits a short bound at most (nothing extends its lease meanwhile), and not at all for an
+answer that only a new stream can bring or while the worker stops: then it is sent unfolded,
+which is always right (the fold in flight, if applied, finds the run moved on or is applied first).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -44,6 +47,15 @@ _NANOS = 1_000_000_000
 # large would save nothing worth a report the server might refuse whole (ending the stream).
 _MAX_FOLDED_REQUEST_BYTES = 1024 * 1024
 _NANOS_PER_MICROSECOND = 1_000
+# The longest a completion waits for the answer to another fold of its run before it is sent
+# unfolded. A fold's answer takes a round trip and a commit (milliseconds; tens under load),
+# so a prompt one comes well within it and parallel completions all fold; a late one (a busy
+# executor or server, a slow connection) costs the waiting completion no more than this.
+_FOLD_WAIT_S = 1.0
+# ...and no more than this share of the time left on the waiting attempt's lease, which nothing
+# extends while it waits: the rest is for its own report's trip and commit, and for the error
+# of the worker's estimate of the lease (counted from the task's arrival, not its lease).
+_FOLD_WAIT_LEASE_SHARE = 0.25
 
 
 def fold_started_time(
@@ -148,6 +160,7 @@ class ActivityCompletions:
         task: workflow_service_pb2.PollActivityTaskQueueResponse,
         request: workflow_service_pb2.RespondActivityTaskCompletedRequest,
         arrived: float,
+        lease_ends: float | None = None,
     ) -> None:
         """Reports the completion, folded when it can be.
 
@@ -155,20 +168,21 @@ class ActivityCompletions:
             task: The activity task.
             request: Its completion (namespace, token, identity, result).
             arrived: ``time.monotonic()`` when the task arrived at the worker.
+            lease_ends: ``time.monotonic()`` when the attempt's lease runs out, as the worker
+                estimates it (None: it has no timeout); bounds the wait for another fold.
 
         Raises:
             RPCError: As ``RespondActivityTaskCompleted`` (unfolded) would.
         """
         run_id = task.workflow_execution.run_id
-        while (in_flight := self._in_flight.get(run_id)) is not None:
-            await in_flight.wait()
+        may_fold = await self._no_fold_in_flight(run_id, lease_ends)
         workflows = self._workflows
         if not workflows.reserve_eager_slot():
             await send_report(self._service, self._stream, "RespondActivityTaskCompleted", request)
             return
         foldable = (
             workflows.take_foldable(run_id, task.activity_id)
-            if task.HasField("started_time") and request.ByteSize() <= _MAX_FOLDED_REQUEST_BYTES
+            if may_fold and task.HasField("started_time") and request.ByteSize() <= _MAX_FOLDED_REQUEST_BYTES
             else None
         )
         if foldable is None:
@@ -182,6 +196,30 @@ class ActivityCompletions:
         finally:
             del self._in_flight[run_id]
             done.set()
+
+    async def _no_fold_in_flight(self, run_id: str, lease_ends: float | None) -> bool:
+        """Waits until no fold of run ``run_id`` is in flight; False if one still is when waiting
+        longer could cost the waiting attempt its lease or wait on an answer that is not coming
+        soon (the stream is down, the worker stops): the completion then goes unfolded."""
+        if run_id not in self._in_flight:
+            return True
+        now = time.monotonic()
+        bound = _FOLD_WAIT_S if lease_ends is None else min(_FOLD_WAIT_S, (lease_ends - now) * _FOLD_WAIT_LEASE_SHARE)
+        give_up_at = now + bound
+        stream = self._stream
+        while (in_flight := self._in_flight.get(run_id)) is not None:
+            left = give_up_at - time.monotonic()
+            if left <= 0 or self._workflows.stopping or (stream is not None and stream.reconnecting):
+                return False
+            wakers: list[asyncio.Task[Any]] = [asyncio.create_task(in_flight.wait())]
+            if stream is not None and stream.open:  # a break sends the fold again on a new stream
+                wakers.append(asyncio.create_task(stream.ended()))
+            try:
+                await asyncio.wait(wakers, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for waker in wakers:
+                    waker.cancel()
+        return True
 
     async def _fold(
         self,

@@ -139,6 +139,9 @@ class WorkerStream:
         self._report_ids = itertools.count(1)
         self._wake = asyncio.Event()
         self._connected = False
+        # Set while no stream is open (cleared with _connected set): wakes who waits on an answer.
+        self._ended = asyncio.Event()
+        self._ended.set()
         self._needs_hello = False
         self._received = False
         self._last_received = 0.0
@@ -154,6 +157,22 @@ class WorkerStream:
     def supported(self) -> bool:
         """False once the server answered that it has no worker stream."""
         return not self._unsupported
+
+    @property
+    def reconnecting(self) -> bool:
+        """Whether reports wait for a new stream (one broke or is being renewed, or none opened
+        yet): an answer to one sent before comes only once it is open."""
+        open_stream = self._connected and not self._renewing
+        return not (open_stream or self._unsupported or self._closing.is_set())
+
+    @property
+    def open(self) -> bool:
+        """Whether a stream is open (:meth:`ended` waits for it to end)."""
+        return self._connected
+
+    async def ended(self) -> None:
+        """Returns once no stream is open (at once if none is)."""
+        await self._ended.wait()
 
     def start(self) -> None:
         """Opens the stream (and keeps it open) in the background."""
@@ -312,6 +331,7 @@ class WorkerStream:
                 if call is not None:
                     call.cancel()
                 self._connected = False
+                self._ended.set()
             if error is not None and _without_stream(error):
                 self._fall_back()
                 return
@@ -334,6 +354,7 @@ class WorkerStream:
     def _begin(self) -> None:
         """A new stream: the hello first, then every live poller's credit and every report unanswered."""
         self._connected = True
+        self._ended.clear()
         self._needs_hello = True
         self._received = False
         self._last_received = asyncio.get_running_loop().time()

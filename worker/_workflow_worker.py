@@ -226,6 +226,11 @@ class WorkflowWorker:
         a report that asks for the run's next workflow task (sticky execution)."""
         return self._cache.cached_event_id(run_id)
 
+    @property
+    def stopping(self) -> bool:
+        """Whether the worker is shutting down (it takes no more workflow tasks)."""
+        return self._stopping
+
     def reserve_eager_slot(self) -> bool:
         """Takes a slot for a workflow task an activity completion may hand back."""
         return not self._stopping and self._slots.try_acquire(1) == 1
