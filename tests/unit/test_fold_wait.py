@@ -14,10 +14,12 @@ import time
 from typing import Any, cast
 
 import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from flowforge.api import schema
 from flowforge.api.v1 import common_pb2, workflow_service_pb2
 from flowforge.worker import _fold
+from flowforge.worker._activity_worker import _RunningActivity
 from flowforge.worker._fold import ActivityCompletions
 from flowforge.worker._workflow_worker import Completion, WorkflowWorker
 from tests.unit.test_fold_slots import SLOTS, _free_slots, _worker
@@ -207,3 +209,22 @@ async def test_with_a_prompt_answer_the_waiting_completion_folds_on_the_updated_
     # Folded after the first fold's events and its WorkflowTaskCompleted, as recorded.
     assert second_sent.folded_workflow_task.last_event_id == first_sent.folded_workflow_task.last_event_id + 5
     assert _free_slots(worker) == SLOTS
+
+
+def test_the_lease_a_completion_has_left_is_the_servers_earliest_deadline_from_the_tasks_arrival() -> None:
+    """The wait's bound counts on the attempt's lease as the server sets it
+    (``activity_lease_expiry``): start-to-close, schedule-to-close, the heartbeat deadline."""
+    leased = Timestamp(seconds=1_700_000_000)
+    task = workflow_service_pb2.PollActivityTaskQueueResponse(
+        scheduled_time=Timestamp(seconds=leased.seconds - 25), started_time=leased
+    )
+    running = _RunningActivity(task, is_async=True, arrived=100.0)
+    assert running.lease_ends() is None  # no timeout: the wait's own bound only
+    task.start_to_close_timeout.FromSeconds(10)
+    assert running.lease_ends() == 110.0
+    task.schedule_to_close_timeout.FromSeconds(30)  # 25 s of it went by before the lease
+    assert running.lease_ends() == 105.0
+    task.heartbeat_timeout.FromSeconds(3)
+    assert running.lease_ends() == 103.0  # no heartbeat yet: counted from the arrival
+    running.heartbeat_sent = 101.5
+    assert running.lease_ends() == 104.5
