@@ -18,6 +18,7 @@ import pytest
 
 from flowforge._codec import UndecodableResponse
 from flowforge._workflow_definition import _Definition
+from flowforge._workflow_instance import WorkflowInstance
 from flowforge.api import schema
 from flowforge.api.v1 import common_pb2, workflow_service_pb2
 from flowforge.converter import default_converter
@@ -49,6 +50,44 @@ def _free_slots(worker: WorkflowWorker) -> int:
     return taken
 
 
+_EXECUTION = common_pb2.WorkflowExecution(workflow_id="onboarding-grace", run_id="run-grace")
+
+
+def _cache(worker: WorkflowWorker, instance: WorkflowInstance) -> None:
+    """Caches ``instance`` (of the onboarding run) on ``worker``, as a completed workflow task does."""
+    worker.completed(
+        Completion(
+            workflow_service_pb2.RespondWorkflowTaskCompletedRequest(), 0, next_task_slot=False, closes_run=False
+        ),
+        workflow_service_pb2.RespondWorkflowTaskCompletedResponse(),
+        _EXECUTION,
+        instance,
+    )
+
+
+def _completion_at(
+    events: list[common_pb2.HistoryEvent], i: int
+) -> tuple[
+    workflow_service_pb2.PollActivityTaskQueueResponse, workflow_service_pb2.RespondActivityTaskCompletedRequest
+]:
+    """The activity task and completion of the fold the recorded ``events`` have at index ``i``."""
+    completed = _attributes(events[i + 1])
+    task = workflow_service_pb2.PollActivityTaskQueueResponse(
+        workflow_execution=_EXECUTION,
+        activity_id=_activity_id(events, completed["scheduled_event_id"]),
+        started_time=events[i].event_time,
+        attempt=1,
+        task_queue="onboarding",
+    )
+    request = workflow_service_pb2.RespondActivityTaskCompletedRequest(
+        namespace="default",
+        task_token=f"token-{i}".encode(),
+        result=schema.payloads_from_json(completed["result"]),
+        identity=completed["identity"],
+    )
+    return task, request
+
+
 def _completion_of_a_cached_run(
     worker: WorkflowWorker,
 ) -> tuple[
@@ -59,30 +98,8 @@ def _completion_of_a_cached_run(
     i = _fold_points(events)[0]
     instance = _instance()
     instance.activate(events[:i])
-    completed = _attributes(events[i + 1])
-    execution = common_pb2.WorkflowExecution(workflow_id="onboarding-grace", run_id="run-grace")
-    worker.completed(
-        Completion(
-            workflow_service_pb2.RespondWorkflowTaskCompletedRequest(), 0, next_task_slot=False, closes_run=False
-        ),
-        workflow_service_pb2.RespondWorkflowTaskCompletedResponse(),
-        execution,
-        instance,
-    )
-    task = workflow_service_pb2.PollActivityTaskQueueResponse(
-        workflow_execution=execution,
-        activity_id=_activity_id(events, completed["scheduled_event_id"]),
-        started_time=events[i].event_time,
-        attempt=1,
-        task_queue="onboarding",
-    )
-    request = workflow_service_pb2.RespondActivityTaskCompletedRequest(
-        namespace="default",
-        task_token=b"token",
-        result=schema.payloads_from_json(completed["result"]),
-        identity=completed["identity"],
-    )
-    return task, request
+    _cache(worker, instance)
+    return _completion_at(events, i)
 
 
 def _worker(service: _Undecodable) -> WorkflowWorker:

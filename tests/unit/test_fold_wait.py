@@ -16,14 +16,13 @@ from typing import Any, cast
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from flowforge.api import schema
 from flowforge.api.v1 import common_pb2, workflow_service_pb2
 from flowforge.worker import _fold
 from flowforge.worker._activity_worker import _RunningActivity
 from flowforge.worker._fold import ActivityCompletions
-from flowforge.worker._workflow_worker import Completion, WorkflowWorker
-from tests.unit.test_fold_slots import SLOTS, _free_slots, _worker
-from tests.unit.test_fold_synthesis import _activity_id, _attributes, _events, _fold_points, _instance
+from flowforge.worker._workflow_worker import WorkflowWorker
+from tests.unit.test_fold_slots import SLOTS, _cache, _completion_at, _free_slots, _worker
+from tests.unit.test_fold_synthesis import _events, _fold_points, _instance
 from testsupport.waiting import wait_until
 
 HISTORY = "onboarding-folded.json"
@@ -93,33 +92,8 @@ def _parallel_completions(
     first = parallel[0] - 5  # the first of the three folded after the last WorkflowTaskCompleted before them
     instance = _instance()
     instance.activate(events[:first])
-    execution = common_pb2.WorkflowExecution(workflow_id="onboarding-grace", run_id="run-grace")
-    worker.completed(
-        Completion(
-            workflow_service_pb2.RespondWorkflowTaskCompletedRequest(), 0, next_task_slot=False, closes_run=False
-        ),
-        workflow_service_pb2.RespondWorkflowTaskCompletedResponse(),
-        execution,
-        instance,
-    )
-    completions = []
-    for i in (first, parallel[0]):
-        completed = _attributes(events[i + 1])
-        task = workflow_service_pb2.PollActivityTaskQueueResponse(
-            workflow_execution=execution,
-            activity_id=_activity_id(events, completed["scheduled_event_id"]),
-            started_time=events[i].event_time,
-            attempt=1,
-            task_queue="onboarding",
-        )
-        request = _Request(
-            namespace="default",
-            task_token=f"token-{i}".encode(),
-            result=schema.payloads_from_json(completed["result"]),
-            identity=completed["identity"],
-        )
-        completions.append((task, request))
-    return completions
+    _cache(worker, instance)
+    return [_completion_at(events, i) for i in (first, parallel[0])]
 
 
 async def _first_fold_in_flight(
