@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any, TypeVar
@@ -27,6 +28,7 @@ from flowforge.converter import default_converter
 from flowforge.server import FlowForgeServer, ServerConfig
 from flowforge.server.history import queue_channel
 from flowforge.server.history.mutation import close_channel
+from flowforge.server.stores.postgres import NOTIFY_CHANNEL
 from flowforge.worker import Worker
 from samples.onboarding.workflows import ACTIVITIES, Onboarding
 from tests.integration._protocol import NS, Wire, complete_workflow, schedule_activity
@@ -566,3 +568,84 @@ async def test_a_poll_on_a_queue_found_empty_since_the_last_commit_parks_without
     finally:
         await wire.close()
         await server.stop()
+
+
+async def test_a_commit_wakes_a_queue_only_for_a_task_it_left_visible(
+    unhurried_server: FlowForgeServer, store_url: str, store_kind: str
+) -> None:
+    """A task leased in the transaction that created it (eager start, eager activity,
+    folded workflow task) is no one else's to take: its commit wakes no poll of its
+    queue, in this process or (PostgreSQL) in another replica through the NOTIFY. A
+    task left visible wakes its queue, in both. Counted exactly, since every queue
+    wake-up costs each replica's parked polls of the queue a look."""
+    server = unhurried_server
+    woken: collections.Counter[str] = collections.Counter()
+    notify = server.store.notifier.notify
+
+    def counting_notify(channel: str) -> None:
+        woken[channel] += 1
+        notify(channel)
+
+    server.store.notifier.notify = counting_notify  # type: ignore[method-assign]
+    notified: collections.Counter[str] = collections.Counter()
+    listener = None
+    if store_kind == "postgresql":
+        import asyncpg
+
+        # What the other replicas are told: the payloads (JSON arrays of channels) on the store's NOTIFY channel.
+        listener = await asyncpg.connect(store_url)
+        await listener.add_listener(
+            NOTIFY_CHANNEL, lambda _c, _pid, _ch, payload: notified.update(json.loads(str(payload)))
+        )
+    client = await Client.connect(f"127.0.0.1:{server.port}")
+    queue = f"wake-{uuid.uuid4().hex[:8]}"
+    channels = [queue_channel(NS, kind, queue) for kind in (TaskKind.WORKFLOW, TaskKind.ACTIVITY)]
+    try:
+        async with Worker(client, task_queue=queue, workflows=[SingleActivity], activities=[noop]):
+            warm = await client.start_workflow(SingleActivity.run, -1, id=f"warm-{queue}", task_queue=queue)
+            await _result(warm)
+            if listener is not None:
+                # The warm-up's first task may have waited for the worker's first poll. Its
+                # close is its last commit and the sender sends in order: count from there.
+                await wait_until(
+                    lambda: close_channel(warm.run_id or "") in notified,
+                    timeout=10.0,
+                    what="the NOTIFY of the warm-up's close",
+                    interval=0.01,
+                )
+                notified.clear()
+            for i in range(SINGLES):
+                # Eager only with the stream's poll back in wait (as in the stream's cost test).
+                await wait_until(
+                    lambda: server.matching.idle_workflow_polls(NS, queue) >= 1,
+                    timeout=30.0,
+                    what="the stream's workflow poll to wait on the queue",
+                    interval=0.01,
+                )
+                woken.clear()
+                handle = await client.start_workflow(SingleActivity.run, i, id=f"single-{queue}-{i}", task_queue=queue)
+                assert await _result(handle) == i
+                # The start leased the first task to the waiting poll, its completion the
+                # activity, the activity's completion folded the closing task in: no
+                # commit left a task for anyone, so no queue was woken; the close was.
+                assert [woken[channel] for channel in channels] == [0, 0], dict(woken)
+                assert woken[close_channel(handle.run_id or "")] >= 1, dict(woken)
+        # A start with no poll waiting leaves its first task visible: its queue is woken once.
+        idle_queue = f"idle-{queue}"
+        woken.clear()
+        handle = await client.start_workflow(SingleActivity.run, 0, id=f"idle-{queue}", task_queue=idle_queue)
+        assert woken[queue_channel(NS, TaskKind.WORKFLOW, idle_queue)] == 1, dict(woken)
+        if listener is not None:
+            await wait_until(
+                lambda: queue_channel(NS, TaskKind.WORKFLOW, idle_queue) in notified,
+                timeout=10.0,
+                what="the NOTIFY of the visible task's queue",
+                interval=0.01,
+            )
+            # Every commit of the eager runs has been sent (the sender sends in order).
+            assert notified[queue_channel(NS, TaskKind.WORKFLOW, idle_queue)] == 1, dict(notified)
+            assert [notified[channel] for channel in channels] == [0, 0], dict(notified)
+    finally:
+        await client.close()
+        if listener is not None:
+            await listener.close()
