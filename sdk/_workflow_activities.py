@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+from collections.abc import Set as AbstractSet
 from typing import Any, cast
 
 from flowforge import exceptions
@@ -54,6 +55,8 @@ class Activities:
         self._seq = 0
         self._by_id: dict[str, _Activity] = {}
         self._by_scheduled_event: dict[int, _Activity] = {}
+        # Ids of the activities history scheduled and gave no outcome yet: any may move the run.
+        self._awaited: set[str] = set()
 
     def start(self, call: _ActivityCall) -> ActivityHandle[Any]:
         """Issues the ScheduleActivityTask command; the handle resolves with the outcome."""
@@ -114,6 +117,7 @@ class Activities:
         activity = self._by_id[activity_id]
         activity.scheduled_event_id = event_id
         self._by_scheduled_event[event_id] = activity
+        self._awaited.add(activity_id)
 
     def pending_scheduled_event_id(self, activity_id: str) -> int:
         """The ActivityTaskScheduled event id of activity ``activity_id`` if history scheduled
@@ -122,6 +126,12 @@ class Activities:
         if activity is None or activity.outcome.done() or activity.cancel_requested:
             return 0
         return activity.scheduled_event_id
+
+    def all_awaited_in(self, held: AbstractSet[str]) -> bool:
+        """Whether every activity history scheduled and gave no outcome yet (whatever its
+        cancellation) is in ``held``."""
+        awaited = self._awaited
+        return len(awaited) <= len(held) and all(activity_id in held for activity_id in awaited)
 
     def activity_id_scheduled_at(self, scheduled_event_id: int) -> str:
         """The id of the activity an ActivityTaskScheduled event scheduled, or ``""``."""
@@ -137,6 +147,7 @@ class Activities:
                 f"malformed history: event {event.event_id} {event.event_type} refers to event "
                 f"{scheduled_event_id}, which is not an ActivityTaskScheduled event of this run"
             )
+        self._awaited.discard(activity.activity_id)
         if activity.handle.done():
             return  # abandoned, or cancelled without waiting: nobody wants the outcome
         if event.event_type == EventType.ACTIVITY_TASK_COMPLETED:

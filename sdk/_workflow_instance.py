@@ -28,6 +28,7 @@ import itertools
 import random
 import types
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -207,15 +208,17 @@ class WorkflowInstance(_Runtime):
         """The id of the last history event processed; 0 for a new instance."""
         return self._last_event.event_id
 
-    def fold_point(self, activity_id: str) -> tuple[int, Timestamp] | None:
+    def fold_point(self, activity_id: str, held: AbstractSet[str]) -> tuple[int, Timestamp, bool] | None:
         """Whether an outcome of activity ``activity_id`` may be folded here (see
-        docs/worker-stream.md): the activity's ActivityTaskScheduled event id and the time of
-        the last event processed, when the activity awaits its outcome, the last workflow task
-        completed (the instance stands where a replay of its history would) and no event waits
-        for the next task; else None."""
-        scheduled_event_id = self._activities.pending_scheduled_event_id(activity_id)
-        foldable = scheduled_event_id and not self._pending_batch and self.is_current(())
-        return (scheduled_event_id, self._last_event.event_time) if foldable else None
+        docs/worker-stream.md): the activity's ActivityTaskScheduled event id, the time of the
+        last event processed, and whether every activity the run awaits (scheduled, no outcome
+        yet) is in ``held`` (a fold is worth trying only then: another worker's completion of
+        one would move the run first), when the activity awaits its outcome, the last workflow
+        task completed (the instance stands where a replay of its history would) and no event
+        waits for the next task; else None."""
+        scheduled = self._activities.pending_scheduled_event_id(activity_id)
+        foldable = scheduled and not self._pending_batch and self.is_current(())
+        return (scheduled, self._last_event.event_time, self._activities.all_awaited_in(held)) if foldable else None
 
     def activate(self, history: Sequence[common_pb2.HistoryEvent]) -> list[command_pb2.Command]:
         """Replays the whole history (the first call) or the events past the last one

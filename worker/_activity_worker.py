@@ -31,6 +31,7 @@ from flowforge._worker_interceptors import ActivityInboundInterceptor, ExecuteAc
 from flowforge.api.v1 import common_pb2, workflow_service_pb2
 from flowforge.converter import DataConverter, error_to_failure
 from flowforge.exceptions import ApplicationError, ApplicationErrorCategory, CancelledError, RPCError
+from flowforge.worker._fold import HeldActivities
 from flowforge.worker._metrics import WorkerMetrics
 from flowforge.worker._polling import LEASE_LOST_STATUSES, TaskSlots, start_handler, start_pollers
 from flowforge.worker._shared_state import SharedStateManager
@@ -324,6 +325,8 @@ class ActivityWorker:
         self._pollers: list[asyncio.Task[None]] = []
         self._handlers: set[asyncio.Task[None]] = set()
         self._running: dict[asyncio.Task[None], _RunningActivity] = {}
+        #: The tasks taken and not reported yet, by run: what a completion may fold past.
+        self.held = HeldActivities()
         #: Sends completions when the worker runs the queue's workflows too (they
         #: hand back, or fold in, the workflow task they schedule); None if it does not.
         self.completions: CompletionSender | None = None
@@ -384,6 +387,7 @@ class ActivityWorker:
         """Starts running a leased task; the caller has taken a slot for it."""
         # When it arrived: a folded workflow task's time is counted from the task's lease time by it.
         arrived = time.monotonic()
+        self.held.hold(task)
         start_handler(self._handlers, self._handle(task, arrived), f"flowforge {_describe(task)}")
 
     async def stop_polling(self) -> None:
@@ -437,6 +441,7 @@ class ActivityWorker:
         except Exception:
             logger.exception("unexpected error while handling %s", _describe(task))
         finally:
+            self.held.release(task.task_token)
             self.slots.release()
 
     async def _run(
@@ -634,6 +639,7 @@ class ActivityWorker:
             if rpc == "RespondActivityTaskCompleted" and self.completions is not None and running is not None:
                 await self.completions.complete(task, request, running.arrived, running.lease_ends())
             else:
+                self.held.release(task.task_token)  # the report moves the run: no fold of it applies after
                 await send_report(self._service, self._stream, rpc, request)
         except RPCError as error:
             if error.status in LEASE_LOST_STATUSES:

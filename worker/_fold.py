@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from flowforge._workflow_instance import WorkflowInstance
     from flowforge.worker._workflow_worker import WorkflowWorker
 
-__all__ = ["ActivityCompletions", "fold_events", "fold_started_time"]
+__all__ = ["ActivityCompletions", "HeldActivities", "fold_events", "fold_started_time"]
 
 logger = logging.getLogger(__name__)
 
@@ -128,6 +128,43 @@ def fold_events(
     ]
 
 
+class HeldActivities:
+    """The activity tasks a worker holds and has not reported an outcome of yet, by run.
+
+    A fold applies only if nothing moves the run before it lands. Another worker's
+    completion of one of the run's activities would (the server then ignores the fold, and
+    the worker replays the run's whole history), so a completion folds only when every
+    activity the run awaits is held here: running, or a completion waiting to fold. A task
+    is released when its outcome is sent any other way, before it is sent, since that report
+    moves the run too.
+    """
+
+    def __init__(self) -> None:
+        self._by_run: dict[str, dict[bytes, str]] = {}  # run id -> task token -> activity id
+        self._runs: dict[bytes, str] = {}  # task token -> run id
+
+    def hold(self, task: workflow_service_pb2.PollActivityTaskQueueResponse) -> None:
+        """The worker took ``task`` to run it."""
+        run_id = task.workflow_execution.run_id
+        self._by_run.setdefault(run_id, {})[task.task_token] = task.activity_id
+        self._runs[task.task_token] = run_id
+
+    def release(self, task_token: bytes) -> None:
+        """The outcome of the task is being sent unfolded, or the worker is done with it (idempotent)."""
+        run_id = self._runs.pop(task_token, None)
+        if run_id is None:
+            return
+        held = self._by_run[run_id]
+        del held[task_token]
+        if not held:
+            del self._by_run[run_id]
+
+    def activity_ids(self, run_id: str) -> frozenset[str]:
+        """The ids of run ``run_id``'s activities held here."""
+        held = self._by_run.get(run_id)
+        return frozenset(held.values()) if held else frozenset()
+
+
 class ActivityCompletions:
     """Sends the successful activity completions of a worker that also runs the queue's workflows.
 
@@ -139,6 +176,8 @@ class ActivityCompletions:
         service: The RPC layer.
         stream: The worker stream; None reports with unary RPCs.
         task_queue: The task queue (eager workflow tasks are leased from it).
+        held: The activity tasks the worker holds: a completion folds only when they are
+            all the run awaits.
     """
 
     def __init__(
@@ -147,8 +186,10 @@ class ActivityCompletions:
         service: WorkflowServiceClient,
         stream: WorkerStream | None,
         task_queue: str,
+        held: HeldActivities,
     ) -> None:
         self._workflows = workflows
+        self._held = held
         self._service = service
         self._stream = stream
         self._task_queue = task_queue
@@ -178,10 +219,11 @@ class ActivityCompletions:
         may_fold = await self._no_fold_in_flight(run_id, lease_ends)
         workflows = self._workflows
         if not workflows.reserve_eager_slot():
+            self._held.release(request.task_token)
             await send_report(self._service, self._stream, "RespondActivityTaskCompleted", request)
             return
         foldable = (
-            workflows.take_foldable(run_id, task.activity_id)
+            workflows.take_foldable(run_id, task.activity_id, self._held.activity_ids(run_id))
             if may_fold and task.HasField("started_time") and request.ByteSize() <= _MAX_FOLDED_REQUEST_BYTES
             else None
         )
@@ -290,6 +332,7 @@ class ActivityCompletions:
         cached_event_id: int,
     ) -> None:
         """Sends the completion asking for its workflow task eagerly (a workflow slot is reserved)."""
+        self._held.release(request.task_token)  # it moves the run: no fold of it applies after
         request.eager_workflow_task_queue = self._task_queue
         request.eager_workflow_task_cached_event_id = cached_event_id
         try:

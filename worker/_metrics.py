@@ -15,7 +15,10 @@ instruments are no-ops and cost a call each).
   ``miss``): workflow tasks that found their run's instance in the cache, or replayed;
 - ``flowforge_worker_workflow_task_folds`` (counter; ``task_queue``, ``result``: ``applied``
   or ``ignored``): workflow tasks run ahead and sent folded into an activity's completion,
-  and whether the server applied them (docs/worker-stream.md, "Folded workflow tasks").
+  and whether the server applied them (docs/worker-stream.md, "Folded workflow tasks");
+  ``not_attempted_other_workers``: completions of a cached run sent unfolded because an
+  activity the run awaits is not held by this worker (another worker's completion could
+  move the run first, and an ignored fold costs a replay of the run's whole history).
 """
 
 from __future__ import annotations
@@ -83,3 +86,7 @@ class WorkerMetrics:
     def workflow_task_folded(self, applied: bool) -> None:
         """A folded workflow task was answered: applied by the server, or ignored."""
         self._folds.add(1, {"task_queue": self._task_queue, "result": "applied" if applied else "ignored"})
+
+    def workflow_task_fold_not_attempted(self) -> None:
+        """A completion of a cached run went unfolded: an activity the run awaits runs elsewhere."""
+        self._folds.add(1, {"task_queue": self._task_queue, "result": "not_attempted_other_workers"})

@@ -17,6 +17,7 @@ import itertools
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from datetime import timedelta
 
 import grpc
@@ -174,7 +175,7 @@ class WorkflowWorker:
         self._handlers: set[asyncio.Task[None]] = set()
         self._stopping = False
         if activity_worker is not None:  # same task queue (one Worker)
-            activity_worker.completions = ActivityCompletions(self, service, stream, task_queue)
+            activity_worker.completions = ActivityCompletions(self, service, stream, task_queue, activity_worker.held)
 
     def start(self) -> None:
         """Starts the pollers."""
@@ -243,17 +244,24 @@ class WorkflowWorker:
         """Runs an eagerly leased workflow task in its reserved slot."""
         self._dispatch(task)
 
-    def take_foldable(self, run_id: str, activity_id: str) -> tuple[WorkflowInstance, int, Timestamp] | None:
+    def take_foldable(
+        self, run_id: str, activity_id: str, held_here: AbstractSet[str]
+    ) -> tuple[WorkflowInstance, int, Timestamp] | None:
         """Takes the run's cached instance out of the cache if it can fold the completion of
-        activity ``activity_id`` (see ``WorkflowInstance.fold_point``): the instance, the
-        activity's scheduled event id and the time of the run's last event; else None."""
+        activity ``activity_id`` with every activity the run awaits in ``held_here`` (run by this
+        worker, not reported yet; see ``WorkflowInstance.fold_point``): the instance, the activity's scheduled event id
+        and the time of the run's last event; else None."""
         instance = self._cache.peek(run_id) if self._folds else None
-        point = instance.fold_point(activity_id) if instance is not None else None
+        point = instance.fold_point(activity_id, held_here) if instance is not None else None
         if instance is None or point is None:
+            return None
+        scheduled_event_id, last_event_time, all_held = point
+        if not all_held:
+            self._metrics.workflow_task_fold_not_attempted()
             return None
         self._cache.take(run_id)
         self._metrics.cache_lookup(hit=True)
-        return instance, *point
+        return instance, scheduled_event_id, last_event_time
 
     async def run_folded_task(
         self,

@@ -36,13 +36,13 @@ STEP = timedelta(seconds=10)
 
 
 class Folds:
-    """The worker's fold counter, read from an in-memory meter."""
+    """The worker's fold counter (or another of its counters), read from an in-memory meter."""
 
     def __init__(self) -> None:
         self.reader = InMemoryMetricReader()
         self.meter = MeterProvider(metric_readers=[self.reader]).get_meter("test")
 
-    def count(self, result: str) -> int:
+    def count(self, result: str, metric: str = FOLDS) -> int:
         data = self.reader.get_metrics_data()
         if data is None:
             return 0
@@ -50,9 +50,9 @@ class Folds:
             int(point.value)
             for resource in data.resource_metrics
             for scope in resource.scope_metrics
-            for metric in scope.metrics
-            if metric.name == FOLDS
-            for point in metric.data.data_points
+            for counter in scope.metrics
+            if counter.name == metric
+            for point in counter.data.data_points
             if dict(point.attributes).get("result") == result
         )
 

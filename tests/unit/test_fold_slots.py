@@ -25,7 +25,7 @@ from flowforge.converter import default_converter
 from flowforge.worker._fold import ActivityCompletions
 from flowforge.worker._workflow_worker import Completion, WorkflowWorker
 from samples.onboarding.workflows import Onboarding
-from tests.unit.test_fold_synthesis import _activity_id, _attributes, _events, _fold_points, _instance
+from tests.unit.test_fold_synthesis import _activity_id, _attributes, _events, _fold_points, _held, _instance
 
 SLOTS = 3
 
@@ -122,7 +122,7 @@ async def test_an_undecodable_answer_to_a_fold_frees_its_slots() -> None:
     service = _Undecodable()
     worker = _worker(service)
     task, request = _completion_of_a_cached_run(worker)
-    completions = ActivityCompletions(worker, cast(Any, service), None, "onboarding")
+    completions = ActivityCompletions(worker, cast(Any, service), None, "onboarding", _held(_events()))
     with pytest.raises(UndecodableResponse):
         await completions.complete(task, request, time.monotonic())
     assert service.sent == ["RespondActivityTaskCompleted"]
@@ -134,7 +134,7 @@ async def test_an_undecodable_answer_to_an_unfolded_completion_frees_its_slot() 
     service = _Undecodable()
     worker = _worker(service)
     task, request = _completion_of_a_cached_run(_worker(service))  # cached on another worker
-    completions = ActivityCompletions(worker, cast(Any, service), None, "onboarding")
+    completions = ActivityCompletions(worker, cast(Any, service), None, "onboarding", _held(_events()))
     with pytest.raises(UndecodableResponse):
         await completions.complete(task, request, time.monotonic())
     assert not request.HasField("folded_workflow_task") and request.eager_workflow_task_queue == "onboarding"

@@ -17,7 +17,7 @@ from flowforge._workflow_instance import WorkflowInstance
 from flowforge.api import schema
 from flowforge.api.v1 import common_pb2, workflow_service_pb2
 from flowforge.client import WorkflowHistory
-from flowforge.worker._fold import fold_events, fold_started_time
+from flowforge.worker._fold import HeldActivities, fold_events, fold_started_time
 from samples.onboarding.workflows import Onboarding
 
 HISTORIES = Path(__file__).parents[1] / "replay" / "histories"
@@ -60,6 +60,21 @@ def _activity_id(events: list[common_pb2.HistoryEvent], scheduled_event_id: int)
     return activity_id
 
 
+def _held(events: list[common_pb2.HistoryEvent], run_id: str = "run-grace") -> HeldActivities:
+    """Every activity ``events`` schedule, held by the worker (none runs elsewhere): each may fold."""
+    held = HeldActivities()
+    for event in events:
+        if event.event_type == "ActivityTaskScheduled":
+            held.hold(
+                workflow_service_pb2.PollActivityTaskQueueResponse(
+                    workflow_execution=common_pb2.WorkflowExecution(run_id=run_id),
+                    activity_id=_attributes(event)["activity_id"],
+                    task_token=f"held-{event.event_id}".encode(),
+                )
+            )
+    return held
+
+
 @pytest.mark.parametrize("name", sorted(RECORDED))
 def test_a_folded_task_runs_as_the_unfolded_tasks_replay_does(name: str) -> None:
     events = _events(name)
@@ -70,8 +85,8 @@ def test_a_folded_task_runs_as_the_unfolded_tasks_replay_does(name: str) -> None
         scheduled_event_id = completed["scheduled_event_id"]
         folding = _instance()
         folding.activate(events[:i])
-        point = folding.fold_point(_activity_id(events, scheduled_event_id))
-        assert point == (scheduled_event_id, events[i - 1].event_time)
+        point = folding.fold_point(_activity_id(events, scheduled_event_id), _held(events).activity_ids("run-grace"))
+        assert point == (scheduled_event_id, events[i - 1].event_time, True)
         task = workflow_service_pb2.PollActivityTaskQueueResponse(
             started_time=events[i].event_time, attempt=1, task_queue="onboarding"
         )
@@ -105,12 +120,62 @@ def test_an_instance_folds_only_at_the_runs_last_event_for_a_pending_activity() 
     activity_id = _activity_id(events, scheduled_event_id)
     instance = _instance()
     instance.activate(events[: i - 2])  # ends at WorkflowTaskStarted: its task is not completed yet
-    assert instance.fold_point(activity_id) is None
+    held = _held(events).activity_ids("run-grace")
+    assert instance.fold_point(activity_id, held) is None
     instance.activate(events[:i])
-    assert instance.fold_point("no such activity") is None
-    assert instance.fold_point(activity_id) is not None
+    assert instance.fold_point("no such activity", held) is None
+    assert instance.fold_point(activity_id, held) is not None
     instance.activate(events[: i + 4])  # the activity's outcome is in: nothing left to fold for it
-    assert instance.fold_point(activity_id) is None
+    assert instance.fold_point(activity_id, held) is None
+
+
+def test_an_instance_folds_only_when_every_activity_it_awaits_is_held_here() -> None:
+    """At the onboarding's three parallel activities: all three must be held here to fold."""
+    events = _events("onboarding-folded.json")
+    parallel = [i for i in _fold_points(events) if events[i - 1].event_type == "WorkflowTaskCompleted"]
+    first = parallel[0] - 5  # the first of the three folded after the last WorkflowTaskCompleted before them
+    instance = _instance()
+    instance.activate(events[:first])
+    scheduled = {e.event_id for e in events[:first] if e.event_type == "ActivityTaskScheduled"}
+    resolved = {_attributes(e)["scheduled_event_id"] for e in events[:first] if e.event_type == "ActivityTaskCompleted"}
+    awaited = {_activity_id(events, event_id) for event_id in scheduled - resolved}
+    assert len(awaited) == 3
+    activity_id = sorted(awaited)[0]
+
+    def all_held(held: set[str]) -> bool:
+        point = instance.fold_point(activity_id, frozenset(held))
+        assert point is not None
+        return point[2]
+
+    assert all_held(awaited)
+    assert all_held(awaited | {"another"})
+    for missing in awaited:
+        assert not all_held(awaited - {missing})
+    instance.activate(events[: first + 5])  # the first one's outcome (and its task) in: two are left
+    done = _activity_id(events, _attributes(events[first + 1])["scheduled_event_id"])
+    activity_id = sorted(awaited - {done})[0]
+    assert all_held(awaited - {done})
+    assert not all_held({done, activity_id})
+
+
+def test_held_activities_are_released_once_whatever_the_order() -> None:
+    def task(run_id: str, activity_id: str, token: bytes) -> workflow_service_pb2.PollActivityTaskQueueResponse:
+        return workflow_service_pb2.PollActivityTaskQueueResponse(
+            workflow_execution=common_pb2.WorkflowExecution(run_id=run_id), activity_id=activity_id, task_token=token
+        )
+
+    held = HeldActivities()
+    held.hold(task("r1", "1", b"a"))
+    held.hold(task("r1", "1", b"b"))  # a new attempt of the same activity while the old one still runs here
+    held.hold(task("r2", "1", b"c"))
+    assert held.activity_ids("r1") == {"1"} and held.activity_ids("r2") == {"1"}
+    held.release(b"a")
+    assert held.activity_ids("r1") == {"1"}  # the other attempt still holds it
+    held.release(b"b")
+    held.release(b"b")  # sent unfolded, then the handler ends: released once
+    assert held.activity_ids("r1") == frozenset() and held.activity_ids("r2") == {"1"}
+    held.release(b"c")
+    assert held._by_run == {} and held._runs == {}
 
 
 def test_the_fold_time_is_the_lease_time_plus_the_time_since_the_task_arrived_never_before_the_last_event() -> None:

@@ -22,7 +22,7 @@ from flowforge.worker._activity_worker import _RunningActivity
 from flowforge.worker._fold import ActivityCompletions
 from flowforge.worker._workflow_worker import WorkflowWorker
 from tests.unit.test_fold_slots import SLOTS, _cache, _completion_at, _free_slots, _worker
-from tests.unit.test_fold_synthesis import _events, _fold_points, _instance
+from tests.unit.test_fold_synthesis import _events, _fold_points, _held, _instance
 from testsupport.waiting import wait_until
 
 HISTORY = "onboarding-folded.json"
@@ -105,7 +105,7 @@ async def _first_fold_in_flight(
     fake_stream = _Stream(server) if stream else None
     worker = _worker(cast(Any, server))
     (first_task, first), second = _parallel_completions(worker, events)
-    completions = ActivityCompletions(worker, cast(Any, server), cast(Any, fake_stream), "onboarding")
+    completions = ActivityCompletions(worker, cast(Any, server), cast(Any, fake_stream), "onboarding", _held(events))
     folding = asyncio.create_task(completions.complete(first_task, first, time.monotonic()))
     await wait_until(lambda: server.sent, timeout=30, what="the first completion to be sent")
     assert server.sent[0].HasField("folded_workflow_task")
