@@ -12,13 +12,16 @@ task it asked for; a stale one is refused alone.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import grpc
+import pytest
 
 from flowforge.api.v1 import command_pb2, common_pb2
 from flowforge.api.v1 import workflow_service_pb2 as pb
 from flowforge.converter import default_converter
 from flowforge.server import FlowForgeServer
+from flowforge.server.history.group_commit import GroupCommit
 from tests.integration._protocol import (
     NS,
     Wire,
@@ -29,6 +32,7 @@ from tests.integration._protocol import (
     start_timer,
 )
 from testsupport.counting import StoreCounters
+from testsupport.waiting import wait_until
 
 RUNS = 24
 
@@ -138,7 +142,7 @@ async def test_workflow_task_completions_that_arrive_together_commit_together_wi
 
 
 async def test_workflow_task_and_activity_completions_share_a_group_and_each_gets_its_next_task(
-    server: FlowForgeServer, wire: Wire
+    server: FlowForgeServer, wire: Wire, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     activity_tokens = await _runs_with_an_activity(wire, "mixed-a", RUNS // 2)
     workflow_tokens = await _runs_with_a_workflow_task(wire, "mixed-w", RUNS // 2)
@@ -149,12 +153,32 @@ async def test_workflow_task_and_activity_completions_share_a_group_and_each_get
                 namespace=NS, execution=common_pb2.WorkflowExecution(workflow_id=workflow_id), signal_name="s"
             )
         )
+    # The transactions that begin hold until every report has reached group commit, so
+    # the grouping does not depend on how fast the RPCs arrive (on PostgreSQL several
+    # report transactions run at once: reports that trickle in one by one on a loaded
+    # machine would each find one free).
+    arrived, gate = [0], asyncio.Event()
+    run = GroupCommit.run
+
+    async def held_run(self: GroupCommit, run_id: str, body: Any, **kwargs: Any) -> Any:
+        arrived[0] += 1
+
+        async def held_body(tx: Any) -> Any:
+            await gate.wait()
+            return await body(tx)
+
+        return await run(self, run_id, held_body, **kwargs)
+
+    monkeypatch.setattr(GroupCommit, "run", held_run)
     store = StoreCounters(server.store)
     reports = [
         *(_complete(wire, token, i) for i, token in enumerate(activity_tokens)),
         *(_complete_workflow_task(wire, token, return_new=True) for token in workflow_tokens.values()),
     ]
+    await wait_until(lambda: arrived[0] >= RUNS, timeout=60, what="every report to reach group commit")
+    gate.set()
     responses = await asyncio.gather(*reports)
+    monkeypatch.undo()
     # Half as many as the workflow task completions alone would take, were they not grouped.
     assert store.counts["write_transactions"] <= RUNS // 2, dict(store.counts)
     for i in range(RUNS // 2):
